@@ -1,0 +1,220 @@
+"""Run a cocotb testbench on generated Verilog, with build caching and data exchange.
+
+The host side (pytest, the CLI) calls :func:`run_cocotb`; the cocotb testbench (a module in
+``zoforge.sim.benches``) runs inside the simulator process. They exchange data through files
+in a per-run folder, never through per-cycle Python on the host:
+
+* ``bench_args()`` in the testbench returns the JSON-able ``args`` given to :func:`run_cocotb`;
+* ``bench_dir()`` is a folder for bulk data both sides can write (``.npy`` arrays);
+* ``write_result(dict)`` in the testbench stores results, returned as ``CosimResult.results``.
+
+Golden comparison happens on the host, so the simulator process never imports torch.
+
+Builds are cached by a hash of the Verilog, the simulator and its options under
+``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``), and serialised with a file lock so that
+parallel test workers can share them.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zoforge.errors import check_choice
+from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
+
+__all__ = ["CosimResult", "run_cocotb", "cache_dir", "bench_args", "bench_dir", "write_result",
+           "SIMULATORS"]
+
+SIMULATORS = ("verilator", "icarus")
+_ARGS_ENV = "ZOFORGE_BENCH_ARGS"
+_DIR_ENV = "ZOFORGE_BENCH_DIR"
+_RESULT_FILE = "result.json"
+
+
+@dataclass
+class CosimResult:
+    passed: bool            # every cocotb test in the module passed
+    results: dict           # what the testbench stored with write_result()
+    simulator: str
+    build_s: float          # wall time of the (possibly cached) build
+    run_s: float            # wall time of the simulation process
+    data_dir: Path          # the run's data folder (bench_dir() in the testbench)
+    failures: list[str] = field(default_factory=list)
+    waves: Path | None = None  # the SAIF/VCD file if one was requested
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ZOFORGE_CACHE", Path.home() / ".cache" / "zoforge"))
+
+
+def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | None = None,
+               simulator: str = "verilator", saif: bool = False, vcd: bool = False,
+               data_dir: Path | None = None, extra_files: dict[str, str] | None = None
+               ) -> CosimResult:
+    """Build ``verilog`` (cached) and run the cocotb tests of ``test_module`` on it.
+
+    verilog:     the complete Verilog source text of the design
+    toplevel:    its top module
+    test_module: dotted module name of the cocotb testbench (importable in the sim process)
+    args:        JSON-able arguments for the testbench (``bench_args()``)
+    simulator:   "verilator" or "icarus"
+    saif / vcd:  record switching activity (Verilator: SAIF via --trace-saif, or VCD)
+    data_dir:    folder for the run's data (default: a fresh temporary folder)
+    extra_files: memory initialisation files (name -> text) to place beside the simulation
+    """
+    from cocotb_tools.runner import get_runner
+
+    check_choice("--simulator", simulator, SIMULATORS)
+    apply_toolchain_env()
+    if simulator not in available_simulators():
+        from zoforge.errors import ConfigError
+        raise ConfigError("--simulator", "one installed here: " +
+                          (", ".join(available_simulators()) or "none found"), simulator)
+    waves = saif or vcd
+    build_args: list[str] = []
+    if simulator == "verilator":
+        build_args = ["-Wno-fatal", "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-O3"]
+        if saif:
+            build_args.append("--trace-saif")
+        elif vcd:
+            build_args.append("--trace")
+    key = hashlib.sha256("\0".join([verilog, simulator, toplevel, *build_args,
+                                    json.dumps(sorted((extra_files or {}).items()))]
+                                   ).encode()).hexdigest()[:16]
+    build_dir = cache_dir() / "sim" / f"{toplevel}-{simulator}-{key}"
+    build_dir.mkdir(parents=True, exist_ok=True)
+    source = build_dir / f"{toplevel}.v"
+    runner = get_runner(simulator)
+    started = time.perf_counter()
+    with _locked(build_dir / ".lock"):
+        if not source.exists() or source.read_text() != verilog:
+            source.write_text(verilog)
+        for name, text in (extra_files or {}).items():
+            (build_dir / name).write_text(text)
+        build_kwargs = dict(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir,
+                            build_args=build_args, waves=waves, always=False)
+        if simulator == "icarus":
+            build_kwargs["timescale"] = ("1ns", "1ps")
+        with _quiet_unless_failing(build_dir / "build.log"):
+            runner.build(**build_kwargs)
+    build_s = time.perf_counter() - started
+
+    data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zoforge-cosim-"))
+    data.mkdir(parents=True, exist_ok=True)
+    for name, text in (extra_files or {}).items():
+        (data / name).write_text(text)
+    result_file = data / _RESULT_FILE
+    result_file.unlink(missing_ok=True)
+    results_xml = data / "results.xml"
+    started = time.perf_counter()
+    with _quiet_unless_failing(data / "sim.log"):
+        try:
+            runner.test(hdl_toplevel=toplevel, test_module=test_module, build_dir=build_dir,
+                        test_dir=data, results_xml=str(results_xml), waves=waves,
+                        extra_env={_ARGS_ENV: json.dumps(args or {}), _DIR_ENV: str(data)})
+        except SystemExit:
+            pass  # runner.test() exits 1 on a failing test; the results XML says which
+    run_s = time.perf_counter() - started
+    failures = _failures(results_xml)
+    results = json.loads(result_file.read_text()) if result_file.exists() else {}
+    wave_file = None
+    if waves:
+        wave_file = _find_wave_file(data, build_dir, suffix="saif" if saif else "vcd")
+    return CosimResult(passed=not failures and results_xml.exists(), results=results,
+                       simulator=simulator, build_s=build_s, run_s=run_s, data_dir=data,
+                       failures=failures, waves=wave_file)
+
+
+# -- inside the simulator process ---------------------------------------------------------
+
+def bench_args() -> dict:
+    """The ``args`` given to :func:`run_cocotb` (call from a cocotb testbench)."""
+    return json.loads(os.environ.get(_ARGS_ENV, "{}"))
+
+
+def bench_dir() -> Path:
+    """The run's data folder (call from a cocotb testbench)."""
+    return Path(os.environ.get(_DIR_ENV, "."))
+
+
+def write_result(result: dict) -> None:
+    """Store the testbench's JSON-able results for the host (merged with earlier calls)."""
+    path = bench_dir() / _RESULT_FILE
+    merged = json.loads(path.read_text()) if path.exists() else {}
+    merged.update(result)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(merged))
+    tmp.replace(path)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def _quiet_unless_failing(log_path: Path):
+    """Send the tools' stdout/stderr (file descriptors 1 and 2) to ``log_path``.
+
+    On an exception other than SystemExit the log's tail is re-printed to stderr.
+    """
+    import sys
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(log_path, "w") as log:
+        os.dup2(log.fileno(), 1)
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        except Exception:
+            _restore(saved)
+            tail = log_path.read_text()[-4000:]
+            print(tail, file=sys.stderr)
+            raise
+        finally:
+            _restore(saved)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _restore(saved) -> None:
+    import sys
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(saved[0], 1)
+    os.dup2(saved[1], 2)
+
+
+def _failures(results_xml: Path) -> list[str]:
+    if not results_xml.exists():
+        return ["no results: the simulation did not run (see sim.log)"]
+    failed = []
+    for case in ET.parse(results_xml).getroot().iter("testcase"):
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(case.get("name", "?"))
+    return failed
+
+
+def _find_wave_file(*folders: Path, suffix: str) -> Path | None:
+    for folder in folders:
+        found = sorted(folder.rglob(f"*.{suffix}"), key=lambda p: p.stat().st_mtime)
+        if found:
+            return found[-1]
+    return None

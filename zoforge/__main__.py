@@ -1,0 +1,3 @@
+from zoforge.cli import main
+
+raise SystemExit(main())

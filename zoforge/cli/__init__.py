@@ -1,0 +1,83 @@
+"""The ``zoforge`` command line.
+
+Each module in this package registers its own commands: it defines
+``register(tree: CommandTree)`` and is discovered automatically, so adding a command never
+touches another area's file. A handler takes the parsed ``argparse.Namespace`` and returns an
+exit code. :class:`~zoforge.errors.ConfigError` raised anywhere below a handler is printed as
+one line (``zoforge: error: ...``) with exit code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable
+
+from zoforge import __version__
+from zoforge.errors import ConfigError
+
+__all__ = ["CommandTree", "main", "build_parser"]
+
+Handler = Callable[[argparse.Namespace], int]
+
+# Command groups with sub-commands contributed by several areas, and their help.
+GROUPS = {
+    "generate": "write Verilog (and memory files, configuration JSON) for a design",
+    "cosim": "co-simulate a generated design against its golden model (cocotb)",
+    "rng": "inspect the PeZO random-number generators' golden streams",
+}
+
+
+class CommandTree:
+    """Where command modules add their commands."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self._commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+        self._commands.required = True
+        self._groups: dict[str, argparse._SubParsersAction] = {}
+
+    def command(self, name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+        """A top-level command ``zoforge NAME``; set ``func`` with ``set_defaults``."""
+        return self._commands.add_parser(name, help=help, description=help, **kwargs)
+
+    def subcommand(self, group: str, name: str, help: str, **kwargs) -> argparse.ArgumentParser:
+        """A sub-command ``zoforge GROUP NAME`` of one of :data:`GROUPS`."""
+        if group not in self._groups:
+            parser = self._commands.add_parser(group, help=GROUPS[group], description=GROUPS[group])
+            sub = parser.add_subparsers(dest=f"{group}_command", metavar="WHAT")
+            sub.required = True
+            self._groups[group] = sub
+        return self._groups[group].add_parser(name, help=help, description=help, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zoforge",
+        description="Zeroth-order fine-tuning to FPGA hardware: generate, co-simulate, "
+                    "train and report.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"zoforge {__version__}")
+    tree = CommandTree(parser)
+    for module in _command_modules():
+        module.register(tree)
+    return parser
+
+
+def _command_modules():
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda info: info.name):
+        if not info.name.startswith("_"):
+            yield importlib.import_module(f"{__name__}.{info.name}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ConfigError as error:
+        print(f"zoforge: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("zoforge: interrupted", file=sys.stderr)
+        return 130

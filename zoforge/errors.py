@@ -1,0 +1,57 @@
+"""Configuration errors that the command line prints as one line, never a traceback.
+
+Every parameter check in zoforge raises :class:`ConfigError`, naming the parameter (as the
+user spelled it on the command line, e.g. ``--n-rng``) and the allowed values::
+
+    zoforge: error: --n-rng must be of the form 2^k - 1 with 3 <= n <= 255 (got 8)
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["ConfigError", "check_int_range", "check_choice", "check_mersenne"]
+
+
+class ConfigError(ValueError):
+    """An invalid parameter. ``str(error)`` is the complete one-line message."""
+
+    def __init__(self, parameter: str, allowed: str, got: object = None):
+        self.parameter = parameter
+        self.allowed = allowed
+        self.got = got
+        message = f"{parameter} must be {allowed}"
+        if got is not None:
+            message += f" (got {got})"
+        super().__init__(message)
+
+
+def check_int_range(parameter: str, value: object, low: int, high: int | None = None) -> int:
+    """Return ``value`` if it is an int in ``[low, high]`` (``high`` None: unbounded)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(parameter, _range_text(low, high), value)
+    if value < low or (high is not None and value > high):
+        raise ConfigError(parameter, _range_text(low, high), value)
+    return value
+
+
+def check_choice(parameter: str, value: object, choices: Iterable[object]) -> object:
+    """Return ``value`` if it is one of ``choices``."""
+    choices = list(choices)
+    if value not in choices:
+        raise ConfigError(parameter, "one of " + ", ".join(map(str, choices)), value)
+    return value
+
+
+def check_mersenne(parameter: str, value: object, low: int, high: int) -> int:
+    """Return ``value`` if it is of the form 2^k - 1 and within ``[low, high]``."""
+    allowed = f"of the form 2^k - 1 with {low} <= value <= {high}"
+    if (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+            or (value + 1) & value):
+        raise ConfigError(parameter, allowed, value)
+    return value
+
+
+def _range_text(low: int, high: int | None) -> str:
+    if high is None:
+        return f"an integer >= {low}"
+    return f"an integer with {low} <= value <= {high}"
