@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"zoforge: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `zoforge rng dump ... | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("zoforge: interrupted", file=sys.stderr)
         return 130

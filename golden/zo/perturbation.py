@@ -1,0 +1,209 @@
+"""Perturbation sources for zeroth-order training, behind one interface.
+
+A source produces the flat perturbation vector ``z`` (float32, length ``d``) of one query
+with :meth:`Perturbation.draw`; each draw advances the source. Nothing ever stores ``z``:
+``state_dict()`` is a few numbers (a seed and a draw counter, or a PeZO generator's state),
+and ``load_state_dict()`` followed by the same draws regenerates the same vectors exactly.
+
+Sources (``--perturbation``):
+
+* ``gaussian``  z ~ N(0, I) from torch's CPU generator (the MeZO baseline).
+* ``rademacher`` z uniform over {-1, +1}.
+* ``uniform-naive`` the raw output of the PeZO on-the-fly LFSR generator as fractions in
+  [-1, 1) (``take_float``), with no norm scaling: the failure case of PeZO Table 3.
+* ``uniform-scaled`` z ~ U(-1, 1) from torch, split into chunks of ``--chunk`` values
+  (0: one chunk), each chunk scaled exactly (float) so that its norm equals the expected
+  norm of a Gaussian vector of the chunk's length.
+* ``pezo-onthefly`` / ``pezo-pregen`` the PeZO generators' golden models
+  (:mod:`zoforge.golden.rng`), bit-exact with the RTL, including their own (power-of-two)
+  modulus scaling.
+
+Seeded torch sources derive draw ``i``'s generator seed from ``(seed, i)`` with numpy's
+``SeedSequence``, so a draw depends only on its index.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from zoforge.errors import ConfigError, check_choice, check_int_range, check_mersenne
+
+__all__ = ["Perturbation", "SOURCES", "make_perturbation", "expected_gaussian_norm",
+           "scale_chunks_to_gaussian_norm"]
+
+
+def expected_gaussian_norm(d: int) -> float:
+    """E||g||_2 for g ~ N(0, I_d): sqrt(2) Gamma((d+1)/2) / Gamma(d/2), via log-gamma."""
+    return math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2) - math.lgamma(d / 2))
+
+
+def scale_chunks_to_gaussian_norm(u: torch.Tensor, chunk: int) -> torch.Tensor:
+    """Scale each ``chunk``-long piece of ``u`` (0: all of it) to the expected Gaussian norm."""
+    d = u.numel()
+    size = d if chunk <= 0 else chunk
+    out = torch.empty_like(u)
+    for start in range(0, d, size):
+        piece = u[start:start + size]
+        norm = float(piece.norm())
+        factor = expected_gaussian_norm(piece.numel()) / norm if norm > 0 else 0.0
+        out[start:start + size] = piece * factor
+    return out
+
+
+class Perturbation:
+    """A source of perturbation vectors; see the module docstring."""
+
+    name = ""
+
+    def draw(self, d: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def config(self) -> dict:
+        raise NotImplementedError
+
+
+class _SeededTorch(Perturbation):
+    """Counter-based torch source: draw i uses a generator seeded from (seed, i)."""
+
+    def __init__(self, seed: int):
+        self.seed = int(seed)
+        self.count = 0
+
+    def _generator(self) -> torch.Generator:
+        key = np.random.SeedSequence([self.seed, self.count]).generate_state(2, np.uint32)
+        self.count += 1
+        return torch.Generator().manual_seed(int(key[0]) << 32 | int(key[1]))
+
+    def draw(self, d: int) -> torch.Tensor:
+        return self._sample(d, self._generator())
+
+    def _sample(self, d: int, generator: torch.Generator) -> torch.Tensor:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        return {"seed": self.seed, "count": self.count}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.seed, self.count = int(state["seed"]), int(state["count"])
+
+    def config(self) -> dict:
+        return {"perturbation": self.name, "seed": self.seed}
+
+
+class Gaussian(_SeededTorch):
+    name = "gaussian"
+
+    def _sample(self, d, generator):
+        return torch.randn(d, generator=generator)
+
+
+class Rademacher(_SeededTorch):
+    name = "rademacher"
+
+    def _sample(self, d, generator):
+        return torch.randint(0, 2, (d,), generator=generator).float().mul_(2).sub_(1)
+
+
+class UniformScaled(_SeededTorch):
+    name = "uniform-scaled"
+
+    def __init__(self, seed: int, chunk: int = 0):
+        super().__init__(seed)
+        self.chunk = check_int_range("--chunk", chunk, 0)
+
+    def _sample(self, d, generator):
+        u = torch.rand(d, generator=generator).mul_(2).sub_(1)
+        return scale_chunks_to_gaussian_norm(u, self.chunk)
+
+    def config(self):
+        return {**super().config(), "chunk": self.chunk}
+
+
+class _Golden(Perturbation):
+    """Wraps a :mod:`zoforge.golden.rng` generator; its state is the generator's own."""
+
+    def __init__(self, generator, extra_config: dict):
+        self.generator = generator
+        self._config = extra_config
+
+    def draw(self, d: int) -> torch.Tensor:
+        return self.generator.take_float(d, dtype=torch.float32)
+
+    def state_dict(self) -> dict:
+        return {"generator": self.generator.save()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generator.restore(state["generator"])
+
+    def config(self) -> dict:
+        return {"perturbation": self.name, **self._config}
+
+
+class PezoOnTheFly(_Golden):
+    name = "pezo-onthefly"
+
+    def __init__(self, n_rng: int = 31, bits: int = 8, seed: int = 0, scaled: bool = True):
+        from zoforge.golden.rng import OnTheFlyGolden
+        check_mersenne("--n-rng", n_rng, 3, 255)
+        check_int_range("--bits", bits, 2, 32)
+        generator = _construct(OnTheFlyGolden, n_rng=n_rng, bits=bits, seed=seed, scaled=scaled)
+        super().__init__(generator, {"n_rng": n_rng, "bits": bits, "seed": seed})
+
+
+class UniformNaive(PezoOnTheFly):
+    name = "uniform-naive"
+
+    def __init__(self, n_rng: int = 31, bits: int = 8, seed: int = 0):
+        super().__init__(n_rng=n_rng, bits=bits, seed=seed, scaled=False)
+
+
+class PezoPregen(_Golden):
+    name = "pezo-pregen"
+
+    def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0):
+        from zoforge.golden.rng import PregenGolden
+        check_mersenne("--pool-size", pool_size, 7, 2 ** 20 - 1)
+        check_int_range("--bits", bits, 2, 32)
+        check_int_range("--banks", banks, 1, 64)
+        generator = _construct(PregenGolden, pool_size=pool_size, bits=bits, banks=banks,
+                               seed=seed)
+        super().__init__(generator, {"pool_size": pool_size, "bits": bits, "banks": banks,
+                                     "seed": seed})
+
+
+def _construct(cls, **kwargs):
+    """Call ``cls`` with the keyword arguments its signature accepts."""
+    import inspect
+    accepted = inspect.signature(cls).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
+    return cls(**kwargs)
+
+
+SOURCES = {cls.name: cls for cls in (Gaussian, Rademacher, UniformNaive, UniformScaled,
+                                     PezoOnTheFly, PezoPregen)}
+
+
+def make_perturbation(name: str, *, seed: int = 0, n_rng: int = 31, bits: int | None = None,
+                      pool_size: int = 4095, banks: int = 8, chunk: int = 0) -> Perturbation:
+    """Build the source ``name`` (see :data:`SOURCES`) from CLI-style parameters.
+
+    ``bits`` defaults to 8 for the on-the-fly generator and 12 for the pre-generated pool.
+    """
+    check_choice("--perturbation", name, SOURCES)
+    if name in ("gaussian", "rademacher"):
+        return SOURCES[name](seed)
+    if name == "uniform-scaled":
+        return UniformScaled(seed, chunk)
+    if name == "pezo-pregen":
+        return PezoPregen(pool_size=pool_size, bits=12 if bits is None else bits, banks=banks,
+                          seed=seed)
+    return SOURCES[name](n_rng=n_rng, bits=8 if bits is None else bits, seed=seed)
