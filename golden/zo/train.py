@@ -1,0 +1,164 @@
+"""The ZO training loop: batches, evaluation, checkpoint/resume, result.json and plot.
+
+Batch ``t`` is ``numpy.random.default_rng([seed, t]).choice(n_train, batch, replace=False)``
+so it depends only on the step. A checkpoint (``OUT/checkpoint.pt``, written atomically
+every ``checkpoint_every`` steps and at the end) holds theta, the optimizer's state (which
+includes the perturbation source's state, never a perturbation vector) and the history;
+a run started again on the same ``OUT`` with the same configuration continues from it and
+ends with the same parameters, bit for bit, as an uninterrupted run.
+
+``OUT/result.json``: ``accuracy_before`` / ``accuracy_after`` (test split),
+``test_loss_before`` / ``test_loss_after``, ``final_loss`` (mean training loss of the last
+``min(50, steps)`` steps), ``steps_per_s`` (optimizer steps only, evaluation excluded,
+accumulated over resumptions), validation accuracies, ``d`` and the full configuration.
+``OUT/training.png``: training loss and validation accuracy against the step.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from zoforge.errors import ConfigError
+from zoforge.golden.zo.config import TrainConfig
+from zoforge.golden.zo.dual import DualForwardPRGE
+from zoforge.golden.zo.features import build_trainable
+from zoforge.golden.zo.optimizers import make_optimizer
+from zoforge.golden.zo.perturbation import make_perturbation
+
+__all__ = ["train", "batch_index", "build_optimizer", "Interrupted"]
+
+CHECKPOINT = "checkpoint.pt"
+
+
+class Interrupted(RuntimeError):
+    """Raised by :func:`train` when ``stop_after`` steps have run (tests of resumption)."""
+
+
+def batch_index(seed: int, step: int, n_train: int, batch: int) -> np.ndarray:
+    return np.random.default_rng([seed, step]).choice(n_train, batch, replace=False)
+
+
+def build_optimizer(cfg: TrainConfig, trainable):
+    perturbation = make_perturbation(cfg.perturbation, seed=cfg.seed, n_rng=cfg.n_rng,
+                                     bits=cfg.bits, pool_size=cfg.pool_size, banks=cfg.banks,
+                                     chunk=cfg.chunk)
+    if cfg.dual:
+        return DualForwardPRGE(trainable, perturbation, cfg.lr, cfg.eps, cfg.queries)
+    return make_optimizer(cfg.method, trainable, perturbation, lr=cfg.lr, eps=cfg.eps,
+                          queries=cfg.queries, inner=cfg.inner, outer=cfg.outer,
+                          hessian_smooth=cfg.hessian_smooth, d_min=cfg.d_min,
+                          d_max=cfg.d_max, layer_steps=cfg.layer_steps)
+
+
+def _save(path: Path, state: dict) -> None:
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
+    if not path.is_file():
+        return None
+    state = torch.load(path, weights_only=False)
+    if state["config"] != cfg.resume_key():
+        changed = sorted(k for k in cfg.resume_key()
+                         if state["config"].get(k) != cfg.resume_key()[k])
+        raise ConfigError("--out", "a new directory, or one whose checkpoint has the same "
+                          "configuration", f"{path.parent}: differs in {', '.join(changed)}")
+    return state
+
+
+def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
+    """Run (or resume) the training of ``cfg``; returns the result dictionary."""
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    trainable, info = build_trainable(cfg)
+    optimizer = build_optimizer(cfg, trainable)
+    state = _load_checkpoint(out / CHECKPOINT, cfg)
+    if state is None:
+        accuracy_before, loss_before = trainable.evaluate(trainable.theta, "test")
+        state = {"step": 0, "seconds": 0.0, "accuracy_before": accuracy_before,
+                 "test_loss_before": loss_before,
+                 "history": {"loss": [], "val_step": [], "val_accuracy": []}}
+    else:
+        trainable.theta.copy_(state["theta"])
+        optimizer.load_state_dict(state["optimizer"])
+    history = state["history"]
+    bar = _progress(cfg, state["step"])
+    try:
+        for step in range(state["step"], cfg.steps):
+            index = batch_index(cfg.seed, step, cfg.n_train, cfg.batch)
+            start = time.perf_counter()
+            loss = optimizer.step(index)
+            state["seconds"] += time.perf_counter() - start
+            if not np.isfinite(loss):
+                raise FloatingPointError(f"loss became {loss} at step {step}; lower --lr")
+            history["loss"].append(loss)
+            state["step"] = step + 1
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.4f}")
+            if state["step"] % cfg.eval_every == 0 or state["step"] == cfg.steps:
+                accuracy, _ = trainable.evaluate(optimizer.current_theta(), "val")
+                history["val_step"].append(state["step"])
+                history["val_accuracy"].append(accuracy)
+            if state["step"] % cfg.checkpoint_every == 0 or state["step"] == cfg.steps:
+                _save(out / CHECKPOINT, {**state, "config": cfg.resume_key(),
+                                         "theta": trainable.theta.clone(),
+                                         "optimizer": optimizer.state_dict()})
+            if stop_after is not None and state["step"] >= stop_after:
+                raise Interrupted(f"stopped after step {state['step']}")
+    finally:
+        if bar is not None:
+            bar.close()
+    theta = optimizer.finish()
+    accuracy_after, loss_after = trainable.evaluate(theta, "test")
+    losses = history["loss"]
+    result = {
+        "accuracy_before": state["accuracy_before"], "accuracy_after": accuracy_after,
+        "test_loss_before": state["test_loss_before"], "test_loss_after": loss_after,
+        "final_loss": float(np.mean(losses[-50:])) if losses else None,
+        "steps": state["step"],
+        "steps_per_s": state["step"] / state["seconds"] if state["seconds"] else None,
+        "val_step": history["val_step"], "val_accuracy": history["val_accuracy"],
+        "chance_accuracy": 1.0 / info["num_classes"], **info,
+        "config": cfg.to_dict(),
+    }
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    _plot(out / "training.png", losses, history, cfg)
+    return result
+
+
+def _progress(cfg: TrainConfig, initial: int):
+    if not cfg.progress:
+        return None
+    from tqdm import tqdm
+    return tqdm(total=cfg.steps, initial=initial, desc=f"{cfg.method}/{cfg.perturbation}",
+                unit="step", dynamic_ncols=True)
+
+
+def _plot(path: Path, losses: list[float], history: dict, cfg: TrainConfig) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
+    steps = np.arange(1, len(losses) + 1)
+    left.plot(steps, losses, lw=0.5, alpha=0.4, label="per step")
+    if len(losses) >= 20:
+        window = max(len(losses) // 50, 10)
+        smooth = np.convolve(losses, np.ones(window) / window, mode="valid")
+        left.plot(steps[window - 1:], smooth, lw=1.5, label=f"mean of {window}")
+    left.set(xlabel="step", ylabel="training loss", title="loss")
+    left.legend()
+    right.plot(history["val_step"], history["val_accuracy"], marker=".")
+    right.set(xlabel="step", ylabel="validation accuracy", title="accuracy")
+    figure.suptitle(f"{cfg.method} / {cfg.perturbation} / {cfg.trainable}, "
+                    f"q={cfg.queries} B={cfg.batch} lr={cfg.lr:g} eps={cfg.eps:g}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)

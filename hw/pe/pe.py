@@ -1,0 +1,66 @@
+"""One processing element (PE) of the output-stationary systolic array.
+
+Integer semantics (see :mod:`zoforge.golden.gemm`): ``a`` and ``b`` are signed INT8; their
+product (exact, 16 bits) is added to a 32-bit signed accumulator that wraps modulo 2^32.
+
+Pipeline, written so that synthesis maps it onto one DSP48E2 (A/B input registers, a
+registered multiplier output MREG, the accumulator as PREG)::
+
+    cycle 1:  a, b, flags       <- inputs         (also forwarded to the right / below)
+    cycle 2:  prod              <- a * b          (registered multiplier output)
+    cycle 3:  acc               <- first ? prod : acc + prod    (when valid)
+              res               <- the same value                (when valid and last)
+
+``first`` starts a new dot product, ``last`` ends it and copies the sum into ``res``.
+``res`` belongs to a per-column shift chain used to drain finished results: with ``shift``
+high (and no capture in that cycle) ``res <- res_in`` (the value of the PE above).
+"""
+from amaranth import Module, Signal, Mux, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["ProcessingElement", "ACC_BITS", "OPERAND_BITS"]
+
+OPERAND_BITS = 8
+ACC_BITS = 32
+
+
+class ProcessingElement(wiring.Component):
+    """Signed INT8 x INT8 multiply-accumulate into a wrapping 32-bit accumulator."""
+
+    a_in: In(signed(OPERAND_BITS))
+    b_in: In(signed(OPERAND_BITS))
+    valid_in: In(1)
+    first_in: In(1)
+    last_in: In(1)
+    a_out: Out(signed(OPERAND_BITS))
+    b_out: Out(signed(OPERAND_BITS))
+    valid_out: Out(1)
+    first_out: Out(1)
+    last_out: Out(1)
+    shift: In(1)
+    res_in: In(signed(ACC_BITS))
+    res_out: Out(signed(ACC_BITS))
+
+    def elaborate(self, platform):
+        m = Module()
+        # Stage 1: operand and flag registers, forwarded to the neighbours.
+        m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
+                     self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
+                     self.last_out.eq(self.last_in)]
+        # Stage 2: registered multiplier output.
+        prod = Signal(signed(2 * OPERAND_BITS))
+        valid, first, last = Signal(), Signal(), Signal()
+        m.d.sync += [prod.eq(self.a_out * self.b_out), valid.eq(self.valid_out),
+                     first.eq(self.first_out), last.eq(self.last_out)]
+        # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums.
+        acc = Signal(signed(ACC_BITS))
+        total = Signal(signed(ACC_BITS))
+        m.d.comb += total.eq(Mux(first, prod, acc + prod))
+        with m.If(valid):
+            m.d.sync += acc.eq(total)
+        with m.If(valid & last):
+            m.d.sync += self.res_out.eq(total)
+        with m.Elif(self.shift):
+            m.d.sync += self.res_out.eq(self.res_in)
+        return m

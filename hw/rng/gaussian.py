@@ -1,0 +1,84 @@
+"""Gaussian baseline in hardware: n central-limit generators (sums of K LFSR values).
+
+Matches :class:`zoforge.golden.rng.GaussianGolden` bit for bit. Two blocks:
+
+* :class:`GaussianLanes` (submodule ``lfsrs``): n*K b-bit LFSR registers, each stepping in
+  place (``reg <= step(reg)``, one XOR per register) at its own phase;
+* :class:`CentralLimitSum` (submodule ``sum``): per lane, ``sum_j (state_ij - 2^(b-1))`` as a
+  W = b + ceil(log2 K)-bit two's-complement integer (F = b - 1), an adder tree of K terms.
+
+:class:`GaussianGenerator` is the stream top: one transfer = the n lanes' values (lane 0 in
+the least-significant bits); the state advances only on a transfer; ``out.valid`` is always
+high (no memory, nothing to prime). ``snapshot=True`` adds ``save``/``restore`` (shadow
+registers, doubling the flip-flops, as for the on-the-fly generator).
+"""
+from __future__ import annotations
+
+from amaranth import Cat, Elaboratable, Module, Signal, Value, signed
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.golden.rng import GaussianGolden
+from zoforge.hw.rng.lfsr import drive_state, lfsr_next
+
+__all__ = ["GaussianLanes", "CentralLimitSum", "GaussianGenerator"]
+
+
+class GaussianLanes(Elaboratable):
+    """The n*K LFSR registers (``registers[i][j]``: lane i, term j), reset to cycle 0."""
+
+    def __init__(self, golden: GaussianGolden, advance: Value, save: Value | None = None,
+                 restore: Value | None = None):
+        self.golden, self.advance, self.save, self.restore = golden, advance, save, restore
+        init = golden.term_states(0, 1)[0]
+        self.registers = [[Signal(golden.bits, name=f"lfsr{i}_{j}", init=int(init[i, j]))
+                           for j in range(golden.terms)] for i in range(golden.n_rng)]
+
+    def elaborate(self, platform):
+        m = Module()
+        pairs = [(reg, lfsr_next(reg, self.golden.bits))
+                 for lane in self.registers for reg in lane]
+        drive_state(m, pairs, self.advance, self.save, self.restore)
+        return m
+
+
+class CentralLimitSum(Elaboratable):
+    """``values`` (n W-bit lanes) = per-lane sums of the centred LFSR states."""
+
+    def __init__(self, golden: GaussianGolden, registers: list[list[Value]], values: Value):
+        self.golden, self.registers, self.values = golden, registers, values
+
+    def elaborate(self, platform):
+        m = Module()
+        b, w = self.golden.bits, self.golden.width
+        for i, lane in enumerate(self.registers):
+            terms = [Cat(reg[:b - 1], ~reg[b - 1]).as_signed() for reg in lane]  # s - 2^(b-1)
+            while len(terms) > 1:                                   # balanced adder tree
+                pairs = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)]
+                terms = pairs + terms[len(pairs) * 2:]
+            m.d.comb += self.values[i * w:(i + 1) * w].eq(terms[0])
+        return m
+
+
+class GaussianGenerator(wiring.Component):
+    """Stream top of the Gaussian baseline (see the module docstring)."""
+
+    def __init__(self, n_rng: int = 1024, bits: int = 16, terms: int = 3,
+                 snapshot: bool = False):
+        self.golden = GaussianGolden(n_rng, bits, terms)
+        self.snapshot = snapshot
+        members = {"out": Out(stream.Signature(n_rng * self.golden.width))}
+        if snapshot:
+            members.update(save=In(1), restore=In(1))
+        super().__init__(members)
+
+    def elaborate(self, platform):
+        m = Module()
+        save = self.save if self.snapshot else None
+        restore = self.restore if self.snapshot else None
+        advance = Signal()
+        m.submodules.lfsrs = lanes = GaussianLanes(self.golden, advance, save, restore)
+        m.submodules.sum = CentralLimitSum(self.golden, lanes.registers, self.out.payload)
+        m.d.comb += [self.out.valid.eq(~restore if self.snapshot else 1),
+                     advance.eq(self.out.valid & self.out.ready)]
+        return m

