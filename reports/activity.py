@@ -79,27 +79,35 @@ class Activity:
     block_rates: dict[str, float] = field(default_factory=dict)
     nets: int = 0
     mode: str = "random"
-    source: str = "activity-model (Verilator SAIF, generic stimulus)"
+    source: str = "activity-model (Verilator SAIF)"
 
 
 def measure_activity(verilog: str, top: str, cycles: int = 2000, mode: str = "random",
                      seed: int = 1, clock_ns: float = 10.0, data_dir: Path | None = None,
-                     reset_cycles: int = 4) -> Activity:
+                     reset_cycles: int = 4, bench: tuple[str, dict] | None = None,
+                     extra_files: dict[str, str] | None = None) -> Activity:
     """Simulate ``verilog`` with the generic stimulus and measure its toggle rates.
 
     clock_ns: the simulated clock period; give the report's target clock, because Vivado
     turns the SAIF's toggle counts into rates over its duration in time.
+    bench:    a design's own stimulus instead of the generic one: (cocotb test module,
+              its bench args); it receives ``cycles``, ``seed`` and ``period_ps`` (the
+              clock period it must use) merged into the args.
     """
     from zoforge.sim.cosim import run_cocotb
 
     check_int_range("--activity-cycles", cycles, 10, 10_000_000)
-    inputs = stimulus_inputs(verilog_ports(verilog, top), mode)
     period_ps = 2 * max(1, round(clock_ns * 500))     # even, for a 50 % duty cycle
-    args = {"inputs": inputs, "cycles": cycles, "seed": seed, "period_ps": period_ps,
-            "reset_cycles": reset_cycles}
-    result = run_cocotb(verilog=verilog, toplevel=top,
-                        test_module="zoforge.reports.activity_bench", args=args, saif=True,
-                        data_dir=data_dir)
+    common = {"cycles": cycles, "seed": seed, "period_ps": period_ps,
+              "reset_cycles": reset_cycles}
+    if bench is None:
+        module = "zoforge.reports.activity_bench"
+        args = dict(common, inputs=stimulus_inputs(verilog_ports(verilog, top), mode))
+    else:
+        module, args = bench[0], dict(bench[1], **common)
+        mode = "design bench " + module
+    result = run_cocotb(verilog=verilog, toplevel=top, test_module=module, args=args,
+                        saif=True, data_dir=data_dir, extra_files=extra_files)
     if not result.passed or result.waves is None:
         raise RuntimeError(f"activity simulation failed: {result.failures} "
                            f"(see {result.data_dir / 'sim.log'})")

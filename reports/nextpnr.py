@@ -72,7 +72,7 @@ def place_and_route(board, design, frequency_mhz: float, progress: Progress | No
             (entry / name).write_text(files[name])
         if progress:
             progress("synth_ecp5")
-        run_yosys(["-q", "-l", "yosys.log", f"{TOP}.ys"], cwd=entry, progress=progress,
+        run_yosys(["-l", "yosys.log", f"{TOP}.ys"], cwd=entry, progress=progress,
                   log_name="yosys.log")
         _run_nextpnr(args, entry, progress)
         report = json.loads((entry / "report.json").read_text())

@@ -32,6 +32,8 @@ from zoforge.reports.synth import synthesize
 
 __all__ = ["build_report", "Progress", "LABELS"]
 
+_XILINX = ("xcup", "xcu", "xc7")
+
 # Short source labels used on every number of a report.
 LABELS = {"yosys": "yosys-estimate", "activity": "activity-model", "nextpnr": "nextpnr",
           "vivado": "vivado"}
@@ -56,8 +58,13 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
                  activity_cycles: int = 2000, activity_mode: str = "random",
                  activity_seed: int = 1, measure_power: bool = True, run_pnr: bool = True,
                  keep_hierarchy: bool = True, vivado_reports: Path | None = None,
-                 progress: Progress | None = None) -> dict:
-    """Produce every file and number of a report for ``design`` on ``board``."""
+                 progress: Progress | None = None,
+                 bench: tuple[str, dict] | None = None, ram_style: str = "auto") -> dict:
+    """Produce every file and number of a report for ``design`` on ``board``.
+
+    bench: the design's own activity stimulus (cocotb module, args), see
+    :func:`zoforge.reports.activity.measure_activity`; default the generic one.
+    """
     progress = progress or Progress()
     check_int_range("--activity-cycles", activity_cycles, 10, 10_000_000)
     if not 1.0 <= clock_mhz <= 1000.0:
@@ -67,7 +74,7 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
     if vivado_reports is not None:     # parse first: a bad folder fails before slow steps
         from zoforge.reports.vivado import read_vivado_reports
         parsed = read_vivado_reports(vivado_reports)
-    out = Path(out_dir)
+    out = Path(out_dir).resolve()    # absolute: the simulator runs in another folder
     out.mkdir(parents=True, exist_ok=True)
     paths = write_design(design, out)
     verilog = paths["verilog"].read_text()
@@ -81,16 +88,16 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
         "files": {"verilog": paths["verilog"].name},
     }
     activity = None
-    if measure_power:
+    if measure_power and board.family in _XILINX:    # the power model is UltraScale+'s
         progress.step("activity")(f"co-simulating {activity_cycles} cycles (Verilator SAIF)")
-        activity = _activity(verilog, design.name, out / "activity", activity_cycles,
-                             activity_mode, activity_seed, clock_mhz)
+        activity = _activity(verilog, design, out / "activity", activity_cycles,
+                             activity_mode, activity_seed, clock_mhz, bench)
         report["activity"] = activity
-    if board.family in ("xcup", "xcu", "xc7"):
+    if board.family in _XILINX:
         synth = synthesize(verilog, design.name, family=board.family,
                            keep_hierarchy=keep_hierarchy, blocks=list(design.blocks) or None,
-                           progress=progress.step("synth"))
-        report["resources"] = _resources(board, synth)
+                           progress=progress.step("synth"), ram_style=ram_style)
+        report["resources"] = _resources(board, synth, ram_style)
         progress.step("fmax")("longest path over the synthesized netlist")
         fmax = estimate_fmax(synth.netlist_path, top=design.name)
         report["fmax"] = dict(fmax.to_json(), source=LABELS["yosys"], method=fmax.source,
@@ -124,10 +131,10 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
     return report
 
 
-def _resources(board, synth) -> dict:
+def _resources(board, synth, ram_style: str) -> dict:
     return {
         "source": LABELS["yosys"], "method": synth.source, "tool": synth.tool_version,
-        "family": synth.family, "total": synth.resources,
+        "family": synth.family, "ram_style": ram_style, "total": synth.resources,
         "percent": board.utilization(synth.resources),
         "blocks": synth.block_resources, "cells": synth.cells,
         "missing_blocks": synth.missing_blocks, "cached": synth.cached,
@@ -147,10 +154,12 @@ def _nextpnr_resources(utilization: dict) -> dict:
             "LUTRAM": used("TRELLIS_RAMW")}
 
 
-def _activity(verilog: str, top: str, folder: Path, cycles: int, mode: str, seed: int,
-              clock_mhz: float) -> dict:
+def _activity(verilog: str, design: Elaborated, folder: Path, cycles: int, mode: str,
+              seed: int, clock_mhz: float, bench: tuple[str, dict] | None) -> dict:
     """Measured activity, reused from ``folder`` when the inputs are unchanged."""
-    key = content_key(verilog, top, str(cycles), mode, str(seed), f"{clock_mhz:.6f}")
+    top = design.name
+    key = content_key(verilog, top, str(cycles), mode, str(seed), f"{clock_mhz:.6f}",
+                      json.dumps(bench, sort_keys=True, default=str))
     stored = folder / "activity.json"
     if stored.exists():
         data = json.loads(stored.read_text())
@@ -158,7 +167,8 @@ def _activity(verilog: str, top: str, folder: Path, cycles: int, mode: str, seed
             return data
     folder.mkdir(parents=True, exist_ok=True)
     measured = activity_mod.measure_activity(verilog, top, cycles=cycles, mode=mode, seed=seed,
-                                             clock_ns=1000.0 / clock_mhz, data_dir=folder)
+                                             clock_ns=1000.0 / clock_mhz, data_dir=folder,
+                                             bench=bench, extra_files=design.memory_files)
     data = dict(asdict(measured), saif=str(measured.saif), key=key,
                 source=LABELS["activity"], method=measured.source)
     atomic_write_text(stored, json.dumps(data, indent=1))

@@ -55,7 +55,8 @@ def render_markdown(report: dict) -> str:
     resources = report.get("resources")
     if resources:
         lines += ["## Resources", "", f"Source: `{resources['source']}` ({resources['tool']}, "
-                  f"synth_xilinx -family {resources['family']}).", ""]
+                  f"synth_xilinx -family {resources['family']}, memories: "
+                  f"{resources.get('ram_style', 'auto')}).", ""]
         rows = []
         for name, counts in resources["blocks"].items():
             description = report.get("blocks", {}).get(name, "top-level glue" if name == "(top)"
@@ -97,7 +98,7 @@ def render_markdown(report: dict) -> str:
                   f"{power['static_w']:.3f} W + dynamic {power['dynamic_w']:.4f} W "
                   f"(`{power['source']}` at {power['frequency_mhz']:g} MHz, mean toggle rate "
                   f"{power['toggle_rate']:.3f} per cycle measured over {activity['cycles']} "
-                  f"simulated cycles, {activity['mode']} inputs; SAIF: "
+                  f"simulated cycles, stimulus: {activity['mode']}; SAIF: "
                   f"`{Path(activity['saif']).name}`).", ""]
         lines += _table(["dynamic part", "W"], [[k, v] for k, v in power["breakdown_w"].items()])
         if power.get("block_dynamic_w"):

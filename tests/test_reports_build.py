@@ -101,9 +101,9 @@ def test_synthesize_counts_blocks_separately_and_caches(demo_verilog):
 
 def test_xilinx_resources_classifies_primitives():
     cells = {"LUT6": 3, "LUT2": 2, "FDRE": 5, "FDSE": 1, "CARRY4": 2, "RAMB36E2": 1,
-             "RAMB18E2": 3, "DSP48E2": 4, "RAM64M": 1, "SRLC32E": 2, "MUXF7": 1}
+             "RAMB18E2": 3, "DSP48E2": 4, "RAM64M": 1, "SRLC32E": 2, "MUXF7": 1, "INV": 5}
     got = xilinx_resources(cells)
-    assert got["LUT"] == 3 + 2 + 4 + 2
+    assert got["LUT"] == 3 + 2 + 4 + 2 + 5
     assert got["FF"] == 6 and got["CARRY"] == 2 and got["DSP"] == 4
     assert got["BRAM18"] == 2 + 3 and got["LUTRAM"] == 4 and got["SRL"] == 2
 
@@ -168,3 +168,30 @@ def test_build_rejects_unknown_design(capsys):
         main(["build", "--design", "no-such-design", "--out", "x"])
     assert exit_info.value.code == 2
     assert "--design must be one of" in capsys.readouterr().err
+
+
+@register_design("reports-demo-bench", help="test-only: reports-demo with its own stimulus")
+class ReportDemoOwnBench(ReportDemoDesign):
+    @staticmethod
+    def activity_bench(args, elaborated):
+        # the generic bench module, but with every data input held: only `acc` moves
+        return ("zoforge.reports.activity_bench",
+                {"inputs": [["a", args.width, "hold"], ["valid", 1, "high"]]})
+
+
+def test_build_uses_a_designs_own_activity_bench(tmp_path):
+    out = tmp_path / "own"
+    assert main(["build", "--design", "reports-demo-bench", "--out", str(out), "--quiet",
+                 "--activity-cycles", "200"]) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert report["activity"]["mode"] == "design bench zoforge.reports.activity_bench"
+    # held inputs: the shift register fills with a constant bit and stops toggling
+    assert report["activity"]["block_rates"]["shift"] < 0.05
+
+
+def test_ram_style_block_puts_the_table_in_block_ram(demo_verilog):
+    auto = synthesize(demo_verilog, "demo_16")
+    block = synthesize(demo_verilog, "demo_16", ram_style="block")
+    assert auto.resources["BRAM18"] == 0                   # Yosys maps the 256 x 16 ROM to LUTs
+    assert block.resources["BRAM18"] == 1                  # one RAMB18E2 holds 4 Kb
+    assert block.resources["LUT"] < auto.resources["LUT"]

@@ -19,7 +19,8 @@ __all__ = ["TrainConfig", "TRAINABLE_KINDS", "RESUME_FREE"]
 
 TRAINABLE_KINDS = ("head", "lora-fa", "full")
 # Fields that may change between a run and its resumption.
-RESUME_FREE = ("steps", "out", "eval_every", "checkpoint_every", "cache_dir", "progress")
+RESUME_FREE = ("steps", "out", "eval_every", "checkpoint_every", "cache_dir", "progress",
+               "threads")
 
 
 @dataclass
@@ -69,6 +70,7 @@ class TrainConfig:
     out: str = "zo-run"
     cache_dir: str | None = None
     progress: bool = True
+    threads: int = 1
 
     def __post_init__(self):
         check_choice("--method", self.method, METHODS)
@@ -82,7 +84,8 @@ class TrainConfig:
                                  ("--n-val", self.n_val, 2), ("--n-test", self.n_test, 2),
                                  ("--max-len", self.max_len, 2),
                                  ("--eval-every", self.eval_every, 1),
-                                 ("--checkpoint-every", self.checkpoint_every, 1)):
+                                 ("--checkpoint-every", self.checkpoint_every, 1),
+                                 ("--threads", self.threads, 1)):
             check_int_range(flag, value, low)
         for flag, value in (("--lr", self.lr), ("--eps", self.eps), ("--alpha", self.alpha)):
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):

@@ -11,9 +11,9 @@ then runs the one batched forward of all 2q copies::
     draw z'_i;  C[2i] = theta + eps z'_i,  C[2i+1] = theta - eps z'_i
 
 This is the same algorithm as :class:`~zoforge.golden.zo.optimizers.RGE` with both P-RGE
-loops, up to float rounding of the recovery. The old public P-RGE code's dual mode lost the
-projected gradient when q = 1 (a squeezed query axis); here the query axis is kept for every
-q, and a test checks q = 1 against the plain optimizer.
+loops, up to float rounding of the recovery. The old public P-RGE code's dual mode drops
+the projected gradient when q = 1; here the query axis is kept for every q (no special case
+for q = 1), and a test checks q = 1 and q = 4 against the plain optimizer.
 """
 from __future__ import annotations
 

@@ -77,6 +77,7 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
     """Run (or resume) the training of ``cfg``; returns the result dictionary."""
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(cfg.threads)
     trainable, info = build_trainable(cfg)
     optimizer = build_optimizer(cfg, trainable)
     state = _load_checkpoint(out / CHECKPOINT, cfg)

@@ -40,7 +40,8 @@ class SystolicArray(wiring.Component):
 
     @property
     def min_tile_interval(self) -> int:
-        """Fewest cycles between two tiles' first steps (drain must finish first)."""
+        """Fewest cycles between two tiles' first steps: the drain's last shift must not
+        move a sum of the next tile (2R + C - 3 would do; 3 cycles of margin)."""
         return 2 * self.rows + self.cols
 
     def elaborate(self, platform):

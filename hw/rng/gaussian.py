@@ -4,8 +4,9 @@ Matches :class:`zoforge.golden.rng.GaussianGolden` bit for bit. Two blocks:
 
 * :class:`GaussianLanes` (submodule ``lfsrs``): n*K b-bit LFSR registers, each stepping in
   place (``reg <= step(reg)``, one XOR per register) at its own phase;
-* :class:`CentralLimitSum` (submodule ``sum``): per lane, ``sum_j (state_ij - 2^(b-1))`` as a
-  W = b + ceil(log2 K)-bit two's-complement integer (F = b - 1), an adder tree of K terms.
+* :func:`central_limit_sums` (in the top module): per lane, ``sum_j (state_ij - 2^(b-1))``
+  as a W = b + ceil(log2 K)-bit two's-complement integer (F = b - 1), an adder tree of K
+  terms.
 
 :class:`GaussianGenerator` is the stream top: one transfer = the n lanes' values (lane 0 in
 the least-significant bits); the state advances only on a transfer; ``out.valid`` is always
@@ -21,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from zoforge.golden.rng import GaussianGolden
 from zoforge.hw.rng.lfsr import drive_state, lfsr_next
 
-__all__ = ["GaussianLanes", "CentralLimitSum", "GaussianGenerator"]
+__all__ = ["GaussianLanes", "central_limit_sums", "GaussianGenerator"]
 
 
 class GaussianLanes(Elaboratable):
@@ -42,22 +43,17 @@ class GaussianLanes(Elaboratable):
         return m
 
 
-class CentralLimitSum(Elaboratable):
-    """``values`` (n W-bit lanes) = per-lane sums of the centred LFSR states."""
-
-    def __init__(self, golden: GaussianGolden, registers: list[list[Value]], values: Value):
-        self.golden, self.registers, self.values = golden, registers, values
-
-    def elaborate(self, platform):
-        m = Module()
-        b, w = self.golden.bits, self.golden.width
-        for i, lane in enumerate(self.registers):
-            terms = [Cat(reg[:b - 1], ~reg[b - 1]).as_signed() for reg in lane]  # s - 2^(b-1)
-            while len(terms) > 1:                                   # balanced adder tree
-                pairs = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)]
-                terms = pairs + terms[len(pairs) * 2:]
-            m.d.comb += self.values[i * w:(i + 1) * w].eq(terms[0])
-        return m
+def central_limit_sums(golden: GaussianGolden, registers: list[list[Value]]) -> list[Value]:
+    """Per lane, ``sum_j (state_ij - 2^(b-1))`` (a balanced adder tree) as W-bit values."""
+    b, w = golden.bits, golden.width
+    sums = []
+    for lane in registers:
+        terms = [Cat(reg[:b - 1], ~reg[b - 1]).as_signed() for reg in lane]   # s - 2^(b-1)
+        while len(terms) > 1:
+            pairs = [terms[k] + terms[k + 1] for k in range(0, len(terms) - 1, 2)]
+            terms = pairs + terms[len(pairs) * 2:]
+        sums.append(terms[0].as_signed()[:w] if len(lane) > 1 else terms[0])
+    return sums
 
 
 class GaussianGenerator(wiring.Component):
@@ -78,7 +74,9 @@ class GaussianGenerator(wiring.Component):
         restore = self.restore if self.snapshot else None
         advance = Signal()
         m.submodules.lfsrs = lanes = GaussianLanes(self.golden, advance, save, restore)
-        m.submodules.sum = CentralLimitSum(self.golden, lanes.registers, self.out.payload)
+        # The adders sit in the top itself: as a sub-module driving the payload port, Amaranth
+        # would leave an unread alias wire of the whole payload in it.
+        m.d.comb += self.out.payload.eq(Cat(central_limit_sums(self.golden, lanes.registers)))
         m.d.comb += [self.out.valid.eq(~restore if self.snapshot else 1),
                      advance.eq(self.out.valid & self.out.ready)]
         return m

@@ -32,7 +32,13 @@ from amaranth.lib.wiring import In, Out
 from zoforge.golden.rng import OnTheFlyGolden, scale_lut
 from zoforge.hw.rng.lfsr import drive_state, lfsr_next
 
-__all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator"]
+__all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "lut_memory_init"]
+
+
+def lut_memory_init(n_rng: int, bits: int) -> list[int]:
+    """LUT memory contents: ``LUT[s] - k_min`` for every state s (entry 0 unused)."""
+    lut = scale_lut(n_rng, bits)
+    return [int(k) - int(lut.min()) for k in lut]
 
 
 class OnTheFlyCore(Elaboratable):
@@ -59,7 +65,7 @@ class OnTheFlyCore(Elaboratable):
         self.shift = None
         if self.shift_bits:
             self.lut = memory.Memory(shape=unsigned(self.shift_bits), depth=1 << bits,
-                                     init=self.lut_init())
+                                     init=lut_memory_init(n_rng, bits))
             self.read = self.lut.read_port()
             # Without a snapshot, the read register is the shift output itself.
             self.shift = Signal(self.shift_bits, name="shift") if restore is not None \
@@ -68,10 +74,6 @@ class OnTheFlyCore(Elaboratable):
             self.primed = Const(1)
         else:
             self.primed = Signal(name="primed") if primed is None else primed
-
-    def lut_init(self) -> list[int]:
-        """LUT memory contents: ``LUT[s] - k_min`` for every state s (entry 0 unused)."""
-        return [int(k) - self.golden.k_min for k in scale_lut(self.n_rng, self.bits)]
 
     def elaborate(self, platform):
         m = Module()
@@ -125,11 +127,15 @@ class ScaleShift(Elaboratable):
         m = Module()
         b, w = self.bits, self.width
         for p, state in enumerate(self.lanes):
-            centered = Cat(state[:b - 1], ~state[b - 1]).as_signed()   # state - 2^(b-1)
-            value = centered
-            for amount in range(1, w - b + 1):                  # k - k_min = amount
-                value = Mux(self.shift == amount, Cat(Const(0, amount), centered).as_signed(),
-                            value)
+            sign = ~state[b - 1]
+            # state - 2^(b-1) (the MSB inverted), sign-extended to W bits
+            value = Cat(state[:b - 1], sign, *([sign] * (w - b)))
+            if self.shift is not None:                          # barrel shift, W bits wide
+                for stage in range(len(self.shift)):
+                    step = 1 << stage
+                    if step < w:
+                        value = Mux(self.shift[stage], Cat(Const(0, step), value[:w - step]),
+                                    value)
             m.d.comb += self.values[p * w:(p + 1) * w].eq(value)
         return m
 

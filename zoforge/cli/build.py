@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from zoforge.errors import ConfigError
+from zoforge.errors import ConfigError, check_int_range
 
 __all__ = ["register", "run_build"]
 
@@ -61,22 +61,27 @@ def register(tree) -> None:
                         help="a registered design (see `zoforge generate --help`), e.g. rng, "
                              "engine")
     parser.add_argument("--board", default="zcu102", metavar="BOARD",
-                        help="target board: zcu102 (Vivado) or ulx3s-85f (nextpnr-ecp5)")
+                        help="target board: zcu102 (Vivado; default) or ulx3s-85f (nextpnr-ecp5)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
                         help="output folder")
     parser.add_argument("--clock-mhz", type=float, default=None,
-                        help="target clock for timing and power (default: the board's)")
+                        help="target clock for timing and power (default: the board's, zcu102 300, "
+                             "ulx3s-85f 100)")
     parser.add_argument("--activity-cycles", type=int, default=2000,
-                        help="clock cycles of co-simulation for switching activity")
+                        help="clock cycles of co-simulation for switching activity (default 2000)")
     parser.add_argument("--activity-mode", choices=("random", "hold"), default="random",
-                        help="data inputs random every cycle, or random once and held "
+                        help="data inputs random every cycle (default), or random once and held "
                              "(handshake/enable inputs are held high)")
     parser.add_argument("--activity-seed", type=int, default=1,
-                        help="seed of the random stimulus")
+                        help="seed of the random stimulus (default 1)")
     parser.add_argument("--no-power", action="store_true",
                         help="skip the co-simulation and the power estimate")
     parser.add_argument("--no-pnr", action="store_true",
                         help="skip place and route on open-toolchain boards")
+    parser.add_argument("--ram-style", choices=("auto", "block", "distributed"),
+                        default="auto",
+                        help="memory mapping in synthesis: Yosys' choice (default), or force "
+                             "block RAM / LUT RAM (like Vivado's ram_style attribute)")
     parser.add_argument("--flatten", action="store_true",
                         help="flatten before synthesis (no per-block numbers)")
     parser.add_argument("--vivado-reports", type=Path, default=None, metavar="DIR",
@@ -85,7 +90,7 @@ def register(tree) -> None:
     parser.set_defaults(func=run_build)
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+class _Formatter(argparse.RawDescriptionHelpFormatter):
     pass
 
 
@@ -99,17 +104,24 @@ def run_build(args: argparse.Namespace) -> int:
     clock = args.clock_mhz if args.clock_mhz is not None else board.default_mhz
     if not 1.0 <= clock <= 1000.0:
         raise ConfigError("--clock-mhz", "a frequency with 1 <= MHz <= 1000", clock)
+    check_int_range("--activity-cycles", args.activity_cycles, 10, 10_000_000)
     if args.vivado_reports is not None and not args.vivado_reports.is_dir():
         raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files",
                           args.vivado_reports)
-    design = get_design(args.design).spec.elaborate(args)
+    spec = get_design(args.design).spec
+    design = spec.elaborate(args)
+    # A design may offer its own activity stimulus: activity_bench(args, elaborated) ->
+    # (cocotb test module, bench args); otherwise the generic one is used.
+    own_bench = getattr(spec, "activity_bench", None)
+    bench = own_bench(args, design) if own_bench is not None else None
     report = build_report(board, design, args.out, clock,
                           activity_cycles=args.activity_cycles,
                           activity_mode=args.activity_mode, activity_seed=args.activity_seed,
                           measure_power=not args.no_power, run_pnr=not args.no_pnr,
                           keep_hierarchy=not args.flatten,
                           vivado_reports=args.vivado_reports,
-                          progress=Progress(quiet=args.quiet))
+                          progress=Progress(quiet=args.quiet), bench=bench,
+                          ram_style=args.ram_style)
     paths = write_report(report, args.out)
     _summary(report, paths)
     return 0

@@ -40,6 +40,7 @@ HELP = {
     "checkpoint_every": "checkpoint every N steps", "out": "output directory",
     "cache_dir": "cache of frozen-prefix activations (default ~/.cache/zoforge/zo-features)",
     "progress": "show a progress bar",
+    "threads": "torch CPU threads (1 is fastest on a busy 2-core machine)",
 }
 CHOICES = {"method": "METHODS", "perturbation": "SOURCES", "trainable": "TRAINABLE_KINDS",
            "head_init": ("zero", "prompt")}

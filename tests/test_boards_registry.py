@@ -1,0 +1,88 @@
+"""Board registry, the ZCU102 and ULX3S platforms, and the board harness / Vivado files."""
+import pytest
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.boards.harness import BoardHarness, write_vivado_project
+from zoforge.boards.registry import Board, boards, get_board, register_board
+from zoforge.errors import ConfigError
+
+
+class Xor(wiring.Component):
+    a: In(12)
+    b: In(4)
+    y: Out(4)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.y.eq(self.a[:4] ^ self.b)
+        return m
+
+
+def test_registry_has_zcu102_with_data_sheet_capacities():
+    zcu102 = get_board("zcu102")
+    assert zcu102.part == "xczu9eg-ffvb1156-2-e" and zcu102.family == "xcup"
+    assert zcu102.capacities == {"LUT": 274_080, "FF": 548_160, "BRAM18": 1_824,
+                                 "DSP": 2_520, "URAM": 0}
+    assert zcu102.toolchain == "vivado"
+    platform = zcu102.make_platform(250e6)
+    assert platform.device == "xczu9eg" and platform.package == "ffvb1156"
+    assert platform.default_clk_frequency == 250e6
+    assert get_board("zcu102").make_platform(300e6).default_clk_frequency == 300e6
+
+
+def test_registry_has_an_open_toolchain_ecp5_board():
+    ulx3s = get_board("ulx3s-85f")
+    assert ulx3s.family == "ecp5" and ulx3s.toolchain == "nextpnr-ecp5"
+    assert ulx3s.make_platform(100e6).device == "LFE5U-85F"
+    assert "--85k" in ulx3s.extra["nextpnr_args"]
+
+
+def test_utilization_percent_and_device_without_a_resource():
+    zcu102 = get_board("zcu102")
+    got = zcu102.utilization({"LUT": 2740.8, "URAM": 0, "CARRY": 3})
+    assert got["LUT"] == pytest.approx(1.0)
+    assert got["URAM"] is None and "CARRY" not in got
+
+
+def test_unknown_board_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"--board must be one of .*zcu102"):
+        get_board("zcu104")
+
+
+def test_a_new_board_is_one_registration():
+    board = Board(name="test-board", description="x", make_platform=lambda f: None,
+                  part="p", family="xc7", toolchain="vivado", capacities={"LUT": 1},
+                  capacity_source="test", default_mhz=100)
+    register_board(board)
+    assert boards()["test-board"] is board
+    with pytest.raises(RuntimeError):
+        register_board(Board(**{**board.__dict__, "part": "other"}))
+
+
+def test_vivado_project_reads_saif_and_writes_reports(tmp_path):
+    saif = ("(SAIFILE\n(TIMESCALE 1ps)\n(DURATION 100)\n (INSTANCE xor_top\n  (NET\n"
+            "   (y\\[0\\] (T0 50) (T1 50) (TC 3))\n  )\n )\n)\n")
+    paths = write_vivado_project(get_board("zcu102"), Xor(), tmp_path, 400.0,
+                                 saif_text=saif, saif_instance="xor_top")
+    tcl = paths["top.tcl"].read_text()
+    assert "create_project -force -name top -part xczu9eg-ffvb1156-2-e" in tcl
+    saif_line = tcl.index("read_saif -strip_path zoforge_tb activity.saif")
+    assert saif_line < tcl.index("report_power -file top_power.rpt")
+    assert tcl.index("report_utilization -file top_utilization_place.rpt") < saif_line
+    assert "write_bitstream" in tcl and tcl.index("quit") < tcl.index("write_bitstream")
+    xdc = paths["top.xdc"].read_text()
+    assert "-period 2.5 " in xdc and "LOC AL8" in xdc
+    verilog = paths["top.v"].read_text()
+    assert "module \\top.dut" in verilog
+    assert "(INSTANCE zoforge_tb\n  (INSTANCE dut" in paths["saif"].read_text()
+
+
+def test_harness_feeds_every_input_bit_and_observes_outputs():
+    plan = get_board("zcu102").make_platform(300e6).build(BoardHarness(Xor()), name="top",
+                                                            do_build=False)
+    verilog = plan.files["top.v"]
+    # a 16-bit stimulus shift register (12 + 4 input bits) drives the design's inputs
+    assert "reg [15:0] stimulus" in verilog
+    assert "observed" in verilog

@@ -1,0 +1,118 @@
+"""The PE and the systolic array in Amaranth's simulator (before any Verilog)."""
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from zoforge.hw.pe.array import SystolicArray
+from zoforge.hw.pe.pe import ProcessingElement
+
+
+def test_pe_accumulates_and_wraps_at_32_bits():
+    pe = ProcessingElement()
+    steps = [(-128, -128)] * 3 + [(127, -128)]
+    captured = []
+
+    async def bench(ctx):
+        ctx.set(pe.res_in, 0)
+        for n, (a, b) in enumerate(steps):
+            ctx.set(pe.a_in, a)
+            ctx.set(pe.b_in, b)
+            ctx.set(pe.valid_in, 1)
+            ctx.set(pe.first_in, n == 0)
+            ctx.set(pe.last_in, n == len(steps) - 1)
+            await ctx.tick()
+        ctx.set(pe.valid_in, 0)
+        await ctx.tick().repeat(3)
+        captured.append(ctx.get(pe.res_out))
+        ctx.set(pe.shift, 1)
+        ctx.set(pe.res_in, 42)
+        await ctx.tick()
+        captured.append(ctx.get(pe.res_out))
+
+    sim = Simulator(pe)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert captured == [3 * 16384 - 127 * 128, 42]
+
+
+def _run_tiles(rows, cols, tiles, slack=0):
+    """Feed ``tiles`` (list of (X [R,K], W [K,C])) as close as the array allows (tile starts
+    ``max(K, min_tile_interval) + slack`` cycles apart); drain each when the array says its
+    sums are ready. Returns the drained tiles."""
+    array = SystolicArray(rows, cols)
+    gap = max(0, array.min_tile_interval - tiles[0][0].shape[1]) + slack
+    drained = []
+
+    async def feeder(ctx):
+        for x, w in tiles:
+            k_steps = x.shape[1]
+            for k in range(k_steps):
+                for i in range(rows):
+                    ctx.set(array.a[i], int(x[i, k]))
+                for j in range(cols):
+                    ctx.set(array.b[j], int(w[k, j]))
+                ctx.set(array.valid, 1)
+                ctx.set(array.first, k == 0)
+                ctx.set(array.last, k == k_steps - 1)
+                await ctx.tick()
+            ctx.set(array.valid, 0)
+            if gap:
+                await ctx.tick().repeat(gap)
+
+    async def drainer(ctx):
+        cycle = 0
+        last_steps = []
+        t = 0
+        for x, _ in tiles:
+            t += x.shape[1]
+            last_steps.append(t - 1)
+            t += gap
+        starts = [s + array.capture_latency for s in last_steps]
+        while len(drained) < len(tiles):
+            if cycle in starts:
+                rows_out = []
+                for step in range(rows):
+                    rows_out.append([ctx.get(array.res_out[j]) for j in range(cols)])
+                    ctx.set(array.shift, step != rows - 1)
+                    await ctx.tick()
+                    cycle += 1
+                ctx.set(array.shift, 0)
+                drained.append(np.array(rows_out[::-1]))
+            else:
+                await ctx.tick()
+                cycle += 1
+
+    sim = Simulator(array)
+    sim.add_clock(1e-6)
+    sim.add_testbench(feeder)
+    sim.add_testbench(drainer)
+    sim.run()
+    return drained
+
+
+def _tiles(rows, cols, k):
+    rng = np.random.default_rng(rows * 100 + cols * 10 + k)
+    tiles = []
+    for n in range(3):
+        x = rng.choice([-128, 127], size=(rows, k)) if n == 1 else \
+            rng.integers(-128, 128, size=(rows, k))
+        w = rng.choice([-128, 127], size=(k, cols)) if n == 1 else \
+            rng.integers(-128, 128, size=(k, cols))
+        tiles.append((x, w))
+    return tiles
+
+
+@pytest.mark.parametrize("rows, cols, k", [(2, 3, 4), (3, 2, 9), (4, 4, 12)])
+def test_array_back_to_back_tiles_at_the_minimum_interval(rows, cols, k):
+    tiles = _tiles(rows, cols, k)
+    drained = _run_tiles(rows, cols, tiles)
+    for (x, w), got in zip(tiles, drained):
+        assert (got == x @ w).all()
+
+
+def test_tiles_closer_than_the_minimum_interval_corrupt_the_drain():
+    # The minimum interval (2R + C) has a 3-cycle margin: 4 cycles closer breaks the drain.
+    tiles = _tiles(3, 2, 4)
+    drained = _run_tiles(3, 2, tiles, slack=-4)
+    assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
