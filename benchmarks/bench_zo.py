@@ -21,7 +21,6 @@ import argparse
 import sys
 import time
 
-import numpy as np
 import torch
 
 from zoforge.golden.zo.config import TrainConfig

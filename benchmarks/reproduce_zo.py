@@ -14,7 +14,8 @@ a Markdown summary (mean and standard deviation over seeds), also written to
 Experiments (all on the default model and data, test accuracy of 1000 balanced examples):
 
 * ``table3``: MeZO (q = 1, B = 16) on the linear head, each perturbation source.
-* ``table3-lora``: the same on LoRA-FA (top layer, r = 16, alpha = 32) + head, first seed.
+* ``table3-lora``: the same on LoRA-FA (top layer, r = 16, alpha = 32) + head, first seed,
+  for ``--lora-perturbations``.
 * ``fixed-e``: P-RGE (inner + outer) on the head at E = q B = 16: (q, B) in (1, 16),
   (4, 4), (16, 1), Gaussian and PeZO on-the-fly.
 * ``fixed-e-lora``: the same on LoRA-FA, first seed.
@@ -48,7 +49,7 @@ def experiments(args) -> dict[str, list[dict]]:
                    for p in PERTURBATIONS for s in args.seeds],
         "table3-lora": [dict(LORA, method="mezo", perturbation=p, seed=s,
                              steps=args.lora_steps)
-                        for p in PERTURBATIONS for s in first],
+                        for p in args.lora_perturbations for s in first],
         "fixed-e": [dict(HEAD, method="prge", perturbation=p, queries=q, batch=16 // q,
                          seed=s, steps=args.steps)
                     for p in ("gaussian", "pezo-onthefly") for q in (1, 4, 16)
@@ -93,6 +94,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=5000, help="steps of head runs")
     parser.add_argument("--lora-steps", type=int, default=600, help="steps of LoRA-FA runs")
+    parser.add_argument("--lora-perturbations", nargs="+", choices=PERTURBATIONS,
+                        default=["gaussian", "uniform-naive", "pezo-onthefly", "pezo-pregen"],
+                        help="perturbations of table3-lora")
     parser.add_argument("--progress", action="store_true", help="progress bar per run")
     args = parser.parse_args(argv)
     root = Path(args.out)

@@ -3,7 +3,6 @@ scaling, and one-line errors."""
 import json
 import math
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st

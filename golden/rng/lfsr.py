@@ -56,7 +56,8 @@ def _sequence(bits: int) -> np.ndarray:
     for t in range(n):
         out[t] = state
         state = ((state << 1) | ((state & mask).bit_count() & 1)) & width_mask
-    if state != 1 or np.bincount(out, minlength=n + 1)[1:].min() != 1:  # a wrong tap table would show here
+    # A wrong tap table would show here: the period must be exactly 2^b - 1.
+    if state != 1 or np.bincount(out, minlength=n + 1)[1:].min() != 1:
         raise AssertionError(f"LFSR of {bits} bits is not maximal-length")
     out.flags.writeable = False
     return out

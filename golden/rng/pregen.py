@@ -15,8 +15,8 @@ Semantics (issue 2; N = ``pool_size`` of the form 2^k - 1 with 255 <= N <= 65535
    j = 0..d-1, delivered L values per cycle in that order (the last cycle may be partial);
    afterwards ``p <- (p + d) mod N``. :meth:`save`/:meth:`restore` keep p.
 
-BRAM layout (:meth:`PregenGolden.bank_contents`, ``striped``): the pool is extended by its first L - 1
-values (length N + L - 1, so a cycle's L consecutive indices never wrap) and dealt over L
+BRAM layout (:meth:`PregenGolden.bank_contents`, ``striped``): the pool is extended by its
+first L - 1 values (length N + L - 1, so a cycle's L consecutive indices never wrap) and dealt over L
 banks, value e of the extended pool in bank ``e mod L`` at address ``e div L``.
 """
 from __future__ import annotations

@@ -202,7 +202,7 @@ class FullTrainable(Trainable):
     def __init__(self, splits, num_classes, model, hw_arith=False, head_init=None):
         super().__init__(splits, num_classes, hw_arith)
         self.model = model
-        self.names, self.shapes, parts, offset = [], [], [], 0
+        self.names, self.shapes, parts = [], [], []
         for name, parameter in model.named_parameters():
             self.names.append(name)
             self.shapes.append(parameter.shape)

@@ -15,7 +15,7 @@ registers, doubling the flip-flops, as for the on-the-fly generator).
 """
 from __future__ import annotations
 
-from amaranth import Cat, Elaboratable, Module, Signal, Value, signed
+from amaranth import Cat, Elaboratable, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -72,11 +72,11 @@ class GaussianGenerator(wiring.Component):
         m = Module()
         save = self.save if self.snapshot else None
         restore = self.restore if self.snapshot else None
-        advance = Signal()
-        m.submodules.lfsrs = lanes = GaussianLanes(self.golden, advance, save, restore)
+        # Stepping on out.ready alone is the same as on a transfer: out.valid is high except
+        # in a restore cycle, where restore wins.
+        m.submodules.lfsrs = lanes = GaussianLanes(self.golden, self.out.ready, save, restore)
         # The adders sit in the top itself: as a sub-module driving the payload port, Amaranth
         # would leave an unread alias wire of the whole payload in it.
         m.d.comb += self.out.payload.eq(Cat(central_limit_sums(self.golden, lanes.registers)))
-        m.d.comb += [self.out.valid.eq(~restore if self.snapshot else 1),
-                     advance.eq(self.out.valid & self.out.ready)]
+        m.d.comb += self.out.valid.eq(~restore if self.snapshot else 1)
         return m

@@ -25,7 +25,7 @@ built without it; reset (``rst``) always returns to cycle 0.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value, signed, unsigned
+from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -44,19 +44,21 @@ def lut_memory_init(n_rng: int, bits: int) -> list[int]:
 class OnTheFlyCore(Elaboratable):
     """LFSR lanes with rotation and the scale look-up (see the module docstring).
 
-    Inputs (signals given by the parent): ``advance`` (step to the next cycle) and, with
-    ``snapshot``, ``save``/``restore``. Outputs (created here): ``lanes`` (the n b-bit lane
-    registers in position order), ``shift`` (``k(t) - k_min``, None for a constant LUT),
-    ``primed`` (the outputs are valid; constant 1 for a constant LUT). Registers start at
-    cycle 0, or at cycle -1 when a priming step must fill the LUT's read register. The blocks take their neighbours' signals instead of
-    having ports of their own, so the generated Verilog has no dangling alias wires.
+    Inputs (signals given by the parent): ``ready`` (the consumer's ``out.ready``: the state
+    steps when it is high, and once after reset to prime the LUT read) and, with
+    ``snapshot``, ``save``/``restore`` (restore wins over a step). Outputs (created here):
+    ``lanes`` (the n b-bit lane registers in position order), ``shift`` (``k(t) - k_min``,
+    None for a constant LUT), ``primed`` (the outputs are valid; constant 1 for a constant
+    LUT). Registers start at cycle 0, or at cycle -1 when a priming step must fill the LUT's
+    read register. The blocks take their neighbours' signals instead of having ports of
+    their own, so the generated Verilog has no dangling alias wires.
     """
 
-    def __init__(self, n_rng: int, bits: int, advance: Value, save: Value | None = None,
+    def __init__(self, n_rng: int, bits: int, ready: Value, save: Value | None = None,
                  restore: Value | None = None, primed: Signal | None = None):
         self.golden = OnTheFlyGolden(n_rng, bits)
         self.n_rng, self.bits = n_rng, bits
-        self.advance, self.save, self.restore = advance, save, restore
+        self.ready, self.save, self.restore = ready, save, restore
         self.snapshot = restore is not None
         self.shift_bits = (self.golden.k_max - self.golden.k_min).bit_length()
         init = self.golden.cycle_table(0 if not self.shift_bits else self.golden._wrap - 1,
@@ -82,7 +84,7 @@ class OnTheFlyCore(Elaboratable):
         lanes = self.lanes
         pairs = [(lanes[p], lfsr_next(lanes[(p + 1) % n], b)) for p in range(n)]
         if constant:
-            drive_state(m, pairs, self.advance, self.save, self.restore)
+            drive_state(m, pairs, self.ready, self.save, self.restore)
             return m
 
         # The read port's own signals serve as step enable, address and shift, so that the
@@ -91,7 +93,9 @@ class OnTheFlyCore(Elaboratable):
         m.submodules.lut = self.lut
         read, primed = self.read, self.primed
         step = read.en
-        m.d.comb += step.eq(self.advance | ~primed)
+        # = transfer | ~primed, as out.valid is primed (restore has priority anyway); taking
+        # ready directly saves a LUT.
+        m.d.comb += step.eq(self.ready | ~primed)
         tracker = Signal(b, name="", init=1)
         m.d.comb += read.addr.eq(tracker)
         pairs += [(tracker, lfsr_next(tracker, b)), (primed, Const(1))]
@@ -154,18 +158,16 @@ class OnTheFlyGenerator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        advance = Signal()
         save = self.save if self.snapshot else None
         restore = self.restore if self.snapshot else None
         # Without a snapshot the core's primed flag is out.valid itself.
         primed = None if self.snapshot else self.out.valid
-        m.submodules.core = core = OnTheFlyCore(self.n_rng, self.bits, advance, save, restore,
-                                                primed)
+        m.submodules.core = core = OnTheFlyCore(self.n_rng, self.bits, self.out.ready, save,
+                                                restore, primed)
         m.submodules.shift = ScaleShift(self.bits, self.width, core.lanes, core.shift,
                                         self.out.payload)
         if self.snapshot:
             m.d.comb += self.out.valid.eq(core.primed & ~restore)
         elif not core.shift_bits:
             m.d.comb += self.out.valid.eq(1)
-        m.d.comb += advance.eq(self.out.valid & self.out.ready)
         return m

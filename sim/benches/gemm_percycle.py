@@ -57,8 +57,7 @@ async def run_jobs(dut):
     args = bench_args()
     data = bench_dir()
     reg, regions = args["registers"], args["regions"]
-    if not args.get("hdl_clock", True):
-        Clock(dut.clk, CLOCK_NS, unit="ns").start()
+    Clock(dut.clk, CLOCK_NS, unit="ns").start()     # cocotb's GPI clock: no Python per edge
     for name in ("s_axil_awvalid", "s_axil_wvalid", "s_axil_arvalid", "s_axis_tvalid",
                  "m_axis_tready"):
         getattr(dut, name).value = 0
