@@ -59,11 +59,15 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
                  activity_seed: int = 1, measure_power: bool = True, run_pnr: bool = True,
                  keep_hierarchy: bool = True, vivado_reports: Path | None = None,
                  progress: Progress | None = None,
-                 bench: tuple[str, dict] | None = None, ram_style: str = "auto") -> dict:
+                 bench: tuple[str, dict] | None = None, ram_style: str = "auto",
+                 activity_proxy: Elaborated | None = None) -> dict:
     """Produce every file and number of a report for ``design`` on ``board``.
 
-    bench: the design's own activity stimulus (cocotb module, args), see
-    :func:`zoforge.reports.activity.measure_activity`; default the generic one.
+    bench:          the design's own activity stimulus (cocotb module, args), see
+                    :func:`zoforge.reports.activity.measure_activity`; default generic
+    activity_proxy: a smaller configuration of the same design (e.g. fewer identical
+                    lanes) whose measured toggle rates stand in for the design's, when
+                    simulating the full design is too slow; the report says so
     """
     progress = progress or Progress()
     check_int_range("--activity-cycles", activity_cycles, 10, 10_000_000)
@@ -90,8 +94,16 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
     activity = None
     if measure_power and board.family in _XILINX:    # the power model is UltraScale+'s
         progress.step("activity")(f"co-simulating {activity_cycles} cycles (Verilator SAIF)")
-        activity = _activity(verilog, design, out / "activity", activity_cycles,
+        simulated, simulated_verilog = design, verilog
+        if activity_proxy is not None:
+            simulated = activity_proxy
+            simulated_verilog = write_design(activity_proxy, out / "proxy")["verilog"].read_text()
+        activity = _activity(simulated_verilog, simulated, out / "activity", activity_cycles,
                              activity_mode, activity_seed, clock_mhz, bench)
+        if activity_proxy is not None:
+            activity = dict(activity, proxy=activity_proxy.name,
+                            mode=f"{activity['mode']}, measured on the smaller "
+                                 f"configuration {activity_proxy.name}")
         report["activity"] = activity
     if board.family in _XILINX:
         synth = synthesize(verilog, design.name, family=board.family,
@@ -113,7 +125,8 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
     if board.toolchain == "vivado":
         from zoforge.boards.harness import write_vivado_project
         progress.step("vivado")("writing the Vivado project (Verilog, XDC, Tcl)")
-        saif_text = Path(activity["saif"]).read_text() if activity else None
+        saif_text = (Path(activity["saif"]).read_text()
+                     if activity and activity_proxy is None else None)
         vivado_files = write_vivado_project(board, design.top, out / "vivado", clock_mhz,
                                             saif_text=saif_text, saif_instance=design.name)
         report["files"]["vivado"] = sorted(str(p.relative_to(out))

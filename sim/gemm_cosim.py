@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.hw.pe.engine import CTRL_BITS, GemmEngine, PARAM_REGIONS, REGISTERS
+from zoforge.hw.pe.engine import (CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine,
+                                  check_engine_parameters)
 
 __all__ = ["GemmJob", "JobResult", "GemmCosim", "pack_input_stream", "unpack_output",
            "param_table", "ideal_cycles", "random_job"]
@@ -169,7 +170,7 @@ class GemmCosim:
 
     def __init__(self, rows: int, cols: int, pack: int = 2, max_m: int = 64, max_k: int = 64,
                  max_n: int = 64, simulator: str = "verilator"):
-        self.engine = GemmEngine(rows, cols, pack, max_m, max_k, max_n)
+        self.params = check_engine_parameters(rows, cols, pack, max_m, max_k, max_n)
         self.rows, self.cols, self.pack = rows, cols, pack
         self.simulator = simulator
         self.top = f"gemm_engine_{rows}x{cols}"
@@ -179,16 +180,21 @@ class GemmCosim:
     def verilog(self) -> str:
         if self._verilog is None:
             from zoforge.hw.export import to_verilog
-            self._verilog = to_verilog(self.engine, self.top)
+            self._verilog = to_verilog(GemmEngine(**{k: self.params[k] for k in (
+                "rows", "cols", "pack", "max_m", "max_k", "max_n")}), self.top)
         return self._verilog
+
+    def check_shape(self, m: int, k: int, n: int) -> None:
+        """GEMM dimensions within the buffers (ConfigError naming --m/--k/--n)."""
+        check_int_range("--m", m, 1, self.params["max_m"])
+        check_int_range("--k", k, 1, self.params["max_k"])
+        check_int_range("--n", n, 1, self.params["max_n"])
 
     def check_job(self, job: GemmJob) -> None:
         m, k, n = job.shape
         if job.w.shape[0] != k:
             raise ConfigError("--k", "the same for x and w", f"{k} and {job.w.shape[0]}")
-        check_int_range("--m", m, 1, self.engine.max_m)
-        check_int_range("--k", k, 1, self.engine.max_k)
-        check_int_range("--n", n, 1, self.engine.max_n)
+        self.check_shape(m, k, n)
 
     def run(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
             data_dir: Path | None = None, bench: str = "zoforge.sim.benches.gemm"):
@@ -242,8 +248,11 @@ class GemmCosim:
                 | (job.per_channel << CTRL_BITS["per_channel"])
                 | ((job.bias is not None) << CTRL_BITS["bias_en"]))
         tensor = (0, 0) if job.raw or job.per_channel else (int(job.multiplier), int(job.shift))
+        mt, nt = -(-m // self.rows), -(-n // self.cols)
         return {"m": m, "k": k, "n": n, "ctrl": ctrl, "mult": tensor[0], "shift": tensor[1],
-                "tables": sorted(tables), "beats": int(frame.size // self.engine.in_bytes),
+                "tables": sorted(tables), "beats": int(frame.size // self.params["in_bytes"]),
+                "beat_bytes": self.params["in_bytes"], "panel_beats": -(-k // self.pack),
+                "first_panels": 1 + mt + (nt > 1),
                 "out_beats": -(-m // self.rows) * -(-n // self.cols) * self.rows}
 
 

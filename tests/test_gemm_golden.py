@@ -18,7 +18,7 @@ def _reference_requant(acc: int, mult: int, shift: int, relu: bool) -> int:
 
 
 @given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 9), st.integers(0, 2**31 - 1))
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 def test_gemm_int32_is_the_exact_integer_product(m, k, n, seed):
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
@@ -46,7 +46,7 @@ def test_accumulator_and_bias_wrap_modulo_2_to_the_32():
 
 @given(st.lists(st.integers(-2**31, 2**31 - 1), min_size=1, max_size=8),
        st.integers(0, 2**16 - 1), st.integers(0, 47), st.booleans())
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 def test_requantize_matches_the_big_int_reference(accs, mult, shift, relu):
     acc = torch.tensor([accs], dtype=torch.int32)
     got = requantize(acc, RequantParams(mult, shift), relu=relu)

@@ -38,7 +38,7 @@ from .axil import AxiLiteTarget, axil_members
 from .pe import ACC_BITS, OPERAND_BITS
 from .requant import MULT_BITS, SHIFT_BITS, RequantPipeline
 
-__all__ = ["GemmEngine", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS", "ADDR_BITS"]
+__all__ = ["GemmEngine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS", "ADDR_BITS"]
 
 ADDR_BITS = 16
 DIM_BITS = 16
@@ -63,6 +63,19 @@ PARAM_REGIONS = {"BIAS": 0x1000, "COL_MULT": 0x2000, "COL_SHIFT": 0x3000}
 CTRL_BITS = {"start": 0, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
 
 
+def check_engine_parameters(rows: int, cols: int, pack: int, max_m: int, max_k: int,
+                            max_n: int) -> dict:
+    """Validate the engine's build parameters (ConfigError naming the CLI flag)."""
+    check_int_range("--rows", rows, 1, 64)
+    check_int_range("--cols", cols, 1, 64)
+    check_int_range("--pack", pack, 1, 8)
+    check_int_range("--max-m", max_m, rows, 1 << 15)
+    check_int_range("--max-k", max_k, 1, 1 << 15)
+    check_int_range("--max-n", max_n, cols, (MAX_PARAM_WORDS >> (cols - 1).bit_length()) * cols)
+    return dict(rows=rows, cols=cols, pack=pack, max_m=max_m, max_k=max_k, max_n=max_n,
+                in_bytes=pack * max(rows, cols))
+
+
 def _bits(count: int) -> int:
     """Address bits for ``count`` entries (at least 1)."""
     return max(1, (count - 1).bit_length())
@@ -73,15 +86,11 @@ class GemmEngine(wiring.Component):
 
     def __init__(self, rows: int = 8, cols: int = 8, pack: int = 2, max_m: int = 256,
                  max_k: int = 256, max_n: int = 256):
-        self.rows = check_int_range("--rows", rows, 1, 64)
-        self.cols = check_int_range("--cols", cols, 1, 64)
-        self.pack = check_int_range("--pack", pack, 1, 8)
-        self.max_m = check_int_range("--max-m", max_m, rows, 1 << 15)
-        self.max_k = check_int_range("--max-k", max_k, 1, 1 << 15)
+        params = check_engine_parameters(rows, cols, pack, max_m, max_k, max_n)
+        self.rows, self.cols, self.pack = params["rows"], params["cols"], params["pack"]
+        self.max_m, self.max_k, self.max_n = params["max_m"], params["max_k"], params["max_n"]
         self.lane_bits = (cols - 1).bit_length()          # lanes per parameter row: 2^lane_bits
         self.n_tiles_max = -(-max_n // cols)
-        max_n_allowed = (MAX_PARAM_WORDS >> self.lane_bits) * cols
-        self.max_n = check_int_range("--max-n", max_n, cols, max_n_allowed)
         self.m_tiles_max = -(-max_m // rows)
         self.words_max = -(-max_k // pack)
         self.in_bytes = pack * max(rows, cols)

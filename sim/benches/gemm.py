@@ -17,7 +17,7 @@ import time
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, RisingEdge
 from cocotb.utils import get_sim_time
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
@@ -58,9 +58,20 @@ class EngineHarness:
                                                 spec["shift"]])
         for name in spec["tables"]:
             await self.axil.write(self.regions[name], tables[name].tobytes())
-        await self.source.send(AxiStreamFrame(frame.tobytes()))
+        # W panel 0, the X panels and W panel 1 are taken as fast as they come; each later W
+        # panel only when a W bank is free (tready rises): queued earlier, the source would
+        # poll the stalled stream from Python on every cycle.
+        panel = spec["panel_beats"] * spec["beat_bytes"]
+        first = spec["first_panels"] * panel
+        await self.source.send(AxiStreamFrame(frame[:first].tobytes()))
         await self.axil.write_dword(reg["CTRL"], spec["ctrl"] | 1)
-        out = await self.sink.recv()
+        receiving = cocotb.start_soon(self.sink.recv())
+        for start in range(first, frame.size, panel):
+            await self.source.wait()
+            if not int(self.dut.s_axis_tready.value):
+                await RisingEdge(self.dut.s_axis_tready)
+            await self.source.send(AxiStreamFrame(frame[start:start + panel].tobytes()))
+        out = await receiving
         await ClockCycles(self.dut.clk, 2)   # done (and irq) follow the last beat
         irq = bool(self.dut.irq.value)
         status = await self.axil.read_dword(reg["STATUS"])

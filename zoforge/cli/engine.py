@@ -66,6 +66,7 @@ def _cosim(args: argparse.Namespace) -> int:
         raise ConfigError("--backpressure", "a probability with 0 <= p < 1", args.backpressure)
     cosim = GemmCosim(args.rows, args.cols, args.pack, args.max_m, args.max_k, args.max_n,
                       simulator=args.simulator)
+    cosim.check_shape(args.m, args.k, args.n)
     rng = np.random.default_rng(args.seed)
     jobs = [random_job(rng, args.m, args.k, args.n, raw=args.output == "raw",
                        bias=not args.no_bias, per_channel=args.per_channel, relu=args.relu)
