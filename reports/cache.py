@@ -7,6 +7,8 @@ Verilog text, the tool and its version, and the options.
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -14,7 +16,8 @@ from pathlib import Path
 
 from zoforge.sim.cosim import cache_dir
 
-__all__ = ["content_key", "entry_dir", "load_result", "store_result", "atomic_write_text"]
+__all__ = ["content_key", "entry_dir", "load_result", "store_result", "atomic_write_text",
+           "locked"]
 
 RESULT = "result.json"
 
@@ -55,3 +58,15 @@ def atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def locked(entry: Path):
+    """Hold an exclusive lock on a cache entry, so parallel runs of the same job wait for
+    one another instead of both running it in the same folder."""
+    with open(Path(entry) / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

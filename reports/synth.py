@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 from zoforge.errors import check_choice
-from zoforge.reports.cache import content_key, entry_dir, load_result, store_result
+from zoforge.reports.cache import content_key, entry_dir, load_result, locked, store_result
 
 __all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "run_yosys",
            "FAMILIES", "RAM_STYLES", "SOURCE"]
@@ -99,19 +99,19 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
     script = _script(top, family, keep_hierarchy, netlist, ram_style)
     key = content_key(verilog, top, script, version, _SCRIPT_VERSION)
     entry = entry_dir("synth", f"{top}-{family}-{key}")
-    stored = load_result(entry)
-    if stored is None:
-        started = time.perf_counter()
-        (entry / "design.v").write_text(verilog)
-        (entry / "synth.ys").write_text(script)
-        run_yosys(["-l", "synth.log", "-s", "synth.ys"], cwd=entry, progress=progress,
-                  log_name="synth.log")
-        stats = json.loads((entry / "stat.json").read_text())
-        stored = {"modules": _module_cells(stats), "seconds": time.perf_counter() - started}
-        store_result(entry, stored)
-        cached = False
-    else:
-        cached = True
+    with locked(entry):
+        stored = load_result(entry)
+        cached = stored is not None
+        if stored is None:
+            started = time.perf_counter()
+            (entry / "design.v").write_text(verilog)
+            (entry / "synth.ys").write_text(script)
+            run_yosys(["-l", "synth.log", "-s", "synth.ys"], cwd=entry, progress=progress,
+                      log_name="synth.log")
+            stats = json.loads((entry / "stat.json").read_text())
+            stored = {"modules": _module_cells(stats),
+                      "seconds": time.perf_counter() - started}
+            store_result(entry, stored)
     return _result(stored, top, family, blocks, version, entry, cached)
 
 

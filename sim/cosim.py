@@ -70,8 +70,9 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     saif / vcd:  record switching activity (Verilator: SAIF via --trace-saif, or VCD)
     data_dir:    folder for the run's data (default: a fresh temporary folder)
     extra_files: memory initialisation files (name -> text) to place beside the simulation
-    verilator_args: extra Verilator build arguments (e.g. ``--timing`` for an HDL clock),
-                 appended after the defaults; ignored by other simulators
+    verilator_args: extra Verilator build arguments appended after the defaults (e.g.
+                 ``--no-public-flat-rw`` and a ``.vlt`` file naming the ports cocotb needs,
+                 for a faster model); ignored by other simulators
     """
     from cocotb_tools.runner import get_runner
 
