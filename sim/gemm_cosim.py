@@ -218,23 +218,35 @@ class GemmCosim:
                             verilator_args=_verilator_args(self.top))
         if not result.passed:
             raise RuntimeError(f"co-simulation failed: {result.failures} (see {data}/sim.log)")
+        outputs = [np.load(data / f"out{index}.npy") for index in range(len(jobs))]
+        info = dict(result.results.get("info", {}), build_s=result.build_s,
+                    run_s=result.run_s, simulator=result.simulator)
+        return self.check_results(jobs, outputs, result.results["jobs"]), info
+
+    def run_bulk(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
+                 data_dir: Path | None = None):
+        """Like :meth:`run`, through the Verilog-only bench (:mod:`zoforge.sim.gemm_bulk`)."""
+        from zoforge.sim.gemm_bulk import run_bulk
+        return run_bulk(self, jobs, backpressure=backpressure, seed=seed, data_dir=data_dir)
+
+    def check_results(self, jobs: list[GemmJob], outputs: list[np.ndarray],
+                      stats: list[dict]) -> list[JobResult]:
+        """Each job's output words (uint32) against the golden model, with its counters."""
         job_results = []
-        for index, (job, stats) in enumerate(zip(jobs, result.results["jobs"])):
+        for job, words, job_stats in zip(jobs, outputs, stats):
             m, k, n = job.shape
-            words = np.load(data / f"out{index}.npy")
             output = unpack_output(words, m, n, self.rows, self.cols, job.raw)
             expected = job.golden()
             mismatches = int(np.count_nonzero(output != expected))
             job_results.append(JobResult(
                 shape=job.shape, bit_exact=mismatches == 0, mismatches=mismatches,
-                cycles=stats["cycles"], array_cycles=stats["array_cycles"],
-                ideal_cycles=ideal_cycles(m, k, n, self.rows, self.cols), irq=stats["irq"],
-                output=output, expected=expected))
-        info = dict(result.results.get("info", {}), build_s=result.build_s,
-                    run_s=result.run_s, simulator=result.simulator)
-        return job_results, info
+                cycles=job_stats["cycles"], array_cycles=job_stats["array_cycles"],
+                ideal_cycles=ideal_cycles(m, k, n, self.rows, self.cols),
+                irq=job_stats["irq"], output=output, expected=expected))
+        return job_results
 
-    def _write_job(self, data: Path, index: int, job: GemmJob) -> dict:
+    def job_spec(self, job: GemmJob) -> tuple[dict, np.ndarray, dict[str, np.ndarray]]:
+        """``(spec, frame, tables)``: the job's register values and stream/table data."""
         m, k, n = job.shape
         frame = pack_input_stream(job.x, job.w, self.rows, self.cols, self.pack)
         tables = {}
@@ -243,18 +255,21 @@ class GemmCosim:
         if job.per_channel:
             tables["COL_MULT"] = param_table(job.multiplier, n, self.cols)
             tables["COL_SHIFT"] = param_table(job.shift, n, self.cols)
-        np.savez(data / f"job{index}.npz", frame=frame, **tables)
         ctrl = ((job.relu << CTRL_BITS["relu"]) | (job.raw << CTRL_BITS["raw"])
                 | (job.per_channel << CTRL_BITS["per_channel"])
                 | ((job.bias is not None) << CTRL_BITS["bias_en"]))
         tensor = (0, 0) if job.raw or job.per_channel else (int(job.multiplier), int(job.shift))
         mt, nt = -(-m // self.rows), -(-n // self.cols)
-        return {"m": m, "k": k, "n": n, "ctrl": ctrl, "mult": tensor[0], "shift": tensor[1],
+        spec = {"m": m, "k": k, "n": n, "ctrl": ctrl, "mult": tensor[0], "shift": tensor[1],
                 "tables": sorted(tables), "beats": int(frame.size // self.params["in_bytes"]),
                 "beat_bytes": self.params["in_bytes"], "panel_beats": -(-k // self.pack),
-                "first_panels": 1 + mt + (nt > 1),
-                "out_beats": -(-m // self.rows) * -(-n // self.cols) * self.rows}
+                "first_panels": 1 + mt + (nt > 1), "out_beats": mt * nt * self.rows}
+        return spec, frame, tables
 
+    def _write_job(self, data: Path, index: int, job: GemmJob) -> dict:
+        spec, frame, tables = self.job_spec(job)
+        np.savez(data / f"job{index}.npz", frame=frame, **tables)
+        return spec
 
 def _verilator_args(top: str) -> list[str]:
     """Verilator options that make only the top's ports visible to VPI.

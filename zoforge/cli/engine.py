@@ -22,8 +22,9 @@ def register(tree) -> None:
     gen.set_defaults(func=_generate)
 
     cos = tree.subcommand("cosim", "gemm",
-                          help="random GEMM through the engine's RTL (cocotb + cocotbext-axi), "
-                               "checked bit-exact against the golden model; prints JSON",
+                          help="random GEMM through the engine's RTL (cocotb + cocotbext-axi, "
+                               "or the Verilog-only bulk bench), checked bit-exact against "
+                               "the golden model; prints JSON",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_engine_arguments(cos)
     cos.add_argument("--m", type=int, default=16, help="rows of X (and Y)")
@@ -31,6 +32,10 @@ def register(tree) -> None:
     cos.add_argument("--n", type=int, default=16, help="columns of W (and Y)")
     cos.add_argument("--seed", type=int, default=0, help="seed of the random operands")
     cos.add_argument("--simulator", default="verilator", help="verilator or icarus")
+    cos.add_argument("--bench", choices=("cocotb", "bulk"), default="cocotb",
+                     help="cocotb: cocotbext-axi drives the AXI ports (checks the protocol); "
+                          "bulk: a Verilog testbench plays files from the host, no Python in "
+                          "the simulation loop (Verilator only, much faster)")
     cos.add_argument("--output", choices=("int8", "raw"), default="int8",
                      help="requantized int8 or raw int32 results")
     cos.add_argument("--per-channel", action="store_true",
@@ -73,14 +78,20 @@ def _cosim(args: argparse.Namespace) -> int:
             for _ in range(args.jobs)]
     for job in jobs:
         cosim.check_job(job)
-    results, info = cosim.run(jobs, backpressure=args.backpressure, seed=args.seed)
+    if args.bench == "bulk":
+        if args.simulator != "verilator":
+            from zoforge.errors import ConfigError
+            raise ConfigError("--simulator", "verilator with --bench bulk", args.simulator)
+        results, info = cosim.run_bulk(jobs, backpressure=args.backpressure, seed=args.seed)
+    else:
+        results, info = cosim.run(jobs, backpressure=args.backpressure, seed=args.seed)
     cycles = sum(r.cycles for r in results)
     ideal = sum(r.ideal_cycles for r in results)
     report = {
         "bit_exact": all(r.bit_exact for r in results),
         "mismatches": sum(r.mismatches for r in results),
         "m": args.m, "k": args.k, "n": args.n, "rows": args.rows, "cols": args.cols,
-        "pack": args.pack, "output": args.output, "jobs": args.jobs,
+        "pack": args.pack, "output": args.output, "jobs": args.jobs, "bench": args.bench,
         "cycles": cycles, "ideal_cycles": ideal,
         "pe_utilization": round(ideal / cycles, 4) if cycles else 0.0,
         "array_cycles": sum(r.array_cycles for r in results),
