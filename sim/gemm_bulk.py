@@ -33,9 +33,11 @@ __all__ = ["run_bulk", "build_bulk", "write_program", "read_output_words"]
 TESTBENCH = "gemm_bulk.sv"
 HARNESS = "gemm_bulk_main.cpp"
 TOP = "gemm_bulk_tb"
-_BUILD_ARGS = ["--cc", "--exe", "--build", "--prefix", "Vtb", "-O3", "-Wno-fatal", "-Wno-WIDTHEXPAND",
-               "-Wno-WIDTHTRUNC", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
-               "--x-initial", "fast"]
+# The model's C++ is compiled with toolchain_env()'s MAKEFLAGS (PCH fix, OPT_FAST=-O1).
+_BUILD_ARGS = ["--cc", "--exe", "--build", "--prefix", "Vtb", "-O3", "-Wno-fatal",
+               "-Wno-WIDTHEXPAND", "-Wno-WIDTHTRUNC", "-Wno-lint", "-Wno-style",
+               "--x-assign", "fast", "--x-initial", "fast"]
+
 
 def _bench_text(name: str) -> str:
     return resources.files("zoforge.sim.benches").joinpath(name).read_text()
@@ -102,8 +104,8 @@ def write_program(cosim, jobs, data: Path) -> list[dict]:
         width = 2 * spec["beat_bytes"]
         (data / f"in{index}.hex").write_text(
             "\n".join(text[i:i + width] for i in range(0, len(text), width)) + "\n")
+        lines.append(f"2 {spec['beats']:x} {index:x}")    # held until the engine is busy
         lines.append(f"1 {REGISTERS['CTRL']:x} {spec['ctrl'] | 1:x}")
-        lines.append(f"2 {spec['beats']:x} {index:x}")
         lines.append("3 0 0")
         for name in ("STATUS", "CYCLES", "ARRAY_CYCLES"):
             lines.append(f"4 {REGISTERS[name]:x} 0")
