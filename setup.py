@@ -17,4 +17,5 @@ for folder, package in FOLDERS.items():
     packages += [f"{package}.{sub}" for sub in find_packages(where=folder)]
 
 setup(package_dir=package_dir, packages=packages,
-      package_data={"zoforge.boards": ["*.json"], "zoforge.hw": ["*.vlt"]})
+      package_data={"zoforge.boards": ["*.json"], "zoforge.hw": ["*.vlt"],
+                    "zoforge.sim.benches": ["*.sv", "*.cpp"]})

@@ -31,7 +31,7 @@ from pathlib import Path
 from zoforge.errors import check_choice
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
-__all__ = ["CosimResult", "run_cocotb", "cache_dir", "bench_args", "bench_dir", "write_result",
+__all__ = ["CosimResult", "run_cocotb", "cache_dir", "file_lock", "bench_args", "bench_dir", "write_result",
            "SIMULATORS"]
 
 SIMULATORS = ("verilator", "icarus")
@@ -99,7 +99,7 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     source = build_dir / f"{toplevel}.v"
     runner = get_runner(simulator)
     started = time.perf_counter()
-    with _locked(build_dir / ".lock"):
+    with file_lock(build_dir / ".lock"):
         if not source.exists() or source.read_text() != verilog:
             source.write_text(verilog)
         for name, text in (extra_files or {}).items():
@@ -163,7 +163,8 @@ def write_result(result: dict) -> None:
 # -- helpers ------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _locked(path: Path):
+def file_lock(path: Path):
+    """Hold an exclusive lock on ``path`` (a build folder shared by parallel processes)."""
     with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

@@ -52,7 +52,7 @@ def _max_beats(params: dict) -> int:
 
 def build_bulk(cosim) -> tuple[Path, float]:
     """Build (or reuse) the bulk testbench binary for ``cosim``'s engine; ``(exe, seconds)``."""
-    from zoforge.sim.cosim import _locked, cache_dir
+    from zoforge.sim.cosim import file_lock, cache_dir
     from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
     apply_toolchain_env()
@@ -68,7 +68,7 @@ def build_bulk(cosim) -> tuple[Path, float]:
     build_dir.mkdir(parents=True, exist_ok=True)
     exe = build_dir / "obj" / "Vbench"
     started = time.perf_counter()
-    with _locked(build_dir / ".lock"):
+    with file_lock(build_dir / ".lock"):
         if not exe.exists():
             (build_dir / f"{cosim.top}.v").write_text(verilog)
             (build_dir / TESTBENCH).write_text(tb)
