@@ -31,8 +31,8 @@ from pathlib import Path
 from zoforge.errors import check_choice
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
-__all__ = ["CosimResult", "run_cocotb", "cache_dir", "file_lock", "bench_args", "bench_dir", "write_result",
-           "SIMULATORS"]
+__all__ = ["CosimResult", "run_cocotb", "cache_dir", "file_lock", "bench_args", "bench_dir",
+           "write_result", "SIMULATORS"]
 
 SIMULATORS = ("verilator", "icarus")
 _ARGS_ENV = "ZOFORGE_BENCH_ARGS"

@@ -50,13 +50,9 @@ def register(tree) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from zoforge.hw.designs import get_design
-    from zoforge.hw.export import write_design
+    from zoforge.cli._generate import generate_design
 
-    design = get_design("engine").spec.elaborate(args)
-    paths = write_design(design, args.out)
-    for role, path in paths.items():
-        print(f"{role}: {path}")
+    generate_design("engine", args)
     return 0
 
 

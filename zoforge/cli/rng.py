@@ -50,13 +50,9 @@ def register(tree) -> None:
 
 
 def _generate(args: argparse.Namespace) -> int:
-    from zoforge.hw.designs import get_design
-    from zoforge.hw.export import write_design
+    from zoforge.cli._generate import generate_design
 
-    design = get_design("rng").spec.elaborate(args)
-    paths = write_design(design, args.out)
-    for role, path in paths.items():
-        print(f"{role}: {path}")
+    design = generate_design("rng", args)
     print(f"W={design.config['W']} F={design.config['F']}"
           + (" (constant LUT: fixed shift, no memory)"
              if design.config.get("constant_shift") else ""))
