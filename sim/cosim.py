@@ -112,7 +112,8 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
             runner.build(**build_kwargs)
     build_s = time.perf_counter() - started
 
-    data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zoforge-cosim-"))
+    data = (Path(data_dir).resolve() if data_dir
+            else Path(tempfile.mkdtemp(prefix="zoforge-cosim-")))
     data.mkdir(parents=True, exist_ok=True)
     for name, text in (extra_files or {}).items():
         (data / name).write_text(text)

@@ -32,6 +32,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.errors import check_int_range
+from zoforge.hw.validation import config_checked
 
 from .array import SystolicArray
 from .axil import AxiLiteTarget, axil_members
@@ -84,6 +85,7 @@ def _bits(count: int) -> int:
 class GemmEngine(wiring.Component):
     """The engine top; parameters are checked with the CLI flag names."""
 
+    @config_checked
     def __init__(self, rows: int = 8, cols: int = 8, pack: int = 2, max_m: int = 256,
                  max_k: int = 256, max_n: int = 256):
         params = check_engine_parameters(rows, cols, pack, max_m, max_k, max_n)

@@ -21,6 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng import GaussianGolden
 from zoforge.hw.rng.lfsr import drive_state, lfsr_next
+from zoforge.hw.validation import config_checked
 
 __all__ = ["GaussianLanes", "central_limit_sums", "GaussianGenerator"]
 
@@ -59,6 +60,7 @@ def central_limit_sums(golden: GaussianGolden, registers: list[list[Value]]) -> 
 class GaussianGenerator(wiring.Component):
     """Stream top of the Gaussian baseline (see the module docstring)."""
 
+    @config_checked
     def __init__(self, n_rng: int = 1024, bits: int = 16, terms: int = 3,
                  snapshot: bool = False):
         self.golden = GaussianGolden(n_rng, bits, terms)

@@ -31,6 +31,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng import OnTheFlyGolden, scale_lut
 from zoforge.hw.rng.lfsr import drive_state, lfsr_next
+from zoforge.hw.validation import config_checked
 
 __all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "lut_memory_init"]
 
@@ -147,6 +148,7 @@ class ScaleShift(Elaboratable):
 class OnTheFlyGenerator(wiring.Component):
     """Stream top of the on-the-fly generator (see the module docstring)."""
 
+    @config_checked
     def __init__(self, n_rng: int = 31, bits: int = 8, snapshot: bool = False):
         self.golden = OnTheFlyGolden(n_rng, bits)
         self.n_rng, self.bits, self.snapshot = n_rng, bits, snapshot

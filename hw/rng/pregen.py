@@ -33,6 +33,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.errors import check_choice, check_int_range
 from zoforge.golden.rng import PregenGolden
+from zoforge.hw.validation import config_checked
 
 __all__ = ["PregenGenerator", "LAYOUTS"]
 
@@ -48,6 +49,7 @@ class PregenGenerator(wiring.Component):
     a separate bank module would leave its reset input unused).
     """
 
+    @config_checked
     def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0,
                  layout: str = "replicated", length_bits: int = 24, snapshot: bool = False):
         self.golden = PregenGolden(pool_size, bits, banks, seed)
