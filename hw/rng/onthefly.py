@@ -9,7 +9,10 @@ Matches :class:`zoforge.golden.rng.OnTheFlyGolden` bit for bit. Three components
   ``ceil(log2(k_max - k_min + 1))`` bits wide) is addressed by a tracker register that runs
   lane 0's LFSR one cycle ahead (``S(t + 1)``), so the synchronous read port delivers
   ``k(t)`` exactly when the lanes show cycle t; after reset the registers hold cycle -1 and
-  one priming step (output not valid) fills the read register. When the LUT is constant
+  one priming step (output not valid) fills the read register. Without ``snapshot`` the
+  priming is stream control and lives in the top: ``out.valid`` is a flip-flop set one cycle
+  after reset and the step enable is ``out.ready | ~out.valid`` (one gate), so the core's
+  logic is only the n lane feedbacks and the tracker's. When the LUT is constant
   (e.g. n = 31, b = 8) there is no memory, no tracker and no priming: the shift is fixed
   and folded into F.
 * :class:`ScaleShift` (submodule ``shift``): ``value_p = (state_p - 2^(b-1)) << (k - k_min)``
@@ -51,7 +54,8 @@ class OnTheFlyCore(Elaboratable):
     ``lanes`` (the n b-bit lane registers in position order), ``shift`` (``k(t) - k_min``,
     None for a constant LUT), ``primed`` (the outputs are valid; constant 1 for a constant
     LUT). Registers start at cycle 0, or at cycle -1 when a priming step must fill the LUT's
-    read register. The blocks take their neighbours' signals instead of having ports of
+    read register. With a LUT and without ``snapshot`` the parent drives the step enable
+    (``read.en``) and owns the priming flag (``primed`` is then the parent's signal). The blocks take their neighbours' signals instead of having ports of
     their own, so the generated Verilog has no dangling alias wires.
     """
 
@@ -96,13 +100,15 @@ class OnTheFlyCore(Elaboratable):
         step = read.en
         # = transfer | ~primed, as out.valid is primed (restore has priority anyway); taking
         # ready directly saves a LUT.
-        m.d.comb += step.eq(self.ready | ~primed)
         tracker = Signal(b, name="", init=1)
         m.d.comb += read.addr.eq(tracker)
-        pairs += [(tracker, lfsr_next(tracker, b)), (primed, Const(1))]
-        drive_state(m, pairs, step, self.save, self.restore)
-        if not self.snapshot:
+        pairs.append((tracker, lfsr_next(tracker, b)))
+        if not self.snapshot:       # the parent drives read.en and the priming flag
+            drive_state(m, pairs, step)
             return m
+        m.d.comb += step.eq(self.ready | ~primed)
+        pairs.append((primed, Const(1)))
+        drive_state(m, pairs, step, self.save, self.restore)
         # After a restore the read register is stale until the next step: use the saved k.
         saved_shift = Signal(self.shift_bits, name="shift_saved")
         use_saved = Signal(name="use_saved_shift")
@@ -172,4 +178,9 @@ class OnTheFlyGenerator(wiring.Component):
             m.d.comb += self.out.valid.eq(core.primed & ~restore)
         elif not core.shift_bits:
             m.d.comb += self.out.valid.eq(1)
+        else:
+            # Priming (stream control): the first cycle after reset steps once to load the
+            # LUT's read register; out.valid (a register, here the priming flag) follows.
+            m.d.comb += core.read.en.eq(self.out.ready | ~self.out.valid)
+            m.d.sync += self.out.valid.eq(1)
         return m
