@@ -12,10 +12,7 @@ import pytest
 
 from zoforge.sim.gemm_bulk import read_output_words
 from zoforge.sim.gemm_cosim import GemmCosim, random_job
-from zoforge.sim.toolchain import have_simulator
 
-pytestmark = pytest.mark.skipif(not have_simulator("verilator"),
-                                reason="the bulk bench is built with Verilator")
 CONFIG = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)
 
 
