@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from amaranth import Cat, Elaboratable, Module, Signal, Value
 from amaranth.lib import stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from zoforge.golden.rng import GaussianGolden
-from zoforge.hw.rng.lfsr import drive_state, lfsr_next
+from zoforge.hw.rng.lfsr import drive_state, lfsr_next, snapshot_members, snapshot_ports
 from zoforge.hw.validation import config_checked
 
 __all__ = ["GaussianLanes", "central_limit_sums", "GaussianGenerator"]
@@ -65,15 +65,12 @@ class GaussianGenerator(wiring.Component):
                  snapshot: bool = False):
         self.golden = GaussianGolden(n_rng, bits, terms)
         self.snapshot = snapshot
-        members = {"out": Out(stream.Signature(n_rng * self.golden.width))}
-        if snapshot:
-            members.update(save=In(1), restore=In(1))
-        super().__init__(members)
+        super().__init__({"out": Out(stream.Signature(n_rng * self.golden.width)),
+                          **snapshot_members(snapshot)})
 
     def elaborate(self, platform):
         m = Module()
-        save = self.save if self.snapshot else None
-        restore = self.restore if self.snapshot else None
+        save, restore = snapshot_ports(self)
         # Stepping on out.ready alone is the same as on a transfer: out.valid is high except
         # in a restore cycle, where restore wins.
         m.submodules.lfsrs = lanes = GaussianLanes(self.golden, self.out.ready, save, restore)

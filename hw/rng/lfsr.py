@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 from amaranth import Cat, Module, Signal, Value
+from amaranth.lib.wiring import In
 
 from zoforge.golden.rng.lfsr import taps
 
-__all__ = ["lfsr_next", "drive_state"]
+__all__ = ["lfsr_next", "drive_state", "snapshot_members", "snapshot_ports"]
 
 
 def lfsr_next(state: Value, bits: int) -> Value:
@@ -33,3 +34,15 @@ def drive_state(m: Module, pairs: list[tuple[Signal, Value]], advance: Value,
         m.d.sync += [reg.eq(shadow) for shadow, (reg, _) in zip(shadows, pairs)]
     with m.Elif(advance):
         m.d.sync += [reg.eq(nxt) for reg, nxt in pairs]
+
+
+def snapshot_members(snapshot: bool) -> dict:
+    """The ``save``/``restore`` input ports a generator has with the snapshot option."""
+    return {"save": In(1), "restore": In(1)} if snapshot else {}
+
+
+def snapshot_ports(component) -> tuple[Value | None, Value | None]:
+    """A generator's (``save``, ``restore``) ports, or (None, None) without a snapshot."""
+    if not component.snapshot:
+        return None, None
+    return component.save, component.restore

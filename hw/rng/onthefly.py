@@ -30,10 +30,10 @@ from __future__ import annotations
 
 from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import memory, stream, wiring
-from amaranth.lib.wiring import In, Out
+from amaranth.lib.wiring import Out
 
 from zoforge.golden.rng import OnTheFlyGolden, scale_lut
-from zoforge.hw.rng.lfsr import drive_state, lfsr_next
+from zoforge.hw.rng.lfsr import drive_state, lfsr_next, snapshot_members, snapshot_ports
 from zoforge.hw.validation import config_checked
 
 __all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "lut_memory_init"]
@@ -159,15 +159,12 @@ class OnTheFlyGenerator(wiring.Component):
         self.golden = OnTheFlyGolden(n_rng, bits)
         self.n_rng, self.bits, self.snapshot = n_rng, bits, snapshot
         self.width = self.golden.width
-        members = {"out": Out(stream.Signature(n_rng * self.width))}
-        if snapshot:
-            members.update(save=In(1), restore=In(1))
-        super().__init__(members)
+        super().__init__({"out": Out(stream.Signature(n_rng * self.width)),
+                          **snapshot_members(snapshot)})
 
     def elaborate(self, platform):
         m = Module()
-        save = self.save if self.snapshot else None
-        restore = self.restore if self.snapshot else None
+        save, restore = snapshot_ports(self)
         # Without a snapshot the core's primed flag is out.valid itself.
         primed = None if self.snapshot else self.out.valid
         m.submodules.core = core = OnTheFlyCore(self.n_rng, self.bits, self.out.ready, save,

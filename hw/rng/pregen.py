@@ -33,6 +33,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.errors import check_choice, check_int_range
 from zoforge.golden.rng import PregenGolden
+from zoforge.hw.rng.lfsr import snapshot_members
 from zoforge.hw.validation import config_checked
 
 __all__ = ["PregenGenerator", "LAYOUTS"]
@@ -58,9 +59,7 @@ class PregenGenerator(wiring.Component):
         self.snapshot = snapshot
         members = {"out": Out(stream.Signature(banks * bits)), "start": In(1),
                    "length": In(length_bits), "idle": Out(1),
-                   "pointer": Out(range(pool_size))}
-        if snapshot:
-            members.update(save=In(1), restore=In(1))
+                   "pointer": Out(range(pool_size)), **snapshot_members(snapshot)}
         super().__init__(members)
 
     def memories(self) -> list[memory.Memory]:
