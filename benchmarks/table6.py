@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Rows of PeZO Table 6 (Vivado 2020.1, ZCU102, SAIF-based power), as printed in the paper.
@@ -32,16 +34,15 @@ PAPER = {
               "power_w": 0.626, "fmax_mhz": 700},
 }
 
-# Our configurations: `--design rng` arguments; power is estimated at the paper's clock.
+# Our configurations (design `rng`); power is estimated at the paper's clock.
 # The pool is one copy striped over 8 banks of 512 x 12 bits, forced into block RAM as the
 # paper has it (Yosys would map these small ROMs to LUTs; see docs/table6.md).
 RAM_STYLE = {"pregen": "block"}
 ROWS = {
-    "gaussian": ["--strategy", "gaussian", "--n-rng", "1024"],
-    "pregen": ["--strategy", "pregen", "--pool-size", "4095", "--bits", "12", "--banks", "8",
-               "--layout", "striped"],
-    "otf8": ["--strategy", "onthefly", "--n-rng", "31", "--bits", "8"],
-    "otf14": ["--strategy", "onthefly", "--n-rng", "31", "--bits", "14"],
+    "gaussian": GaussianConfig(n_rng=1024),
+    "pregen": PregenConfig(pool_size=4095, bits=12, banks=8, layout="striped"),
+    "otf8": OnTheFlyConfig(n_rng=31, bits=8),
+    "otf14": OnTheFlyConfig(n_rng=31, bits=14),
 }
 
 
@@ -60,25 +61,22 @@ def main(argv: list[str] | None = None) -> int:
 
     from zoforge.boards.registry import get_board
     from zoforge.errors import ConfigError
-    from zoforge.hw.designs import designs
+    from zoforge.hw.rng.designs import elaborate_generator
     from zoforge.reports.pipeline import Progress, build_report
     from zoforge.reports.render import write_report
 
-    if "rng" not in designs():
-        print("table6: the 'rng' design is not registered (hw/rng/designs.py missing)",
-              file=sys.stderr)
-        return 2
     board = get_board("zcu102")
     reports = {}
     for row in args.rows:
         started = time.perf_counter()
-        print(f"== {row}: rng {' '.join(ROWS[row])} at {PAPER[row]['fmax_mhz']} MHz",
+        print(f"== {row}: {ROWS[row].canonical_json()} at {PAPER[row]['fmax_mhz']} MHz",
               file=sys.stderr, flush=True)
         try:
-            design = _elaborate(ROWS[row])
+            design = elaborate_generator(ROWS[row])
             proxy = None
             if row == "gaussian" and args.gaussian_activity_lanes:
-                proxy = _elaborate(ROWS[row][:-1] + [str(args.gaussian_activity_lanes)])
+                proxy = elaborate_generator(
+                    ROWS[row].replace(n_rng=args.gaussian_activity_lanes))
             report = build_report(board, design, args.out / row, PAPER[row]["fmax_mhz"],
                                   activity_cycles=args.activity_cycles,
                                   progress=Progress(),
@@ -99,14 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     args.markdown.write_text(text)
     print(text)
     return 0
-
-
-def _elaborate(rng_argv: list[str]):
-    from zoforge.hw.designs import get_design
-    entry = get_design("rng")
-    parser = argparse.ArgumentParser(prog="rng")
-    entry.spec.add_arguments(parser)
-    return entry.spec.elaborate(parser.parse_args(rng_argv))
 
 
 def _fmt(value, digits=3):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from zoforge.reports.cache import content_key, entry_dir, load_result, locked, store_result
+from zoforge.files import content_key, entry_dir, load_result, locked, store_result
 from zoforge.reports.synth import Progress, run_yosys
 
 __all__ = ["PnrResult", "place_and_route", "SOURCE"]

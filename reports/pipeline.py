@@ -25,7 +25,7 @@ from zoforge.errors import check_int_range
 from zoforge.hw.designs import Elaborated
 from zoforge.hw.export import write_design
 from zoforge.reports import activity as activity_mod
-from zoforge.reports.cache import atomic_write_text, content_key
+from zoforge.files import atomic_write_text, content_key
 from zoforge.reports.fmax import DELAYS, MODEL, estimate_fmax
 from zoforge.reports.power import COEFFICIENTS, estimate_power
 from zoforge.reports.synth import synthesize
@@ -84,7 +84,7 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
     verilog = paths["verilog"].read_text()
     report: dict = {
         "design": design.name,
-        "config": design.config,
+        "config": design.summary(),
         "blocks": design.blocks,
         "board": {"name": board.name, "part": board.part, "capacities": board.capacities,
                   "capacity_source": board.capacity_source, "toolchain": board.toolchain},

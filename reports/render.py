@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zoforge.reports.cache import atomic_write_text
+from zoforge.files import atomic_write_text
 
 __all__ = ["write_report", "render_markdown", "plot_report"]
 

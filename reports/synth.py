@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 from zoforge.errors import check_choice
-from zoforge.reports.cache import content_key, entry_dir, load_result, locked, store_result
+from zoforge.files import content_key, entry_dir, load_result, locked, store_result
 
 __all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "run_yosys",
            "FAMILIES", "RAM_STYLES", "SOURCE"]

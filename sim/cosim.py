@@ -11,13 +11,12 @@ in a per-run folder, never through per-cycle Python on the host:
 Golden comparison happens on the host, so the simulator process never imports torch.
 
 Builds are cached by a hash of the Verilog, the simulator and its options under
-``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``), and serialised with a file lock so that
+``zoforge.files.cache_dir()`` (``$ZOFORGE_CACHE``, default ``~/.cache/zoforge``), and serialised with a file lock so that
 parallel test workers can share them.
 """
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -29,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoforge.errors import check_choice
+from zoforge.files import cache_dir, file_lock
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
-__all__ = ["CosimResult", "run_cocotb", "cache_dir", "file_lock", "bench_args", "bench_dir",
-           "write_result", "SIMULATORS"]
+__all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
+           "SIMULATORS"]
 
 SIMULATORS = ("verilator", "icarus")
 _ARGS_ENV = "ZOFORGE_BENCH_ARGS"
@@ -50,10 +50,6 @@ class CosimResult:
     data_dir: Path          # the run's data folder (bench_dir() in the testbench)
     failures: list[str] = field(default_factory=list)
     waves: Path | None = None  # the SAIF/VCD file if one was requested
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("ZOFORGE_CACHE", Path.home() / ".cache" / "zoforge"))
 
 
 def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | None = None,
@@ -162,17 +158,6 @@ def write_result(result: dict) -> None:
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def file_lock(path: Path):
-    """Hold an exclusive lock on ``path`` (a build folder shared by parallel processes)."""
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
 
 @contextlib.contextmanager
 def _quiet_unless_failing(log_path: Path):

@@ -43,24 +43,23 @@ def _bench_text(name: str) -> str:
     return resources.files("zoforge.sim.benches").joinpath(name).read_text()
 
 
-def _max_beats(params: dict) -> int:
+def _max_beats(config) -> int:
     """Most input beats of one job: every X and W panel at the largest K."""
-    rows, cols, pack = params["rows"], params["cols"], params["pack"]
-    return -(-params["max_k"] // pack) * (-(-params["max_m"] // rows)
-                                          + -(-params["max_n"] // cols))
+    return -(-config.max_k // config.pack) * (-(-config.max_m // config.rows)
+                                              + -(-config.max_n // config.cols))
 
 
 def build_bulk(cosim) -> tuple[Path, float]:
     """Build (or reuse) the bulk testbench binary for ``cosim``'s engine; ``(exe, seconds)``."""
-    from zoforge.sim.cosim import file_lock, cache_dir
+    from zoforge.files import cache_dir, file_lock
     from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
     apply_toolchain_env()
     verilog, tb, harness = cosim.verilog, _bench_text(TESTBENCH), _bench_text(HARNESS)
     addr = re.search(r"input \[(\d+):0\] s_axil_awaddr;", verilog)
-    params = {"IN_W": 8 * cosim.params["in_bytes"], "OUT_W": 32 * cosim.cols,
+    params = {"IN_W": 8 * cosim.in_bytes, "OUT_W": 32 * cosim.cols,
               "ADDR_W": int(addr.group(1)) + 1 if addr else 16,
-              "MAX_BEATS": _max_beats(cosim.params)}
+              "MAX_BEATS": _max_beats(cosim.config)}
     args = [*_BUILD_ARGS, f"-DENGINE={cosim.top}", "--top-module", TOP,
             *(f"-G{name}={value}" for name, value in params.items())]
     key = hashlib.sha256("\0".join([verilog, tb, harness, *args]).encode()).hexdigest()[:16]

@@ -12,15 +12,49 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.hw.pe.engine import (CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine,
-                                  check_engine_parameters)
+from zoforge.hw.designs import attach_cosim
+from zoforge.hw.pe.config import MAX_DIM, EngineConfig
+from zoforge.hw.pe.designs import engine_name
+from zoforge.hw.pe.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine
+from zoforge.sim.cosim import SIMULATORS
 
-__all__ = ["GemmJob", "JobResult", "GemmCosim", "pack_input_stream", "unpack_output",
-           "param_table", "ideal_cycles", "random_job"]
+__all__ = ["GemmJob", "JobResult", "GemmCosim", "GemmCosimOptions", "cosim_engine",
+           "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job"]
+
+
+@dataclass(frozen=True)
+class GemmCosimOptions(Config):
+    """How ``zoforge cosim engine`` (alias ``gemm``) runs random GEMMs through the engine."""
+
+    kind: ClassVar[str] = "cosim-engine"
+
+    m: int = param(16, "rows of X (and Y)", IntRange(1, MAX_DIM))
+    k: int = param(16, "columns of X, rows of W", IntRange(1, MAX_DIM))
+    n: int = param(16, "columns of W (and Y)", IntRange(1, MAX_DIM))
+    seed: int = param(0, "seed of the random operands", IntRange(0))
+    simulator: str = param("verilator", "simulator", OneOf(SIMULATORS))
+    bench: str = param("cocotb", "cocotb: cocotbext-axi drives the AXI ports (checks the "
+                       "protocol); bulk: a Verilog testbench plays files from the host, no "
+                       "Python in the simulation loop (Verilator only, much faster)",
+                       OneOf(("cocotb", "bulk")))
+    output: str = param("int8", "requantized int8 or raw int32 results", OneOf(("int8", "raw")))
+    per_channel: bool = param(False, "per-output-column multiplier/shift (else per tensor)")
+    relu: bool = param(False, "ReLU after requantization")
+    bias: bool = param(True, "add a random bias")
+    backpressure: float = param(0.0, "probability that the output stream's tready is low in "
+                                "a cycle", FloatRange(0.0, 1.0, high_open=True))
+    jobs: int = param(1, "back-to-back jobs of the same shape (different operands)",
+                      IntRange(1, 1000))
+
+    def check(self) -> None:
+        if self.bench == "bulk" and self.simulator != "verilator":
+            raise ConfigError("--simulator", "verilator with --bench bulk", self.simulator)
 
 
 @dataclass
@@ -168,27 +202,28 @@ def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = 
 class GemmCosim:
     """Builds one engine configuration and runs lists of jobs through its co-simulation."""
 
-    def __init__(self, rows: int, cols: int, pack: int = 2, max_m: int = 64, max_k: int = 64,
-                 max_n: int = 64, simulator: str = "verilator"):
-        self.params = check_engine_parameters(rows, cols, pack, max_m, max_k, max_n)
-        self.rows, self.cols, self.pack = rows, cols, pack
+    def __init__(self, config: EngineConfig | None = None, *, simulator: str = "verilator",
+                 **fields):
+        """``config``, or its fields as keywords (``GemmCosim(rows=4, cols=4, ...)``)."""
+        self.config = config if config is not None else EngineConfig(**fields)
+        self.rows, self.cols, self.pack = self.config.rows, self.config.cols, self.config.pack
+        self.in_bytes = self.config.in_bytes
         self.simulator = simulator
-        self.top = f"gemm_engine_{rows}x{cols}"
+        self.top = engine_name(self.config)
         self._verilog: str | None = None
 
     @property
     def verilog(self) -> str:
         if self._verilog is None:
             from zoforge.hw.export import to_verilog
-            self._verilog = to_verilog(GemmEngine(**{k: self.params[k] for k in (
-                "rows", "cols", "pack", "max_m", "max_k", "max_n")}), self.top)
+            self._verilog = to_verilog(GemmEngine(self.config), self.top)
         return self._verilog
 
     def check_shape(self, m: int, k: int, n: int) -> None:
         """GEMM dimensions within the buffers (ConfigError naming --m/--k/--n)."""
-        check_int_range("--m", m, 1, self.params["max_m"])
-        check_int_range("--k", k, 1, self.params["max_k"])
-        check_int_range("--n", n, 1, self.params["max_n"])
+        check_int_range("--m", m, 1, self.config.max_m)
+        check_int_range("--k", k, 1, self.config.max_k)
+        check_int_range("--n", n, 1, self.config.max_n)
 
     def check_job(self, job: GemmJob) -> None:
         m, k, n = job.shape
@@ -261,8 +296,8 @@ class GemmCosim:
         tensor = (0, 0) if job.raw or job.per_channel else (int(job.multiplier), int(job.shift))
         mt, nt = -(-m // self.rows), -(-n // self.cols)
         spec = {"m": m, "k": k, "n": n, "ctrl": ctrl, "mult": tensor[0], "shift": tensor[1],
-                "tables": sorted(tables), "beats": int(frame.size // self.params["in_bytes"]),
-                "beat_bytes": self.params["in_bytes"], "panel_beats": -(-k // self.pack),
+                "tables": sorted(tables), "beats": int(frame.size // self.in_bytes),
+                "beat_bytes": self.in_bytes, "panel_beats": -(-k // self.pack),
                 "first_panels": 1 + mt + (nt > 1), "out_beats": mt * nt * self.rows}
         return spec, frame, tables
 
@@ -280,7 +315,7 @@ def _verilator_args(top: str) -> list[str]:
     """
     import hashlib
 
-    from zoforge.sim.cosim import cache_dir
+    from zoforge.files import cache_dir
     text = "`verilator_config\n" + "".join(
         f'public_flat_rw -module "{top}" -var "{pattern}"\n'
         for pattern in ("clk", "rst", "irq", "s_axil_*", "s_axis_*", "m_axis_*"))
@@ -289,3 +324,39 @@ def _verilator_args(top: str) -> list[str]:
     if not path.exists():
         path.write_text(text)
     return ["--no-public-flat-rw", str(path)]
+
+
+def cosim_engine(config: EngineConfig, options: GemmCosimOptions | None = None) -> dict:
+    """Random GEMMs through the engine's RTL, checked bit-exact against the golden model;
+    a JSON-able summary (``bit_exact``, cycles, PE utilization, speed)."""
+    options = options or GemmCosimOptions()
+    cosim = GemmCosim(config, simulator=options.simulator)
+    cosim.check_shape(options.m, options.k, options.n)
+    rng = np.random.default_rng(options.seed)
+    jobs = [random_job(rng, options.m, options.k, options.n, raw=options.output == "raw",
+                       bias=options.bias, per_channel=options.per_channel, relu=options.relu)
+            for _ in range(options.jobs)]
+    run = cosim.run_bulk if options.bench == "bulk" else cosim.run
+    results, info = run(jobs, backpressure=options.backpressure, seed=options.seed)
+    cycles = sum(r.cycles for r in results)
+    ideal = sum(r.ideal_cycles for r in results)
+    return {
+        "bit_exact": all(r.bit_exact for r in results),
+        "mismatches": sum(r.mismatches for r in results),
+        "m": options.m, "k": options.k, "n": options.n, "rows": config.rows,
+        "cols": config.cols, "pack": config.pack, "output": options.output,
+        "jobs": options.jobs, "bench": options.bench,
+        "cycles": cycles, "ideal_cycles": ideal,
+        "pe_utilization": round(ideal / cycles, 4) if cycles else 0.0,
+        "array_cycles": sum(r.array_cycles for r in results),
+        "cycles_per_s": round(info.get("cycles_per_s", 0.0), 1),
+        "sim_cycles": info.get("sim_cycles"), "sim_wall_s": round(info.get("wall_s", 0), 3),
+        "build_s": round(info["build_s"], 2), "run_s": round(info["run_s"], 2),
+        "simulator": info["simulator"], "config_hash": config.stable_hash(),
+    }
+
+
+attach_cosim("engine", cosim_engine, GemmCosimOptions, aliases=("gemm",),
+             help="random GEMMs through the engine's RTL (cocotb + cocotbext-axi, or the "
+                  "Verilog-only bulk bench), checked bit-exact against the golden model; "
+                  "prints JSON")

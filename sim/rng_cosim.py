@@ -12,65 +12,53 @@ the tests.
 """
 from __future__ import annotations
 
+import tempfile
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.errors import check_int_range
-from zoforge.hw.rng.designs import build_generator, design_name
-from zoforge.golden.rng import make_golden
+from zoforge.config import Config, FloatRange, IntRange, OneOf, param
+from zoforge.errors import ConfigError
+from zoforge.golden.rng import GeneratorConfig, PregenConfig
+from zoforge.hw.designs import attach_cosim
+from zoforge.hw.rng.designs import design_name, generator_for
+from zoforge.sim.cosim import SIMULATORS
 
-__all__ = ["GeneratorConfig", "SideBySide", "make_stimulus", "expected_transfers",
+__all__ = ["RngCosimOptions", "SideBySide", "make_stimulus", "expected_transfers",
            "cosim_configs", "cosim_rng"]
 
 
-@dataclass
-class GeneratorConfig:
-    """One generator to co-simulate: strategy, golden parameters, hardware options.
+@dataclass(frozen=True)
+class RngCosimOptions(Config):
+    """How ``zoforge cosim rng`` runs one generator configuration."""
 
-    ``length`` (pregen only) is the perturbation length d fed to the ``length`` input; the
-    wrapper holds ``start`` high, so perturbations follow each other.
-    """
-    strategy: str
-    params: dict
-    snapshot: bool = False
-    layout: str = "replicated"
-    length: int = 100
-    options: dict = field(init=False)
+    kind: ClassVar[str] = "cosim-rng"
 
-    def __post_init__(self):
-        self.options = {"snapshot": self.snapshot}
-        if self.strategy == "pregen":
-            self.options.update(layout=self.layout, length_bits=24)
-
-    @property
-    def name(self) -> str:
-        return design_name(self.strategy, self.params, self.options)
-
-    def golden(self):
-        return make_golden(self.strategy, **self.params)
-
-    def hardware(self):
-        return build_generator(self.strategy, self.params, self.options)
-
-    def describe(self) -> dict:
-        out = {"strategy": self.strategy, **self.params, **self.options}
-        if self.strategy == "pregen":
-            out["length"] = self.length
-        return out
+    cycles: int = param(2000, "clock cycles to simulate", IntRange(1, 10_000_000))
+    simulator: str = param("verilator", "simulator", OneOf(SIMULATORS))
+    length: int = param(100, "pregen: perturbation length d (perturbations follow each "
+                             "other)", IntRange(1, (1 << 24) - 1))
+    backpressure: float = param(0.15, "probability that out.ready is low in a cycle",
+                                FloatRange(0.0, 1.0, high_open=True))
+    stimulus_seed: int = param(0, "seed of the ready/save/restore stimulus", IntRange(0))
 
 
 class SideBySide(wiring.Component):
     """Generators side by side. ``ctrl`` = Cat(ready[C], save[C], restore[C]);
-    ``observe`` = Cat(valid[C], payload_0, payload_1, ...)."""
+    ``observe`` = Cat(valid[C], payload_0, payload_1, ...). A pre-generated pool's ``start``
+    is held high with its ``length`` input at ``lengths[i]``, so perturbations follow each
+    other."""
 
-    def __init__(self, configs: list[GeneratorConfig]):
-        self.configs = configs
-        self.generators = [config.hardware() for config in configs]
+    def __init__(self, configs: Sequence[GeneratorConfig], lengths: Sequence[int]):
+        self.configs, self.lengths = list(configs), list(lengths)
+        self.generators = [generator_for(config) for config in configs]
         self.payload_widths = [len(g.out.payload) for g in self.generators]
         count = len(configs)
         super().__init__({"ctrl": In(3 * count),
@@ -90,12 +78,12 @@ class SideBySide(wiring.Component):
             if config.snapshot:
                 m.d.comb += [gen.save.eq(self.ctrl[count + index]),
                              gen.restore.eq(self.ctrl[2 * count + index])]
-            if config.strategy == "pregen":
-                m.d.comb += [gen.start.eq(1), gen.length.eq(config.length)]
+            if isinstance(config, PregenConfig):
+                m.d.comb += [gen.start.eq(1), gen.length.eq(self.lengths[index])]
         return m
 
 
-def make_stimulus(configs: list[GeneratorConfig], cycles: int, seed: int = 0,
+def make_stimulus(configs: Sequence[GeneratorConfig], cycles: int, seed: int = 0,
                   ready_probability: float = 0.85, save_probability: float = 0.02,
                   restore_probability: float = 0.01) -> dict[str, np.ndarray]:
     """Random ready/save/restore per cycle and generator (bool arrays, cycles x C).
@@ -125,94 +113,95 @@ def _unpack_lanes(bits: np.ndarray, offset: int, lanes: int, width: int) -> np.n
     return np.where(unsigned >= 1 << (width - 1), unsigned - (1 << width), unsigned)
 
 
-def expected_transfers(config: GeneratorConfig, golden, valid: np.ndarray,
-                       ready: np.ndarray, save: np.ndarray, restore: np.ndarray
+def expected_transfers(golden, length: int, valid: np.ndarray, ready: np.ndarray,
+                       save: np.ndarray, restore: np.ndarray
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Replay one generator's observed handshakes on the golden model.
+    """Replay one generator's observed handshakes on its golden model's public interface.
 
+    ``length`` is the perturbation length the hardware is given (a pool's ``length`` input;
+    for the LFSR generators every transfer is a whole cycle, so any length works).
     Returns (transfer cycle indices, expected lane values per transfer, lanes that belong
-    to a perturbation) — all lanes for the LFSR generators; for the pool, the lanes past
-    the perturbation's end in its last transfer still carry the following pool values.
-    Save captures the state shown in that cycle; restore returns to it (no transfer).
+    to a perturbation): in a perturbation's last transfer the lanes past its end still carry
+    the values that follow. Save captures the state shown in that cycle; restore returns to
+    it and abandons the perturbation in flight (no transfer in that cycle).
     """
+    lanes = golden.values_per_cycle
     transfer = valid & ready & ~restore
-    cycles = np.flatnonzero(transfer)
-    if config.strategy != "pregen":
-        t, saved, shown = 0, 0, []
-        for c in range(len(valid)):
-            if save[c]:
-                saved = t
-            if restore[c]:
-                t = saved
-            elif transfer[c]:
-                shown.append(t)
-                t += 1
-        table = golden._take_cycles(0, max(shown, default=0) + 1)
-        expected = table[np.asarray(shown, dtype=np.int64)]
-        return cycles, expected, np.ones_like(expected, dtype=bool)
-    n, lanes, d = golden.pool_size, golden.banks, config.length
-    pointer, remaining, saved, rows, belongs = 0, 0, 0, [], []
-    for c in range(len(valid)):
-        if save[c]:
-            saved = pointer
-        if restore[c]:
-            pointer, remaining = saved, 0
-        elif transfer[c]:
-            if remaining == 0:
-                remaining = d
+    state = saved = golden.state
+    remaining, shown, used = 0, [], []
+    for cycle in range(len(valid)):
+        if save[cycle]:
+            saved = state
+        if restore[cycle]:
+            state, remaining = saved, 0
+        elif transfer[cycle]:
+            remaining = remaining or length
             count = min(lanes, remaining)
-            rows.append((pointer + np.arange(lanes)) % n)
-            belongs.append(np.arange(lanes) < count)
-            pointer, remaining = (pointer + count) % n, remaining - count
-    index = np.array(rows, dtype=np.int64).reshape(-1, lanes)
-    return cycles, golden.pool[index], np.array(belongs, dtype=bool).reshape(-1, lanes)
+            shown.append(state)
+            used.append(count)
+            state, remaining = golden.advance(state, count), remaining - count
+    expected = golden.values_at(np.asarray(shown, dtype=np.int64))
+    belongs = np.arange(lanes)[None, :] < np.asarray(used, dtype=np.int64).reshape(-1, 1)
+    return np.flatnonzero(transfer), expected, belongs
 
 
-def cosim_configs(configs: list[GeneratorConfig], cycles: int, simulator: str = "verilator",
-                  seed: int = 0, ready_probability: float = 0.85) -> dict:
-    """Co-simulate ``configs`` side by side for ``cycles`` cycles; per-config verdicts."""
+def cosim_configs(configs: Sequence[GeneratorConfig], cycles: int,
+                  simulator: str = "verilator", seed: int = 0,
+                  ready_probability: float = 0.85, lengths: Sequence[int] | int = 100) -> dict:
+    """Co-simulate ``configs`` side by side for ``cycles`` cycles; per-config verdicts.
+
+    ``lengths``: the perturbation length of each pre-generated pool (one value for all).
+    """
     from zoforge.hw.export import to_verilog
     from zoforge.sim.cosim import run_cocotb
 
-    check_int_range("--cycles", cycles, 1, 10_000_000)
+    configs = list(configs)
+    if isinstance(lengths, int):
+        lengths = [lengths] * len(configs)
+    RngCosimOptions(cycles=cycles)                    # validates --cycles
+    for config, length in zip(configs, lengths):
+        if isinstance(config, PregenConfig) and length >= 1 << config.length_bits:
+            raise ConfigError("--length", f"an integer with 1 <= value < 2^length_bits = "
+                              f"{1 << config.length_bits}", length)
     started = time.perf_counter()
-    top = SideBySide(configs)
+    top = SideBySide(configs, lengths)
     verilog = to_verilog(top, "rng_side_by_side")
     elaborate_s = time.perf_counter() - started
     stimulus = make_stimulus(configs, cycles, seed, ready_probability)
-    import tempfile
-    from pathlib import Path
-    data = Path(tempfile.mkdtemp(prefix="zoforge-rng-cosim-"))
-    np.save(data / "stimulus.npy", _pack(stimulus))
-    observe_width = len(top.observe)
-    result = run_cocotb(verilog=verilog, toplevel="rng_side_by_side",
-                        test_module="zoforge.sim.benches.rng",
-                        args={"observe_bytes": -(-observe_width // 8)},
-                        simulator=simulator, data_dir=data)
+    with tempfile.TemporaryDirectory(prefix="zoforge-rng-cosim-") as folder:
+        data = Path(folder)
+        np.save(data / "stimulus.npy", _pack(stimulus))
+        result = run_cocotb(verilog=verilog, toplevel="rng_side_by_side",
+                            test_module="zoforge.sim.benches.rng",
+                            args={"observe_bytes": -(-len(top.observe) // 8)},
+                            simulator=simulator, data_dir=data)
+        observed = np.load(data / "observed.npy") if result.passed else None
     report = {"simulator": simulator, "cycles": cycles, "elaborate_s": elaborate_s,
               "build_s": result.build_s, "run_s": result.run_s, "passed": result.passed,
               "failures": result.failures, "configs": []}
-    if not result.passed:
+    if observed is None:
         report["bit_exact"] = False
         return report
     loop_s = result.results["loop_s"]
     report["cycles_per_s"] = cycles / loop_s if loop_s > 0 else float("inf")
-    bits = np.unpackbits(np.load(data / "observed.npy"), axis=1, bitorder="little")
-    count, offset = len(configs), len(configs)
-    for index, config in enumerate(configs):
+    bits = np.unpackbits(observed, axis=1, bitorder="little")
+    offset = len(configs)
+    for index, (config, length) in enumerate(zip(configs, lengths)):
         golden = config.golden()
-        lanes = golden.values_per_cycle
-        width = golden.width
-        observed = _unpack_lanes(bits, offset, lanes, width)
+        lanes, width = golden.values_per_cycle, golden.width
+        observed_lanes = _unpack_lanes(bits, offset, lanes, width)
         offset += lanes * width
         valid = bits[:, index].astype(bool)
         ready, save, restore = (stimulus[k][:, index] for k in ("ready", "save", "restore"))
-        transfer_cycles, expected, belongs = expected_transfers(config, golden, valid, ready,
+        transfer_cycles, expected, belongs = expected_transfers(golden, length, valid, ready,
                                                                 save, restore)
-        got = observed[transfer_cycles]
-        mismatch = (got != expected)
+        got = observed_lanes[transfer_cycles]
+        mismatch = got != expected
+        described = config.to_dict()
+        if isinstance(config, PregenConfig):
+            described["length"] = length
         report["configs"].append({
-            **config.describe(), "name": config.name, "W": width, "F": golden.frac_bits,
+            **described, "name": design_name(config), "W": width, "F": golden.frac_bits,
             "transfers": int(len(transfer_cycles)), "values": int(belongs.sum()),
             "saves": int(save.sum()), "restores": int(restore.sum()),
             "mismatches": int(mismatch.sum()), "bit_exact": not mismatch.any(),
@@ -229,26 +218,23 @@ def _first_mismatch(mismatch, cycles, got, expected):
             "expected": int(expected[row, lane])}
 
 
-def cosim_rng(strategy: str = "onthefly", params: dict | None = None, cycles: int = 2000,
-              simulator: str = "verilator", snapshot: bool = False, layout: str = "replicated",
-              length: int = 100, seed: int = 0, ready_probability: float = 0.85) -> dict:
+def cosim_rng(config: GeneratorConfig, options: RngCosimOptions | None = None) -> dict:
     """Co-simulate one generator configuration; a flat JSON-able summary with at least
     ``bit_exact``, ``cycles``, ``cycles_per_s`` and ``simulator``."""
-    from zoforge.hw.rng.designs import DEFAULTS
-    params = dict(DEFAULTS.get(strategy, {}), **(params or {}))
-    if strategy == "pregen":
-        params.pop("n_rng", None)
-        check_int_range("--length", length, 1, (1 << 24) - 1)
-    config = GeneratorConfig(strategy, params, snapshot=snapshot, layout=layout,
-                             length=length)
-    config.golden()                                   # validates -> one-line ConfigError
-    report = cosim_configs([config], cycles, simulator, seed, ready_probability)
-    summary = {"bit_exact": report["bit_exact"], "cycles": cycles,
-               "cycles_per_s": report.get("cycles_per_s"), "simulator": simulator,
+    options = options or RngCosimOptions()
+    report = cosim_configs([config], options.cycles, options.simulator,
+                           options.stimulus_seed, 1.0 - options.backpressure, options.length)
+    summary = {"bit_exact": report["bit_exact"], "cycles": options.cycles,
+               "cycles_per_s": report.get("cycles_per_s"), "simulator": options.simulator,
                "build_s": report["build_s"], "run_s": report["run_s"],
-               "elaborate_s": report["elaborate_s"]}
+               "elaborate_s": report["elaborate_s"], "config_hash": config.stable_hash()}
     if report["configs"]:
         summary.update(report["configs"][0])
     else:
         summary["failures"] = report["failures"]
     return summary
+
+
+attach_cosim("rng", cosim_rng, RngCosimOptions,
+             help="co-simulate one generator configuration against its golden model; prints "
+                  "JSON (bit_exact, cycles, cycles_per_s, simulator, ...)")

@@ -2,8 +2,9 @@
 project, report files), and the synthesis runner's per-block counts and cache."""
 from __future__ import annotations
 
-import argparse
 import json
+from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from amaranth import Module, Signal
@@ -11,7 +12,8 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.cli import main
-from zoforge.hw.designs import Elaborated, register_design
+from zoforge.config import Config, IntRange, param
+from zoforge.hw.designs import Design, Elaborated, register_design
 from zoforge.hw.export import to_verilog
 from zoforge.reports.synth import synthesize, xilinx_resources
 
@@ -63,17 +65,24 @@ class ReportDemo(wiring.Component):
         return m
 
 
-@register_design("reports-demo", help="test-only design of tests/test_reports_build.py")
-class ReportDemoDesign:
-    @staticmethod
-    def add_arguments(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--width", type=int, default=16, help="data width")
+@dataclass(frozen=True)
+class ReportDemoConfig(Config):
+    kind: ClassVar[str] = "reports-demo"
+    width: int = param(16, "data width", IntRange(2, 64))
 
-    @staticmethod
-    def elaborate(args: argparse.Namespace) -> Elaborated:
-        return Elaborated(top=ReportDemo(args.width), name=f"demo_{args.width}",
-                          config={"width": args.width},
-                          blocks={"acc": "accumulator", "shift": "shift register"})
+
+@dataclass(frozen=True)
+class ReportDemoBenchConfig(ReportDemoConfig):
+    kind: ClassVar[str] = "reports-demo-bench"
+
+
+def elaborate_demo(config) -> Elaborated:
+    return Elaborated(top=ReportDemo(config.width), name=f"demo_{config.width}",
+                      config=config, blocks={"acc": "accumulator", "shift": "shift register"})
+
+
+register_design(Design("reports-demo", "test-only design of tests/test_reports_build.py",
+                       configs=(ReportDemoConfig,), elaborate=elaborate_demo))
 
 
 @pytest.fixture(scope="module")
@@ -170,13 +179,15 @@ def test_build_rejects_unknown_design(capsys):
     assert "--design must be one of" in capsys.readouterr().err
 
 
-@register_design("reports-demo-bench", help="test-only: reports-demo with its own stimulus")
-class ReportDemoOwnBench(ReportDemoDesign):
-    @staticmethod
-    def activity_bench(args, elaborated):
-        # the generic bench module, but with every data input held: only `acc` moves
-        return ("zoforge.reports.activity_bench",
-                {"inputs": [["a", args.width, "hold"], ["valid", 1, "high"]]})
+def demo_activity_bench(config, elaborated):
+    # the generic bench module, but with every data input held: only `acc` moves
+    return ("zoforge.reports.activity_bench",
+            {"inputs": [["a", config.width, "hold"], ["valid", 1, "high"]]})
+
+
+register_design(Design("reports-demo-bench", "test-only: reports-demo with its own stimulus",
+                       configs=(ReportDemoBenchConfig,), elaborate=elaborate_demo,
+                       activity_bench=demo_activity_bench))
 
 
 def test_build_uses_a_designs_own_activity_bench(tmp_path):

@@ -55,7 +55,7 @@ def test_dump_onthefly_csv(capsys):
 
 
 def test_dump_pregen_csv(capsys):
-    assert main(["rng", "dump", "--strategy", "pregen", "--pool-size", "255", "--seed", "5",
+    assert main(["rng", "dump", "--strategy", "pregen", "--pool-size", "255", "--pool-seed", "5",
                  "--length", "100", "--count", "4", "--bits", "8"]) == 0
     text = capsys.readouterr().out
     pool_part, perturbation_part = text.split("perturbation,j,pool_index,value\n")

@@ -4,8 +4,8 @@ import json
 import pytest
 
 from zoforge.cli import main
-from zoforge.golden.rng import OnTheFlyGolden
-from zoforge.sim.rng_cosim import GeneratorConfig, cosim_configs
+from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
+from zoforge.sim.rng_cosim import cosim_configs
 from zoforge.sim.toolchain import available_simulators
 
 # The acceptance set (slow: one Verilator build of ~40 generators takes minutes on 2 cores):
@@ -20,33 +20,33 @@ CORE = {3: (5, 9), 7: (4, 7), 15: (11,), 31: (8, 14), 63: (16,)}
 CYCLES = 1200
 
 
-def configs_for(onthefly: dict) -> list[GeneratorConfig]:
-    configs = [GeneratorConfig("onthefly", {"n_rng": n, "bits": b})
-               for n, widths in onthefly.items() for b in widths]
+def configs_for(onthefly: dict) -> list[tuple]:
+    """(configuration, perturbation length) pairs; the length matters for pools only."""
+    configs = [OnTheFlyConfig(n_rng=n, bits=b) for n, widths in onthefly.items() for b in widths]
     configs += [
-        GeneratorConfig("onthefly", {"n_rng": 7, "bits": 5}, snapshot=True),
-        GeneratorConfig("onthefly", {"n_rng": 31, "bits": 8}, snapshot=True),
-        GeneratorConfig("onthefly", {"n_rng": 3, "bits": 5}, snapshot=True),
-        GeneratorConfig("pregen", {"pool_size": 255, "bits": 8, "banks": 4, "seed": 1},
-                        layout="striped", length=37),
-        GeneratorConfig("pregen", {"pool_size": 511, "bits": 12, "banks": 8, "seed": 2},
-                        snapshot=True, length=100),
-        GeneratorConfig("pregen", {"pool_size": 1023, "bits": 16, "banks": 16, "seed": 4},
-                        layout="striped", snapshot=True, length=333),
-        GeneratorConfig("gaussian", {"n_rng": 4, "bits": 8, "terms": 3}, snapshot=True),
-        GeneratorConfig("gaussian", {"n_rng": 16, "bits": 10, "terms": 4}),
+        OnTheFlyConfig(n_rng=7, bits=5, snapshot=True),
+        OnTheFlyConfig(n_rng=31, bits=8, snapshot=True),
+        OnTheFlyConfig(n_rng=3, bits=5, snapshot=True),
+        (PregenConfig(pool_size=255, bits=8, banks=4, pool_seed=1, layout="striped"), 37),
+        (PregenConfig(pool_size=511, bits=12, banks=8, pool_seed=2, snapshot=True), 100),
+        (PregenConfig(pool_size=1023, bits=16, banks=16, pool_seed=4, layout="striped",
+                      snapshot=True), 333),
+        GaussianConfig(n_rng=4, bits=8, terms=3, snapshot=True),
+        GaussianConfig(n_rng=16, bits=10, terms=4),
     ]
     if onthefly is ACCEPTANCE:
-        configs += [
-            GeneratorConfig("pregen", {"pool_size": 255, "bits": 6, "banks": 1, "seed": 3},
-                            length=10),
-            GeneratorConfig("gaussian", {"n_rng": 1, "bits": 4, "terms": 1}),
-        ]
-    return configs
+        configs += [(PregenConfig(pool_size=255, bits=6, banks=1, pool_seed=3), 10),
+                    GaussianConfig(n_rng=1, bits=4, terms=1)]
+    return [c if isinstance(c, tuple) else (c, 100) for c in configs]
 
 
-def acceptance_configs() -> list[GeneratorConfig]:
-    return configs_for(ACCEPTANCE)
+def acceptance_configs() -> list:
+    return [config for config, _ in configs_for(ACCEPTANCE)]
+
+
+def run_side_by_side(pairs, simulator):
+    return cosim_configs([c for c, _ in pairs], CYCLES, simulator=simulator, seed=1,
+                         lengths=[length for _, length in pairs])
 
 
 @pytest.fixture(scope="module", params=[
@@ -56,21 +56,19 @@ def acceptance_configs() -> list[GeneratorConfig]:
 def report(request):
     name, simulator = request.param
     onthefly = CORE if name == "core" else ACCEPTANCE
-    return cosim_configs(configs_for(onthefly), CYCLES, simulator=simulator, seed=1)
+    return run_side_by_side(configs_for(onthefly), simulator)
 
 
 def test_enough_configurations():
     configs = acceptance_configs()
-    onthefly = [c for c in configs if c.strategy == "onthefly"]
+    onthefly = [c for c in configs if c.variant == "onthefly"]
     assert len(onthefly) >= 30
-    assert {c.params["n_rng"] for c in onthefly} == {3, 7, 15, 31, 63}
-    assert {c.params["bits"] for c in onthefly} == set(range(4, 17))
-    shifts = {OnTheFlyGolden(**c.params).k_max - OnTheFlyGolden(**c.params).k_min
-              for c in onthefly}
+    assert {c.n_rng for c in onthefly} == {3, 7, 15, 31, 63}
+    assert {c.bits for c in onthefly} == set(range(4, 17))
+    shifts = {c.golden().k_max - c.golden().k_min for c in onthefly}
     assert {0, 1, 2, 3, 4, 5} <= shifts                # constant; 1-, 2- and 3-bit shifts
-    core = [c for c in configs_for(CORE) if c.strategy == "onthefly"]
-    assert {OnTheFlyGolden(**c.params).k_max - OnTheFlyGolden(**c.params).k_min
-            for c in core} >= {0, 1, 2, 3, 4}
+    core = [c for c, _ in configs_for(CORE) if c.variant == "onthefly"]
+    assert {c.golden().k_max - c.golden().k_min for c in core} >= {0, 1, 2, 3, 4}
 
 
 def test_rtl_equals_golden_value_for_value(report):

@@ -126,7 +126,7 @@ def test_save_restore_regenerates_the_same_perturbation(strategy, warmup, d):
 
 
 def test_pool_pointer_semantics_across_several_perturbations():
-    g = PregenGolden(pool_size=255, bits=10, banks=8, seed=7)
+    g = PregenGolden(pool_size=255, bits=10, banks=8, pool_seed=7)
     pool, pointer = g.pool.copy(), 0
     for d in (100, 300, 7, 255, 1, 600):
         values = g.take(d)
@@ -149,7 +149,7 @@ def splitmix64_reference(seed, count):
 
 @pytest.mark.parametrize("n, q, seed", [(255, 8, 0), (4095, 12, 0), (1023, 16, 123)])
 def test_pool_generation_scaling_and_quantization(n, q, seed):
-    g = PregenGolden(pool_size=n, bits=q, banks=4, seed=seed)
+    g = PregenGolden(pool_size=n, bits=q, banks=4, pool_seed=seed)
     raw = splitmix64_reference(seed, n)
     expected = math.sqrt(2) * math.exp(math.lgamma((n + 1) / 2) - math.lgamma(n / 2))
     x = raw * expected / np.linalg.norm(raw)

@@ -28,14 +28,36 @@ def test_regenerates_from_small_state(name):
     assert not torch.equal(first[0], first[2])   # the stream advances
 
 
+def _splitmix64(x):
+    """One SplitMix64 output, written out independently of zoforge's."""
+    mask = 2 ** 64 - 1
+    z = (x + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
 def test_pezo_sources_are_the_generator_goldens():
+    # --seed picks the start state (splitmix64(seed) mod the number of states); the pool's
+    # contents are the hardware parameter --pool-seed.
     onthefly = make_perturbation("pezo-onthefly", seed=5, n_rng=15, bits=10)
-    golden = OnTheFlyGolden(n_rng=15, bits=10, start=5)
-    pregen = make_perturbation("pezo-pregen", seed=9, pool_size=1023, bits=12, banks=4)
-    pool = PregenGolden(pool_size=1023, bits=12, banks=4, seed=9)
+    states = math.lcm(2 ** 10 - 1, 15)
+    golden = OnTheFlyGolden(n_rng=15, bits=10, start=_splitmix64(5) % states)
+    pregen = make_perturbation("pezo-pregen", seed=9, pool_size=1023, bits=12, banks=4,
+                               pool_seed=3)
+    pool = PregenGolden(pool_size=1023, bits=12, banks=4, pool_seed=3,
+                        pointer=_splitmix64(9) % 1023)
     for d in (100, 4096, 1):
         assert torch.equal(onthefly.draw(d), golden.take_float(d))
         assert torch.equal(pregen.draw(d), pool.take_float(d))
+
+
+@pytest.mark.parametrize("name", ["pezo-onthefly", "pezo-pregen"])
+def test_seed_zero_starts_in_the_reset_state_and_seeds_differ(name):
+    draws = {seed: make_perturbation(name, seed=seed).draw(500) for seed in (0, 1, 2)}
+    reset = make_perturbation(name, seed=0).generator
+    assert reset.state == 0
+    assert not torch.equal(draws[1], draws[2]) and not torch.equal(draws[0], draws[1])
 
 
 def test_uniform_naive_is_the_unscaled_onthefly_stream():

@@ -20,30 +20,45 @@ independent (shifted copies of one sequence), which a cheap hardware baseline ac
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
+from zoforge.config import IntRange, param
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.golden.rng.base import GoldenGenerator
+from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
 from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, taps
 
-__all__ = ["GaussianGolden", "check_gaussian_params", "theoretical_kurtosis"]
+__all__ = ["GaussianConfig", "GaussianGolden", "theoretical_kurtosis"]
 
 MAX_LANES, MAX_TERMS = 4096, 16
 
 
-def check_gaussian_params(n_rng: int, bits: int, terms: int) -> None:
-    check_int_range("--n-rng", n_rng, 1, MAX_LANES)
-    check_int_range("--terms", terms, 1, MAX_TERMS)
-    check_int_range("--bits", bits, MIN_BITS, MAX_BITS)
-    need = 2 * n_rng * terms
-    if period(bits) < need:
-        low = next((b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= need), None)
-        if low is None:
-            raise ConfigError("--n-rng", f"at most {(period(MAX_BITS) // (2 * terms))} "
-                              f"for --terms {terms} (2^20 - 1 >= 2 * n_rng * terms)", n_rng)
-        raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
-                          f"(2^b - 1 >= 2 * n_rng * terms = {need})", bits)
+@dataclass(frozen=True)
+class GaussianConfig(GeneratorConfig):
+    """Gaussian baseline: n central-limit generators, each a sum of K b-bit LFSR values
+    (defaults: the 1024-generator array of PeZO's Table 6)."""
+
+    variant: ClassVar[str] = "gaussian"
+
+    n_rng: int = param(1024, "generators n (values per cycle)", IntRange(1, MAX_LANES))
+    bits: int = param(16, "LFSR bits b", IntRange(MIN_BITS, MAX_BITS))
+    terms: int = param(3, "uniform LFSR values K summed per generator", IntRange(1, MAX_TERMS))
+
+    def check(self) -> None:
+        need = 2 * self.n_rng * self.terms
+        if period(self.bits) < need:
+            low = next((b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= need), None)
+            if low is None:
+                raise ConfigError("--n-rng", f"at most {(period(MAX_BITS) // (2 * self.terms))}"
+                                  f" for --terms {self.terms} (2^20 - 1 >= 2 * n_rng * terms)",
+                                  self.n_rng)
+            raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
+                              f"(2^b - 1 >= 2 * n_rng * terms = {need})", self.bits)
+
+    def golden(self, state: int = 0) -> "GaussianGolden":
+        return GaussianGolden(self.n_rng, self.bits, self.terms, start=state)
 
 
 def theoretical_kurtosis(terms: int) -> float:
@@ -55,7 +70,7 @@ def theoretical_kurtosis(terms: int) -> float:
 def _measured_kurtosis(n_rng: int, bits: int, terms: int) -> float:
     generator = GaussianGolden(n_rng, bits, terms)
     cycles = min(period(bits), max(1, (1 << 20) // n_rng))
-    x = generator._take_cycles(0, cycles).astype(np.float64).reshape(-1)
+    x = generator.values_at(np.arange(cycles)).astype(np.float64).reshape(-1)
     x -= x.mean()
     return float((x ** 4).mean() / (x ** 2).mean() ** 2)
 
@@ -64,9 +79,11 @@ class GaussianGolden(GoldenGenerator):
     """Golden Gaussian-baseline array (see the module docstring)."""
 
     strategy = "gaussian"
+    state_key = "t"
 
-    def __init__(self, n_rng: int = 1024, bits: int = 16, terms: int = 3, start: int = 0):
-        check_gaussian_params(n_rng, bits, terms)
+    def __init__(self, n_rng: int = GaussianConfig.n_rng, bits: int = GaussianConfig.bits,
+                 terms: int = GaussianConfig.terms, start: int = 0):
+        GaussianConfig(n_rng=n_rng, bits=bits, terms=terms)      # validates
         self.n_rng, self.bits, self.terms = n_rng, bits, terms
         self.period = period(bits)
         self._u = lfsr_sequence(bits) - (1 << (bits - 1))
@@ -74,8 +91,8 @@ class GaussianGolden(GoldenGenerator):
         self.width = bits + (terms - 1).bit_length()
         self.phase_step = self.period // (n_rng * terms)
         self.phases = np.arange(n_rng * terms, dtype=np.int64) * self.phase_step
-        self._wrap = self.period
-        self.t = check_int_range("--start", start, 0) % self._wrap
+        self.modulus = self.period
+        self.state = check_int_range("--start", start, 0)
 
     @property
     def values_per_cycle(self) -> int:
@@ -88,15 +105,20 @@ class GaussianGolden(GoldenGenerator):
         return (self._u[index] + (1 << (self.bits - 1))).reshape(cycles, self.n_rng,
                                                                  self.terms)
 
-    def _take_cycles(self, start: int, cycles: int) -> np.ndarray:
-        t_mod_p = ((np.arange(cycles, dtype=np.int64) + start) % self.period).astype(np.int32)
+    def values_at(self, states) -> np.ndarray:
+        """The emitted integers of cycles ``states`` (len(states) x n)."""
+        t = np.asarray(states, dtype=np.int64).reshape(-1)
+        t_mod_p = (t % self.period).astype(np.int32)
         phases = self.phases.astype(np.int32).reshape(self.n_rng, self.terms)
-        total = np.zeros((cycles, self.n_rng), dtype=np.int64)
+        total = np.zeros((len(t), self.n_rng), dtype=np.int64)
         for j in range(self.terms):
             index = t_mod_p[:, None] + phases[None, :, j]
             np.subtract(index, self.period, out=index, where=index >= self.period)
             total += self._u[index]
         return total
+
+    def advance(self, state: int, used: int) -> int:
+        return (int(state) + 1) % self.modulus
 
     def config(self) -> dict:
         return {"strategy": self.strategy, "n_rng": self.n_rng, "bits": self.bits,

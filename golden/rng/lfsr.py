@@ -13,7 +13,7 @@ import numpy as np
 
 from zoforge.errors import check_int_range
 
-__all__ = ["XAPP052_TAPS", "MIN_BITS", "MAX_BITS", "taps", "tap_mask", "lfsr_step",
+__all__ = ["XAPP052_TAPS", "MIN_BITS", "MAX_BITS", "taps", "tap_mask",
            "lfsr_sequence", "period"]
 
 MIN_BITS, MAX_BITS = 4, 20
@@ -40,12 +40,6 @@ def tap_mask(bits: int) -> int:
 
 def period(bits: int) -> int:
     return (1 << bits) - 1
-
-
-def lfsr_step(state: int, bits: int) -> int:
-    """One LFSR step: ``((s << 1) | parity(s & tap_mask)) mod 2^b``."""
-    feedback = (state & tap_mask(bits)).bit_count() & 1
-    return ((state << 1) | feedback) & ((1 << bits) - 1)
 
 
 @functools.lru_cache(maxsize=None)

@@ -23,34 +23,46 @@ b = ``bits``, 4 <= b <= 20 with 2^b - 1 >= 2n):
    each, position 0 first), truncated to d; the next perturbation continues with the next
    cycle (the rest of a partly used cycle is dropped). The state is the cycle counter t;
    :meth:`save`/:meth:`restore` let the same perturbation be regenerated.
+
+The generator's parameters are the configuration :class:`OnTheFlyConfig`; the expected
+norm ``E_n`` is :func:`zoforge.golden.rng.norms.expected_gaussian_norm`.
 """
 from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from zoforge.errors import ConfigError, check_int_range, check_mersenne
-from zoforge.golden.rng.base import GoldenGenerator
+from zoforge.config import IntRange, Mersenne, param
+from zoforge.errors import ConfigError, check_int_range
+from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
 from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, taps
+from zoforge.golden.rng.norms import expected_gaussian_norm
 
-__all__ = ["OnTheFlyGolden", "expected_gaussian_norm", "scale_lut", "check_onthefly_params",
-           "lane_phases"]
-
-
-def expected_gaussian_norm(n: int) -> float:
-    """``E||g||_2`` for g ~ N(0, I_n): ``sqrt(2) * Gamma((n+1)/2) / Gamma(n/2)``."""
-    return math.sqrt(2.0) * math.exp(math.lgamma((n + 1) / 2) - math.lgamma(n / 2))
+__all__ = ["OnTheFlyConfig", "OnTheFlyGolden", "scale_lut", "lane_phases"]
 
 
-def check_onthefly_params(n_rng: int, bits: int) -> None:
-    check_mersenne("--n-rng", n_rng, 3, 255)
-    check_int_range("--bits", bits, MIN_BITS, MAX_BITS)
-    if period(bits) < 2 * n_rng:
-        low = next(b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= 2 * n_rng)
-        raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
-                          f"(2^b - 1 >= 2 * n_rng = {2 * n_rng})", bits)
+@dataclass(frozen=True)
+class OnTheFlyConfig(GeneratorConfig):
+    """PeZO on-the-fly generator: n rotated b-bit LFSR lanes and a power-of-two scale LUT
+    (defaults: PeZO's RoBERTa configuration, 31 x 8 bits)."""
+
+    variant: ClassVar[str] = "onthefly"
+
+    n_rng: int = param(31, "lanes n (LFSRs), of the form 2^k - 1", Mersenne(3, 255))
+    bits: int = param(8, "LFSR bits b", IntRange(MIN_BITS, MAX_BITS))
+
+    def check(self) -> None:
+        if period(self.bits) < 2 * self.n_rng:
+            low = next(b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= 2 * self.n_rng)
+            raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
+                              f"(2^b - 1 >= 2 * n_rng = {2 * self.n_rng})", self.bits)
+
+    def golden(self, state: int = 0) -> "OnTheFlyGolden":
+        return OnTheFlyGolden(self.n_rng, self.bits, start=state)
 
 
 def lane_phases(n_rng: int, bits: int) -> np.ndarray:
@@ -74,7 +86,7 @@ def _scale_by_cycle(n_rng: int, bits: int) -> np.ndarray:
 
 def scale_lut(n_rng: int, bits: int) -> np.ndarray:
     """The 2^b-entry LUT: ``LUT[S(t)] = k(t)``; entry 0 (never addressed) holds k_min."""
-    check_onthefly_params(n_rng, bits)
+    OnTheFlyConfig(n_rng=n_rng, bits=bits)
     k = _scale_by_cycle(n_rng, bits)
     lut = np.full(1 << bits, int(k.min()), dtype=np.int64)
     lut[lfsr_sequence(bits)] = k
@@ -85,9 +97,11 @@ class OnTheFlyGolden(GoldenGenerator):
     """Golden on-the-fly generator (see the module docstring for the exact semantics)."""
 
     strategy = "onthefly"
+    state_key = "t"
 
-    def __init__(self, n_rng: int = 31, bits: int = 8, start: int = 0):
-        check_onthefly_params(n_rng, bits)
+    def __init__(self, n_rng: int = OnTheFlyConfig.n_rng, bits: int = OnTheFlyConfig.bits,
+                 start: int = 0):
+        OnTheFlyConfig(n_rng=n_rng, bits=bits)               # validates
         self.n_rng, self.bits = n_rng, bits
         self.period = period(bits)
         self._seq = lfsr_sequence(bits)
@@ -98,8 +112,8 @@ class OnTheFlyGolden(GoldenGenerator):
         self.width = bits + self.k_max - self.k_min
         self.phases = lane_phases(n_rng, bits)
         # The state repeats after lcm(P, n) cycles; t is kept modulo that.
-        self._wrap = math.lcm(self.period, n_rng)
-        self.t = check_int_range("--start", start, 0) % self._wrap
+        self.modulus = math.lcm(self.period, n_rng)
+        self.state = check_int_range("--start", start, 0)
 
     @property
     def values_per_cycle(self) -> int:
@@ -131,13 +145,17 @@ class OnTheFlyGolden(GoldenGenerator):
         lanes = (positions[None, :] + positions[:, None]) % self.n_rng
         return self.phases[lanes].astype(np.int32)
 
-    def _take_cycles(self, start: int, cycles: int) -> np.ndarray:
-        t = np.arange(cycles, dtype=np.int64) + start
+    def values_at(self, states) -> np.ndarray:
+        """The emitted integers of cycles ``states`` (len(states) x n)."""
+        t = np.asarray(states, dtype=np.int64).reshape(-1)
         t_mod_p = t % self.period
         raw = self._raw(t_mod_p, t % self.n_rng)
         if self.k_max != self.k_min:
             raw <<= (self._k[t_mod_p] - self.k_min)[:, None]
         return raw
+
+    def advance(self, state: int, used: int) -> int:
+        return (int(state) + 1) % self.modulus
 
     def config(self) -> dict:
         lut = scale_lut(self.n_rng, self.bits)

@@ -1,11 +1,12 @@
 """PeZO pre-generated pool: N norm-scaled uniform values read cyclically (golden).
 
-Semantics (issue 2; N = ``pool_size`` of the form 2^k - 1 with 255 <= N <= 65535, q =
-``bits`` value bits with 4 <= q <= 32, L = ``banks`` values per cycle, a power of two
-1..64, and ``seed``):
+Semantics (issue 2; the parameters are :class:`PregenConfig`: N = ``pool_size`` of the form
+2^k - 1 with 255 <= N <= 65535, q = ``bits`` value bits with 4 <= q <= 32, L = ``banks``
+values per cycle, a power of two 1..64, and ``pool_seed``, the seed of the pool's contents
+— a hardware parameter, unlike a training run's ``--seed``, which picks the start pointer):
 
 1. Raw values ``r_j`` (j = 0..N-1) from SplitMix64 (Steele et al.; the generator of
-   ``java.util.SplittableRandom``): ``z = seed + (j+1) * 0x9E3779B97F4A7C15 (mod 2^64)``,
+   ``java.util.SplittableRandom``): ``z = pool_seed + (j+1) * 0x9E3779B97F4A7C15 (mod 2^64)``,
    ``z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27; z *= 0x94D049BB133111EB;
    z ^= z >> 31``, then ``r_j = 2 * (z >> 11) / 2^53 - 1``, uniform in [-1, 1).
 2. Scaled: ``x_j = r_j * E_N / ||r||_2`` with ``E_N = sqrt(2) Gamma((N+1)/2) / Gamma(N/2)``.
@@ -22,24 +23,42 @@ banks, value e of the extended pool in bank ``e mod L`` at address ``e div L``.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from zoforge.errors import ConfigError, check_choice, check_int_range, check_mersenne
-from zoforge.golden.rng.base import GoldenGenerator
-from zoforge.golden.rng.onthefly import expected_gaussian_norm
+from zoforge.config import IntRange, Mersenne, OneOf, param
+from zoforge.errors import check_choice, check_int_range
+from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
+from zoforge.golden.rng.norms import expected_gaussian_norm
 
-__all__ = ["PregenGolden", "splitmix64_uniform", "check_pregen_params", "BANK_CHOICES"]
+__all__ = ["PregenConfig", "PregenGolden", "splitmix64_uniform", "BANK_CHOICES", "LAYOUTS"]
 
 BANK_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+LAYOUTS = ("replicated", "striped")
 _MASK64 = (1 << 64) - 1
 
 
-def check_pregen_params(pool_size: int, bits: int, banks: int, seed: int) -> None:
-    check_mersenne("--pool-size", pool_size, 255, 65535)
-    check_int_range("--bits", bits, 4, 32)
-    check_choice("--banks", banks, BANK_CHOICES)
-    check_int_range("--seed", seed, 0, _MASK64)
+@dataclass(frozen=True)
+class PregenConfig(GeneratorConfig):
+    """PeZO pre-generated pool: N norm-scaled q-bit values in L BRAM banks (defaults: PeZO
+    Table 6, 4095 x 12 bits in 8 banks)."""
+
+    variant: ClassVar[str] = "pregen"
+
+    pool_size: int = param(4095, "pool size N, of the form 2^k - 1", Mersenne(255, 65535))
+    bits: int = param(12, "pool value bits q", IntRange(4, 32))
+    banks: int = param(8, "BRAM banks L = values per cycle", OneOf(BANK_CHOICES))
+    pool_seed: int = param(0, "SplitMix64 seed of the pool's contents", IntRange(0, _MASK64))
+    layout: str = param("replicated", "bank layout: replicated (L rotated copies, no "
+                        "crossbar) or striped (one copy, crossbar)", OneOf(LAYOUTS))
+    length_bits: int = param(24, "width of the hardware's perturbation-length input",
+                             IntRange(1, 32))
+
+    def golden(self, state: int = 0) -> "PregenGolden":
+        return PregenGolden(self.pool_size, self.bits, self.banks, self.pool_seed,
+                            pointer=state)
 
 
 def splitmix64_uniform(seed: int, count: int) -> np.ndarray:
@@ -54,8 +73,8 @@ def splitmix64_uniform(seed: int, count: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=16)
-def _pool(pool_size: int, bits: int, seed: int) -> tuple[np.ndarray, int, float]:
-    raw = splitmix64_uniform(seed, pool_size)
+def _pool(pool_size: int, bits: int, pool_seed: int) -> tuple[np.ndarray, int, float]:
+    raw = splitmix64_uniform(pool_seed, pool_size)
     scale = expected_gaussian_norm(pool_size) / float(np.linalg.norm(raw))
     x = raw * scale
     limit = (1 << (bits - 1)) - 1
@@ -71,18 +90,35 @@ class PregenGolden(GoldenGenerator):
     """Golden pre-generated pool (see the module docstring). State: the pointer p."""
 
     strategy = "pregen"
+    state_key = "pointer"
 
-    def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0,
+    def __init__(self, pool_size: int = PregenConfig.pool_size, bits: int = PregenConfig.bits,
+                 banks: int = PregenConfig.banks, pool_seed: int = PregenConfig.pool_seed,
                  pointer: int = 0):
-        check_pregen_params(pool_size, bits, banks, seed)
-        self.pool_size, self.bits, self.banks, self.seed = pool_size, bits, banks, seed
-        self.pool, self.frac_bits, self.scale = _pool(pool_size, bits, seed)
+        PregenConfig(pool_size=pool_size, bits=bits, banks=banks, pool_seed=pool_seed)
+        self.pool_size, self.bits, self.banks = pool_size, bits, banks
+        self.pool_seed = pool_seed
+        self.pool, self.frac_bits, self.scale = _pool(pool_size, bits, pool_seed)
         self.width = bits
-        self.pointer = check_int_range("--pointer", pointer, 0, pool_size - 1)
+        self.modulus = pool_size
+        self.state = check_int_range("--pointer", pointer, 0, pool_size - 1)
 
     @property
     def values_per_cycle(self) -> int:
         return self.banks
+
+    @property
+    def pointer(self) -> int:
+        """The pool pointer p (the state)."""
+        return self.state
+
+    def values_at(self, states) -> np.ndarray:
+        """``pool[(p + l) mod N]`` for l < L, for each pointer p in ``states``."""
+        p = np.asarray(states, dtype=np.int64).reshape(-1)
+        return self.pool[(p[:, None] + np.arange(self.banks)) % self.pool_size]
+
+    def advance(self, state: int, used: int) -> int:
+        return (int(state) + used) % self.pool_size
 
     def stream(self, pointer: int, d: int) -> np.ndarray:
         """Perturbation of length d from ``pointer`` (without advancing)."""
@@ -90,24 +126,16 @@ class PregenGolden(GoldenGenerator):
         return np.resize(rolled, d)
 
     def take(self, d: int) -> np.ndarray:
+        """As the base class's, computed as one rotation of the pool (faster for long d)."""
         check_int_range("d", d, 0)
-        values = self.stream(self.pointer, d)
-        self.pointer = (self.pointer + d) % self.pool_size
+        values = self.stream(self.state, d)
+        self.state = self.advance(self.state, d)
         return values
-
-    def save(self) -> dict:
-        return {"strategy": self.strategy, "pointer": int(self.pointer)}
-
-    def restore(self, state: dict) -> None:
-        if state.get("strategy") != self.strategy:
-            raise ConfigError("state", "a saved pregen state", state.get("strategy"))
-        self.pointer = check_int_range("state pointer", state["pointer"], 0,
-                                       self.pool_size - 1)
 
     def bank_contents(self, layout: str = "striped") -> list[np.ndarray]:
         """The L banks' contents: ``striped`` as in "BRAM layout" above; ``replicated``:
         bank l holds the whole pool rotated by l, ``bank_l[a] = pool[(a + l) mod N]``."""
-        check_choice("--layout", layout, ("replicated", "striped"))
+        check_choice("--layout", layout, LAYOUTS)
         if layout == "replicated":
             return [np.roll(self.pool, -bank) for bank in range(self.banks)]
         extended = np.concatenate([self.pool, self.pool[:self.banks - 1]])
@@ -118,7 +146,7 @@ class PregenGolden(GoldenGenerator):
 
     def config(self) -> dict:
         return {"strategy": self.strategy, "pool_size": self.pool_size, "bits": self.bits,
-                "banks": self.banks, "seed": self.seed, "W": self.width,
+                "banks": self.banks, "pool_seed": self.pool_seed, "W": self.width,
                 "F": self.frac_bits, "scale": self.scale,
                 "expected_norm": expected_gaussian_norm(self.pool_size),
                 "generator": "splitmix64 -> U[-1, 1)",

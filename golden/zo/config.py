@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError, check_choice, check_int_range
+from zoforge.golden.rng import OnTheFlyConfig, PregenConfig
 from zoforge.golden.zo.optimizers import METHODS
 from zoforge.golden.zo.perturbation import SOURCES, make_perturbation
 
@@ -35,10 +36,11 @@ class TrainConfig:
     steps: int = 1000
     seed: int = 0
     # perturbation source parameters
-    n_rng: int = 31
+    n_rng: int = OnTheFlyConfig.n_rng
     bits: int | None = None
-    pool_size: int = 4095
-    banks: int = 8
+    pool_size: int = PregenConfig.pool_size
+    banks: int = PregenConfig.banks
+    pool_seed: int = PregenConfig.pool_seed
     chunk: int = 0
     # P-RGE
     inner: bool = True
@@ -96,7 +98,8 @@ class TrainConfig:
             raise ConfigError("--dual", "used only with --method prge and both loops on",
                               self.method)
         make_perturbation(self.perturbation, seed=self.seed, n_rng=self.n_rng, bits=self.bits,
-                          pool_size=self.pool_size, banks=self.banks, chunk=self.chunk)
+                          pool_size=self.pool_size, banks=self.banks,
+                          pool_seed=self.pool_seed, chunk=self.chunk)
         if self.hw_arith and self.trainable == "full":
             raise ConfigError("--hw-arith", "used with --trainable head or lora-fa", "full")
 

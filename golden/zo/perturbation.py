@@ -16,28 +16,25 @@ Sources (``--perturbation``):
   norm of a Gaussian vector of the chunk's length.
 * ``pezo-onthefly`` / ``pezo-pregen`` the PeZO generators' golden models
   (:mod:`zoforge.golden.rng`), bit-exact with the RTL, including their own (power-of-two)
-  modulus scaling. ``--seed`` is the on-the-fly generator's start cycle and the pool's
-  SplitMix64 seed.
+  modulus scaling. The pool's contents are a hardware parameter (``--pool-seed``).
 
-Seeded torch sources derive draw ``i``'s generator seed from ``(seed, i)`` with numpy's
-``SeedSequence``, so a draw depends only on its index.
+``--seed`` means the same for every source: where its random sequence starts. Seeded torch
+sources derive draw ``i``'s generator seed from ``(seed, i)`` with numpy's ``SeedSequence``,
+so a draw depends only on its index; a PeZO generator starts in the state
+:meth:`~zoforge.golden.rng.base.GoldenGenerator.initial_state` gives for the seed (seed 0:
+the hardware's reset state).
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
 
 from zoforge.errors import check_choice, check_int_range
+from zoforge.golden.rng import OnTheFlyConfig, PregenConfig
+from zoforge.golden.rng.norms import expected_gaussian_norm
 
 __all__ = ["Perturbation", "SOURCES", "make_perturbation", "expected_gaussian_norm",
            "scale_chunks_to_gaussian_norm"]
-
-
-def expected_gaussian_norm(d: int) -> float:
-    """E||g||_2 for g ~ N(0, I_d): sqrt(2) Gamma((d+1)/2) / Gamma(d/2), via log-gamma."""
-    return math.sqrt(2.0) * math.exp(math.lgamma((d + 1) / 2) - math.lgamma(d / 2))
 
 
 def scale_chunks_to_gaussian_norm(u: torch.Tensor, chunk: int) -> torch.Tensor:
@@ -151,10 +148,11 @@ class _Golden(Perturbation):
 class PezoOnTheFly(_Golden):
     name = "pezo-onthefly"
 
-    def __init__(self, n_rng: int = 31, bits: int = 8, seed: int = 0):
-        from zoforge.golden.rng import OnTheFlyGolden
-        super().__init__(OnTheFlyGolden(n_rng=n_rng, bits=bits, start=seed),
-                         {"n_rng": n_rng, "bits": bits, "seed": seed})
+    def __init__(self, n_rng: int = OnTheFlyConfig.n_rng, bits: int = OnTheFlyConfig.bits,
+                 seed: int = 0):
+        generator = OnTheFlyConfig(n_rng=n_rng, bits=bits).golden()
+        generator.state = generator.initial_state(seed)
+        super().__init__(generator, {"n_rng": n_rng, "bits": bits, "seed": seed})
 
 
 class UniformNaive(PezoOnTheFly):
@@ -166,30 +164,35 @@ class UniformNaive(PezoOnTheFly):
     def draw(self, d: int) -> torch.Tensor:
         g = self.generator
         cycles = -(-d // g.n_rng)
-        raw = g.cycle_table(g.t, cycles)["raw"].reshape(-1)[:d]
-        g.restore({**g.save(), "t": g.t + cycles})
+        raw = g.cycle_table(g.state, cycles)["raw"].reshape(-1)[:d]
+        g.state = g.state + cycles
         return torch.from_numpy(raw).to(torch.float32).mul_(2.0 ** -(g.bits - 1))
 
 
 class PezoPregen(_Golden):
     name = "pezo-pregen"
 
-    def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0):
-        from zoforge.golden.rng import PregenGolden
-        generator = PregenGolden(pool_size=pool_size, bits=bits, banks=banks, seed=seed)
+    def __init__(self, pool_size: int = PregenConfig.pool_size, bits: int = PregenConfig.bits,
+                 banks: int = PregenConfig.banks, pool_seed: int = PregenConfig.pool_seed,
+                 seed: int = 0):
+        generator = PregenConfig(pool_size=pool_size, bits=bits, banks=banks,
+                                 pool_seed=pool_seed).golden()
+        generator.state = generator.initial_state(seed)
         super().__init__(generator, {"pool_size": pool_size, "bits": bits, "banks": banks,
-                                     "seed": seed})
+                                     "pool_seed": pool_seed, "seed": seed})
 
 
 SOURCES = {cls.name: cls for cls in (Gaussian, Rademacher, UniformNaive, UniformScaled,
                                      PezoOnTheFly, PezoPregen)}
 
 
-def make_perturbation(name: str, *, seed: int = 0, n_rng: int = 31, bits: int | None = None,
-                      pool_size: int = 4095, banks: int = 8, chunk: int = 0) -> Perturbation:
+def make_perturbation(name: str, *, seed: int = 0, n_rng: int = OnTheFlyConfig.n_rng,
+                      bits: int | None = None, pool_size: int = PregenConfig.pool_size,
+                      banks: int = PregenConfig.banks, pool_seed: int = PregenConfig.pool_seed,
+                      chunk: int = 0) -> Perturbation:
     """Build the source ``name`` (see :data:`SOURCES`) from CLI-style parameters.
 
-    ``bits`` defaults to 8 for the on-the-fly generator and 12 for the pre-generated pool.
+    ``bits`` defaults to the generator configuration's (on-the-fly 8, pre-generated 12).
     """
     check_choice("--perturbation", name, SOURCES)
     if name in ("gaussian", "rademacher"):
@@ -197,6 +200,7 @@ def make_perturbation(name: str, *, seed: int = 0, n_rng: int = 31, bits: int | 
     if name == "uniform-scaled":
         return UniformScaled(seed, chunk)
     if name == "pezo-pregen":
-        return PezoPregen(pool_size=pool_size, bits=12 if bits is None else bits, banks=banks,
-                          seed=seed)
-    return SOURCES[name](n_rng=n_rng, bits=8 if bits is None else bits, seed=seed)
+        return PezoPregen(pool_size=pool_size, bits=PregenConfig.bits if bits is None else bits,
+                          banks=banks, pool_seed=pool_seed, seed=seed)
+    return SOURCES[name](n_rng=n_rng, bits=OnTheFlyConfig.bits if bits is None else bits,
+                         seed=seed)

@@ -46,7 +46,7 @@ def batch_index(seed: int, step: int, n_train: int, batch: int) -> np.ndarray:
 def build_optimizer(cfg: TrainConfig, trainable):
     perturbation = make_perturbation(cfg.perturbation, seed=cfg.seed, n_rng=cfg.n_rng,
                                      bits=cfg.bits, pool_size=cfg.pool_size, banks=cfg.banks,
-                                     chunk=cfg.chunk)
+                                     pool_seed=cfg.pool_seed, chunk=cfg.chunk)
     if cfg.dual:
         return DualForwardPRGE(trainable, perturbation, cfg.lr, cfg.eps, cfg.queries)
     return make_optimizer(cfg.method, trainable, perturbation, lr=cfg.lr, eps=cfg.eps,

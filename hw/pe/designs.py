@@ -1,13 +1,12 @@
-"""The ``engine`` design: the tiled INT8 GEMM engine (``zoforge generate engine``)."""
+"""Design ``engine``: the tiled INT8 GEMM engine, elaborated from an :class:`EngineConfig`."""
 from __future__ import annotations
 
-import argparse
+from zoforge.hw.designs import Design, Elaborated, register_design
 
-from zoforge.hw.designs import Elaborated, register_design
-
+from .config import EngineConfig
 from .engine import GemmEngine
 
-__all__ = ["EngineDesign", "add_engine_arguments", "engine_from_args"]
+__all__ = ["elaborate_engine", "engine_name", "DESIGN"]
 
 BLOCKS = {
     "array": "R x C output-stationary systolic array of INT8 MAC processing elements",
@@ -22,33 +21,17 @@ BLOCKS = {
 }
 
 
-def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
-    """The engine's build parameters (shared by ``generate engine`` and ``cosim gemm``)."""
-    parser.add_argument("--rows", type=int, default=8, help="array rows R (1..64)")
-    parser.add_argument("--cols", type=int, default=8, help="array columns C (1..64)")
-    parser.add_argument("--pack", type=int, default=2,
-                        help="k-steps per input-stream beat (1..8); the stream is "
-                             "8*pack*max(R,C) bits wide")
-    parser.add_argument("--max-m", type=int, default=256, help="X buffer rows (M limit)")
-    parser.add_argument("--max-k", type=int, default=256, help="K limit (buffer depth)")
-    parser.add_argument("--max-n", type=int, default=256,
-                        help="N limit (per-column parameter tables)")
+def engine_name(config: EngineConfig) -> str:
+    """The Verilog top name."""
+    return f"gemm_engine_{config.rows}x{config.cols}"
 
 
-def engine_from_args(args: argparse.Namespace) -> GemmEngine:
-    return GemmEngine(rows=args.rows, cols=args.cols, pack=args.pack, max_m=args.max_m,
-                      max_k=args.max_k, max_n=args.max_n)
+def elaborate_engine(config: EngineConfig) -> Elaborated:
+    engine = GemmEngine(config)
+    return Elaborated(top=engine, name=engine_name(config), config=config,
+                      facts=engine.facts, blocks=dict(BLOCKS))
 
 
-@register_design("engine", help="tiled INT8 GEMM engine (systolic array, AXI4-Lite/Stream)")
-class EngineDesign:
-    @staticmethod
-    def add_arguments(parser: argparse.ArgumentParser) -> None:
-        add_engine_arguments(parser)
-
-    @staticmethod
-    def elaborate(args: argparse.Namespace) -> Elaborated:
-        engine = engine_from_args(args)
-        name = f"gemm_engine_{engine.rows}x{engine.cols}"
-        return Elaborated(top=engine, name=name, config=dict(engine.config, design="engine"),
-                          blocks=dict(BLOCKS))
+DESIGN = register_design(Design(
+    "engine", "tiled INT8 GEMM engine (systolic array, AXI4-Lite/Stream)",
+    configs=(EngineConfig,), elaborate=elaborate_engine))

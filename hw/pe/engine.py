@@ -31,8 +31,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from zoforge.errors import check_int_range
-from zoforge.hw.validation import config_checked
+from .config import MAX_PARAM_WORDS, EngineConfig
 
 from .array import SystolicArray
 from .axil import AxiLiteTarget, axil_members
@@ -44,7 +43,6 @@ __all__ = ["GemmEngine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS"
 ADDR_BITS = 16
 DIM_BITS = 16
 COUNTER_BITS = 32
-MAX_PARAM_WORDS = 1024   # per parameter region (bias, multiplier, shift)
 
 #: Register byte addresses (32-bit registers).
 REGISTERS = {
@@ -67,14 +65,9 @@ CTRL_BITS = {"start": 0, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
 def check_engine_parameters(rows: int, cols: int, pack: int, max_m: int, max_k: int,
                             max_n: int) -> dict:
     """Validate the engine's build parameters (ConfigError naming the CLI flag)."""
-    check_int_range("--rows", rows, 1, 64)
-    check_int_range("--cols", cols, 1, 64)
-    check_int_range("--pack", pack, 1, 8)
-    check_int_range("--max-m", max_m, rows, 1 << 15)
-    check_int_range("--max-k", max_k, 1, 1 << 15)
-    check_int_range("--max-n", max_n, cols, (MAX_PARAM_WORDS >> (cols - 1).bit_length()) * cols)
-    return dict(rows=rows, cols=cols, pack=pack, max_m=max_m, max_k=max_k, max_n=max_n,
-                in_bytes=pack * max(rows, cols))
+    config = EngineConfig(rows=rows, cols=cols, pack=pack, max_m=max_m, max_k=max_k,
+                          max_n=max_n)
+    return dict(config.to_dict(), in_bytes=config.in_bytes)
 
 
 def _bits(count: int) -> int:
@@ -83,14 +76,13 @@ def _bits(count: int) -> int:
 
 
 class GemmEngine(wiring.Component):
-    """The engine top; parameters are checked with the CLI flag names."""
+    """The engine top, from an :class:`EngineConfig` (or its fields as keywords)."""
 
-    @config_checked
-    def __init__(self, rows: int = 8, cols: int = 8, pack: int = 2, max_m: int = 256,
-                 max_k: int = 256, max_n: int = 256):
-        params = check_engine_parameters(rows, cols, pack, max_m, max_k, max_n)
-        self.rows, self.cols, self.pack = params["rows"], params["cols"], params["pack"]
-        self.max_m, self.max_k, self.max_n = params["max_m"], params["max_k"], params["max_n"]
+    def __init__(self, config: EngineConfig | None = None, **fields):
+        config = self.engine_config = config if config is not None else EngineConfig(**fields)
+        rows, cols, pack = self.rows, self.cols, self.pack = config.rows, config.cols, config.pack
+        max_m, max_k, max_n = config.max_m, config.max_k, config.max_n
+        self.max_m, self.max_k, self.max_n = max_m, max_k, max_n
         self.lane_bits = (cols - 1).bit_length()          # lanes per parameter row: 2^lane_bits
         self.n_tiles_max = -(-max_n // cols)
         self.m_tiles_max = -(-max_m // rows)
@@ -106,7 +98,8 @@ class GemmEngine(wiring.Component):
         })
 
     @property
-    def config(self) -> dict:
+    def facts(self) -> dict:
+        """Derived build facts (widths, interval) for the design's summary."""
         return {"rows": self.rows, "cols": self.cols, "pack": self.pack, "max_m": self.max_m,
                 "max_k": self.max_k, "max_n": self.max_n, "in_bytes": self.in_bytes,
                 "out_lanes": self.cols, "acc_bits": ACC_BITS, "mult_bits": MULT_BITS,

@@ -19,9 +19,8 @@ from amaranth import Cat, Elaboratable, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import Out
 
-from zoforge.golden.rng import GaussianGolden
+from zoforge.golden.rng import GaussianConfig, GaussianGolden
 from zoforge.hw.rng.lfsr import drive_state, lfsr_next, snapshot_members, snapshot_ports
-from zoforge.hw.validation import config_checked
 
 __all__ = ["GaussianLanes", "central_limit_sums", "GaussianGenerator"]
 
@@ -60,13 +59,12 @@ def central_limit_sums(golden: GaussianGolden, registers: list[list[Value]]) -> 
 class GaussianGenerator(wiring.Component):
     """Stream top of the Gaussian baseline (see the module docstring)."""
 
-    @config_checked
-    def __init__(self, n_rng: int = 1024, bits: int = 16, terms: int = 3,
-                 snapshot: bool = False):
-        self.golden = GaussianGolden(n_rng, bits, terms)
-        self.snapshot = snapshot
-        super().__init__({"out": Out(stream.Signature(n_rng * self.golden.width)),
-                          **snapshot_members(snapshot)})
+    def __init__(self, config: GaussianConfig):
+        self.config = config
+        self.golden = config.golden()
+        self.snapshot = config.snapshot
+        super().__init__({"out": Out(stream.Signature(config.n_rng * self.golden.width)),
+                          **snapshot_members(config.snapshot)})
 
     def elaborate(self, platform):
         m = Module()

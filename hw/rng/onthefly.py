@@ -32,9 +32,8 @@ from amaranth import Cat, Const, Elaboratable, Module, Mux, Signal, Value, unsig
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import Out
 
-from zoforge.golden.rng import OnTheFlyGolden, scale_lut
+from zoforge.golden.rng import OnTheFlyConfig, OnTheFlyGolden, scale_lut
 from zoforge.hw.rng.lfsr import drive_state, lfsr_next, snapshot_members, snapshot_ports
-from zoforge.hw.validation import config_checked
 
 __all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "lut_memory_init"]
 
@@ -66,7 +65,7 @@ class OnTheFlyCore(Elaboratable):
         self.ready, self.save, self.restore = ready, save, restore
         self.snapshot = restore is not None
         self.shift_bits = (self.golden.k_max - self.golden.k_min).bit_length()
-        init = self.golden.cycle_table(0 if not self.shift_bits else self.golden._wrap - 1,
+        init = self.golden.cycle_table(0 if not self.shift_bits else self.golden.modulus - 1,
                                        1)["raw"][0] + (1 << (bits - 1))
         self.lanes = [Signal(bits, name=f"lane{p}", init=int(init[p])) for p in range(n_rng)]
         self.shift = None
@@ -154,13 +153,14 @@ class ScaleShift(Elaboratable):
 class OnTheFlyGenerator(wiring.Component):
     """Stream top of the on-the-fly generator (see the module docstring)."""
 
-    @config_checked
-    def __init__(self, n_rng: int = 31, bits: int = 8, snapshot: bool = False):
-        self.golden = OnTheFlyGolden(n_rng, bits)
-        self.n_rng, self.bits, self.snapshot = n_rng, bits, snapshot
+    def __init__(self, config: OnTheFlyConfig):
+        self.config = config
+        self.golden = config.golden()
+        n_rng = self.n_rng = config.n_rng
+        self.bits, self.snapshot = config.bits, config.snapshot
         self.width = self.golden.width
         super().__init__({"out": Out(stream.Signature(n_rng * self.width)),
-                          **snapshot_members(snapshot)})
+                          **snapshot_members(config.snapshot)})
 
     def elaborate(self, platform):
         m = Module()

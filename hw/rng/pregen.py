@@ -31,14 +31,10 @@ from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.errors import check_choice, check_int_range
-from zoforge.golden.rng import PregenGolden
+from zoforge.golden.rng import PregenConfig
 from zoforge.hw.rng.lfsr import snapshot_members
-from zoforge.hw.validation import config_checked
 
-__all__ = ["PregenGenerator", "LAYOUTS"]
-
-LAYOUTS = ("replicated", "striped")
+__all__ = ["PregenGenerator"]
 
 
 class PregenGenerator(wiring.Component):
@@ -50,16 +46,15 @@ class PregenGenerator(wiring.Component):
     a separate bank module would leave its reset input unused).
     """
 
-    @config_checked
-    def __init__(self, pool_size: int = 4095, bits: int = 12, banks: int = 8, seed: int = 0,
-                 layout: str = "replicated", length_bits: int = 24, snapshot: bool = False):
-        self.golden = PregenGolden(pool_size, bits, banks, seed)
-        self.layout = check_choice("--layout", layout, LAYOUTS)
-        self.length_bits = check_int_range("--length-bits", length_bits, 1, 32)
-        self.snapshot = snapshot
-        members = {"out": Out(stream.Signature(banks * bits)), "start": In(1),
-                   "length": In(length_bits), "idle": Out(1),
-                   "pointer": Out(range(pool_size)), **snapshot_members(snapshot)}
+    def __init__(self, config: PregenConfig):
+        self.config = config
+        self.golden = config.golden()
+        self.layout, self.length_bits = config.layout, config.length_bits
+        self.snapshot = config.snapshot
+        members = {"out": Out(stream.Signature(config.banks * config.bits)), "start": In(1),
+                   "length": In(config.length_bits), "idle": Out(1),
+                   "pointer": Out(range(config.pool_size)),
+                   **snapshot_members(config.snapshot)}
         super().__init__(members)
 
     def memories(self) -> list[memory.Memory]:

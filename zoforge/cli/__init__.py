@@ -23,8 +23,6 @@ Handler = Callable[[argparse.Namespace], int]
 
 # Command groups with sub-commands contributed by several areas, and their help.
 GROUPS = {
-    "generate": "write Verilog (and memory files, configuration JSON) for a design",
-    "cosim": "co-simulate a generated design against its golden model, value by value",
     "rng": "inspect the PeZO random-number generators' golden streams",
 }
 

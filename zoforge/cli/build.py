@@ -1,8 +1,9 @@
 """``zoforge build``: a design on a board -> Verilog, Vivado project and a report.
 
 The design's own parameters depend on ``--design``, so the command parses in two stages:
-the ``build`` parser looks for ``--design NAME`` first and then adds that design's arguments
-(``zoforge build --design rng --help`` lists them).
+the ``build`` parser looks for ``--design NAME`` first and then adds the flags generated from
+that design's configuration types (``zoforge build --design rng --help`` lists them).
+``--config FILE`` (a saved ``design.toml``) names the design itself.
 """
 from __future__ import annotations
 
@@ -32,13 +33,14 @@ class _TwoStageParser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         name = _peek_design(list(args or []))
         if name and self._design_added is None:
+            from zoforge.cli._options import add_config_flags
             from zoforge.hw.designs import get_design
             try:
-                entry = get_design(name)
+                design = get_design(name)
             except ConfigError as error:
                 self.error(str(error))
             group = self.add_argument_group(f"parameters of design '{name}'")
-            entry.spec.add_arguments(group)
+            add_config_flags(group, design.configs, config_file=False)
             self._design_added = name
         return super().parse_known_args(args, namespace)
 
@@ -57,9 +59,12 @@ def register(tree) -> None:
                                         "Fmax and power", formatter_class=_Formatter)
     parser.description = _DESCRIPTION
     parser.__class__ = _TwoStageParser
-    parser.add_argument("--design", required=True, metavar="NAME",
+    parser.add_argument("--design", metavar="NAME", default=None,
                         help="a registered design (see `zoforge generate --help`), e.g. rng, "
-                             "engine")
+                             "engine; or give --config FILE")
+    parser.add_argument("--config", metavar="FILE", default=None,
+                        help="a saved design configuration (design.toml, as written by "
+                             "`zoforge generate`); the design's flags override it")
     parser.add_argument("--board", default="zcu102", metavar="BOARD",
                         help="target board: zcu102 (Vivado; default) or ulx3s-85f (nextpnr-ecp5)")
     parser.add_argument("--out", required=True, type=Path, metavar="DIR",
@@ -96,7 +101,6 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 def run_build(args: argparse.Namespace) -> int:
     from zoforge.boards.registry import get_board
-    from zoforge.hw.designs import get_design
     from zoforge.reports.pipeline import Progress, build_report
     from zoforge.reports.render import write_report
 
@@ -108,12 +112,12 @@ def run_build(args: argparse.Namespace) -> int:
     if args.vivado_reports is not None and not args.vivado_reports.is_dir():
         raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files",
                           args.vivado_reports)
-    spec = get_design(args.design).spec
-    design = spec.elaborate(args)
-    # A design may offer its own activity stimulus: activity_bench(args, elaborated) ->
+    design_entry, config = _design_config(args)
+    design = design_entry.elaborate(config)
+    # A design may offer its own activity stimulus: activity_bench(config, elaborated) ->
     # (cocotb test module, bench args); otherwise the generic one is used.
-    own_bench = getattr(spec, "activity_bench", None)
-    bench = own_bench(args, design) if own_bench is not None else None
+    own_bench = design_entry.activity_bench
+    bench = own_bench(config, design) if own_bench is not None else None
     report = build_report(board, design, args.out, clock,
                           activity_cycles=args.activity_cycles,
                           activity_mode=args.activity_mode, activity_seed=args.activity_seed,
@@ -125,6 +129,22 @@ def run_build(args: argparse.Namespace) -> int:
     paths = write_report(report, args.out)
     _summary(report, paths)
     return 0
+
+
+def _design_config(args: argparse.Namespace):
+    """(registered design, configuration) from ``--design`` and its flags or ``--config``."""
+    from zoforge.cli._options import config_from_args
+    from zoforge.config import load_config
+    from zoforge.hw.designs import designs, get_design
+
+    if args.design is not None:
+        design = get_design(args.design)
+        return design, config_from_args(args, design.configs)
+    if args.config is None:
+        raise ConfigError("--design", "one of " + ", ".join(designs()) + " (or give "
+                          "--config FILE)")
+    config = load_config(args.config, [t for d in designs().values() for t in d.configs])
+    return get_design(config.kind), config
 
 
 def _summary(report: dict, paths: dict) -> None:

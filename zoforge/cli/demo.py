@@ -14,12 +14,13 @@ from pathlib import Path
 
 
 def register(tree) -> None:
-    from zoforge.hw.rng.designs import add_rng_arguments
+    from zoforge.cli._options import add_config_flags
+    from zoforge.golden.rng import GENERATOR_CONFIGS
 
     parser = tree.command("demo", help="generate a PeZO RNG design, co-simulate it against "
                           "the golden model and print a summary",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_rng_arguments(parser)
+    add_config_flags(parser, tuple(GENERATOR_CONFIGS.values()))
     parser.add_argument("--cycles", type=int, default=5000, help="clock cycles to co-simulate")
     parser.add_argument("--simulator", default="verilator", help="verilator or icarus")
     parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
@@ -32,21 +33,22 @@ def _step(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zoforge.errors import check_int_range
-    from zoforge.golden.rng import make_golden
-    from zoforge.hw.designs import get_design
+    from zoforge.cli._options import config_from_args
+    from zoforge.golden.rng import GENERATOR_CONFIGS
     from zoforge.hw.export import write_design
-    from zoforge.hw.rng.designs import hardware_options, rng_params
+    from zoforge.hw.rng.designs import elaborate_generator
     from zoforge.sim.lint import lint_verilog
-    from zoforge.sim.rng_cosim import cosim_rng
+    from zoforge.sim.rng_cosim import RngCosimOptions, cosim_rng
 
-    check_int_range("--cycles", args.cycles, 1, 10_000_000)
-    strategy, params = rng_params(args)
-    _step(f"generate: {strategy} {params}")
-    design = get_design("rng").spec.elaborate(args)
+    config = config_from_args(args, tuple(GENERATOR_CONFIGS.values()))
+    options = RngCosimOptions(cycles=args.cycles, simulator=args.simulator)
+    described = ", ".join(f"{k}={v}" for k, v in config.to_dict().items() if k != "kind")
+    _step(f"generate: {described}")
+    design = elaborate_generator(config)
     paths = write_design(design, args.out)
-    print(f"    Verilog {paths['verilog']}  (W={design.config['W']}, F={design.config['F']}"
-          + (", constant LUT: fixed shift, no memory)" if design.config.get("constant_shift")
+    facts = design.facts
+    print(f"    Verilog {paths['verilog']}  (W={facts['W']}, F={facts['F']}"
+          + (", constant LUT: fixed shift, no memory)" if facts.get("constant_shift")
              else ")"))
 
     _step("lint: verilator --lint-only -Wall (waivers: hw/lint_waivers.vlt)")
@@ -55,23 +57,20 @@ def run(args: argparse.Namespace) -> int:
 
     _step(f"co-simulate {args.cycles} cycles on {args.simulator} against the golden model "
           "(first build ~20-60 s, cached after)")
-    options = hardware_options(strategy, args)
-    cosim = cosim_rng(strategy, params, cycles=args.cycles, simulator=args.simulator,
-                      snapshot=options.get("snapshot", False),
-                      layout=options.get("layout", "replicated"))
+    cosim = cosim_rng(config, options)
 
     _step("golden perturbation source: 10 million elements")
-    golden = make_golden(strategy, **params)
+    golden = config.golden()
     started = time.perf_counter()
     golden.take_float(10_000_000)
     golden_s = time.perf_counter() - started
 
-    summary = {"design": design.name, "config": design.config, "lint_clean": lint.clean,
+    summary = {"design": design.name, "config": design.summary(), "lint_clean": lint.clean,
                "cosim": cosim, "golden_elements_per_s": 10_000_000 / golden_s}
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     cycles_per_s = cosim.get("cycles_per_s")
     print()
-    print(f"design            {design.name} ({strategy}, {params})")
+    print(f"design            {design.name} ({described})")
     print(f"lint              {'clean' if lint.clean else 'WARNINGS (see above)'}")
     print(f"bit-exact         {cosim['bit_exact']} over {cosim['cycles']} cycles "
           f"on {cosim['simulator']}"

@@ -1,0 +1,47 @@
+"""The GEMM engine's build configuration (design ``engine``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from zoforge.config import Config, IntRange, param
+from zoforge.errors import check_int_range
+
+__all__ = ["EngineConfig", "MAX_PARAM_WORDS", "MAX_DIM"]
+
+MAX_PARAM_WORDS = 1024   # words per parameter region (bias, multiplier, shift)
+MAX_DIM = 1 << 15        # largest buffer dimension (M rows, K depth)
+
+
+@dataclass(frozen=True)
+class EngineConfig(Config):
+    """An R x C systolic array with its X, W and result buffers sized for M, K and N.
+
+    ``pack`` k-steps travel in one input-stream beat, so the input stream is
+    ``8 * pack * max(R, C)`` bits wide; ``max_n`` is limited by the per-column parameter
+    tables (``MAX_PARAM_WORDS`` words, ``2^ceil(log2 C)`` per row of C columns).
+    """
+
+    kind: ClassVar[str] = "engine"
+
+    rows: int = param(8, "array rows R", IntRange(1, 64))
+    cols: int = param(8, "array columns C", IntRange(1, 64))
+    pack: int = param(2, "k-steps per input-stream beat (the stream is 8*pack*max(R,C) bits "
+                         "wide)", IntRange(1, 8))
+    max_m: int = param(256, "X buffer rows (M limit), at least R", IntRange(1, MAX_DIM))
+    max_k: int = param(256, "K limit (buffer depth)", IntRange(1, MAX_DIM))
+    max_n: int = param(256, "N limit (per-column parameter tables), at least C",
+                       IntRange(1, MAX_PARAM_WORDS * 64))
+
+    def check(self) -> None:
+        check_int_range("--max-m", self.max_m, self.rows, MAX_DIM)
+        check_int_range("--max-n", self.max_n, self.cols, self.max_n_limit)
+
+    @property
+    def max_n_limit(self) -> int:
+        return (MAX_PARAM_WORDS >> (self.cols - 1).bit_length()) * self.cols
+
+    @property
+    def in_bytes(self) -> int:
+        """Bytes per input-stream beat."""
+        return self.pack * max(self.rows, self.cols)

@@ -1,0 +1,44 @@
+"""``zoforge cosim DESIGN``: co-simulate a configuration against its golden model (JSON).
+
+Every registered design with a co-simulation appears here; its flags are generated from its
+configuration types and its run options. Exit code 1 if the RTL and the golden model
+disagree.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+__all__ = ["register"]
+
+
+def register(tree) -> None:
+    from zoforge.cli._options import add_config_flags
+    from zoforge.sim.runners import designs
+
+    parser = tree.command("cosim", help="co-simulate a generated design against its golden "
+                                        "model, value by value")
+    sub = parser.add_subparsers(dest="design", metavar="DESIGN")
+    sub.required = True
+    for design in designs().values():
+        if design.cosim is None:
+            continue
+        for name in (design.name, *design.aliases):
+            text = design.cosim_help if name == design.name else f"the same as `{design.name}`"
+            design_parser = sub.add_parser(name, help=text, description=design.cosim_help)
+            add_config_flags(design_parser, design.configs)
+            options = design_parser.add_argument_group("co-simulation options")
+            add_config_flags(options, (design.cosim_options,), config_file=False)
+            design_parser.set_defaults(func=run, design_name=design.name)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zoforge.cli._options import config_from_args
+    from zoforge.sim.runners import designs
+
+    design = designs()[args.design_name]
+    config = config_from_args(args, design.configs)
+    options = config_from_args(args, (design.cosim_options,), use_file=False)
+    report = design.cosim(config, options)
+    print(json.dumps(report, indent=2))
+    return 0 if report["bit_exact"] else 1

@@ -1,0 +1,83 @@
+"""Caches, file locks and atomic writes: the one place sim/ and reports/ get them from.
+
+* :func:`cache_dir` is ``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``).
+* A cache *entry* is a folder ``cache_dir()/<kind>/<key>/`` (:func:`entry_dir`) keyed by a
+  content hash (:func:`content_key` of everything that changes the result: inputs, tool
+  versions, options). Its ``result.json`` is written last and atomically
+  (:func:`store_result`), so an entry without one is an interrupted run and is redone;
+  :func:`load_result` returns None for such an entry or an unreadable one.
+* :func:`file_lock` / :func:`locked` serialise parallel processes working on one entry.
+* :func:`atomic_write_text` writes a file that readers see either whole or not at all.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+from pathlib import Path
+
+__all__ = ["cache_dir", "content_key", "entry_dir", "load_result", "store_result",
+           "atomic_write_text", "file_lock", "locked", "RESULT"]
+
+RESULT = "result.json"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("ZOFORGE_CACHE", Path.home() / ".cache" / "zoforge"))
+
+
+def content_key(*parts: str) -> str:
+    """A 20-hex-digit hash of ``parts`` (order matters)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode())
+        digest.update(b"\0")
+    return digest.hexdigest()[:20]
+
+
+def entry_dir(kind: str, key: str) -> Path:
+    path = cache_dir() / kind / key
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def load_result(entry: Path) -> dict | None:
+    """The stored result of a complete entry, or None."""
+    path = Path(entry) / RESULT
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def store_result(entry: Path, result: dict) -> None:
+    atomic_write_text(Path(entry) / RESULT, json.dumps(result, indent=1, sort_keys=True))
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see either the old or the new file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path | str):
+    """Hold an exclusive lock on ``path`` (a file beside what parallel processes share)."""
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def locked(entry: Path | str):
+    """Hold the lock of a cache entry, so parallel runs of the same job wait for one
+    another instead of both running it in the same folder."""
+    return file_lock(Path(entry) / ".lock")
