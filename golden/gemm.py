@@ -37,13 +37,11 @@ from dataclasses import dataclass
 import torch
 
 from zoforge.errors import ConfigError
+from zoforge.golden.gemm_widths import (ACC_BITS, MULT_BITS, OPERAND_BITS, SHIFT_BITS,
+                                        SHIFT_MAX)
 
-__all__ = ["ACC_BITS", "MULT_BITS", "SHIFT_MAX", "RequantParams", "gemm_int32", "requantize",
-           "quantize_multiplier", "engine_gemm", "EngineLinear"]
-
-ACC_BITS = 32        # accumulator and bias width (wraps modulo 2^32)
-MULT_BITS = 16       # requantization multiplier: unsigned, [0, 2^16)
-SHIFT_MAX = 47       # requantization shift: [0, 47]
+__all__ = ["OPERAND_BITS", "ACC_BITS", "MULT_BITS", "SHIFT_BITS", "SHIFT_MAX", "RequantParams",
+           "gemm_int32", "requantize", "quantize_multiplier", "engine_gemm", "EngineLinear"]
 
 
 @dataclass(frozen=True)

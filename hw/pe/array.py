@@ -17,7 +17,9 @@ from amaranth import Cat, Const, Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pe import ACC_BITS, OPERAND_BITS, ProcessingElement
+from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
+
+from .pe import ProcessingElement
 
 __all__ = ["SystolicArray"]
 

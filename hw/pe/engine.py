@@ -35,8 +35,9 @@ from .config import MAX_PARAM_WORDS, EngineConfig
 
 from .array import SystolicArray
 from .axil import AxiLiteTarget, axil_members
-from .pe import ACC_BITS, OPERAND_BITS
-from .requant import MULT_BITS, SHIFT_BITS, RequantPipeline
+from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, OPERAND_BITS, SHIFT_BITS
+
+from .requant import RequantPipeline
 
 __all__ = ["GemmEngine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS", "ADDR_BITS"]
 

@@ -19,10 +19,9 @@ from amaranth import Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ProcessingElement", "ACC_BITS", "OPERAND_BITS"]
+from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
 
-OPERAND_BITS = 8
-ACC_BITS = 32
+__all__ = ["ProcessingElement"]
 
 
 class ProcessingElement(wiring.Component):

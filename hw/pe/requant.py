@@ -17,13 +17,10 @@ from amaranth import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .pe import ACC_BITS
+from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 
-__all__ = ["RequantPipeline", "MULT_BITS", "SHIFT_BITS", "LATENCY"]
+__all__ = ["RequantPipeline", "LATENCY"]
 
-MULT_BITS = 16
-SHIFT_BITS = 6
-SHIFT_MAX = 47
 LATENCY = 3   # register stages between the inputs and out_*
 
 

@@ -33,7 +33,7 @@ class CommandTree:
     def __init__(self, parser: argparse.ArgumentParser):
         self._commands = parser.add_subparsers(dest="command", metavar="COMMAND")
         self._commands.required = True
-        self._groups: dict[str, argparse._SubParsersAction] = {}
+        self._groups: dict[str, argparse.Action] = {}   # sub-parser actions
 
     def command(self, name: str, help: str, **kwargs) -> argparse.ArgumentParser:
         """A top-level command ``zoforge NAME``; set ``func`` with ``set_defaults``."""
