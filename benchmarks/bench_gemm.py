@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from zoforge.hw.pe.config import EngineConfig
 from zoforge.sim.gemm_cosim import GemmCosim, random_job
 
 
@@ -53,7 +54,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     limit = max(sizes + [args.speed_size])
-    cosim = GemmCosim(args.rows, args.cols, args.pack, max_m=limit, max_k=limit, max_n=limit,
+    cosim = GemmCosim(EngineConfig(rows=args.rows, cols=args.cols, pack=args.pack,
+                                   max_m=limit, max_k=limit, max_n=limit),
                       simulator=args.simulator)
     rng = np.random.default_rng(args.seed)
     record: dict = {"command": " ".join(["benchmarks/bench_gemm.py"] + sys.argv[1:]),

@@ -44,19 +44,21 @@ def golden_throughput(size: int, repeats: int) -> None:
 
 
 def cosim_speed(cycles: int) -> None:
-    from zoforge.sim.rng_cosim import cosim_rng
+    from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
+    from zoforge.sim.rng_cosim import RngCosimOptions, cosim_rng
     from zoforge.sim.toolchain import available_simulators
 
-    configs = [("onthefly", {"n_rng": 31, "bits": 8}), ("onthefly", {"n_rng": 31, "bits": 14}),
-               ("pregen", {"pool_size": 4095, "bits": 12, "banks": 8}),
-               ("gaussian", {"n_rng": 64, "bits": 12, "terms": 3})]
+    configs = [OnTheFlyConfig(n_rng=31, bits=8), OnTheFlyConfig(n_rng=31, bits=14),
+               PregenConfig(pool_size=4095, bits=12, banks=8),
+               GaussianConfig(n_rng=64, bits=12, terms=3)]
     print(f"\nco-simulation, {cycles:,} cycles, out.ready high 85 % of cycles")
     print(f"{'simulator':<10} {'configuration':<36} {'bit_exact':>9} {'cycles/s':>10} "
           f"{'build s':>8} {'run s':>7}")
     for simulator in available_simulators():
-        for strategy, params in configs:
-            report = cosim_rng(strategy, params, cycles=cycles, simulator=simulator)
-            label = f"{strategy} " + " ".join(f"{k}={v}" for k, v in params.items())
+        for config in configs:
+            report = cosim_rng(config, RngCosimOptions(cycles=cycles, simulator=simulator))
+            label = " ".join(f"{k}={v}" for k, v in config.to_dict().items()
+                             if k not in ("kind", "snapshot", "layout", "length_bits"))
             print(f"{simulator:<10} {label:<36} {str(report['bit_exact']):>9} "
                   f"{report['cycles_per_s']:>10,.0f} {report['build_s']:>8.1f} "
                   f"{report['run_s']:>7.1f}", flush=True)
