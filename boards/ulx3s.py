@@ -22,5 +22,7 @@ BOARD = register_board(Board(
     capacities={"LUT": 83_640, "FF": 83_640, "BRAM18": 208, "DSP": 156},
     capacity_source="Lattice ECP5 family data sheet FPGA-DS-02012 (LFE5U-85)",
     default_mhz=100.0,
-    extra={"nextpnr_args": ["--85k", "--package", "CABGA381", "--speed", "6"]},
+    clock_range_mhz=(1.0, 1000.0),   # nextpnr is constrained to the report's target
+    toolchain_args=("--85k", "--package", "CABGA381", "--speed", "6"),
+    # no static power: the power model is UltraScale+'s, so ECP5 reports carry none
 ))

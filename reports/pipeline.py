@@ -7,36 +7,43 @@
 * switching activity from a Verilator co-simulation, as SAIF (:mod:`.activity`),
 * the activity-model power estimate (:mod:`.power`),
 * the Vivado project that reproduces all of it for real (:mod:`zoforge.boards.harness`),
+  with the co-simulation's SAIF re-rooted beside it (:func:`write_vivado_saif`),
 * post-route numbers from nextpnr on an open-toolchain board (:mod:`.nextpnr`),
 * parsed Vivado reports if the user has them (:mod:`.vivado`),
 
-and returns the report as a JSON-able dict; :mod:`.render` writes it out. Every slow step is
-cached, so a repeated build takes seconds.
+and returns the typed :class:`~zoforge.reports.model.Report`; :mod:`.render` writes it out.
+Every slow step is cached, so a repeated build takes seconds.
 """
 from __future__ import annotations
 
 import json
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
+from zoforge import __version__
+from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, write_vivado_project
+from zoforge.boards.registry import Board
 from zoforge.errors import check_int_range
+from zoforge.files import atomic_write_text, content_key
 from zoforge.hw.designs import Elaborated
 from zoforge.hw.export import write_design
 from zoforge.reports import activity as activity_mod
-from zoforge.files import atomic_write_text, content_key
 from zoforge.reports.fmax import DELAYS, MODEL, estimate_fmax
-from zoforge.reports.power import COEFFICIENTS, estimate_power
+from zoforge.reports.model import (ACTIVITY, LABELS, NEXTPNR, VIVADO, YOSYS, BoardFacts, Fmax,
+                                   Power, PostRoute, Report, ReportFiles, Resources,
+                                   SwitchingActivity, VivadoFigures, VivadoPower,
+                                   VivadoTiming)
+from zoforge.reports.nextpnr import place_and_route
+from zoforge.reports.power import COEFFICIENTS, TOOL as POWER_TOOL, estimate_power
+from zoforge.reports.saif import rewrite_root
 from zoforge.reports.synth import synthesize
+from zoforge.reports.vivado import VivadoReports, read_vivado_reports
 
-__all__ = ["build_report", "Progress", "LABELS"]
+__all__ = ["build_report", "write_vivado_saif", "Progress", "LABELS"]
 
 _XILINX = ("xcup", "xcu", "xc7")
-
-# Short source labels used on every number of a report.
-LABELS = {"yosys": "yosys-estimate", "activity": "activity-model", "nextpnr": "nextpnr",
-          "vivado": "vivado"}
 
 
 class Progress:
@@ -54,15 +61,16 @@ class Progress:
         return report
 
 
-def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: float,
+def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mhz: float,
                  activity_cycles: int = 2000, activity_mode: str = "random",
                  activity_seed: int = 1, measure_power: bool = True, run_pnr: bool = True,
                  keep_hierarchy: bool = True, vivado_reports: Path | None = None,
                  progress: Progress | None = None,
                  bench: tuple[str, dict] | None = None, ram_style: str = "auto",
-                 activity_proxy: Elaborated | None = None) -> dict:
+                 activity_proxy: Elaborated | None = None) -> Report:
     """Produce every file and number of a report for ``design`` on ``board``.
 
+    clock_mhz:      the target clock, within the board's ``clock_range_mhz``
     bench:          the design's own activity stimulus (cocotb module, args), see
                     :func:`zoforge.reports.activity.measure_activity`; default generic
     activity_proxy: a smaller configuration of the same design (e.g. fewer identical
@@ -71,26 +79,15 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
     """
     progress = progress or Progress()
     check_int_range("--activity-cycles", activity_cycles, 10, 10_000_000)
-    if not 1.0 <= clock_mhz <= 1000.0:
-        from zoforge.errors import ConfigError
-        raise ConfigError("--clock-mhz", "a frequency with 1 <= MHz <= 1000", clock_mhz)
+    board.check_clock(clock_mhz)
     parsed = None
     if vivado_reports is not None:     # parse first: a bad folder fails before slow steps
-        from zoforge.reports.vivado import read_vivado_reports
         parsed = read_vivado_reports(vivado_reports)
     out = Path(out_dir).resolve()    # absolute: the simulator runs in another folder
     out.mkdir(parents=True, exist_ok=True)
     paths = write_design(design, out)
     verilog = paths["verilog"].read_text()
-    report: dict = {
-        "design": design.name,
-        "config": design.summary(),
-        "blocks": design.blocks,
-        "board": {"name": board.name, "part": board.part, "capacities": board.capacities,
-                  "capacity_source": board.capacity_source, "toolchain": board.toolchain},
-        "clock_mhz": clock_mhz,
-        "files": {"verilog": paths["verilog"].name},
-    }
+    sections: dict = {}
     activity = None
     if measure_power and board.family in _XILINX:    # the power model is UltraScale+'s
         progress.step("activity")(f"co-simulating {activity_cycles} cycles (Verilator SAIF)")
@@ -101,62 +98,88 @@ def build_report(board, design: Elaborated, out_dir: Path | str, clock_mhz: floa
         activity = _activity(simulated_verilog, simulated, out / "activity", activity_cycles,
                              activity_mode, activity_seed, clock_mhz, bench)
         if activity_proxy is not None:
-            activity = dict(activity, proxy=activity_proxy.name,
-                            mode=f"{activity['mode']}, measured on the smaller "
-                                 f"configuration {activity_proxy.name}")
-        report["activity"] = activity
+            activity = replace(activity, proxy=activity_proxy.name,
+                               mode=f"{activity.mode}, measured on the smaller "
+                                    f"configuration {activity_proxy.name}")
+        sections["activity"] = activity
     if board.family in _XILINX:
         synth = synthesize(verilog, design.name, family=board.family,
                            keep_hierarchy=keep_hierarchy, blocks=list(design.blocks) or None,
                            progress=progress.step("synth"), ram_style=ram_style)
-        report["resources"] = _resources(board, synth, ram_style)
+        sections["resources"] = _resources(board, synth, ram_style)
         progress.step("fmax")("longest path over the synthesized netlist")
         fmax = estimate_fmax(synth.netlist_path, top=design.name)
-        report["fmax"] = dict(fmax.to_json(), source=LABELS["yosys"], method=fmax.source,
-                              model=MODEL)
-        report["fmax"]["delays"] = {k: asdict(v) for k, v in DELAYS.items()}
+        sections["fmax"] = Fmax(
+            fmax_mhz=fmax.fmax_mhz, critical_ns=fmax.critical_ns,
+            logic_levels=fmax.logic_levels, path=list(fmax.path),
+            limited_by=fmax.limited_by, unresolved_cells=fmax.unresolved_cells,
+            delays=dict(DELAYS), model=MODEL, method=fmax.source, source=YOSYS,
+            tool=f"zoforge {__version__} netlist delay model on the {synth.tool_version} "
+                 "netlist")
         if activity is not None:
-            power = estimate_power(synth.resources, clock_mhz, activity["toggle_rate"],
+            power = estimate_power(synth.resources, clock_mhz, activity.toggle_rate,
                                    block_resources=synth.block_resources,
-                                   block_rates=activity["block_rates"])
-            report["power"] = dict(power.to_json(), source=LABELS["activity"],
-                                   coefficients={k: asdict(v)
-                                                 for k, v in COEFFICIENTS.items()})
+                                   block_rates=activity.block_rates, board=board)
+            sections["power"] = Power(
+                frequency_mhz=power.frequency_mhz, toggle_rate=power.toggle_rate,
+                static_w=power.static_w, static_source=power.static_source,
+                dynamic_w=power.dynamic_w, breakdown_w=power.breakdown_w,
+                block_dynamic_w=power.block_dynamic_w, coefficients=dict(COEFFICIENTS),
+                source=ACTIVITY, tool=POWER_TOOL)
+    vivado_files: list[str] = []
     if board.toolchain == "vivado":
-        from zoforge.boards.harness import write_vivado_project
         progress.step("vivado")("writing the Vivado project (Verilog, XDC, Tcl)")
-        saif_text = (Path(activity["saif"]).read_text()
-                     if activity and activity_proxy is None else None)
-        vivado_files = write_vivado_project(board, design.top, out / "vivado", clock_mhz,
-                                            saif_text=saif_text, saif_instance=design.name)
-        report["files"]["vivado"] = sorted(str(p.relative_to(out))
-                                           for p in vivado_files.values())
+        written = write_vivado_project(board, design.top, out / "vivado", clock_mhz)
+        if activity is not None and activity_proxy is None:
+            written["saif"] = write_vivado_saif(Path(activity.saif).read_text(), design.name,
+                                                out / "vivado")
+        vivado_files = sorted(str(p.relative_to(out)) for p in written.values())
     elif board.toolchain == "nextpnr-ecp5" and run_pnr:
-        from zoforge.reports.nextpnr import place_and_route
         pnr = place_and_route(board, design.top, clock_mhz, progress=progress.step("pnr"))
-        report["nextpnr"] = dict(pnr.to_json(), source=LABELS["nextpnr"],
-                                 resources=_nextpnr_resources(pnr.utilization))
+        sections["nextpnr"] = PostRoute(
+            resources=_nextpnr_resources(pnr.utilization), fmax_mhz=pnr.fmax_mhz,
+            constraint_mhz=pnr.constraint_mhz, utilization=pnr.utilization,
+            log_path=str(pnr.log_path), seconds=pnr.seconds, cached=pnr.cached,
+            source=NEXTPNR, tool=pnr.tool_version)
     if parsed is not None:
-        report["vivado"] = {"folder": str(parsed.folder), "files": parsed.files,
-                            "utilization": parsed.utilization, "hierarchy": parsed.hierarchy,
-                            "timing": parsed.timing, "power": parsed.power,
-                            "source": LABELS["vivado"]}
-    return report
+        sections["vivado"] = _vivado(parsed)
+    return Report(design=design.name, board=BoardFacts.of(board), clock_mhz=clock_mhz,
+                  files=ReportFiles(verilog=paths["verilog"].name, vivado=vivado_files),
+                  config=json.loads(json.dumps(design.summary(), default=str)),
+                  blocks=dict(design.blocks), **sections)
 
 
-def _resources(board, synth, ram_style: str) -> dict:
-    return {
-        "source": LABELS["yosys"], "method": synth.source, "tool": synth.tool_version,
-        "family": synth.family, "ram_style": ram_style, "total": synth.resources,
-        "percent": board.utilization(synth.resources),
-        "blocks": synth.block_resources, "cells": synth.cells,
-        "missing_blocks": synth.missing_blocks, "cached": synth.cached,
-        "seconds": round(synth.seconds, 1),
-        "notes": ["carry chains counted as Yosys maps them (CARRY4; UltraScale+ has CARRY8)",
-                  "an accumulator after a multiply stays in LUT+CARRY+FF (Yosys does not pack "
-                  "it into DSP48E2 on xcup)",
-                  "memories are counted in the block that holds them (Amaranth inlines them)"],
-    }
+def write_vivado_saif(saif_text: str, instance: str, vivado_dir: Path | str) -> Path:
+    """Write the co-simulation's SAIF beside the Vivado project as ``activity.saif``,
+    ``instance`` (the design's top in the SAIF) re-rooted at the board harness's ``dut``,
+    so that the project's ``read_saif -strip_path`` matches it."""
+    path = Path(vivado_dir) / SAIF_NAME
+    atomic_write_text(path, rewrite_root(saif_text, instance, [SAIF_ROOT, DUT]))
+    return path
+
+
+def _resources(board: Board, synth, ram_style: str) -> Resources:
+    return Resources(
+        source=YOSYS, method=synth.source, tool=synth.tool_version,
+        family=synth.family, ram_style=ram_style, total=synth.resources,
+        percent=board.utilization(synth.resources),
+        blocks=synth.block_resources, cells=synth.cells,
+        missing_blocks=list(synth.missing_blocks), cached=synth.cached,
+        seconds=round(synth.seconds, 1),
+        notes=["carry chains counted as Yosys maps them (CARRY4; UltraScale+ has CARRY8)",
+               "an accumulator after a multiply stays in LUT+CARRY+FF (Yosys does not pack "
+               "it into DSP48E2 on xcup)",
+               "memories are counted in the block that holds them (Amaranth inlines them)"])
+
+
+def _vivado(parsed: VivadoReports) -> VivadoFigures:
+    return VivadoFigures(
+        folder=str(parsed.folder), files=dict(parsed.files), utilization=parsed.utilization,
+        hierarchy=parsed.hierarchy,
+        timing=VivadoTiming.from_json(parsed.timing, "vivado.timing") if parsed.timing
+        else None,
+        power=VivadoPower.from_json(parsed.power, "vivado.power") if parsed.power else None,
+        source=VIVADO, tool=parsed.tool or "Vivado (version not stated in the reports)")
 
 
 def _nextpnr_resources(utilization: dict) -> dict:
@@ -168,21 +191,30 @@ def _nextpnr_resources(utilization: dict) -> dict:
 
 
 def _activity(verilog: str, design: Elaborated, folder: Path, cycles: int, mode: str,
-              seed: int, clock_mhz: float, bench: tuple[str, dict] | None) -> dict:
+              seed: int, clock_mhz: float, bench: tuple[str, dict] | None
+              ) -> SwitchingActivity:
     """Measured activity, reused from ``folder`` when the inputs are unchanged."""
     top = design.name
     key = content_key(verilog, top, str(cycles), mode, str(seed), f"{clock_mhz:.6f}",
                       json.dumps(bench, sort_keys=True, default=str))
     stored = folder / "activity.json"
+    data = None
     if stored.exists():
         data = json.loads(stored.read_text())
-        if data.get("key") == key and Path(data["saif"]).exists():
-            return data
-    folder.mkdir(parents=True, exist_ok=True)
-    measured = activity_mod.measure_activity(verilog, top, cycles=cycles, mode=mode, seed=seed,
-                                             clock_ns=1000.0 / clock_mhz, data_dir=folder,
-                                             bench=bench, extra_files=design.memory_files)
-    data = dict(asdict(measured), saif=str(measured.saif), key=key,
-                source=LABELS["activity"], method=measured.source)
-    atomic_write_text(stored, json.dumps(data, indent=1))
-    return data
+        if data.get("key") != key or not Path(data["saif"]).exists():
+            data = None
+    if data is None:
+        folder.mkdir(parents=True, exist_ok=True)
+        measured = activity_mod.measure_activity(
+            verilog, top, cycles=cycles, mode=mode, seed=seed, clock_ns=1000.0 / clock_mhz,
+            data_dir=folder, bench=bench, extra_files=design.memory_files)
+        data = dict(asdict(measured), saif=str(measured.saif), key=key, source=ACTIVITY,
+                    method=measured.source, tool=activity_mod.simulator_version())
+        atomic_write_text(stored, json.dumps(data, indent=1))
+    return SwitchingActivity(
+        toggle_rate=data["toggle_rate"], cycles=data["cycles"],
+        block_rates=data["block_rates"], saif=data["saif"], top=data["top"],
+        clock_ns=data["clock_ns"], nets=data["nets"], mode=data["mode"],
+        method=data["method"], source=ACTIVITY,
+        # activity stored before the tool was recorded: the installed simulator made it
+        tool=data.get("tool") or activity_mod.simulator_version())

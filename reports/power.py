@@ -1,4 +1,5 @@
-"""Power estimate: device static power plus dynamic power from measured switching activity.
+"""Power estimate: the board's static power plus dynamic power from measured switching
+activity.
 
 Model (an *activity-model* estimate, never a measurement)::
 
@@ -6,8 +7,9 @@ Model (an *activity-model* estimate, never a measurement)::
       + f * [ alpha * (N_LUT * E_lut + N_FF * E_ff + N_CARRY * E_carry + N_DSP * E_dsp)
               + N_FF * E_clk_ff + N_BRAM18 * E_bram * enable + E_clk_tree ]
 
-f is the clock frequency, alpha the mean toggle rate (toggles per cycle per net bit) that
-co-simulation measured for the design or block (:mod:`zoforge.reports.activity`), N the
+P_static is the board's fact (:attr:`zoforge.boards.registry.Board.static_power_w`, with its
+source), f the clock frequency, alpha the mean toggle rate (toggles per cycle per net bit)
+that co-simulation measured for the design or block (:mod:`zoforge.reports.activity`), N the
 resource counts from synthesis, E the energies in :data:`COEFFICIENTS`. Block-RAM enable is
 taken as 1 (every port enabled every cycle, the stream-ready-high stimulus), an upper bound.
 
@@ -21,9 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Coefficient", "COEFFICIENTS", "PowerEstimate", "estimate_power", "SOURCE"]
+from zoforge import __version__
+from zoforge.boards.registry import Board
+
+__all__ = ["Coefficient", "COEFFICIENTS", "PowerEstimate", "estimate_power", "SOURCE",
+           "TOOL", "NO_STATIC"]
 
 SOURCE = "activity-model"
+TOOL = f"zoforge {__version__} power model"
+NO_STATIC = "the board states no static power; 0 W assumed"
 
 
 @dataclass(frozen=True)
@@ -36,10 +44,6 @@ class Coefficient:
 
 
 COEFFICIENTS: dict[str, Coefficient] = {c.symbol: c for c in (
-    Coefficient("P_static", 0.59, "W", "device static power of the XCZU9EG (PL), typical",
-                "upper bound from PeZO Table 6: its smallest design (32 LUTs, 449 FFs at "
-                "700 MHz) totals 0.608 W in Vivado, so static <= ~0.6 W in that setup; "
-                "Vivado's report_power gives the real value"),
     Coefficient("E_lut", 0.10, "pJ", "LUT output transition incl. its routed net",
                 "assumption: ~0.28 pF switched per LUT output net (LUT, routing, fan-out "
                 "~3) at 0.85 V -> C V^2/2 ~ 0.1 pJ"),
@@ -66,6 +70,7 @@ class PowerEstimate:
     dynamic_w: float
     breakdown_w: dict[str, float]                 # dynamic power by resource
     block_dynamic_w: dict[str, float] = field(default_factory=dict)
+    static_source: str = NO_STATIC                # where static_w comes from
     source: str = SOURCE
 
     @property
@@ -79,13 +84,14 @@ class PowerEstimate:
 def estimate_power(resources: dict[str, int], frequency_mhz: float, toggle_rate: float,
                    block_resources: dict[str, dict[str, int]] | None = None,
                    block_rates: dict[str, float] | None = None,
-                   static_w: float | None = None,
+                   board: Board | None = None,
                    coefficients: dict[str, Coefficient] = COEFFICIENTS) -> PowerEstimate:
     """Static + dynamic power of a design with ``resources`` at ``frequency_mhz``.
 
     toggle_rate: mean toggles per cycle per net bit of the design (for blocks, their own
     rates from ``block_rates``, else the design's). The clock tree is counted once for the
-    design, not per block.
+    design, not per block. The static power is ``board``'s (0 W, said so, for a board that
+    states none, or with no board: dynamic power only).
     """
     breakdown = _dynamic(resources, frequency_mhz, toggle_rate, coefficients)
     breakdown["clock tree"] = frequency_mhz * 1e6 * coefficients["E_clk_tree"].value * 1e-12
@@ -93,10 +99,12 @@ def estimate_power(resources: dict[str, int], frequency_mhz: float, toggle_rate:
     for name, counts in (block_resources or {}).items():
         rate = (block_rates or {}).get(name, toggle_rate)
         blocks[name] = sum(_dynamic(counts, frequency_mhz, rate, coefficients).values())
+    stated = board is not None and board.static_power_w is not None
     return PowerEstimate(
         frequency_mhz=frequency_mhz, toggle_rate=toggle_rate,
-        static_w=coefficients["P_static"].value if static_w is None else static_w,
-        dynamic_w=sum(breakdown.values()), breakdown_w=breakdown, block_dynamic_w=blocks)
+        static_w=board.static_power_w if stated else 0.0,
+        dynamic_w=sum(breakdown.values()), breakdown_w=breakdown, block_dynamic_w=blocks,
+        static_source=board.static_power_source if stated else NO_STATIC)
 
 
 def _dynamic(resources: dict[str, int], frequency_mhz: float, alpha: float,

@@ -1,5 +1,6 @@
-"""Write a build report (the dict from :func:`zoforge.reports.pipeline.build_report`) as
-``report.json``, ``report.md`` and ``report.png``. Every number carries its source label.
+"""Write a build report (a :class:`~zoforge.reports.model.Report`, as
+:func:`zoforge.reports.pipeline.build_report` returns it) as ``report.json``, ``report.md``
+and ``report.png``. Every number carries its source label.
 """
 from __future__ import annotations
 
@@ -7,16 +8,17 @@ import json
 from pathlib import Path
 
 from zoforge.files import atomic_write_text
+from zoforge.reports.model import RESOURCE_KEYS, Report, VivadoFigures
 
 __all__ = ["write_report", "render_markdown", "plot_report"]
 
-_KEYS = ("LUT", "FF", "CARRY", "BRAM18", "DSP", "URAM")
+_KEYS = RESOURCE_KEYS
 
 
-def write_report(report: dict, out_dir: Path | str) -> dict[str, Path]:
+def write_report(report: Report, out_dir: Path | str) -> dict[str, Path]:
     out = Path(out_dir)
     paths = {"json": out / "report.json", "markdown": out / "report.md"}
-    atomic_write_text(paths["json"], json.dumps(report, indent=1, sort_keys=True,
+    atomic_write_text(paths["json"], json.dumps(report.to_json(), indent=1, sort_keys=True,
                                                 default=str) + "\n")
     atomic_write_text(paths["markdown"], render_markdown(report))
     plot = plot_report(report, out / "report.png")
@@ -41,78 +43,77 @@ def _table(header: list[str], rows: list[list]) -> list[str]:
     return lines + [""]
 
 
-def render_markdown(report: dict) -> str:
-    board = report["board"]
-    lines = [f"# {report['design']} on {board['name']} ({board['part']})", "",
-             f"Target clock: {report['clock_mhz']:g} MHz. Sources: `yosys-estimate` (Yosys "
+def render_markdown(report: Report) -> str:
+    board = report.board
+    lines = [f"# {report.design} on {board.name} ({board.part})", "",
+             f"Target clock: {report.clock_mhz:g} MHz. Sources: `yosys-estimate` (Yosys "
              "synth_xilinx mapping, an estimate), `activity-model` (power from simulated "
              "switching activity, an estimate), `nextpnr` (post-route, real for that board), "
              "`vivado` (parsed Vivado reports).", ""]
-    if report.get("config"):
+    if report.config:
         lines += ["Configuration: " + ", ".join(f"`{k}={v}`" for k, v
-                                                in sorted(report["config"].items())
+                                                in sorted(report.config.items())
                                                 if not isinstance(v, (dict, list))), ""]
-    resources = report.get("resources")
+    resources = report.resources
     if resources:
-        lines += ["## Resources", "", f"Source: `{resources['source']}` ({resources['tool']}, "
-                  f"synth_xilinx -family {resources['family']}, memories: "
-                  f"{resources.get('ram_style', 'auto')}).", ""]
+        lines += ["## Resources", "", f"Source: `{resources.source}` ({resources.tool}, "
+                  f"synth_xilinx -family {resources.family}, memories: "
+                  f"{resources.ram_style}).", ""]
         rows = []
-        for name, counts in resources["blocks"].items():
-            description = report.get("blocks", {}).get(name, "top-level glue" if name == "(top)"
-                                                       else "")
+        for name, counts in resources.blocks.items():
+            description = report.blocks.get(name, "top-level glue" if name == "(top)" else "")
             rows.append([f"`{name}`", description, *[counts.get(k, 0) for k in _KEYS]])
-        total = resources["total"]
+        total = resources.total
         rows.append(["**total**", "", *[total.get(k, 0) for k in _KEYS]])
-        percent = resources["percent"]
-        rows.append([f"% of {board['name']}", board["capacity_source"],
+        percent = resources.percent
+        rows.append([f"% of {board.name}", board.capacity_source,
                      *[f"{percent[k]:.3f} %" if percent.get(k) is not None else "-"
                        for k in _KEYS]])
         lines += _table(["block", "what", *_KEYS], rows)
-        if resources.get("missing_blocks"):
+        if resources.missing_blocks:
             lines += ["Blocks not found as separate modules (inlined into their parent): "
-                      + ", ".join(resources["missing_blocks"]), ""]
-        lines += ["Notes: " + "; ".join(resources["notes"]) + ".", ""]
-    fmax = report.get("fmax")
+                      + ", ".join(resources.missing_blocks), ""]
+        lines += ["Notes: " + "; ".join(resources.notes) + ".", ""]
+    fmax = report.fmax
     if fmax:
-        lines += ["## Fmax", "", f"**{fmax['fmax_mhz']:.0f} MHz** (`{fmax['source']}`; "
-                  f"critical path {fmax['critical_ns']:.2f} ns, {fmax['logic_levels']} LUT "
-                  f"levels, limited by {fmax['limited_by']}): "
-                  + " -> ".join(fmax["path"][:20]), "", "Model: " + " ".join(
-                      fmax["model"].split()), ""]
+        lines += ["## Fmax", "", f"**{fmax.fmax_mhz:.0f} MHz** (`{fmax.source}`, "
+                  f"{fmax.tool}; critical path {fmax.critical_ns:.2f} ns, "
+                  f"{fmax.logic_levels} LUT levels, limited by {fmax.limited_by}): "
+                  + " -> ".join(fmax.path[:20]), "", "Model: " + " ".join(
+                      fmax.model.split()), ""]
         lines += _table(["delay", "value", "meaning", "source"],
-                        [[d["symbol"], d["ns"], d["meaning"], d["source"]]
-                         for d in fmax["delays"].values()])
-    pnr = report.get("nextpnr")
+                        [[d.symbol, d.ns, d.meaning, d.source] for d in fmax.delays.values()])
+    pnr = report.nextpnr
     if pnr:
-        lines += ["## Post-route (nextpnr)", "", f"Source: `nextpnr` ({pnr['tool_version']}), "
+        lines += ["## Post-route (nextpnr)", "", f"Source: `{pnr.source}` ({pnr.tool}), "
                   "whole chip including the board harness.", ""]
-        lines += _table(["resource", "used"], [[k, v] for k, v in pnr["resources"].items()])
+        lines += _table(["resource", "used"], [[k, v] for k, v in pnr.resources.items()])
         lines += _table(["clock", "achieved Fmax (MHz)", "constraint (MHz)"],
-                        [[clock, mhz, pnr["constraint_mhz"].get(clock)]
-                         for clock, mhz in pnr["fmax_mhz"].items()])
-    power = report.get("power")
-    activity = report.get("activity")
+                        [[clock, mhz, pnr.constraint_mhz.get(clock)]
+                         for clock, mhz in pnr.fmax_mhz.items()])
+    power = report.power
+    activity = report.activity
     if power:
-        lines += ["## Power", "", f"**{power['total_w']:.3f} W** = static "
-                  f"{power['static_w']:.3f} W + dynamic {power['dynamic_w']:.4f} W "
-                  f"(`{power['source']}` at {power['frequency_mhz']:g} MHz, mean toggle rate "
-                  f"{power['toggle_rate']:.3f} per cycle measured over {activity['cycles']} "
-                  f"simulated cycles, stimulus: {activity['mode']}; SAIF: "
-                  f"`{Path(activity['saif']).name}`).", ""]
-        lines += _table(["dynamic part", "W"], [[k, v] for k, v in power["breakdown_w"].items()])
-        if power.get("block_dynamic_w"):
+        lines += ["## Power", "", f"**{power.total_w:.3f} W** = static "
+                  f"{power.static_w:.3f} W + dynamic {power.dynamic_w:.4f} W "
+                  f"(`{power.source}` at {power.frequency_mhz:g} MHz, mean toggle rate "
+                  f"{power.toggle_rate:.3f} per cycle measured over {activity.cycles} "
+                  f"simulated cycles ({activity.tool}), stimulus: {activity.mode}; SAIF: "
+                  f"`{Path(activity.saif).name}`).", ""]
+        lines += _table(["dynamic part", "W"], [[k, v] for k, v in power.breakdown_w.items()])
+        if power.block_dynamic_w:
             lines += _table(["block", "toggle rate", "dynamic W (clock tree excluded)"],
-                            [[f"`{name}`", activity["block_rates"].get(name), watts]
-                             for name, watts in power["block_dynamic_w"].items()])
-        lines += ["Coefficients (every one used above):", ""]
+                            [[f"`{name}`", activity.block_rates.get(name), watts]
+                             for name, watts in power.block_dynamic_w.items()])
+        lines += [f"Coefficients (every one used above; {power.tool}):", ""]
         lines += _table(["symbol", "value", "unit", "meaning", "source"],
-                        [[c["symbol"], c["value"], c["unit"], c["meaning"], c["source"]]
-                         for c in power["coefficients"].values()])
-    vivado = report.get("vivado")
-    if vivado:
-        lines += _vivado_section(report, vivado)
-    if "vivado" in report.get("files", {}):
+                        [["P_static", power.static_w, "W", f"device static power, the "
+                          f"board's figure ({board.name})", power.static_source]]
+                        + [[c.symbol, c.value, c.unit, c.meaning, c.source]
+                           for c in power.coefficients.values()])
+    if report.vivado:
+        lines += _vivado_section(report, report.vivado)
+    if report.files.vivado:
         lines += ["## Vivado project", "", "`vivado/build_top.sh` (or `vivado -mode batch "
                   "-source top.tcl` inside `vivado/`) synthesizes, places and routes the "
                   "design in a board harness, reads `activity.saif` and writes the reports "
@@ -121,66 +122,69 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines)
 
 
-def _vivado_section(report: dict, vivado: dict) -> list[str]:
-    lines = ["## Vivado (parsed reports)", "", f"Source: `vivado` (files in "
-             f"`{vivado['folder']}`: {', '.join(vivado['files'].values())}).", ""]
-    estimate = report.get("resources", {}).get("total", {})
-    util = vivado.get("utilization") or {}
-    hierarchy = vivado.get("hierarchy") or {}
+def _vivado_section(report: Report, vivado: VivadoFigures) -> list[str]:
+    lines = ["## Vivado (parsed reports)", "", f"Source: `{vivado.source}` ({vivado.tool}; "
+             f"files in `{vivado.folder}`: {', '.join(vivado.files.values())}).", ""]
+    estimate = report.resources.total if report.resources else {}
+    util = vivado.utilization or {}
+    hierarchy = vivado.hierarchy or {}
     dut = next((v for k, v in hierarchy.items() if k.endswith("/dut")), None)
     rows = [[k, estimate.get(k), util.get(k), (dut or {}).get(k)] for k in _KEYS
             if k in util or k in estimate]
     lines += _table(["resource", "yosys-estimate", "vivado (whole chip)", "vivado (dut)"], rows)
-    timing = vivado.get("timing")
+    timing = vivado.timing
     if timing:
-        lines += [f"Timing (`vivado`): WNS {timing['wns_ns']} ns at period "
-                  f"{timing.get('period_ns', '-')} ns -> Fmax "
-                  f"{_fmt(timing.get('fmax_mhz'))} MHz; estimate "
-                  f"{_fmt(report.get('fmax', {}).get('fmax_mhz'))} MHz (`yosys-estimate`).", ""]
-    power = vivado.get("power")
+        estimate_fmax = report.fmax.fmax_mhz if report.fmax else None
+        period = timing.period_ns if timing.period_ns is not None else "-"
+        lines += [f"Timing (`vivado`): WNS {timing.wns_ns} ns at period {period} ns -> Fmax "
+                  f"{_fmt(timing.fmax_mhz)} MHz; estimate {_fmt(estimate_fmax)} MHz "
+                  "(`yosys-estimate`).", ""]
+    power = vivado.power
     if power:
-        estimate_power = report.get("power", {})
+        estimate_power = report.power
         lines += _table(["power (W)", "activity-model", "vivado"], [
-            ["total", estimate_power.get("total_w"), power.get("total_w")],
-            ["static", estimate_power.get("static_w"), power.get("static_w")],
-            ["dynamic", estimate_power.get("dynamic_w"), power.get("dynamic_w")]])
+            ["total", estimate_power and estimate_power.total_w, power.total_w],
+            ["static", estimate_power and estimate_power.static_w, power.static_w],
+            ["dynamic", estimate_power and estimate_power.dynamic_w, power.dynamic_w]])
     return lines
 
 
-def plot_report(report: dict, path: Path) -> Path | None:
+def plot_report(report: Report, path: Path) -> Path | None:
     """Resources per block (log scale) and the dynamic power breakdown, as one PNG."""
-    resources = report.get("resources")
+    resources = report.resources
     if not resources:
         return None
+    # imported here, not at the top: matplotlib takes a second to import and only the plot
+    # needs it (the backend is chosen before pyplot loads)
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    power = report.get("power")
+    power = report.power
     fig, axes = plt.subplots(1, 2 if power else 1, figsize=(11 if power else 6, 4),
                              squeeze=False)
     ax = axes[0][0]
-    blocks = list(resources["blocks"])
+    blocks = list(resources.blocks)
     keys = [k for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")
-            if any(resources["blocks"][b].get(k) for b in blocks)]
+            if any(resources.blocks[b].get(k) for b in blocks)]
     width = 0.8 / max(len(keys), 1)
     for index, key in enumerate(keys):
-        values = [max(resources["blocks"][b].get(key, 0), 0) for b in blocks]
+        values = [max(resources.blocks[b].get(key, 0), 0) for b in blocks]
         ax.bar([i + index * width for i in range(len(blocks))], values, width, label=key)
     ax.set_xticks([i + width * (len(keys) - 1) / 2 for i in range(len(blocks))], blocks,
                   rotation=20)
     ax.set_yscale("symlog")
-    ax.set_title("resources per block (yosys-estimate)")
+    ax.set_title(f"resources per block ({resources.source})")
     ax.legend(fontsize=8)
     if power:
         ax = axes[0][1]
-        parts = {k: v for k, v in power["breakdown_w"].items() if v > 0}
-        ax.bar(["static", *parts], [power["static_w"], *parts.values()])
+        parts = {k: v for k, v in power.breakdown_w.items() if v > 0}
+        ax.bar(["static", *parts], [power.static_w, *parts.values()])
         ax.set_yscale("log")
         ax.set_ylabel("W")
-        ax.set_title(f"power at {power['frequency_mhz']:g} MHz (activity-model)")
+        ax.set_title(f"power at {power.frequency_mhz:g} MHz ({power.source})")
         ax.tick_params(axis="x", rotation=30)
-    fig.suptitle(f"{report['design']} on {report['board']['name']}")
+    fig.suptitle(f"{report.design} on {report.board.name}")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

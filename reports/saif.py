@@ -30,14 +30,6 @@ class SaifInstance:
         for name, child in self.children.items():
             yield from child.walk(f"{prefix}{name}/")
 
-    def find(self, path: list[str]) -> "SaifInstance | None":
-        node = self
-        for name in path:
-            node = node.children.get(name)
-            if node is None:
-                return None
-        return node
-
 
 @dataclass
 class SaifFile:

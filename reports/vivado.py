@@ -12,8 +12,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zoforge.errors import ConfigError
+
 __all__ = ["parse_utilization", "parse_hierarchical_utilization", "parse_timing_summary",
-           "parse_power", "VivadoReports", "read_vivado_reports", "SOURCE"]
+           "parse_power", "parse_tool_version", "VivadoReports", "read_vivado_reports",
+           "SOURCE"]
 
 SOURCE = "vivado"
 
@@ -174,14 +177,24 @@ def parse_power(text: str) -> dict:
     return result
 
 
+def parse_tool_version(text: str) -> str | None:
+    """``Vivado v.2020.1`` from a report's ``| Tool Version : ...`` header line, or None."""
+    match = re.search(r"^\|\s*Tool Version\s*:\s*(Vivado\s+v\.?\s*[\w.]+)", text,
+                      re.MULTILINE)
+    return " ".join(match.group(1).split()) if match else None
+
+
 @dataclass
 class VivadoReports:
+    """Parsed reports. tool: the Vivado version their headers state (None: not stated)."""
+
     folder: Path
     utilization: dict | None = None
     hierarchy: dict | None = None
     timing: dict | None = None
     power: dict | None = None
     files: dict[str, str] = field(default_factory=dict)
+    tool: str | None = None
     source: str = SOURCE
 
 
@@ -192,7 +205,6 @@ def read_vivado_reports(folder: Path | str) -> VivadoReports:
     """
     folder = Path(folder)
     if not folder.is_dir():
-        from zoforge.errors import ConfigError
         raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files", folder)
     reports = VivadoReports(folder=folder)
     files = sorted(folder.glob("*.rpt"))
@@ -213,9 +225,10 @@ def read_vivado_reports(folder: Path | str) -> VivadoReports:
                "timing": parse_timing_summary, "power": parse_power}
     for role, path in choices.items():
         if path is not None:
-            setattr(reports, role, parsers[role](path.read_text()))
+            text = path.read_text()
+            setattr(reports, role, parsers[role](text))
             reports.files[role] = path.name
+            reports.tool = reports.tool or parse_tool_version(text)
     if not reports.files:
-        from zoforge.errors import ConfigError
         raise ConfigError("--vivado-reports", "a folder holding Vivado reports (*.rpt)", folder)
     return reports

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 from zoforge.boards.harness import BoardHarness, write_vivado_project
 from zoforge.boards.registry import Board, boards, get_board, register_board
 from zoforge.errors import ConfigError
+from zoforge.reports.pipeline import write_vivado_saif
 
 
 class Xor(wiring.Component):
@@ -36,7 +37,32 @@ def test_registry_has_an_open_toolchain_ecp5_board():
     ulx3s = get_board("ulx3s-85f")
     assert ulx3s.family == "ecp5" and ulx3s.toolchain == "nextpnr-ecp5"
     assert ulx3s.make_platform(100e6).device == "LFE5U-85F"
-    assert "--85k" in ulx3s.extra["nextpnr_args"]
+    assert "--85k" in ulx3s.toolchain_args
+    assert ulx3s.static_power_w is None          # no power model for ECP5
+
+
+def test_boards_own_static_power_clock_and_toolchain_facts():
+    zcu102 = get_board("zcu102")
+    assert zcu102.static_power_w == 0.59
+    assert "PeZO Table 6" in zcu102.static_power_source
+    assert zcu102.default_mhz == 300.0 and zcu102.clock_range_mhz == (1.0, 1000.0)
+    assert zcu102.check_clock(700.0) == 700.0
+    with pytest.raises(ConfigError, match=r"^--clock-mhz must be a frequency with 1 <= MHz "
+                                          r"<= 1000 \(got 5000\)$"):
+        zcu102.check_clock(5000)
+    assert zcu102.toolchain == "vivado" and zcu102.toolchain_args == ()
+
+
+def test_board_facts_are_checked_when_registered():
+    facts = dict(name="bad-board", description="x", make_platform=lambda f: None, part="p",
+                 family="xc7", toolchain="vivado", capacities={"LUT": 1},
+                 capacity_source="test", default_mhz=100)
+    with pytest.raises(RuntimeError, match="toolchain"):
+        Board(**{**facts, "toolchain": "quartus"})
+    with pytest.raises(RuntimeError, match="default clock"):
+        Board(**{**facts, "clock_range_mhz": (200.0, 300.0)})
+    with pytest.raises(RuntimeError, match="static power without its source"):
+        Board(**{**facts, "static_power_w": 1.0})
 
 
 def test_utilization_percent_and_device_without_a_resource():
@@ -64,8 +90,10 @@ def test_a_new_board_is_one_registration():
 def test_vivado_project_reads_saif_and_writes_reports(tmp_path):
     saif = ("(SAIFILE\n(TIMESCALE 1ps)\n(DURATION 100)\n (INSTANCE xor_top\n  (NET\n"
             "   (y\\[0\\] (T0 50) (T1 50) (TC 3))\n  )\n )\n)\n")
-    paths = write_vivado_project(get_board("zcu102"), Xor(), tmp_path, 400.0,
-                                 saif_text=saif, saif_instance="xor_top")
+    paths = write_vivado_project(get_board("zcu102"), Xor(), tmp_path, 400.0)
+    assert "saif" not in paths and not (tmp_path / "activity.saif").exists()
+    paths["saif"] = write_vivado_saif(saif, "xor_top", tmp_path)     # the reports write it
+    assert paths["saif"] == tmp_path / "activity.saif"
     tcl = paths["top.tcl"].read_text()
     assert "create_project -force -name top -part xczu9eg-ffvb1156-2-e" in tcl
     saif_line = tcl.index("read_saif -strip_path zoforge_tb activity.saif")

