@@ -47,7 +47,7 @@ def default_model_path() -> Path:
 
 def load_encoder(path: str | Path | None = None, num_layers: int | None = None):
     """``(model, tokenizer)`` in eval mode with gradients off; ``num_layers`` truncates."""
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer   # slow to import: only when loading
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     source = str(default_model_path() if path is None else path)
     kwargs = {} if num_layers is None else {"num_hidden_layers": num_layers}
@@ -63,7 +63,7 @@ def load_encoder(path: str | Path | None = None, num_layers: int | None = None):
 def tiny_encoder(seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2,
                  intermediate: int = 64):
     """A small random BERT (for tests) with the default model's tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertModel
+    from transformers import AutoTokenizer, BertConfig, BertModel   # slow: only when used
     tokenizer = AutoTokenizer.from_pretrained(str(default_model_path()))
     config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=hidden,
                         num_hidden_layers=layers, num_attention_heads=heads,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import zoforge.hw as hw_package
 from zoforge.config import Config, config_from_dict, load_config
 from zoforge.errors import ConfigError
 
@@ -118,7 +119,6 @@ def attach_cosim(name: str, run: Callable[[Config, Config], dict], options: type
 
 def designs() -> dict[str, Design]:
     """All registered designs, by name (imports every ``zoforge.hw.*.designs`` module)."""
-    import zoforge.hw as hw_package
     for info in pkgutil.iter_modules(hw_package.__path__):
         if info.ispkg:
             try:

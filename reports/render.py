@@ -157,7 +157,7 @@ def plot_report(report: Report, path: Path) -> Path | None:
     # imported here, not at the top: matplotlib takes a second to import and only the plot
     # needs it (the backend is chosen before pyplot loads)
     import matplotlib
-    matplotlib.use("Agg")
+    matplotlib.use("Agg")   # before pyplot loads: no display here
     import matplotlib.pyplot as plt
 
     power = report.power

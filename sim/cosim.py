@@ -21,14 +21,15 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zoforge.errors import check_choice
-from zoforge.files import cache_dir, file_lock
+from zoforge.errors import ConfigError, check_choice
+from zoforge.files import atomic_write_text, cache_dir, file_lock
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
 __all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
@@ -70,12 +71,11 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
                  ``--no-public-flat-rw`` and a ``.vlt`` file naming the ports cocotb needs,
                  for a faster model); ignored by other simulators
     """
-    from cocotb_tools.runner import get_runner
+    from cocotb_tools.runner import get_runner   # only to build and run, not in a bench
 
     check_choice("--simulator", simulator, SIMULATORS)
     apply_toolchain_env()
     if simulator not in available_simulators():
-        from zoforge.errors import ConfigError
         raise ConfigError("--simulator", "one installed here: " +
                           (", ".join(available_simulators()) or "none found"), simulator)
     waves = saif or vcd
@@ -152,9 +152,7 @@ def write_result(result: dict) -> None:
     path = bench_dir() / _RESULT_FILE
     merged = json.loads(path.read_text()) if path.exists() else {}
     merged.update(result)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(merged))
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(merged))
 
 
 # -- helpers ------------------------------------------------------------------------------
@@ -165,7 +163,6 @@ def _quiet_unless_failing(log_path: Path):
 
     On an exception other than SystemExit the log's tail is re-printed to stderr.
     """
-    import sys
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(1), os.dup(2)
@@ -186,7 +183,6 @@ def _quiet_unless_failing(log_path: Path):
 
 
 def _restore(saved) -> None:
-    import sys
     sys.stdout.flush()
     sys.stderr.flush()
     os.dup2(saved[0], 1)

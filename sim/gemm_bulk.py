@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from zoforge.files import cache_dir, file_lock
 from zoforge.hw.pe.engine import PARAM_REGIONS, REGISTERS
+from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
 __all__ = ["run_bulk", "build_bulk", "write_program", "read_output_words"]
 
@@ -51,8 +53,6 @@ def _max_beats(config) -> int:
 
 def build_bulk(cosim) -> tuple[Path, float]:
     """Build (or reuse) the bulk testbench binary for ``cosim``'s engine; ``(exe, seconds)``."""
-    from zoforge.files import cache_dir, file_lock
-    from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
     apply_toolchain_env()
     verilog, tb, harness = cosim.verilog, _bench_text(TESTBENCH), _bench_text(HARNESS)

@@ -9,7 +9,9 @@ Stream formats are documented in :mod:`zoforge.hw.pe.engine`.
 """
 from __future__ import annotations
 
+import hashlib
 import math
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -18,11 +20,14 @@ import numpy as np
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
+from zoforge.files import cache_dir
 from zoforge.hw.designs import attach_cosim
+from zoforge.hw.export import to_verilog
 from zoforge.hw.pe.config import MAX_DIM, EngineConfig
 from zoforge.hw.pe.designs import engine_name
 from zoforge.hw.pe.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine
-from zoforge.sim.cosim import SIMULATORS
+from zoforge.sim.cosim import SIMULATORS, run_cocotb
+from zoforge.sim.gemm_bulk import run_bulk
 
 __all__ = ["GemmJob", "JobResult", "GemmCosim", "GemmCosimOptions", "cosim_engine",
            "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job"]
@@ -86,8 +91,7 @@ class GemmJob:
 
     def golden(self) -> np.ndarray:
         """The engine's expected result (int32 raw, else int8), from the golden model."""
-        import torch
-
+        import torch   # torch only to compute expected results (keeps `zoforge --help` fast)
         from zoforge.golden.gemm import RequantParams, engine_gemm
         bias = None if self.bias is None else torch.from_numpy(np.asarray(self.bias, np.int64))
         params = None if self.raw else RequantParams(
@@ -187,7 +191,7 @@ def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = 
     b = rng.integers(-typical, typical, size=n).astype(np.int32) if bias else None
     if raw:
         return GemmJob(x, w, b)
-    from zoforge.golden.gemm import quantize_multiplier
+    from zoforge.golden.gemm import quantize_multiplier   # imports torch: only when used
     if per_channel:
         scales = 127.0 / typical * np.exp(rng.uniform(-1.5, 1.5, size=n))
         pairs = [quantize_multiplier(float(s)) for s in scales]
@@ -215,7 +219,6 @@ class GemmCosim:
     @property
     def verilog(self) -> str:
         if self._verilog is None:
-            from zoforge.hw.export import to_verilog
             self._verilog = to_verilog(GemmEngine(self.config), self.top)
         return self._verilog
 
@@ -237,8 +240,6 @@ class GemmCosim:
 
         backpressure: probability that the output stream's ``tready`` is low in a cycle.
         """
-        from zoforge.sim.cosim import run_cocotb
-        import tempfile
         for job in jobs:
             self.check_job(job)
         data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zoforge-gemm-"))
@@ -261,7 +262,6 @@ class GemmCosim:
     def run_bulk(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
                  data_dir: Path | None = None):
         """Like :meth:`run`, through the Verilog-only bench (:mod:`zoforge.sim.gemm_bulk`)."""
-        from zoforge.sim.gemm_bulk import run_bulk
         return run_bulk(self, jobs, backpressure=backpressure, seed=seed, data_dir=data_dir)
 
     def check_results(self, jobs: list[GemmJob], outputs: list[np.ndarray],
@@ -313,9 +313,6 @@ def _verilator_args(top: str) -> list[str]:
     optimising the model; ``--no-public-flat-rw`` plus a configuration file naming the ports
     makes the 8x8 engine's model ~3x faster (measured: 20k -> 59k cycles/s, clock only).
     """
-    import hashlib
-
-    from zoforge.files import cache_dir
     text = "`verilator_config\n" + "".join(
         f'public_flat_rw -module "{top}" -var "{pattern}"\n'
         for pattern in ("clk", "rst", "irq", "s_axil_*", "s_axis_*", "m_axis_*"))

@@ -10,6 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import zoforge.hw
 from zoforge.sim.toolchain import apply_toolchain_env
 
 __all__ = ["LintResult", "lint_verilog", "WAIVERS"]
@@ -44,5 +45,4 @@ def _waivers_path() -> Path:
     # Installed editable, hw/ is beside sim/; the waiver file also ships as package data.
     if WAIVERS.exists():
         return WAIVERS
-    import zoforge.hw
     return Path(zoforge.hw.__file__).parent / "lint_waivers.vlt"

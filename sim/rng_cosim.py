@@ -28,8 +28,9 @@ from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GeneratorConfig, PregenConfig
 from zoforge.hw.designs import attach_cosim
+from zoforge.hw.export import to_verilog
 from zoforge.hw.rng.designs import design_name, generator_for
-from zoforge.sim.cosim import SIMULATORS
+from zoforge.sim.cosim import SIMULATORS, run_cocotb
 
 __all__ = ["RngCosimOptions", "SideBySide", "make_stimulus", "expected_transfers",
            "cosim_configs", "cosim_rng"]
@@ -152,9 +153,6 @@ def cosim_configs(configs: Sequence[GeneratorConfig], cycles: int,
 
     ``lengths``: the perturbation length of each pre-generated pool (one value for all).
     """
-    from zoforge.hw.export import to_verilog
-    from zoforge.sim.cosim import run_cocotb
-
     configs = list(configs)
     if isinstance(lengths, int):
         lengths = [lengths] * len(configs)

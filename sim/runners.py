@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+import zoforge.sim as sim_package
 from zoforge.hw.designs import Design
 from zoforge.hw.designs import designs as registered_designs
 
@@ -18,7 +19,6 @@ __all__ = ["designs"]
 
 def designs() -> dict[str, Design]:
     """Every registered design, with the co-simulations of ``zoforge.sim.*_cosim``."""
-    import zoforge.sim as sim_package
     registered_designs()
     for info in pkgutil.iter_modules(sim_package.__path__):
         if info.name.endswith("_cosim"):

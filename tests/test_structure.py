@@ -79,6 +79,33 @@ def test_no_module_uses_another_areas_underscore_names():
     assert not found, "\n".join(found)
 
 
+def test_function_local_imports_say_why():
+    """Outside the command line (whose modules import their work inside the handlers, see
+    zoforge/cli/__init__.py), an import inside a function carries a comment saying why it is
+    there (start-up time), on its line or on the import or comment line just above it."""
+    silent = []
+    for path in _sources():
+        if _area_of_file(path) == "cli":
+            continue
+        text = path.read_text()
+        lines = text.splitlines()
+        for function in ast.walk(ast.parse(text)):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    row = node.lineno - 1
+                    while row >= 0 and "#" not in lines[row]:
+                        above = lines[row - 1].strip() if row else ""
+                        if not (above.startswith(("import ", "from ", "#")) or "#" in above):
+                            row = -1
+                            break
+                        row -= 1
+                    if row < 0:
+                        silent.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not silent, "function-local imports without a reason: " + ", ".join(silent)
+
+
 @pytest.mark.parametrize("folder", ["golden", "hw", "sim", "boards", "reports", "zoforge"])
 def test_argparse_only_in_the_command_line(folder):
     users = []

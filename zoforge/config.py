@@ -32,7 +32,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import tomli_w
+
 from zoforge.errors import ConfigError
+from zoforge.files import atomic_write_text
 
 __all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "flag_name",
            "config_text", "variants_of",
@@ -271,7 +274,6 @@ def config_from_dict(values: dict, types: Sequence[type[Config]], source: str = 
 def dump_config(config: Config, path: Path | str) -> Path:
     """Write ``config`` to ``path`` as TOML (``.toml``) or JSON (any other suffix),
     atomically; :func:`load_config` reads it back to an equal configuration."""
-    from zoforge.files import atomic_write_text
     path = Path(path)
     atomic_write_text(path, config_text(config, path.suffix))
     return path
@@ -280,7 +282,6 @@ def dump_config(config: Config, path: Path | str) -> Path:
 def config_text(config: Config, suffix: str = ".toml") -> str:
     values = {_VERSION_KEY: SCHEMA_VERSION, **config.to_dict()}
     if suffix == ".toml":
-        import tomli_w
         return tomli_w.dumps(values)
     return json.dumps(values, indent=2) + "\n"
 

@@ -7,7 +7,9 @@
   (:func:`store_result`), so an entry without one is an interrupted run and is redone;
   :func:`load_result` returns None for such an entry or an unreadable one.
 * :func:`file_lock` / :func:`locked` serialise parallel processes working on one entry.
-* :func:`atomic_write_text` writes a file that readers see either whole or not at all.
+* :func:`atomic_write_text` writes a file that readers see either whole or not at all;
+  :func:`atomic_path` does the same for any writer (``torch.save``, ``np.save``): it yields a
+  temporary name beside the target and renames it into place only when the block succeeds.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import os
 from pathlib import Path
 
 __all__ = ["cache_dir", "content_key", "entry_dir", "load_result", "store_result",
-           "atomic_write_text", "file_lock", "locked", "RESULT"]
+           "atomic_write_text", "atomic_path", "file_lock", "locked", "RESULT"]
 
 RESULT = "result.json"
 
@@ -58,12 +60,23 @@ def store_result(entry: Path, result: dict) -> None:
     atomic_write_text(Path(entry) / RESULT, json.dumps(result, indent=1, sort_keys=True))
 
 
-def atomic_write_text(path: Path | str, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see either the old or the new file."""
+@contextlib.contextmanager
+def atomic_path(path: Path | str):
+    """Yield a temporary path beside ``path``; when the block succeeds, rename it to
+    ``path`` (readers see the old file or the new one, never a part), else remove it."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: Path | str, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see either the old or the new file."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
 
 
 @contextlib.contextmanager

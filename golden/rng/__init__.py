@@ -10,6 +10,7 @@ Each is configured by a frozen configuration (:class:`OnTheFlyConfig`, :class:`P
 ``take``, ``take_float``, ``save``/``restore``, ``width``, ``frac_bits``) plus ``config()``,
 its derived facts; the hardware in :mod:`zoforge.hw.rng` matches them bit for bit.
 """
+from zoforge.errors import check_choice
 from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
 from zoforge.golden.rng.gaussian import GaussianConfig, GaussianGolden
 from zoforge.golden.rng.lfsr import lfsr_sequence, taps
@@ -30,6 +31,5 @@ STRATEGIES = tuple(GENERATOR_CONFIGS)
 def make_golden(strategy: str, **params):
     """The golden generator for ``strategy`` ("onthefly", "pregen", "gaussian") with the
     configuration's fields ``params`` (defaults for the rest)."""
-    from zoforge.errors import check_choice
     check_choice("--strategy", strategy, STRATEGIES)
     return GENERATOR_CONFIGS[strategy](**params).golden()

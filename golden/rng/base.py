@@ -120,7 +120,7 @@ class GoldenGenerator:
 
     def take_float(self, d: int, dtype=None):
         """``take(d) * 2**-frac_bits`` as a torch tensor (default float32)."""
-        import torch
+        import torch   # only here: the generators themselves are numpy (fast to import)
         dtype = torch.float32 if dtype is None else dtype
         return torch.from_numpy(self.take(d)).to(dtype).mul_(2.0 ** -self.frac_bits)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
@@ -19,6 +18,7 @@ from zoforge.golden import models
 from zoforge.golden.zo.trainable import (FullTrainable, HeadTrainable, LoraFATrainable,
                                          SplitData)
 from zoforge.errors import ConfigError
+from zoforge.files import atomic_path, cache_dir
 
 __all__ = ["load_model", "build_trainable", "default_cache_dir"]
 
@@ -26,8 +26,7 @@ PROMPT = "a {label} review"
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("ZOFORGE_CACHE", Path.home() / ".cache" / "zoforge")) / \
-        "zo-features"
+    return cache_dir() / "zo-features"
 
 
 def load_model(cfg):
@@ -60,9 +59,8 @@ def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
         else:
             inputs[name] = (hidden, mask)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save(inputs, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(inputs, tmp)
     return inputs
 
 

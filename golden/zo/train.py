@@ -16,7 +16,6 @@ accumulated over resumptions), validation accuracies, ``d`` and the full configu
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import numpy as np
 import torch
 
 from zoforge.errors import ConfigError
+from zoforge.files import atomic_path
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zo.dual import DualForwardPRGE
 from zoforge.golden.zo.features import build_trainable
@@ -56,9 +56,8 @@ def build_optimizer(cfg: TrainConfig, trainable):
 
 
 def _save(path: Path, state: dict) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    torch.save(state, tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
 
 
 def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
@@ -138,14 +137,14 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
 def _progress(cfg: TrainConfig, initial: int):
     if not cfg.progress:
         return None
-    from tqdm import tqdm
+    from tqdm import tqdm   # only with a progress bar
     return tqdm(total=cfg.steps, initial=initial, desc=f"{cfg.method}/{cfg.perturbation}",
                 unit="step", dynamic_ncols=True)
 
 
 def _plot(path: Path, losses: list[float], history: dict, cfg: TrainConfig) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
+    import matplotlib   # slow to import: only when a plot is written
+    matplotlib.use("Agg")   # before pyplot is imported: no display here
     import matplotlib.pyplot as plt
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6))
     steps = np.arange(1, len(losses) + 1)

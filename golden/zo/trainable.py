@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.func import functional_call
 
 from zoforge.golden.models import LAYER_LINEARS, bert_layer, mean_pool
 from zoforge.golden.zo.hwarith import int8_linear
@@ -230,7 +231,6 @@ class FullTrainable(Trainable):
         return groups
 
     def logits(self, thetas, x, mask):
-        from torch.func import functional_call
         out = []
         for theta in thetas:
             params, offset = {}, 0

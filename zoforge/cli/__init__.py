@@ -5,6 +5,9 @@ Each module in this package registers its own commands: it defines
 touches another area's file. A handler takes the parsed ``argparse.Namespace`` and returns an
 exit code. :class:`~zoforge.errors.ConfigError` raised anywhere below a handler is printed as
 one line (``zoforge: error: ...``) with exit code 2.
+
+Command modules import the work they do (hardware, simulation, torch) inside their handlers,
+so that ``zoforge --help`` and every ``--help`` stay fast; that is why the imports sit there.
 """
 from __future__ import annotations
 
