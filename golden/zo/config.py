@@ -16,9 +16,13 @@ from zoforge.golden.rng import OnTheFlyConfig, PregenConfig
 from zoforge.golden.zo.optimizers import METHODS
 from zoforge.golden.zo.perturbation import SOURCES, make_perturbation
 
-__all__ = ["TrainConfig", "TRAINABLE_KINDS", "RESUME_FREE"]
+__all__ = ["TrainConfig", "TRAINABLE_KINDS", "HEAD_INITS", "CHOICES", "RESUME_FREE"]
 
 TRAINABLE_KINDS = ("head", "lora-fa", "full")
+HEAD_INITS = ("zero", "prompt")
+#: The allowed values of the fields that take one of a list (the one list of each).
+CHOICES = {"method": METHODS, "perturbation": tuple(SOURCES), "trainable": TRAINABLE_KINDS,
+           "head_init": HEAD_INITS}
 # Fields that may change between a run and its resumption.
 RESUME_FREE = ("steps", "out", "eval_every", "checkpoint_every", "cache_dir", "progress",
                "threads")
@@ -75,10 +79,8 @@ class TrainConfig:
     threads: int = 1
 
     def __post_init__(self):
-        check_choice("--method", self.method, METHODS)
-        check_choice("--perturbation", self.perturbation, SOURCES)
-        check_choice("--trainable", self.trainable, TRAINABLE_KINDS)
-        check_choice("--head-init", self.head_init, ("zero", "prompt"))
+        for name, choices in CHOICES.items():
+            check_choice("--" + name.replace("_", "-"), getattr(self, name), choices)
         for flag, value, low in (("--queries", self.queries, 1), ("--batch", self.batch, 1),
                                  ("--steps", self.steps, 0), ("--seed", self.seed, 0),
                                  ("--lora-layers", self.lora_layers, 1),

@@ -44,8 +44,6 @@ HELP = {
     "progress": "show a progress bar",
     "threads": "torch CPU threads (1 is fastest on a busy 2-core machine)",
 }
-CHOICES = {"method": "METHODS", "perturbation": "SOURCES", "trainable": "TRAINABLE_KINDS",
-           "head_init": ("zero", "prompt")}
 
 
 def register(tree) -> None:
@@ -57,19 +55,9 @@ def register(tree) -> None:
     parser.set_defaults(func=run)
 
 
-def _choices(name):
-    from zoforge.golden.zo import config, optimizers, perturbation
-    source = CHOICES.get(name)
-    if source is None or isinstance(source, tuple):
-        return source
-    for module in (config, optimizers, perturbation):
-        if hasattr(module, source):
-            return list(getattr(module, source))
-
-
 def _add_fields(parser) -> None:
     """One flag per TrainConfig field; only flags given explicitly land in the namespace."""
-    from zoforge.golden.zo.config import TrainConfig
+    from zoforge.golden.zo.config import CHOICES, TrainConfig
     for field in dataclasses.fields(TrainConfig):
         flag = "--" + field.name.replace("_", "-")
         text = f"{HELP[field.name]} (default: {field.default})"
@@ -78,7 +66,7 @@ def _add_fields(parser) -> None:
                                 action=argparse.BooleanOptionalAction)
             continue
         kind = {"int": int, "float": float}.get(field.type.split(" ")[0], str)
-        choices = _choices(field.name)          # checked by TrainConfig (one-line errors)
+        choices = CHOICES.get(field.name)       # checked by TrainConfig (one-line errors)
         metavar = "{" + ",".join(choices) + "}" if choices else field.name.upper()
         parser.add_argument(flag, type=kind, default=argparse.SUPPRESS, help=text,
                             metavar=metavar)
