@@ -240,3 +240,13 @@ def test_the_architecture_example_runs(tmp_path):
     report = namespace["report"]
     assert report.resources.total["LUT"] > 0 and report.fmax.fmax_mhz > 0
     assert report.power.total_w > 0
+
+
+def test_build_takes_a_saved_configuration(tmp_path, capsys):
+    path = dump_config(CounterConfig(width=5), tmp_path / "design.toml")
+    assert main(["build", "--config", str(path), "--out", str(tmp_path / "build"),
+                 "--no-power", "--quiet"]) == 0
+    report = json.loads((tmp_path / "build" / "report.json").read_text())
+    assert report["design"] == "counter_5" and report["config"]["width"] == 5
+    assert report["config"]["config_hash"] == CounterConfig(width=5).stable_hash()
+    assert report["resources"]["total"]["FF"] == 5
