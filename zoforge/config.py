@@ -28,7 +28,7 @@ import json
 import math
 import tomllib
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -38,7 +38,7 @@ from zoforge.errors import ConfigError
 from zoforge.files import atomic_write_text
 
 __all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "flag_name",
-           "config_text", "variants_of",
+           "config_text",
            "config_from_dict", "load_config", "dump_config", "SCHEMA_VERSION"]
 
 #: Version of the serialised form; a file names it as ``zoforge_config``.
@@ -297,8 +297,3 @@ def load_config(path: Path | str, types: Sequence[type[Config]]) -> Config:
         raise ConfigError("--config", f"a readable {kind} file",
                           f"{path}: {str(error).splitlines()[0]}") from None
     return config_from_dict(values, types, source=str(path))
-
-
-def variants_of(types: Iterable[type[Config]]) -> dict[str, type[Config]]:
-    """Variant name -> type (for a kind with a tag)."""
-    return {t.variant: t for t in types}
