@@ -41,7 +41,8 @@ from zoforge.golden.gemm_widths import (ACC_BITS, MULT_BITS, OPERAND_BITS, SHIFT
                                         SHIFT_MAX)
 
 __all__ = ["OPERAND_BITS", "ACC_BITS", "MULT_BITS", "SHIFT_BITS", "SHIFT_MAX", "RequantParams",
-           "gemm_int32", "requantize", "quantize_multiplier", "engine_gemm", "EngineLinear"]
+           "gemm_int32", "wrap_signed", "requantize", "quantize_multiplier", "engine_gemm",
+           "EngineLinear"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class RequantParams:
         return mult.expand(n).clone(), shift.expand(n).clone()
 
 
-def _wrap(values: torch.Tensor, bits: int = ACC_BITS) -> torch.Tensor:
+def wrap_signed(values: torch.Tensor, bits: int = ACC_BITS) -> torch.Tensor:
     """Two's complement wrap of int64 ``values`` to ``bits`` bits (result int64)."""
     half = 1 << (bits - 1)
     return torch.remainder(values + half, 1 << bits) - half
@@ -99,7 +100,7 @@ def gemm_int32(x, w, bias=None) -> torch.Tensor:
     acc = torch.matmul(x.to(torch.float64), w.to(torch.float64)).to(torch.int64)
     if bias is not None:
         acc = acc + torch.as_tensor(bias).to(torch.int64)
-    return _wrap(acc).to(torch.int32)
+    return wrap_signed(acc).to(torch.int32)
 
 
 def requantize(acc, params: RequantParams, relu: bool = False) -> torch.Tensor:

@@ -25,11 +25,14 @@ __all__ = ["SystolicArray"]
 
 
 class SystolicArray(wiring.Component):
-    def __init__(self, rows: int, cols: int):
-        self.rows, self.cols = rows, cols
+    """``rows`` x ``cols`` PEs; ``a`` operands of ``a_bits``, ``b`` operands of ``b_bits``."""
+
+    def __init__(self, rows: int, cols: int, a_bits: int = OPERAND_BITS,
+                 b_bits: int = OPERAND_BITS):
+        self.rows, self.cols, self.a_bits, self.b_bits = rows, cols, a_bits, b_bits
         super().__init__({
-            "a": In(data.ArrayLayout(signed(OPERAND_BITS), rows)),
-            "b": In(data.ArrayLayout(signed(OPERAND_BITS), cols)),
+            "a": In(data.ArrayLayout(signed(a_bits), rows)),
+            "b": In(data.ArrayLayout(signed(b_bits), cols)),
             "valid": In(1), "first": In(1), "last": In(1),
             "shift": In(1),
             "res_out": Out(data.ArrayLayout(signed(ACC_BITS), cols)),
@@ -49,7 +52,7 @@ class SystolicArray(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         R, C = self.rows, self.cols
-        pes = [[ProcessingElement() for _ in range(C)] for _ in range(R)]
+        pes = [[ProcessingElement(self.a_bits, self.b_bits) for _ in range(C)] for _ in range(R)]
         for i in range(R):
             for j in range(C):
                 m.submodules[f"pe_{i}_{j}"] = pes[i][j]
@@ -57,7 +60,7 @@ class SystolicArray(wiring.Component):
         for i in range(R):
             a, valid, first, last = self.a[i], self.valid, self.first, self.last
             for stage in range(i):
-                a_d = Signal(signed(OPERAND_BITS), name=f"a_skew_{i}_{stage}")
+                a_d = Signal(signed(self.a_bits), name=f"a_skew_{i}_{stage}")
                 flags_d = Signal(3, name=f"flags_skew_{i}_{stage}")
                 m.d.sync += [a_d.eq(a), flags_d.eq(Cat(valid, first, last))]
                 a, valid, first, last = a_d, flags_d[0], flags_d[1], flags_d[2]
@@ -67,7 +70,7 @@ class SystolicArray(wiring.Component):
         for j in range(C):
             b = self.b[j]
             for stage in range(j):
-                b_d = Signal(signed(OPERAND_BITS), name=f"b_skew_{j}_{stage}")
+                b_d = Signal(signed(self.b_bits), name=f"b_skew_{j}_{stage}")
                 m.d.sync += b_d.eq(b)
                 b = b_d
             m.d.comb += pes[0][j].b_in.eq(b)

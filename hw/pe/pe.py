@@ -1,7 +1,8 @@
 """One processing element (PE) of the output-stationary systolic array.
 
-Integer semantics (see :mod:`zoforge.golden.gemm`): ``a`` and ``b`` are signed INT8; their
-product (exact, 16 bits) is added to a 32-bit signed accumulator that wraps modulo 2^32.
+Integer semantics (see :mod:`zoforge.golden.gemm`): ``a`` and ``b`` are signed integers of
+``a_bits`` and ``b_bits`` (INT8 by default; the ZO layer feeds 16-bit weights on ``a``); their
+product (exact) is added to a 32-bit signed accumulator that wraps modulo 2^32.
 
 Pipeline, written so that synthesis maps it onto one DSP48E2 (A/B input registers, a
 registered multiplier output MREG, the accumulator as PREG)::
@@ -25,21 +26,17 @@ __all__ = ["ProcessingElement"]
 
 
 class ProcessingElement(wiring.Component):
-    """Signed INT8 x INT8 multiply-accumulate into a wrapping 32-bit accumulator."""
+    """Signed ``a_bits`` x ``b_bits`` multiply-accumulate into a wrapping 32-bit accumulator."""
 
-    a_in: In(signed(OPERAND_BITS))
-    b_in: In(signed(OPERAND_BITS))
-    valid_in: In(1)
-    first_in: In(1)
-    last_in: In(1)
-    a_out: Out(signed(OPERAND_BITS))
-    b_out: Out(signed(OPERAND_BITS))
-    valid_out: Out(1)
-    first_out: Out(1)
-    last_out: Out(1)
-    shift: In(1)
-    res_in: In(signed(ACC_BITS))
-    res_out: Out(signed(ACC_BITS))
+    def __init__(self, a_bits: int = OPERAND_BITS, b_bits: int = OPERAND_BITS):
+        self.a_bits, self.b_bits = a_bits, b_bits
+        super().__init__({
+            "a_in": In(signed(a_bits)), "b_in": In(signed(b_bits)),
+            "valid_in": In(1), "first_in": In(1), "last_in": In(1),
+            "a_out": Out(signed(a_bits)), "b_out": Out(signed(b_bits)),
+            "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
+            "shift": In(1), "res_in": In(signed(ACC_BITS)), "res_out": Out(signed(ACC_BITS)),
+        })
 
     def elaborate(self, platform):
         m = Module()
@@ -48,7 +45,7 @@ class ProcessingElement(wiring.Component):
                      self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
                      self.last_out.eq(self.last_in)]
         # Stage 2: registered multiplier output.
-        prod = Signal(signed(2 * OPERAND_BITS))
+        prod = Signal(signed(self.a_bits + self.b_bits))
         valid, first, last = Signal(), Signal(), Signal()
         m.d.sync += [prod.eq(self.a_out * self.b_out), valid.eq(self.valid_out),
                      first.eq(self.first_out), last.eq(self.last_out)]

@@ -1,0 +1,214 @@
+"""The ZO training layer's integer arithmetic (PyTorch), bit-exact with :mod:`zoforge.hw.zo`.
+
+Shapes are the natural ones (the hardware's tile order is its own business): activations
+``X`` ``(M, K)`` int8; in ``lora-fa`` mode frozen ``W`` ``(K, N)`` and ``A`` ``(K, r)`` int8
+and the trained ``B`` ``(r, N)``; in ``full`` mode the trained ``W`` ``(K, N)``. The trained
+matrix is called T (``K_t x N``, K_t = r or K); formats are
+:class:`~zoforge.golden.zolayer.config.Formats`.
+
+* **Master copy** ``T``: signed 24-bit integers, 8 fractional bits below the operand.
+  The operand fed to the array is ``T >> 8`` (arithmetic, floor; always fits 16 bits).
+* **Perturbation order**: the hardware reads T as *words*: for each feature panel
+  ``p = 0 .. N/R - 1`` (outer) and each ``k = 0 .. K_t - 1`` (inner), the R values
+  ``T[k, p*R + i]``, i = 0..R-1. Each word takes one generator transfer and uses its first R
+  values (``generator.take(R)``: an LFSR generator moves one cycle whatever R is, the pool
+  moves its pointer by R). A perturbation ``z`` of T is the next ``K_t * N / R`` words, so it
+  depends on R but not on C, M or the tiling of tokens.
+* **Branch** (query i, sign s in {+1, -1}, ``eps = 2^-e``)::
+
+      Tp = clamp((T >> 8) + s * (z_i >> e), -2^15, 2^15 - 1)     # int16, saturating
+      lora-fa:  Y = wrap32(XW + U · Tp)      full:  Y = wrap32(X · Tp)
+
+  ``z >> e`` is an arithmetic shift (floor), so +z and -z are exact negatives before the
+  saturation; products are exact, sums wrap modulo 2^32 like the engine's accumulators.
+  T itself is never written with a perturbation.
+* **Frozen products** (lora-fa, once per batch): ``XW = wrap32(X · W)`` and
+  ``U = requantize(wrap32(X · A), mult, shift)`` (int8, the GEMM engine's per-tensor
+  rounding half up and saturation, :func:`zoforge.golden.gemm.requantize`).
+* **Update**, from the host's projected gradients ``g_i`` (signed 16-bit) after the
+  branches of query i: the generator is restored to query i's start and the same ``z_i`` is
+  regenerated, ``D += g_i * z_i`` (exact; D has
+  :meth:`~zoforge.golden.zolayer.config.Formats.accumulator_bits`). At the end of the step,
+  with ``eta / q = eta_mult * 2^-eta_shift``::
+
+      delta = (D * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift   # round half up
+      T     = clamp(T - delta, -2^23, 2^23 - 1);   D = 0
+
+  i.e. ``T <- T - (eta/q) * sum_i g_i z_i`` in master LSBs, rounded once per step.
+* **The host's side** (the ZCU102's ARM cores): a synthetic regression loss
+  ``l = sum (Y - target)^2`` (exact integers), and
+  ``g = clamp(floor((l_plus - l_minus) / 2^grad_shift), -2^15, 2^15 - 1)``, the projected
+  gradient ``(l_plus - l_minus) / (2 eps)`` in a fixed-point scale the host chooses.
+
+Generator schedule of one step (P-RGE order, outer loop queries, inner loop signs)::
+
+    for i in range(q): save; Y+ = branch(+1); restore; Y- = branch(-1); restore; accumulate(g_i)
+    apply(eta_mult, eta_shift)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from zoforge.errors import ConfigError, check_int_range
+from zoforge.golden.gemm import RequantParams, gemm_int32, requantize, wrap_signed
+from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
+
+__all__ = ["LayerShape", "ZoLayerGolden", "saturate", "squared_error", "projected_gradient"]
+
+
+def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
+    """Clamp int64 ``values`` to the signed ``bits``-bit range."""
+    return values.clamp(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def squared_error(y: torch.Tensor, target: torch.Tensor) -> int:
+    """The host's loss: ``sum (y - target)^2`` as an exact Python integer."""
+    diff = [int(v) for v in (y.to(torch.int64) - target.to(torch.int64)).reshape(-1)]
+    return sum(v * v for v in diff)
+
+
+def projected_gradient(loss_plus: int, loss_minus: int, grad_shift: int) -> int:
+    """The host's fixed-point projected gradient (see the module docstring)."""
+    check_int_range("--grad-shift", grad_shift, 0, 127)
+    g = (int(loss_plus) - int(loss_minus)) >> grad_shift
+    half = 1 << (Formats.GRAD_BITS - 1)
+    return max(-half, min(half - 1, g))
+
+
+@dataclass(frozen=True)
+class LayerShape:
+    """One layer's run-time dimensions (within the configuration's capacities)."""
+
+    m: int
+    k: int
+    n: int
+    r: int = 0
+
+    def checked(self, config: ZoLayerConfig) -> "LayerShape":
+        lora = config.mode == "lora-fa"
+        check_int_range("--m", self.m, 1, config.max_m)
+        check_int_range("--k", self.k, 1, config.max_k)
+        check_int_range("--n", self.n, 1, config.max_n)
+        check_int_range("--r", self.r, 1 if lora else 0, config.max_r if lora else 0)
+        for flag, value, unit, name in (("--m", self.m, config.cols, "--cols"),
+                                        ("--n", self.n, config.rows, "--rows"),
+                                        ("--r", self.r, config.rows, "--rows")):
+            if value % unit:
+                raise ConfigError(flag, f"a multiple of {name} = {unit}", value)
+        return self
+
+    def trained(self, config: ZoLayerConfig) -> tuple[int, int]:
+        """``(K_t, N)``: the trained matrix's shape."""
+        return (self.r if config.mode == "lora-fa" else self.k), self.n
+
+
+class ZoLayerGolden:
+    """One layer's state (master T, update accumulator D, generator) and its operations."""
+
+    def __init__(self, config: ZoLayerConfig, shape: LayerShape, seed: int = 0):
+        self.config, self.shape = config, shape.checked(config)
+        self.lora = config.mode == "lora-fa"
+        self.generator = config.generator().golden()
+        self.generator.state = self.generator.initial_state(seed)
+        self.saved = self.generator.save()
+        self.z_width = self.generator.width
+        self.accumulator_bits = Formats.accumulator_bits(self.z_width)
+        k_t, n = shape.trained(config)
+        self.master = torch.zeros(k_t, n, dtype=torch.int64)
+        self.accumulator = torch.zeros(k_t, n, dtype=torch.int64)
+        self.x = self.w = self.a = self.xw = self.u = None
+
+    # -- loads --------------------------------------------------------------------------
+    def load_frozen(self, w: torch.Tensor, a: torch.Tensor | None = None) -> None:
+        """The frozen int8 weights: W ``(K, N)`` and A ``(K, r)`` (lora-fa only)."""
+        s = self.shape
+        self.w = _int8("w", w, (s.k, s.n)) if self.lora else None
+        self.a = _int8("a", a, (s.k, s.r)) if self.lora else None
+
+    def load_master(self, t: torch.Tensor) -> None:
+        """The trained matrix's master copy (24-bit integers); clears D."""
+        t = torch.as_tensor(t, dtype=torch.int64)
+        if tuple(t.shape) != tuple(self.master.shape) or (saturate(t, Formats.MASTER_BITS)
+                                                          != t).any():
+            raise ConfigError("master", f"a {tuple(self.master.shape)} matrix of signed "
+                              f"{Formats.MASTER_BITS}-bit integers", tuple(t.shape))
+        self.master = t.clone()
+        self.accumulator.zero_()
+
+    def load_x(self, x: torch.Tensor) -> None:
+        self.x = _int8("x", x, (self.shape.m, self.shape.k))
+
+    # -- frozen products ------------------------------------------------------------------
+    def frozen(self, mult: int, shift: int) -> None:
+        """``XW`` and ``U = requant(X·A)`` for this batch (lora-fa)."""
+        if self.lora:
+            self.xw = gemm_int32(self.x, self.w).to(torch.int64)
+            self.u = requantize(gemm_int32(self.x, self.a), RequantParams(mult, shift))
+
+    # -- the generator ------------------------------------------------------------------
+    def save(self) -> None:
+        self.saved = self.generator.save()
+
+    def restore(self) -> None:
+        self.generator.restore(self.saved)
+
+    def perturbation(self) -> torch.Tensor:
+        """The next perturbation of T in the hardware's read order, as a ``(K_t, N)``
+        int64 matrix (advances the generator)."""
+        k_t, n = self.master.shape
+        rows, words = self.config.rows, k_t * n // self.config.rows
+        g = self.generator
+        step = g.advance(0, rows)                       # the state's move per word
+        states = (g.state + step * torch.arange(words, dtype=torch.int64)) % g.modulus
+        values = torch.from_numpy(g.values_at(states.numpy())[:, :rows]).to(torch.int64)
+        g.state = (g.state + step * words) % g.modulus
+        # word (p, k) holds T[k, p*R:(p+1)*R]: panels outer, k inner
+        return values.reshape(n // rows, k_t, rows).permute(1, 0, 2).reshape(k_t, n)
+
+    # -- branches and the update ----------------------------------------------------------
+    def operand(self, sign: int = 0, eps_shift: int = 0, z: torch.Tensor | None = None):
+        """The int16 operand ``clamp((T >> 8) + sign * (z >> eps_shift))``."""
+        base = self.master >> Formats.MASTER_FRAC
+        if sign == 0:
+            return base
+        return saturate(base + sign * (z >> eps_shift), Formats.WEIGHT_BITS)
+
+    def branch(self, sign: int, eps_shift: int) -> torch.Tensor:
+        """One forward branch with ``T + sign * eps * z`` (the next perturbation): Y
+        ``(M, N)`` as int64 values of int32."""
+        if sign not in (1, -1):
+            raise ConfigError("sign", "+1 or -1", sign)
+        check_int_range("--eps-shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
+        tp = self.operand(sign, eps_shift, self.perturbation()).to(torch.float64)
+        if self.lora:
+            return wrap_signed(self.xw + _exact_matmul(self.u, tp))
+        return wrap_signed(_exact_matmul(self.x, tp))
+
+    def accumulate(self, g: int) -> None:
+        """``D += g * z`` with the next perturbation (after restoring the query's start)."""
+        half = 1 << (Formats.GRAD_BITS - 1)
+        check_int_range("g", g, -half, half - 1)
+        self.accumulator += int(g) * self.perturbation()
+
+    def apply(self, eta_mult: int, eta_shift: int) -> None:
+        """``T <- clamp(T - round(D * eta_mult / 2^eta_shift))``; ``D <- 0``."""
+        check_int_range("--eta-mult", eta_mult, 0, (1 << Formats.ETA_MULT_BITS) - 1)
+        check_int_range("--eta-shift", eta_shift, 0, Formats.ETA_SHIFT_MAX)
+        delta = (self.accumulator * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift
+        self.master = saturate(self.master - delta, Formats.MASTER_BITS)
+        self.accumulator.zero_()
+
+
+def _int8(name: str, t, shape: tuple[int, int]) -> torch.Tensor:
+    t = torch.as_tensor(t)
+    if tuple(t.shape) != shape or t.dtype.is_floating_point or (
+            t.numel() and (int(t.min()) < -128 or int(t.max()) > 127)):
+        raise ConfigError(name, f"a {shape} matrix of int8 values", tuple(t.shape))
+    return t.to(torch.int8)
+
+
+def _exact_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for small integers, exact (float64 sums stay below 2^53 here) -> int64."""
+    return torch.matmul(a.to(torch.float64), b.to(torch.float64)).to(torch.int64)
