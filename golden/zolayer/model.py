@@ -35,10 +35,7 @@ matrix is called T (``K_t x N``, K_t = r or K); formats are
       T     = clamp(T - delta, -2^23, 2^23 - 1);   D = 0
 
   i.e. ``T <- T - (eta/q) * sum_i g_i z_i`` in master LSBs, rounded once per step.
-* **The host's side** (the ZCU102's ARM cores): a synthetic regression loss
-  ``l = sum (Y - target)^2`` (exact integers), and
-  ``g = clamp(floor((l_plus - l_minus) / 2^grad_shift), -2^15, 2^15 - 1)``, the projected
-  gradient ``(l_plus - l_minus) / (2 eps)`` in a fixed-point scale the host chooses.
+* **The host's side** (loss, projected gradient ``g``): :mod:`.host`.
 
 Generator schedule of one step (P-RGE order, outer loop queries, inner loop signs)::
 
@@ -55,26 +52,12 @@ from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.gemm import RequantParams, gemm_int32, requantize, wrap_signed
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 
-__all__ = ["LayerShape", "ZoLayerGolden", "saturate", "squared_error", "projected_gradient"]
+__all__ = ["LayerShape", "ZoLayerGolden", "saturate"]
 
 
 def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
     """Clamp int64 ``values`` to the signed ``bits``-bit range."""
     return values.clamp(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
-
-
-def squared_error(y: torch.Tensor, target: torch.Tensor) -> int:
-    """The host's loss: ``sum (y - target)^2`` as an exact Python integer."""
-    diff = [int(v) for v in (y.to(torch.int64) - target.to(torch.int64)).reshape(-1)]
-    return sum(v * v for v in diff)
-
-
-def projected_gradient(loss_plus: int, loss_minus: int, grad_shift: int) -> int:
-    """The host's fixed-point projected gradient (see the module docstring)."""
-    check_int_range("--grad-shift", grad_shift, 0, 127)
-    g = (int(loss_plus) - int(loss_minus)) >> grad_shift
-    half = 1 << (Formats.GRAD_BITS - 1)
-    return max(-half, min(half - 1, g))
 
 
 @dataclass(frozen=True)
@@ -176,12 +159,14 @@ class ZoLayerGolden:
         return saturate(base + sign * (z >> eps_shift), Formats.WEIGHT_BITS)
 
     def branch(self, sign: int, eps_shift: int) -> torch.Tensor:
-        """One forward branch with ``T + sign * eps * z`` (the next perturbation): Y
-        ``(M, N)`` as int64 values of int32."""
-        if sign not in (1, -1):
-            raise ConfigError("sign", "+1 or -1", sign)
+        """One forward branch with ``T + sign * eps * z`` (the next perturbation; sign 0:
+        the unperturbed layer, no perturbation drawn): Y ``(M, N)`` as int64 values of
+        int32."""
+        if sign not in (1, 0, -1):
+            raise ConfigError("sign", "+1, 0 or -1", sign)
         check_int_range("--eps-shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
-        tp = self.operand(sign, eps_shift, self.perturbation()).to(torch.float64)
+        z = self.perturbation() if sign else None
+        tp = self.operand(sign, eps_shift, z).to(torch.float64)
         if self.lora:
             return wrap_signed(self.xw + _exact_matmul(self.u, tp))
         return wrap_signed(_exact_matmul(self.x, tp))

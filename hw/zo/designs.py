@@ -1,0 +1,48 @@
+"""Design ``zo-layer``: the ZO training layer, elaborated from a ZoLayerConfig."""
+from __future__ import annotations
+
+from zoforge.golden.zolayer import LAYER_CONFIGS, ZoLayerConfig
+from zoforge.hw.designs import Design, Elaborated, register_design
+from zoforge.hw.rng.designs import design_name as generator_name
+from zoforge.hw.rng.designs import memory_files as generator_memory_files
+
+from .layer import ZoLayer
+
+__all__ = ["layer_name", "elaborate_layer", "DESIGN"]
+
+BLOCKS = {
+    "array": "R x C output-stationary systolic array, 16-bit weight x 8-bit activation MACs",
+    "perturb": "weight-operand stream: master >> 8 plus/minus (z >> eps_shift), saturating",
+    "update": "update unit: D += g*z, T -= round(eta*D) (walks T in branch order)",
+    "generator": "the perturbation generator (with save/restore)",
+    "master": "trained matrix master copy, 24-bit",
+    "update_accumulator": "update accumulator D",
+    "stage": "double-buffered staging of the perturbed weight panel",
+    "x_buffer": "token (activation) buffer",
+    "result_buffer": "double-buffered result tile buffer",
+    "requant": "init add (XW) and requantization of U = requant(X·A)",
+    "regs": "AXI4-Lite control/status registers",
+}
+_LORA_BLOCKS = {"w_frozen": "frozen W", "a_frozen": "frozen A",
+                "u_buffer": "U = requant(X·A)", "init_buffer": "XW, the branches' init"}
+
+
+def layer_name(config: ZoLayerConfig) -> str:
+    mode = "lora" if config.mode == "lora-fa" else "full"
+    return (f"zo_layer_{mode}_{config.rows}x{config.cols}_"
+            f"{generator_name(config.generator()).removeprefix('rng_')}")
+
+
+def elaborate_layer(config: ZoLayerConfig) -> Elaborated:
+    top = ZoLayer(config)
+    name = layer_name(config)
+    blocks = dict(BLOCKS, **(_LORA_BLOCKS if top.lora else {}))
+    generator = config.generator()
+    return Elaborated(top=top, name=name, config=config, facts=top.facts, blocks=blocks,
+                      memory_files=generator_memory_files(name, generator, generator.golden()))
+
+
+DESIGN = register_design(Design(
+    "zo-layer", "ZO training layer (LoRA-FA or full weight): perturbed weight stream, "
+                "P-RGE branches, update unit regenerating z",
+    configs=tuple(LAYER_CONFIGS.values()), elaborate=elaborate_layer))

@@ -1,0 +1,169 @@
+"""cocotb testbench of the ZO layer: the host's program of ZO steps over cocotbext-axi.
+
+Inputs (from :mod:`zoforge.sim.zo_cosim`, in ``bench_dir()``): ``x.npy`` (one batch per
+step), ``target.npy``, ``w.npy``/``a.npy`` (lora-fa), ``master.npy``; the schedule and the
+step settings in ``bench_args()``. The bench plays the ARM host: it loads the frozen weights
+and the master copy once, then per step loads the batch, computes the frozen products,
+runs each query's two branches, computes the loss and the projected gradient g
+(:mod:`zoforge.golden.zolayer.host`, the same code the golden model uses), accumulates,
+applies the update and reads T back. The last step runs under the sequential schedule (each
+branch recomputes the frozen products) for the cycle comparison; a plain (unperturbed)
+branch at the end measures what the perturbation costs.
+
+Outputs: ``branches.npy`` (every branch's Y), ``masters.npy`` (T after every step),
+``plain.npy`` and, via ``write_result``, g values and cycle counts.
+"""
+import itertools
+import random
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles
+from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
+                           AxiStreamSink, AxiStreamSource)
+
+from zoforge.golden.zolayer.host import projected_gradient, squared_error
+from zoforge.hw.zo.registers import address, ctrl_word
+from zoforge.sim.cosim import bench_args, bench_dir, write_result
+
+CLOCK_NS = 10
+
+
+def _pauses(probability: float, seed: int):
+    rng = random.Random(seed)
+    return (rng.random() < probability for _ in itertools.count())
+
+
+class LayerHost:
+    def __init__(self, dut, args):
+        self.dut, self.args = dut, args
+        self.lanes = args["lanes"]
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_"), dut.clk,
+                                      dut.rst, byte_size=32)
+        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_"), dut.clk,
+                                  dut.rst, byte_size=32)
+        for part in (self.source, self.sink, self.axil.write_if, self.axil.read_if):
+            part.log.setLevel("WARNING")
+        idle, pressure, seed = args["source_idle"], args["sink_backpressure"], args["seed"]
+        if idle:
+            self.source.set_pause_generator(_pauses(idle, seed))
+        if pressure:
+            self.sink.set_pause_generator(_pauses(pressure, seed + 1))
+        self.jobs = []
+
+    async def reset(self):
+        self.dut.rst.value = 1
+        await ClockCycles(self.dut.clk, 3)
+        self.dut.rst.value = 0
+        await ClockCycles(self.dut.clk, 2)
+
+    async def write(self, name, value):
+        await self.axil.write_dword(address(name), int(value) & 0xFFFFFFFF)
+
+    async def read(self, name):
+        return await self.axil.read_dword(address(name))
+
+    async def job(self, name, words=None, receive=False, **flags):
+        """Run one job; ``words`` (rows of lanes) are streamed in; returns the output."""
+        if words is not None:
+            flat = [int(v) & 0xFFFFFFFF for v in np.asarray(words).reshape(-1)]
+            await self.source.send(AxiStreamFrame(flat))
+        await self.write("CTRL", ctrl_word(name, **flags))
+        out = None
+        if receive:
+            frame = await self.sink.recv()
+            out = np.array(frame.tdata, dtype=np.uint32).astype(np.int32).reshape(-1, self.lanes)
+        while not (await self.read("STATUS")) & 2:
+            await ClockCycles(self.dut.clk, 4)
+        cycles = await self.read("CYCLES")
+        array_cycles = await self.read("ARRAY_CYCLES")
+        await self.write("STATUS", 2)
+        self.jobs.append({"job": name, "cycles": cycles, "array_cycles": array_cycles,
+                          **{k: bool(v) for k, v in flags.items()}})
+        return out
+
+    # -- data layouts (see zoforge.hw.zo.layer) ------------------------------------------
+    def panel_words(self, matrix, rows):
+        """(K, F) -> words (panel outer, k inner), lane i = matrix[k, p*R + i]."""
+        k, f = matrix.shape
+        words = np.zeros((f // rows * k, self.lanes), dtype=np.int64)
+        words[:, :rows] = matrix.reshape(k, f // rows, rows).transpose(1, 0, 2).reshape(-1, rows)
+        return words
+
+    def token_words(self, x, cols):
+        """(M, K) -> words (token tile outer, k inner), lane j = x[mt*C + j, k]."""
+        m, k = x.shape
+        words = np.zeros((m // cols * k, self.lanes), dtype=np.int64)
+        words[:, :cols] = x.reshape(m // cols, cols, k).transpose(0, 2, 1).reshape(-1, cols)
+        return words
+
+    def branch_output(self, out, m, n, rows, cols):
+        """Output beats (panel outer, token tile inner, feature row) -> Y (M, N)."""
+        tiles = out[:, :cols].reshape(n // rows, m // cols, rows, cols)
+        return tiles.transpose(1, 3, 0, 2).reshape(m, n)
+
+
+@cocotb.test()
+async def run_steps(dut):
+    args = bench_args()
+    data = bench_dir()
+    cocotb.start_soon(Clock(dut.clk, CLOCK_NS, unit="ns").start())
+    host = LayerHost(dut, args)
+    await host.reset()
+    m, k, n, r = args["m"], args["k"], args["n"], args["r"]
+    rows, cols, lora, q = args["rows"], args["cols"], args["lora"], args["q"]
+    xs = np.load(data / "x.npy")
+    targets = np.load(data / "target.npy")
+    for name, value in (("M", m), ("K", k), ("N", n), ("RANK", r), ("MULT", args["mult"]),
+                        ("SHIFT", args["shift"]), ("EPS_SHIFT", args["eps_shift"]),
+                        ("ETA_MULT", args["eta_mult"]), ("ETA_SHIFT", args["eta_shift"])):
+        await host.write(name, value)
+    if lora:
+        await host.job("load_w", host.panel_words(np.load(data / "w.npy"), rows))
+        await host.job("load_a", host.panel_words(np.load(data / "a.npy"), rows))
+    await host.job("load_master", host.panel_words(np.load(data / "master.npy"), rows))
+
+    async def frozen(x):
+        await host.job("load_x", host.token_words(x, cols))
+        if lora:
+            await host.job("frozen_w")
+            await host.job("frozen_a")
+
+    async def branch(**flags):
+        out = await host.job("branch", receive=True, **flags)
+        return host.branch_output(out, m, n, rows, cols)
+
+    branches, masters, grads, step_cycles = [], [], [], []
+    for step, (x, target) in enumerate(zip(xs, targets)):
+        sequential = step == len(xs) - 1
+        await host.write("STEP_CYCLES", 0)
+        if not sequential:
+            await frozen(x)
+        step_grads = []
+        for _ in range(q):
+            if sequential:
+                await frozen(x)
+            y_plus = await branch(save=True)
+            if sequential:
+                await frozen(x)
+            y_minus = await branch(restore=True, minus=True)
+            g = projected_gradient(squared_error(y_plus, target), squared_error(y_minus, target),
+                                   args["grad_shift"])
+            await host.write("GRAD", g)
+            await host.job("accumulate", restore=True)
+            branches += [y_plus, y_minus]
+            step_grads.append(g)
+        await host.job("apply")
+        step_cycles.append(await host.read("STEP_CYCLES"))
+        master = await host.job("read_master", receive=True)
+        masters.append(master[:, :rows].reshape(n // rows, -1, rows).transpose(1, 0, 2)
+                       .reshape(-1, n))
+        grads.append(step_grads)
+    plain = await branch(plain=True)
+    np.save(data / "branches.npy", np.stack(branches))
+    np.save(data / "masters.npy", np.stack(masters))
+    np.save(data / "plain.npy", plain)
+    write_result({"grads": grads, "step_cycles": step_cycles, "jobs": host.jobs,
+                  "irq": int(dut.irq.value)})
