@@ -1,12 +1,17 @@
-"""Amaranth building blocks shared by the PeZO generators: the LFSR step and state saving."""
+"""Amaranth building blocks shared by the PeZO generators: the LFSR step, state saving, and
+port naming for components that are connected inside another design."""
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal, Value
+from types import SimpleNamespace
+
+from amaranth import Cat, Module, ShapeCastable, Signal, Value
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from zoforge.golden.rng.lfsr import taps
 
-__all__ = ["lfsr_next", "drive_state", "snapshot_members", "snapshot_ports"]
+__all__ = ["lfsr_next", "drive_state", "snapshot_members", "snapshot_ports", "private_ports",
+           "named_ports"]
 
 
 def lfsr_next(state: Value, bits: int) -> Value:
@@ -46,3 +51,42 @@ def snapshot_ports(component) -> tuple[Value | None, Value | None]:
     if not component.snapshot:
         return None, None
     return component.save, component.restore
+
+
+def private_ports(component: wiring.Component) -> None:
+    """Give ``component`` private port signals (``name=""``, same shape and initial value; a
+    ``data.View`` where the member's shape is a layout). Call it at the end of ``__init__``.
+
+    Amaranth names a signal in every module that uses it, and gives a signal whose shape is a
+    layout one extra wire per field. A parent that connects two components
+    (``m.d.comb += shift.lanes.eq(core.lanes)``) would therefore hold two names for one net,
+    one of them an unread alias, and every module would hold unread per-field wires: Verilator
+    ``-Wall`` flags both (``UNUSEDSIGNAL``). With private ports the parent names nothing of the
+    component, and :func:`named_ports` names each port once, inside the component's module.
+    (Converted to Verilog on its own, as the top, such a component keeps an unread copy of
+    each input, since a top's port names come from its signature: wrap it in a component.)
+    """
+    for name, member in component.signature.members.items():
+        assert member.is_port and not member.dimensions
+        port = Value.cast(getattr(component, name))
+        private = Signal(port.shape(), name="", init=port.init)
+        setattr(component, name,
+                member.shape(private) if isinstance(member.shape, ShapeCastable) else private)
+
+
+def named_ports(m: Module, component: wiring.Component, *names: str,
+                **renamed: str) -> SimpleNamespace:
+    """Plain signals named after ``component``'s (private) ports ``names``, connected to them in
+    ``m`` (the component's own module): an input's copy follows the port, an output's copy drives
+    it (a register's copy is the register; it has the port's initial value). The module's ports
+    then carry these names, and no wire is left unread. ``renamed`` (port=name) gives a copy
+    another name, e.g. where the port's name is the module's instance name (Verilator
+    ``VARHIDDEN``). See :func:`private_ports`."""
+    named = {}
+    for name in (*names, *renamed):
+        member = component.signature.members[name]
+        port = Value.cast(getattr(component, name))
+        signal = Signal(len(port), name=renamed.get(name, name), init=port.init)
+        m.d.comb += signal.eq(port) if member.flow == In else port.eq(signal)
+        named[name] = signal
+    return SimpleNamespace(**named)
