@@ -24,9 +24,10 @@ from zoforge.golden.zolayer.model import LayerShape, ZoLayerGolden
 from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
 from zoforge.hw.zo.designs import elaborate_layer
-from zoforge.sim.cosim import SIMULATORS, run_cocotb
+from zoforge.sim.cosim import SIMULATORS, CosimResult, run_cocotb
 
-__all__ = ["ZoCosimOptions", "cosim_layer", "predicted_ratio", "golden_run"]
+__all__ = ["ZoCosimOptions", "cosim_layer", "run_layer", "predicted_cycles", "predicted_ratio",
+           "golden_run", "make_data"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class ZoCosimOptions(Config):
     r: int = param(4, "LoRA rank r (lora-fa; a multiple of --rows)", IntRange(1, 1024))
     eps_shift: int = param(2, "eps = 2^-eps_shift (perturbation z >> eps_shift)",
                            IntRange(0, Formats.EPS_SHIFT_MAX))
-    grad_shift: int = param(20, "host: g = (l+ - l-) >> grad_shift, saturated to 16 bits",
+    grad_shift: int = param(32, "host: g = (l+ - l-) >> grad_shift, saturated to 16 bits",
                             IntRange(0, GRAD_SHIFT_MAX))
     eta_mult: int = param(1, "eta / q = eta_mult * 2^-eta_shift",
                           IntRange(0, (1 << Formats.ETA_MULT_BITS) - 1))
@@ -111,21 +112,32 @@ def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
             "grads": np.array(grads), "plain": golden.branch(0, 0).numpy()}
 
 
-def predicted_ratio(config: ZoLayerConfig, shape: LayerShape, q: int) -> float:
-    """Sequential / P-RGE cycles predicted from multiply-accumulate counts."""
+def predicted_cycles(config: ZoLayerConfig, shape: LayerShape, q: int,
+                     sequential: bool = False) -> float:
+    """Cycles of one step predicted from operation counts: multiply-accumulates at R x C
+    per cycle, and one cycle per word loaded or walked (batch load, update walks)."""
+    rows, cols = config.rows, config.cols
     m, k, n, r = shape.m, shape.k, shape.n, shape.r
-    if config.mode == "full":
-        return 1.0
-    frozen, branch = m * k * (n + r), m * r * n
-    return (2 * q * (frozen + branch)) / (frozen + 2 * q * branch)
+    k_t = r if config.mode == "lora-fa" else k
+    load = m // cols * k
+    frozen = m * k * (n + r) / (rows * cols) if config.mode == "lora-fa" else 0
+    branch = m * k_t * n / (rows * cols)
+    update = (q + 1) * (n // rows) * k_t
+    passes = 2 * q if sequential else 1
+    return passes * (load + frozen) + 2 * q * branch + update
 
 
-def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) -> dict:
-    """Run ``options.steps`` ZO steps (and one sequential) on the RTL and on the golden
-    model; a JSON-able summary with ``bit_exact``, cycles and PE utilization."""
-    options = options or ZoCosimOptions()
+def predicted_ratio(config: ZoLayerConfig, shape: LayerShape, q: int) -> float:
+    """Sequential / P-RGE cycles predicted from operation counts."""
+    return (predicted_cycles(config, shape, q, sequential=True)
+            / predicted_cycles(config, shape, q))
+
+
+def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np.ndarray]
+              ) -> tuple[dict[str, np.ndarray], CosimResult]:
+    """Run the bench on ``data``: the RTL's branches, masters and plain branch (empty when
+    the bench failed) and the cocotb result (g values and job counters in ``results``)."""
     shape = _shape(config, options)
-    data = make_data(config, options)
     elaborated = elaborate_layer(config)
     verilog = to_verilog(elaborated.top, elaborated.name)
     args = {"m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r, "rows": config.rows,
@@ -144,14 +156,21 @@ def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) ->
         rtl = {name: np.load(folder / f"{name}.npy") for name in ("branches", "masters",
                                                                    "plain")} \
             if result.passed else {}
+    return rtl, result
+
+
+def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) -> dict:
+    """Run ``options.steps`` ZO steps (and one sequential) on the RTL and on the golden
+    model; a JSON-able summary with ``bit_exact``, cycles and PE utilization."""
+    options = options or ZoCosimOptions()
+    shape = _shape(config, options)
+    data = make_data(config, options)
+    rtl, result = run_layer(config, options, data)
     golden = golden_run(config, options, data)
     bench = result.results
-    checks = {
-        "branches": result.passed and np.array_equal(rtl["branches"], golden["branches"]),
-        "masters": result.passed and np.array_equal(rtl["masters"], golden["masters"]),
-        "grads": result.passed and bench["grads"] == golden["grads"].tolist(),
-        "plain": result.passed and np.array_equal(rtl["plain"], golden["plain"]),
-    }
+    checks = {name: result.passed and np.array_equal(rtl[name], golden[name])
+              for name in ("branches", "masters", "plain")}
+    checks["grads"] = result.passed and bench["grads"] == golden["grads"].tolist()
     jobs = bench.get("jobs", [])
     branches = [j for j in jobs if j["job"] == "branch" and not j.get("plain")]
     plain = [j for j in jobs if j["job"] == "branch" and j.get("plain")]
@@ -168,6 +187,7 @@ def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) ->
         "q": options.q, "steps": options.steps,
         "grads": bench.get("grads"),
         "cycles_per_step": cycles, "sequential_cycles_per_step": sequential,
+        "predicted_cycles_per_step": predicted_cycles(config, shape, options.q),
         "measured_ratio": round(sequential / cycles, 4) if cycles else 0.0,
         "predicted_ratio": round(predicted_ratio(config, shape, options.q), 4),
         "pe_utilization": round(sum(j["array_cycles"] for j in branches) / branch_cycles, 4)

@@ -1,0 +1,225 @@
+"""The ZO training layer: golden model pinned to a second derivation, RTL bit-exact against it.
+
+The reference below is written from the golden model's docstring with plain Python/numpy
+integers (sequential ``take(R)`` per word, int64 matmuls, Python floor shifts), independently
+of the vectorised golden code whose constants the hardware follows.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zoforge.errors import ConfigError
+from zoforge.golden.zolayer import layer_config
+from zoforge.golden.zolayer.host import projected_gradient, squared_error
+from zoforge.golden.zolayer.model import LayerShape
+from zoforge.hw.export import to_verilog
+from zoforge.hw.zo.designs import elaborate_layer
+from zoforge.hw.zo.registers import JOBS, REGISTERS
+from zoforge.sim.lint import lint_verilog
+from zoforge.sim.zo_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
+                                  predicted_ratio, run_layer)
+from zoforge.sim.toolchain import available_simulators
+
+SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
+STRATEGIES = ("onthefly", "pregen", "gaussian")
+needs_verilator = pytest.mark.skipif("verilator" not in available_simulators(),
+                                     reason="verilator is not installed")
+
+
+# -- an independent reference ------------------------------------------------------------
+
+def _wrap32(v):
+    return ((np.asarray(v, dtype=np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+
+def _clamp(v, bits):
+    return np.clip(v, -(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def reference_run(config, options, data):
+    rows, lora = config.rows, config.mode == "lora-fa"
+    gen = config.generator().golden()
+    gen.state = gen.initial_state(options.seed)
+    master = data["master"].astype(np.int64).copy()
+    k_t, n = master.shape
+
+    def next_z():
+        z = np.zeros((k_t, n), dtype=np.int64)
+        for p in range(n // rows):
+            for k in range(k_t):
+                z[k, p * rows:(p + 1) * rows] = gen.take(rows)
+        return z
+
+    def requant(acc):
+        prod = acc * options.mult
+        rnd = (1 << options.shift) >> 1
+        return np.clip((prod + rnd) >> options.shift, -128, 127)
+
+    branches, masters, grads = [], [], []
+    for x, target in zip(data["x"], data["target"]):
+        if lora:
+            xw = _wrap32(x @ data["w"])
+            u = requant(_wrap32(x @ data["a"]))
+
+        def branch(sign):
+            z = next_z()
+            tp = _clamp((master >> 8) + sign * (z >> options.eps_shift), 16)
+            return _wrap32(xw + u @ tp) if lora else _wrap32(x @ tp)
+
+        accumulator = np.zeros_like(master)
+        step_grads = []
+        for _ in range(options.q):
+            saved = gen.state
+            y_plus = branch(1)
+            gen.state = saved
+            y_minus = branch(-1)
+            diff = sum(int(v) ** 2 for v in (y_plus - target).ravel()) - \
+                sum(int(v) ** 2 for v in (y_minus - target).ravel())
+            g = max(-(1 << 15), min((1 << 15) - 1, diff >> options.grad_shift))
+            gen.state = saved
+            accumulator += g * next_z()
+            branches += [y_plus, y_minus]
+            step_grads.append(g)
+        delta = (accumulator * options.eta_mult + ((1 << options.eta_shift) >> 1)) \
+            >> options.eta_shift
+        master = _clamp(master - delta, 24)
+        masters.append(master.copy())
+        grads.append(step_grads)
+    return {"branches": np.stack(branches), "masters": np.stack(masters),
+            "grads": np.array(grads)}
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("mode", ["lora-fa", "full"])
+@pytest.mark.parametrize("q", [1, 2, 4])
+def test_golden_matches_the_independent_reference(strategy, mode, q):
+    config = layer_config(strategy, mode=mode, **SMALL)
+    options = ZoCosimOptions(steps=2, q=q, seed=q + 3, eps_shift=3, grad_shift=30,
+                             eta_mult=3, eta_shift=2)
+    data = make_data(config, options)
+    golden, reference = golden_run(config, options, data), reference_run(config, options, data)
+    for name in ("branches", "masters", "grads"):
+        np.testing.assert_array_equal(golden[name], reference[name], err_msg=name)
+    assert (golden["grads"] != 0).any()                  # the update did something
+
+
+def test_host_arithmetic():
+    assert squared_error([1, -2], [0, 0]) == 5
+    assert projected_gradient(10, 2, 2) == 2
+    assert projected_gradient(3, 10, 1) == -4             # floor
+    assert projected_gradient(1 << 40, 0, 0) == (1 << 15) - 1
+    assert projected_gradient(0, 1 << 40, 0) == -(1 << 15)
+
+
+@pytest.mark.parametrize("fields, flag", [
+    (dict(strategy="pregen", banks=8), "--banks"),
+    (dict(strategy="onthefly", n_rng=3), "--n-rng"),
+    (dict(max_n=18), "--max-n"),
+    (dict(max_m=18), "--max-m"),
+    (dict(mode="half"), "--mode"),
+    (dict(strategy="pregen", bits=28), "--bits"),
+])
+def test_bad_configurations_are_one_line_errors(fields, flag):
+    strategy = fields.pop("strategy", "onthefly")
+    with pytest.raises(ConfigError) as error:
+        layer_config(strategy, **fields)
+    assert flag in str(error.value) and "\n" not in str(error.value)
+
+
+def test_bad_shapes_name_the_flag():
+    config = layer_config(**SMALL)
+    for shape, flag in ((LayerShape(6, 8, 8, 4), "--m"), (LayerShape(8, 8, 6, 4), "--n"),
+                        (LayerShape(8, 8, 8, 0), "--r"), (LayerShape(8, 99, 8, 4), "--k")):
+        with pytest.raises(ConfigError, match=flag):
+            shape.checked(config)
+
+
+def test_predicted_ratio_counts_shared_frozen_work():
+    lora = layer_config(**SMALL)
+    shape = LayerShape(16, 16, 16, 4)
+    assert predicted_ratio(lora, shape, 4) > predicted_ratio(lora, shape, 1) > 1
+    full = layer_config(mode="full", **SMALL)
+    assert predicted_ratio(full, LayerShape(16, 16, 16), 2) > 1   # only the batch load
+
+
+# -- RTL against the golden model ---------------------------------------------------------
+
+@needs_verilator
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("mode", ["lora-fa", "full"])
+def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode):
+    config = layer_config(strategy, mode=mode, **SMALL)
+    summary = cosim_layer(config, ZoCosimOptions(steps=2, q=2, seed=5, source_idle=0.3,
+                                                 sink_backpressure=0.3, grad_shift=30))
+    assert summary["bit_exact"], summary
+    assert any(g != 0 for step in summary["grads"] for g in step)
+    assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
+
+
+@needs_verilator
+@pytest.mark.parametrize("q", [1, 4])
+def test_rtl_query_counts(q):
+    summary = cosim_layer(layer_config(**SMALL), ZoCosimOptions(steps=1, q=q, seed=q,
+                                                                grad_shift=30))
+    assert summary["bit_exact"], summary
+
+
+@needs_verilator
+@pytest.mark.parametrize("eps_shift, eta_mult, eta_shift", [
+    (0, 1, 0), (31, 65535, 47), (5, 0, 10), (0, 65535, 0)])
+def test_rtl_eps_and_eta_at_the_edges(eps_shift, eta_mult, eta_shift):
+    summary = cosim_layer(layer_config(**SMALL), ZoCosimOptions(
+        steps=1, q=2, eps_shift=eps_shift, eta_mult=eta_mult, eta_shift=eta_shift,
+        grad_shift=24))
+    assert summary["bit_exact"], summary
+
+
+@needs_verilator
+def test_rtl_master_saturates_at_both_ends():
+    config = layer_config(**SMALL)
+    options = ZoCosimOptions(steps=1, q=2, eta_mult=65535, eta_shift=0, grad_shift=0)
+    data = make_data(config, options)
+    rtl, result = run_layer(config, options, data)
+    golden = golden_run(config, options, data)
+    np.testing.assert_array_equal(rtl["masters"], golden["masters"])
+    assert rtl["masters"].max() == (1 << 23) - 1 and rtl["masters"].min() == -(1 << 23)
+
+
+@needs_verilator
+def test_rtl_update_regenerates_the_forward_perturbation():
+    """Full mode with X = I, eps = 1, eta = 1: Y+ - Y- = 2 z and T_before - T_after = g z,
+    read from the RTL's own outputs (no golden model involved)."""
+    config = layer_config(mode="full", **SMALL)
+    options = ZoCosimOptions(steps=1, q=1, m=8, k=8, n=8, eps_shift=0, eta_mult=1,
+                             eta_shift=0, grad_shift=30)
+    data = make_data(config, options)
+    data["x"][:] = np.eye(8, dtype=np.int64)
+    data["master"] = data["master"] >> 8              # far from saturation
+    rtl, result = run_layer(config, options, data)
+    assert result.passed
+    g = result.results["grads"][0][0]
+    assert g != 0
+    z_forward = (rtl["branches"][0] - rtl["branches"][1]) // 2
+    z_update = (data["master"] - rtl["masters"][0]) // g
+    assert (z_forward != 0).any()
+    np.testing.assert_array_equal(z_forward, z_update)
+    np.testing.assert_array_equal(data["master"] - rtl["masters"][0], g * z_forward)
+
+
+@pytest.mark.parametrize("strategy, mode", [("onthefly", "lora-fa"), ("pregen", "full"),
+                                            ("gaussian", "lora-fa")])
+def test_generated_verilog_is_lint_clean(strategy, mode):
+    elaborated = elaborate_layer(layer_config(strategy, mode=mode, **SMALL))
+    result = lint_verilog(to_verilog(elaborated.top, elaborated.name), elaborated.name)
+    assert result.clean, str(result)
+
+
+def test_registers_are_documented():
+    text = (Path(__file__).parent.parent / "docs" / "zo-layer.md").read_text()
+    for name, register in REGISTERS.items():
+        assert f"| `{name}` | 0x{register.address:02X} | {register.access} |" in text, name
+    for name, code in JOBS.items():
+        assert f"| `{name}` | {code} |" in text, name
