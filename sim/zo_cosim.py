@@ -39,7 +39,8 @@ class ZoCosimOptions(Config):
     steps: int = param(2, "ZO steps under the P-RGE schedule (one more runs sequentially)",
                        IntRange(1, 1000))
     q: int = param(2, "queries per step", IntRange(1, Formats.MAX_QUERIES))
-    seed: int = param(0, "seed of the data and of the generator's start state", IntRange(0))
+    seed: int = param(0, "seed of the synthetic data (the generator starts from its reset "
+                         "state, as the hardware does)", IntRange(0))
     m: int = param(8, "tokens M (a multiple of --cols)", IntRange(1, 4096))
     k: int = param(8, "input features K", IntRange(1, 4096))
     n: int = param(8, "output features N (a multiple of --rows)", IntRange(1, 4096))
@@ -56,10 +57,12 @@ class ZoCosimOptions(Config):
                       IntRange(0, (1 << 16) - 1))
     shift: int = param(24, "requantization shift of U", IntRange(0, 47))
     simulator: str = param("verilator", "simulator", OneOf(SIMULATORS))
-    source_idle: float = param(0.0, "probability that the input stream pauses in a cycle",
+    source_idle: float = param(0.0, "probability that the input stream and the AXI4-Lite "
+                                    "AW/W/AR channels pause in a cycle",
                                FloatRange(0, 1, high_open=True))
-    sink_backpressure: float = param(0.0, "probability that the output stream's tready is "
-                                          "low in a cycle", FloatRange(0, 1, high_open=True))
+    sink_backpressure: float = param(0.0, "probability that the output stream and the "
+                                          "AXI4-Lite B/R channels hold ready low in a cycle",
+                                     FloatRange(0, 1, high_open=True))
 
 
 def _shape(config: ZoLayerConfig, options: ZoCosimOptions) -> LayerShape:
@@ -85,7 +88,7 @@ def make_data(config: ZoLayerConfig, options: ZoCosimOptions) -> dict[str, np.nd
 def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
                data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The golden model's branches, g values, masters and plain branch for ``data``."""
-    golden = ZoLayerGolden(config, _shape(config, options), seed=options.seed)
+    golden = ZoLayerGolden(config, _shape(config, options))     # generator at reset
     if config.mode == "lora-fa":
         golden.load_frozen(torch.from_numpy(data["w"]), torch.from_numpy(data["a"]))
     golden.load_master(torch.from_numpy(data["master"]))

@@ -1,5 +1,8 @@
 """cocotb testbench of the ZO layer: the host's program of ZO steps over cocotbext-axi.
 
+Stalls: with ``source_idle`` the input stream and the AXI4-Lite AW, W and AR channels pause
+at random; with ``sink_backpressure`` the output stream and the B and R channels do.
+
 Inputs (from :mod:`zoforge.sim.zo_cosim`, in ``bench_dir()``): ``x.npy`` (one batch per
 step), ``target.npy``, ``w.npy``/``a.npy`` (lora-fa), ``master.npy``; the schedule and the
 step settings in ``bench_args()``. The bench plays the ARM host: it loads the frozen weights
@@ -47,10 +50,15 @@ class LayerHost:
         for part in (self.source, self.sink, self.axil.write_if, self.axil.read_if):
             part.log.setLevel("WARNING")
         idle, pressure, seed = args["source_idle"], args["sink_backpressure"], args["seed"]
-        if idle:
-            self.source.set_pause_generator(_pauses(idle, seed))
-        if pressure:
-            self.sink.set_pause_generator(_pauses(pressure, seed + 1))
+        write, read = self.axil.write_if, self.axil.read_if
+        # every stream stalls: sources pause (valid low), sinks hold off (ready low); the
+        # AXI4-Lite address and data channels pause independently (AW and W apart)
+        sources = (self.source, write.aw_channel, write.w_channel, read.ar_channel)
+        sinks = (self.sink, write.b_channel, read.r_channel)
+        for offset, (part, probability) in enumerate(
+                [(p, idle) for p in sources] + [(p, pressure) for p in sinks]):
+            if probability:
+                part.set_pause_generator(_pauses(probability, seed + offset))
         self.jobs = []
 
     async def reset(self):
