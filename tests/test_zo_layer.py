@@ -222,3 +222,13 @@ def test_registers_are_documented():
         assert f"| `{name}` | 0x{register.address:02X} | {register.access} |" in text, name
     for name, code in JOBS.items():
         assert f"| `{name}` | {code} |" in text, name
+
+
+@needs_verilator
+@pytest.mark.parametrize("mode", ["lora-fa", "full"])
+def test_rtl_many_panels_reuse_the_staging_banks(mode):
+    """Four feature panels and four token tiles: each staging bank is refilled while the
+    other one is being computed (a panel must not start in a bank still in use)."""
+    summary = cosim_layer(layer_config(mode=mode, **SMALL), ZoCosimOptions(
+        steps=1, q=2, m=16, k=8, n=16, r=8, grad_shift=36, sink_backpressure=0.2))
+    assert summary["bit_exact"], summary

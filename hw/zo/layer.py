@@ -258,12 +258,14 @@ class ZoLayer(wiring.Component):
         # -- panel fetch: weights -> perturbation -> staging (double-buffered) ------------
         m.submodules.fetch_walk = fw = PanelWalk(R, DIM_BITS, _bits(t_words) + 1)
         staged = Signal(2)                   # complete panels in the staging memory
+        occupied = Signal(2)                 # banks holding a panel, complete or being filled
         staged_inc, staged_dec = Signal(), Signal()
         fetched_all, pending = Signal(), Signal()
         pending_k, pending_bank, pending_end = Signal(sb), Signal(), Signal()
         fetch_bank = Signal()
         transfer = pending & perturb.words.ready
-        issue = (busy & ~launch & compute & ~fetched_all & (staged < 2)
+        bank_free = (fw.k != 0) | (occupied < 2)     # mid-panel, or a bank to start one in
+        issue = (busy & ~launch & compute & ~fetched_all & bank_free
                  & (~pending | transfer))
         m.d.comb += [fw.restart.eq(launch), fw.advance.eq(issue), fw.inner.eq(depth),
                      fw.outer.eq(feat)]
@@ -303,7 +305,8 @@ class ZoLayer(wiring.Component):
                      update.z.payload.eq(generator.out.payload),
                      update.z.valid.eq(generator.out.valid & ~branch),
                      generator.out.ready.eq(Mux(branch, perturb.z.ready, update.z.ready))]
-        m.d.sync += staged.eq(staged + staged_inc - staged_dec)
+        m.d.sync += [staged.eq(staged + staged_inc - staged_dec),
+                     occupied.eq(occupied + (issue & (fw.k == 0)) - staged_dec)]
 
         # -- master memory ports: loads, fetches, the reader, the update ------------------
         reading = is_job("read_master")
@@ -374,7 +377,7 @@ class ZoLayer(wiring.Component):
         with m.If(launch):
             m.d.sync += [g_active.eq(0), g_done.eq(0), g_k.eq(0), g_mt.eq(0), g_m0.eq(0),
                          g_p0.eq(0), g_bank.eq(0), gap.eq(min_gap), in_flight.eq(0),
-                         staged.eq(0)]
+                         staged.eq(0), occupied.eq(0)]
         with m.Else():
             m.d.sync += in_flight.eq(in_flight + begin - tile_out)
         b_word = Mux(use_u, u_rd.data, x_rd.data) if self.lora else x_rd.data
