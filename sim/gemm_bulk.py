@@ -56,7 +56,7 @@ def build_bulk(cosim) -> tuple[Path, float]:
 
     apply_toolchain_env()
     verilog, tb, harness = cosim.verilog, _bench_text(TESTBENCH), _bench_text(HARNESS)
-    addr = re.search(r"input \[(\d+):0\] s_axil_awaddr;", verilog)
+    addr = re.search(r"input \[(\d+):0\] s_axil__awaddr;", verilog)
     params = {"IN_W": 8 * cosim.in_bytes, "OUT_W": 32 * cosim.cols,
               "ADDR_W": int(addr.group(1)) + 1 if addr else 16,
               "MAX_BEATS": _max_beats(cosim.config)}

@@ -315,7 +315,7 @@ def _verilator_args(top: str) -> list[str]:
     """
     text = "`verilator_config\n" + "".join(
         f'public_flat_rw -module "{top}" -var "{pattern}"\n'
-        for pattern in ("clk", "rst", "irq", "s_axil_*", "s_axis_*", "m_axis_*"))
+        for pattern in ("clk", "rst", "irq", "s_axil__*", "s_axis__*", "m_axis__*"))
     path = cache_dir() / "vlt" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.vlt"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():

@@ -7,10 +7,11 @@ from typing import ClassVar
 from zoforge.config import Config, IntRange, param
 from zoforge.errors import check_int_range
 
-__all__ = ["EngineConfig", "MAX_PARAM_WORDS", "MAX_DIM"]
+__all__ = ["EngineConfig", "MAX_PARAM_WORDS", "MAX_DIM", "DIM_BITS"]
 
 MAX_PARAM_WORDS = 1024   # words per parameter region (bias, multiplier, shift)
 MAX_DIM = 1 << 15        # largest buffer dimension (M rows, K depth)
+DIM_BITS = 16            # width of the M, K, N registers
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,18 @@ class EngineConfig(Config):
     def in_bytes(self) -> int:
         """Bytes per input-stream beat."""
         return self.pack * max(self.rows, self.cols)
+
+    @property
+    def m_tiles(self) -> int:
+        """Row tiles (X panels) that fit the X buffer."""
+        return -(-self.max_m // self.rows)
+
+    @property
+    def n_tiles(self) -> int:
+        """Column tiles (W panels) that fit the parameter tables."""
+        return -(-self.max_n // self.cols)
+
+    @property
+    def panel_words(self) -> int:
+        """Buffer words of one panel at the largest K (``pack`` k-steps per word)."""
+        return -(-self.max_k // self.pack)

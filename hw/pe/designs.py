@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from zoforge.hw.designs import Design, Elaborated, register_design
 
+from .buffers import engine_buffers
 from .config import EngineConfig
 from .engine import GemmEngine
 
@@ -10,14 +11,15 @@ __all__ = ["elaborate_engine", "engine_name", "DESIGN"]
 
 BLOCKS = {
     "array": "R x C output-stationary systolic array of INT8 MAC processing elements",
-    "x_buffer": "activation (X) buffer, max_m x max_k bytes",
-    "w_buffer": "double-buffered weight (W) panel buffer, 2 x max_k x C bytes",
-    "result_buffer": "double-buffered result tile buffer, 2 x R rows of C int32",
+    "loader": "input stream -> X buffer and W banks",
+    "feeder": "X buffer and W banks -> array, one k-step per cycle (weights as a stream)",
+    "drain": "array shift chains -> result banks",
+    "output": "result banks and column parameters -> rows for the requantizer; its rows "
+              "-> output stream",
     "requant": "bias add, requantization (multiplier, shift, round, saturate), ReLU",
-    "bias_table": "per-column bias table",
-    "mult_table": "per-column requantization multiplier table",
-    "shift_table": "per-column requantization shift table",
-    "regs": "AXI4-Lite control/status registers",
+    "regs": "control/status register file, per-column table writes",
+    "axil": "AXI4-Lite target",
+    **{name: buffer.doc for name, buffer in engine_buffers(EngineConfig()).items()},
 }
 
 

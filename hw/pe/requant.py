@@ -1,77 +1,125 @@
-"""Output stage: bias add and INT8 requantization of one result row (C lanes), pipelined.
+"""Bias add and INT8 requantization of one result row (``lanes`` lanes), on streams.
 
 Per lane, with the semantics of :func:`zoforge.golden.gemm.requantize`::
 
-    sum  = acc + bias                              # 32-bit, wraps modulo 2^32 (stage 1)
-    prod = sum * multiplier                        # exact 48-bit signed        (stage 2)
-    y    = (prod + ((1 << shift) >> 1)) >> shift   # round half up              (stage 3)
+    sum  = acc + bias                              # 32-bit, wraps modulo 2^32
+    prod = sum * mult                              # exact, 48-bit signed
+    y    = (prod + ((1 << shift) >> 1)) >> shift   # round half up, arithmetic shift
     y    = clamp(y, -128, 127); y = max(y, 0) if relu
-    out  = sum if raw else sign_extend_32(y)
+    data = sum if raw else sign_extend_32(y)
 
-``bias`` is used when ``bias_en``; ``multiplier``/``shift`` come per lane (``per_channel``)
-or from the per-tensor ``tensor_mult``/``tensor_shift``. Every register advances only when
-``adv`` is high (the stream's ``~valid | ready``), so back-pressure stalls the whole pipeline
-and the memory read ports feeding it (their ``en`` is ``adv`` too).
+``bias`` is used when ``bias_en``; ``mult``/``shift`` come from the payload (``per_channel``)
+or from ``tensor_mult``/``tensor_shift``. Shifts above 47 (outside the golden model's
+range) give 0. The configuration inputs must not change while payloads are in flight.
+
+Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, shift 0)::
+
+    1  sum; scaled = mult << (7 - shift % 8)          (the fine shift, folded into mult)
+    2  sum[0:16] * scaled, sum[16:32] * scaled        two 16 x 23-bit products, one DSP each
+    3  t = (sum * scaled)[6:] >> (shift & ~7)         = (2 * prod) >> shift
+    4  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
+       (prod for shift 0), saturated, ReLU; data
+
+Every stage advances together when the output can move (``~o.valid | o.ready``), so
+``i.ready`` is that condition and back-pressure stalls the whole pipeline.
 """
-from amaranth import Const, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import data, wiring
+from amaranth import C, Cat, EnableInserter, Module, Mux, Signal, signed, unsigned
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 
-__all__ = ["RequantPipeline", "LATENCY"]
+__all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
-LATENCY = 3   # register stages between the inputs and out_*
+#: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
+#: LATENCY cycles pass between its input and its earliest output transfer.
+LATENCY = 4
+_HALF = ACC_BITS // 2
+_T_BITS = ACC_BITS + MULT_BITS + 1     # t = (2 * prod) >> shift
+_WINDOW = 9                            # t is in [-256, 255] iff t[8:] is all 0s or all 1s
 
 
-class RequantPipeline(wiring.Component):
+def input_layout(lanes: int) -> data.StructLayout:
+    """The payload of :attr:`RequantStream.i`: one result row and its parameters."""
+    return data.StructLayout({
+        "acc": data.ArrayLayout(signed(ACC_BITS), lanes),
+        "bias": data.ArrayLayout(signed(ACC_BITS), lanes),
+        "mult": data.ArrayLayout(unsigned(MULT_BITS), lanes),
+        "shift": data.ArrayLayout(unsigned(SHIFT_BITS), lanes),
+        "last": 1,
+    })
+
+
+def output_layout(lanes: int) -> data.StructLayout:
+    """The payload of :attr:`RequantStream.o`: int32 (raw) or sign-extended int8 lanes."""
+    return data.StructLayout({"data": data.ArrayLayout(signed(ACC_BITS), lanes), "last": 1})
+
+
+class RequantStream(wiring.Component):
+    """Requantizes a stream of result rows; ``last`` travels with its row."""
+
     def __init__(self, lanes: int):
         self.lanes = lanes
-        acc_row = data.ArrayLayout(signed(ACC_BITS), lanes)
         super().__init__({
-            "adv": In(1),
-            "in_valid": In(1), "in_last": In(1),
-            "acc": In(acc_row), "bias": In(acc_row),
-            "mult": In(data.ArrayLayout(unsigned(MULT_BITS), lanes)),
-            "shift": In(data.ArrayLayout(unsigned(SHIFT_BITS), lanes)),
+            "i": In(stream.Signature(input_layout(lanes))),
+            "o": Out(stream.Signature(output_layout(lanes))),
             "bias_en": In(1), "per_channel": In(1), "raw": In(1), "relu": In(1),
             "tensor_mult": In(unsigned(MULT_BITS)), "tensor_shift": In(unsigned(SHIFT_BITS)),
-            "out_valid": Out(1), "out_last": Out(1),
-            "out_data": Out(acc_row),
         })
 
     def elaborate(self, platform):
         m = Module()
-        adv = self.adv
-        valid = [Signal(name=f"valid_s{n}") for n in (1, 2)] + [self.out_valid]
-        last = [Signal(name=f"last_s{n}") for n in (1, 2)] + [self.out_last]
-        with m.If(adv):
-            m.d.sync += [valid[0].eq(self.in_valid), last[0].eq(self.in_last)]
-            for n in (1, 2):
-                m.d.sync += [valid[n].eq(valid[n - 1]), last[n].eq(last[n - 1])]
-        for j in range(self.lanes):
-            total = Signal(signed(ACC_BITS), name=f"sum_{j}")
-            mult = Signal(unsigned(MULT_BITS), name=f"mult_{j}")
-            shift1 = Signal(unsigned(SHIFT_BITS), name=f"shift_s1_{j}")
-            prod = Signal(signed(ACC_BITS + MULT_BITS), name=f"prod_{j}")
-            raw2 = Signal(signed(ACC_BITS), name=f"raw_s2_{j}")
-            shift2 = Signal(unsigned(SHIFT_BITS), name=f"shift_s2_{j}")
-            rounded = Signal(signed(ACC_BITS + MULT_BITS + 1), name=f"rounded_{j}")
-            scaled = Signal(signed(ACC_BITS + MULT_BITS + 1), name=f"scaled_{j}")
-            clamped = Signal(signed(8), name=f"clamped_{j}")
-            rnd = (Const(1, 1) << shift2)[1:]   # (1 << shift) >> 1
-            m.d.comb += [
-                rounded.eq(prod + rnd),
-                scaled.eq(rounded >> shift2),
-                clamped.eq(Mux(scaled > 127, 127, Mux(scaled < -128, -128, scaled))),
-            ]
-            with m.If(adv):
-                m.d.sync += [
-                    total.eq(self.acc[j] + Mux(self.bias_en, self.bias[j], 0)),
-                    mult.eq(Mux(self.per_channel, self.mult[j], self.tensor_mult)),
-                    shift1.eq(Mux(self.per_channel, self.shift[j], self.tensor_shift)),
-                    prod.eq(total * mult), raw2.eq(total), shift2.eq(shift1),
-                    self.out_data[j].eq(Mux(self.raw, raw2,
-                                            Mux(self.relu & clamped[7], 0, clamped))),
-                ]
+        adv = ~self.o.valid | self.o.ready
+        m.d.comb += self.i.ready.eq(adv)
+        m.submodules.pipeline = EnableInserter(adv)(self._pipeline())
         return m
+
+    def _pipeline(self) -> Module:
+        """The stages, without their common enable."""
+        m = Module()
+        p = self.i.payload
+        # valid and last through the stages; the last stage's are the output's
+        valid = [Signal(name=f"valid_s{n}") for n in range(1, LATENCY)] + [self.o.valid]
+        last = [Signal(name=f"last_s{n}") for n in range(1, LATENCY)] + [self.o.payload.last]
+        m.d.sync += [valid[0].eq(self.i.valid), last[0].eq(p.last)]
+        m.d.sync += [dst.eq(src) for dst, src in zip(valid[1:] + last[1:],
+                                                     valid[:-1] + last[:-1])]
+        for j in range(self.lanes):
+            self._lane(m, j)
+        return m
+
+    def _lane(self, m: Module, j: int) -> None:
+        """The registers of lane ``j``."""
+        p = self.i.payload
+
+        def reg(shape, stage, name):
+            return Signal(shape, name=f"{name}_s{stage}_{j}")
+
+        # 1: bias add; the multiplier pre-scaled by 2^(7 - shift % 8), so that the shift that
+        # remains is by a multiple of 8
+        mult = Mux(self.raw, 1, Mux(self.per_channel, p.mult[j], self.tensor_mult))
+        shift = Mux(self.raw, 0, Mux(self.per_channel, p.shift[j], self.tensor_shift))
+        total = reg(signed(ACC_BITS), 1, "sum")
+        scaled, coarse1 = reg(MULT_BITS + 7, 1, "scaled"), reg(SHIFT_BITS - 3, 1, "coarse")
+        m.d.sync += [total.eq(p.acc[j] + Mux(self.bias_en, p.bias[j], 0)),
+                     scaled.eq(mult << ~shift[:3]), coarse1.eq(shift[3:])]
+        # 2: partial products, 16 x 23 bits (one DSP48E2 each)
+        product_bits = _HALF + len(scaled)
+        low, high = reg(product_bits, 2, "low"), reg(signed(product_bits), 2, "high")
+        coarse2 = reg(SHIFT_BITS - 3, 2, "coarse")
+        m.d.sync += [low.eq(total[:_HALF] * scaled),
+                     high.eq(total[_HALF:].as_signed() * scaled), coarse2.eq(coarse1)]
+        # 3: t = (2 * prod) >> shift = (prod << (7 - shift % 8))[6:] >> (shift & ~7)
+        prod = Cat(low[:_HALF], high + low[_HALF:])        # prod << (7 - shift % 8)
+        t = reg(signed(_T_BITS), 3, "t")
+        m.d.sync += t.eq(prod[6:6 + _T_BITS].as_signed() >> Cat(C(0, 3), coarse2))
+        # 4: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
+        # it saturates by the sign; with ReLU every negative product gives 0 (y <= 0 then).
+        # Raw output is t[1:33].
+        zeros, ones = t[_WINDOW - 1:] == 0, ~t[_WINDOW - 1:] == 0
+        inside = ones | (zeros & (t[:8] != 0xFF))
+        sign = t[-1]
+        y = Signal(signed(8), name=f"y_{j}")
+        m.d.comb += y.eq(Mux(self.relu & sign, 0,
+                             Mux(inside, t[1:_WINDOW] + t[0], Mux(sign, -128, 127))))
+        m.d.sync += self.o.payload.data[j].eq(Mux(self.raw, t[1:ACC_BITS + 1], y))

@@ -34,10 +34,10 @@ class EngineHarness:
         self.dut = dut
         self.reg = registers
         self.regions = regions
-        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), dut.clk, dut.rst)
-        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis"), dut.clk,
+        self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
+        self.source = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_"), dut.clk,
                                       dut.rst)
-        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis"), dut.clk, dut.rst,
+        self.sink = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_"), dut.clk, dut.rst,
                                   byte_size=32)
         for part in (self.source, self.sink, self.axil.write_if, self.axil.read_if):
             part.log.setLevel("WARNING")
@@ -68,8 +68,8 @@ class EngineHarness:
         receiving = cocotb.start_soon(self.sink.recv())
         for start in range(first, frame.size, panel):
             await self.source.wait()
-            if not int(self.dut.s_axis_tready.value):
-                await RisingEdge(self.dut.s_axis_tready)
+            if not int(self.dut.s_axis__tready.value):
+                await RisingEdge(self.dut.s_axis__tready)
             await self.source.send(AxiStreamFrame(frame[start:start + panel].tobytes()))
         out = await receiving
         await ClockCycles(self.dut.clk, 2)   # done (and irq) follow the last beat

@@ -51,21 +51,22 @@ module gemm_bulk_tb #(
   wire [1:0] bresp, rresp;
   wire [31:0] rdata;
   wire [IN_W-1:0] s_tdata;
-  wire s_tvalid, s_tready;
+  wire s_tvalid, s_tready, s_tlast;
   wire [OUT_W-1:0] m_tdata;
   wire m_tvalid, m_tlast, m_tready;
 
   `ENGINE dut (
       .clk(clk), .rst(rst), .irq(irq),
-      .s_axil_awaddr(awaddr), .s_axil_awvalid(awvalid), .s_axil_awready(awready),
-      .s_axil_wdata(wdata), .s_axil_wstrb(4'hF), .s_axil_wvalid(wvalid),
-      .s_axil_wready(wready), .s_axil_bresp(bresp), .s_axil_bvalid(bvalid),
-      .s_axil_bready(bready), .s_axil_araddr(araddr), .s_axil_arvalid(arvalid),
-      .s_axil_arready(arready), .s_axil_rdata(rdata), .s_axil_rresp(rresp),
-      .s_axil_rvalid(rvalid), .s_axil_rready(rready),
-      .s_axis_tdata(s_tdata), .s_axis_tvalid(s_tvalid), .s_axis_tready(s_tready),
-      .m_axis_tdata(m_tdata), .m_axis_tvalid(m_tvalid), .m_axis_tready(m_tready),
-      .m_axis_tlast(m_tlast));
+      .s_axil__awaddr(awaddr), .s_axil__awvalid(awvalid), .s_axil__awready(awready),
+      .s_axil__wdata(wdata), .s_axil__wstrb(4'hF), .s_axil__wvalid(wvalid),
+      .s_axil__wready(wready), .s_axil__bresp(bresp), .s_axil__bvalid(bvalid),
+      .s_axil__bready(bready), .s_axil__araddr(araddr), .s_axil__arvalid(arvalid),
+      .s_axil__arready(arready), .s_axil__rdata(rdata), .s_axil__rresp(rresp),
+      .s_axil__rvalid(rvalid), .s_axil__rready(rready),
+      .s_axis__tdata(s_tdata), .s_axis__tvalid(s_tvalid), .s_axis__tready(s_tready),
+      .s_axis__tlast(s_tlast),
+      .m_axis__tdata(m_tdata), .m_axis__tvalid(m_tvalid), .m_axis__tready(m_tready),
+      .m_axis__tlast(m_tlast));
 
   // -- files ------------------------------------------------------------------------------
   string dir, prog_path;
@@ -89,6 +90,7 @@ module gemm_bulk_tb #(
   logic [31:0] in_sent = 32'd0, in_target = 32'd0, in_offset = 32'd0;
   assign s_tvalid = in_sent != in_target;
   assign s_tdata = s_tvalid ? in_mem[in_sent-in_offset] : '0;
+  assign s_tlast = s_tvalid && in_sent + 32'd1 == in_target;   // the job's last beat
   always @(posedge clk) if (s_tvalid && s_tready) in_sent <= in_sent + 32'd1;
 
   // -- output stream: pseudo-random back-pressure, every beat to out.hex -------------------

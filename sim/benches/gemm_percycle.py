@@ -19,37 +19,37 @@ CLOCK_NS = 10
 
 
 async def axil_write(dut, address, value):
-    dut.s_axil_awaddr.value = address
-    dut.s_axil_wdata.value = value & 0xFFFFFFFF
-    dut.s_axil_wstrb.value = 0xF
-    dut.s_axil_awvalid.value = 1
-    dut.s_axil_wvalid.value = 1
-    dut.s_axil_bready.value = 1
+    dut.s_axil__awaddr.value = address
+    dut.s_axil__wdata.value = value & 0xFFFFFFFF
+    dut.s_axil__wstrb.value = 0xF
+    dut.s_axil__awvalid.value = 1
+    dut.s_axil__wvalid.value = 1
+    dut.s_axil__bready.value = 1
     while True:
         await RisingEdge(dut.clk)
-        if int(dut.s_axil_awready.value):
+        if int(dut.s_axil__awready.value):
             break
-    dut.s_axil_awvalid.value = 0
-    dut.s_axil_wvalid.value = 0
+    dut.s_axil__awvalid.value = 0
+    dut.s_axil__wvalid.value = 0
     while True:
         await RisingEdge(dut.clk)
-        if int(dut.s_axil_bvalid.value):
+        if int(dut.s_axil__bvalid.value):
             break
 
 
 async def axil_read(dut, address):
-    dut.s_axil_araddr.value = address
-    dut.s_axil_arvalid.value = 1
-    dut.s_axil_rready.value = 1
+    dut.s_axil__araddr.value = address
+    dut.s_axil__arvalid.value = 1
+    dut.s_axil__rready.value = 1
     while True:
         await RisingEdge(dut.clk)
-        if int(dut.s_axil_arready.value):
+        if int(dut.s_axil__arready.value):
             break
-    dut.s_axil_arvalid.value = 0
+    dut.s_axil__arvalid.value = 0
     while True:
         await RisingEdge(dut.clk)
-        if int(dut.s_axil_rvalid.value):
-            return int(dut.s_axil_rdata.value)
+        if int(dut.s_axil__rvalid.value):
+            return int(dut.s_axil__rdata.value)
 
 
 @cocotb.test()
@@ -58,15 +58,15 @@ async def run_jobs(dut):
     data = bench_dir()
     reg, regions = args["registers"], args["regions"]
     Clock(dut.clk, CLOCK_NS, unit="ns").start()     # cocotb's GPI clock: no Python per edge
-    for name in ("s_axil_awvalid", "s_axil_wvalid", "s_axil_arvalid", "s_axis_tvalid",
-                 "m_axis_tready"):
+    for name in ("s_axil__awvalid", "s_axil__wvalid", "s_axil__arvalid", "s_axis__tvalid",
+                 "s_axis__tlast", "m_axis__tready"):
         getattr(dut, name).value = 0
     dut.rst.value = 1
     await ClockCycles(dut.clk, 3)
     dut.rst.value = 0
     await ClockCycles(dut.clk, 2)
     await axil_write(dut, reg["IRQ_EN"], 1)
-    lanes = len(dut.m_axis_tdata) // 32
+    lanes = len(dut.m_axis__tdata) // 32
     started_wall = time.perf_counter()
     started_cycle = get_sim_time(unit="ns") // CLOCK_NS
     stats = []
@@ -78,27 +78,27 @@ async def run_jobs(dut):
             for word_index, word in enumerate(loaded[name].tolist()):
                 await axil_write(dut, regions[name] + 4 * word_index, word)
         frame = loaded["frame"]
-        beat_bytes = len(dut.s_axis_tdata) // 8
+        beat_bytes = len(dut.s_axis__tdata) // 8
         beats = [int.from_bytes(row.tobytes(), "little")
                  for row in frame.reshape(-1, beat_bytes)]
         await axil_write(dut, reg["CTRL"], spec["ctrl"] | 1)
         words, sent, finished = [], 0, False
-        dut.m_axis_tready.value = 1
-        dut.s_axis_tdata.value = beats[0]
-        dut.s_axis_tvalid.value = 1
+        dut.m_axis__tready.value = 1
+        dut.s_axis__tdata.value = beats[0]
+        dut.s_axis__tvalid.value = 1
         while not finished:                      # one iteration per clock cycle
             await RisingEdge(dut.clk)
-            if sent < len(beats) and int(dut.s_axis_tready.value):
+            if sent < len(beats) and int(dut.s_axis__tready.value):
                 sent += 1
                 if sent < len(beats):
-                    dut.s_axis_tdata.value = beats[sent]
+                    dut.s_axis__tdata.value = beats[sent]
                 else:
-                    dut.s_axis_tvalid.value = 0
-            if int(dut.m_axis_tvalid.value):
-                value = int(dut.m_axis_tdata.value)
+                    dut.s_axis__tvalid.value = 0
+            if int(dut.m_axis__tvalid.value):
+                value = int(dut.m_axis__tdata.value)
                 words.extend((value >> (32 * lane)) & 0xFFFFFFFF for lane in range(lanes))
-                finished = bool(int(dut.m_axis_tlast.value))
-        dut.m_axis_tready.value = 0
+                finished = bool(int(dut.m_axis__tlast.value))
+        dut.m_axis__tready.value = 0
         await ClockCycles(dut.clk, 2)
         irq = bool(int(dut.irq.value))
         status = await axil_read(dut, reg["STATUS"])

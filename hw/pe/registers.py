@@ -1,0 +1,142 @@
+"""The engine's control/status register file, decoded from the register map (:mod:`.regmap`).
+
+Its register side matches :class:`~.axil.AxiLiteTarget` (``wr_en``/``wr_addr``/``wr_data``,
+``rd_addr``/``rd_data``, reads combinational). It tells the rest of the engine about the job
+(:class:`JobSignature`) and the output mode (:class:`ModeSignature`), writes the per-column
+parameter tables, and keeps STATUS, the cycle counters and ``irq``.
+"""
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Signal, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.golden.gemm_widths import MULT_BITS, SHIFT_BITS
+
+from .buffers import engine_buffers
+from .config import DIM_BITS, EngineConfig
+from .regmap import (ADDR_BITS, COUNTER_BITS, CTRL_BITS, PARAM_TABLES, REGION_SHIFT,
+                     REGISTER_MAP, STATUS_BITS)
+
+__all__ = ["RegisterFile", "JobSignature", "ModeSignature"]
+
+
+class JobSignature(wiring.Signature):
+    """The current job, as the register file drives it: ``start`` (one cycle, the cycle
+    after the CTRL write; the sequencers clear their state), ``busy`` (from the cycle after
+    ``start`` until the job's last output beat) and the dimensions M, K, N."""
+
+    def __init__(self):
+        super().__init__({"start": Out(1), "busy": Out(1), "m": Out(DIM_BITS),
+                          "k": Out(DIM_BITS), "n": Out(DIM_BITS)})
+
+
+class ModeSignature(wiring.Signature):
+    """The output mode (CTRL bits, per-tensor MULT/SHIFT), named as the requantizer's
+    configuration inputs."""
+
+    def __init__(self):
+        super().__init__({"bias_en": Out(1), "per_channel": Out(1), "raw": Out(1),
+                          "relu": Out(1), "tensor_mult": Out(unsigned(MULT_BITS)),
+                          "tensor_shift": Out(unsigned(SHIFT_BITS))})
+
+
+class RegisterFile(wiring.Component):
+    """Registers of :data:`~.regmap.REGISTER_MAP`, per-column tables of
+    :data:`~.regmap.PARAM_TABLES` (written only while idle, full words only)."""
+
+    def __init__(self, config: EngineConfig):
+        self.config = config
+        buffers = engine_buffers(config)
+        super().__init__({
+            "wr_en": In(1), "wr_addr": In(ADDR_BITS), "wr_data": In(32),
+            "rd_addr": In(ADDR_BITS), "rd_data": Out(32),
+            "job": Out(JobSignature()), "mode": Out(ModeSignature()),
+            "array_step": In(1),   # the array takes a k-step (counted in ARRAY_CYCLES)
+            "job_end": In(1),      # the job's last output beat leaves (busy ends)
+            "irq": Out(1),
+            **{table.memory: In(buffers[table.memory].write_port())
+               for table in PARAM_TABLES.values()},
+        })
+
+    @property
+    def info(self) -> dict[str, int]:
+        """Values of the ``info`` registers."""
+        c = self.config
+        return {"INFO": c.rows | c.cols << 8 | c.pack << 16, "MAX_M": c.max_m,
+                "MAX_K": c.max_k, "MAX_N": c.max_n}
+
+    def elaborate(self, platform):
+        m = Module()
+        job, mode = self.job, self.mode
+        busy, done, start = Signal(), Signal(), Signal()
+        status = {"busy": busy, "done": done}
+        ctrl = {name: getattr(mode, name) for name in CTRL_BITS if name != "start"}
+        stored = {"IRQ_EN": Signal(name="irq_en"), "M": job.m, "K": job.k, "N": job.n,
+                  "MULT": mode.tensor_mult, "SHIFT": mode.tensor_shift}
+        counters = {name: Signal(COUNTER_BITS, name=name.lower())
+                    for name, register in REGISTER_MAP.items() if register.kind == "counter"}
+        events = {"CYCLES": busy, "ARRAY_CYCLES": self.array_step}
+        words = {"ctrl": _fields(CTRL_BITS, ctrl), "status": _fields(STATUS_BITS, status)}
+        values = {**stored, **counters,
+                  **{name: Const(value, 32) for name, value in self.info.items()}}
+
+        data = self.wr_data
+        with m.If(self.wr_en):
+            with m.Switch(self.wr_addr):
+                for name, register in REGISTER_MAP.items():
+                    with m.Case(register.address):
+                        if register.kind == "ctrl":
+                            with m.If(~busy):
+                                m.d.sync += [f.eq(data[CTRL_BITS[n]]) for n, f in ctrl.items()]
+                                m.d.comb += start.eq(data[CTRL_BITS["start"]])
+                        elif register.kind == "status":
+                            with m.If(data[STATUS_BITS["done"]]):
+                                m.d.sync += done.eq(0)
+                        elif register.kind == "rw":
+                            m.d.sync += stored[name].eq(data)
+                        elif register.kind == "config":
+                            with m.If(~busy):
+                                m.d.sync += stored[name].eq(data)
+        with m.Switch(self.rd_addr):
+            for name, register in REGISTER_MAP.items():
+                with m.Case(register.address):
+                    m.d.comb += self.rd_data.eq(words.get(register.kind, values.get(name)))
+        self._tables(m, busy)
+
+        for name, counter in counters.items():
+            with m.If(events[name]):
+                m.d.sync += counter.eq(counter + 1)
+        with m.If(start):
+            m.d.sync += [busy.eq(1), done.eq(0)] + [c.eq(0) for c in counters.values()]
+        with m.Elif(self.job_end):
+            m.d.sync += [busy.eq(0), done.eq(1)]
+        # the sequencers see the start one cycle later (a register, not the bus decode, drives
+        # their clear), and busy from the cycle after it
+        m.d.sync += job.start.eq(start)
+        m.d.comb += [job.busy.eq(busy & ~job.start), self.irq.eq(done & stored["IRQ_EN"])]
+        return m
+
+    def _tables(self, m: Module, busy) -> None:
+        """Per-column table writes, one cycle after the bus write (so that a register, not
+        the bus decode, drives the LUT-RAM write enables): region ``wr_addr[12:]``, word
+        ``row * 2^lane_bits + lane``; lane j of the table row gets the word."""
+        wr_en, wr_addr, wr_data = Signal(), Signal(ADDR_BITS), Signal(32)
+        m.d.sync += [wr_en.eq(self.wr_en), wr_addr.eq(self.wr_addr), wr_data.eq(self.wr_data)]
+        lane_bits = (self.config.cols - 1).bit_length()
+        index = wr_addr[2:REGION_SHIFT]
+        lane, row = index[:lane_bits], index[lane_bits:]
+        for table in PARAM_TABLES.values():
+            port = getattr(self, table.memory)
+            hit = (wr_en & ~busy & (wr_addr[:2] == 0)
+                   & (wr_addr[REGION_SHIFT:] == table.address >> REGION_SHIFT))
+            m.d.comb += [port.addr.eq(row),
+                         port.data.eq(Cat([wr_data[:table.shape.width]] * self.config.cols))]
+            for j in range(self.config.cols):
+                m.d.comb += port.en[j].eq(hit & (lane == j))
+
+
+def _fields(bits: dict[str, int], values: dict) -> Cat:
+    """A register word with ``values[name]`` at bit ``bits[name]`` (0 elsewhere)."""
+    at = {bits[name]: value for name, value in values.items()}
+    return Cat(*(at.get(position, Const(0, 1)) for position in range(max(bits.values()) + 1)))

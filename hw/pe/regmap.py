@@ -1,0 +1,91 @@
+"""The engine's register map, as data: the one source for the register file
+(:mod:`.registers`), the host (``zoforge.sim.gemm_cosim``) and docs/engine.md.
+
+32-bit registers at byte addresses (:data:`REGISTER_MAP`); per-column parameter tables in
+4 KiB regions (:data:`PARAM_TABLES`), column n at word ``(n // C) * 2^ceil(log2 C) + n % C``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amaranth import signed, unsigned
+from amaranth.hdl import Shape
+
+from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
+
+from .config import DIM_BITS
+
+__all__ = ["Register", "ParamTable", "REGISTER_MAP", "PARAM_TABLES", "CTRL_BITS",
+           "STATUS_BITS", "REGISTERS", "PARAM_REGIONS", "ADDR_BITS", "COUNTER_BITS",
+           "REGION_SHIFT"]
+
+ADDR_BITS = 16
+COUNTER_BITS = 32
+REGION_SHIFT = 12          # a parameter table's region is wr_addr[REGION_SHIFT:]
+
+#: Kinds of register: what the register file does on a write and what a read returns.
+KINDS = {
+    "ctrl": "the fields of CTRL_BITS: start (W, a one-cycle pulse) and the mode bits (RW); "
+            "writes are ignored while busy",
+    "status": "the fields of STATUS_BITS (R); writing 1 to the done bit clears it",
+    "config": "RW, ``width`` bits, written only while idle (a job's parameters)",
+    "rw": "RW, ``width`` bits, at any time",
+    "counter": "R, counts cycles of one event, cleared by start",
+    "info": "R, a build constant",
+}
+
+
+@dataclass(frozen=True)
+class Register:
+    address: int
+    kind: str      # a key of KINDS
+    width: int
+    doc: str
+
+
+@dataclass(frozen=True)
+class ParamTable:
+    """A per-column parameter table: a 4 KiB region of words, held in ``memory``, read
+    into the requantizer's input field ``field``."""
+
+    address: int
+    shape: Shape
+    memory: str
+    field: str
+    doc: str
+
+
+REGISTER_MAP: dict[str, Register] = {
+    "CTRL": Register(0x00, "ctrl", 32, "W bit0 start (ignored while busy); RW bit1 relu, "
+                                       "bit2 raw, bit3 per_channel, bit4 bias_en"),
+    "STATUS": Register(0x04, "status", 32, "R bit0 busy, bit1 done (sticky; write 1 to "
+                                           "bit1 clears it)"),
+    "IRQ_EN": Register(0x08, "rw", 1, "RW bit0 interrupt enable (irq = done & irq_en)"),
+    "M": Register(0x0C, "config", DIM_BITS, "rows of X and Y"),
+    "K": Register(0x10, "config", DIM_BITS, "columns of X, rows of W"),
+    "N": Register(0x14, "config", DIM_BITS, "columns of W and Y"),
+    "MULT": Register(0x18, "config", MULT_BITS, "per-tensor requantization multiplier"),
+    "SHIFT": Register(0x1C, "config", SHIFT_BITS, "per-tensor requantization shift (0..47)"),
+    "CYCLES": Register(0x20, "counter", COUNTER_BITS,
+                       "cycles of the last/current job (start to last output beat)"),
+    "ARRAY_CYCLES": Register(0x24, "counter", COUNTER_BITS,
+                             "cycles the array was fed a k-step during that job"),
+    "INFO": Register(0x28, "info", 32, "rows | cols << 8 | pack << 16"),
+    "MAX_M": Register(0x2C, "info", 32, "X buffer rows"),
+    "MAX_K": Register(0x30, "info", 32, "K limit"),
+    "MAX_N": Register(0x34, "info", 32, "N limit"),
+}
+PARAM_TABLES: dict[str, ParamTable] = {
+    "BIAS": ParamTable(0x1000, signed(ACC_BITS), "bias_table", "bias", "per-column bias"),
+    "COL_MULT": ParamTable(0x2000, unsigned(MULT_BITS), "mult_table", "mult",
+                           "per-column requantization multiplier"),
+    "COL_SHIFT": ParamTable(0x3000, unsigned(SHIFT_BITS), "shift_table", "shift",
+                            "per-column requantization shift"),
+}
+CTRL_BITS = {"start": 0, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
+STATUS_BITS = {"busy": 0, "done": 1}
+
+#: Register byte addresses, by name (the host's view).
+REGISTERS = {name: register.address for name, register in REGISTER_MAP.items()}
+#: Parameter region base addresses, by name.
+PARAM_REGIONS = {name: table.address for name, table in PARAM_TABLES.items()}
