@@ -130,12 +130,7 @@ class ZoLayer(wiring.Component):
                                                   _bits(t_words))
         m.submodules.generator = generator = generator_for(self.generator_config)
         m.submodules.regs = regs = AxiLiteTarget(ADDR_BITS)
-        if hasattr(regs, "bus"):   # TEMP until the AXI-Lite target takes a bus signature
-            wiring.connect(m, wiring.flipped(self.s_axil), regs.bus)
-        else:
-            for name, member in self.s_axil.signature.members.items():
-                ours, theirs = getattr(self.s_axil, name), getattr(regs, name)
-                m.d.comb += (theirs.eq(ours) if member.flow == In else ours.eq(theirs))
+        wiring.connect(m, wiring.flipped(self.s_axil), regs.bus)
 
         # -- registers --------------------------------------------------------------------
         values = {name: Signal(reg.bits, name=name.lower()) for name, reg in REGISTERS.items()
