@@ -96,6 +96,8 @@ class ZoLayer(wiring.Component):
         sb = _bits(max(cfg.max_k, self.max_kt))          # staging: k-steps of any job
         mtb = _bits(self.m_tiles)
         t_words = self.panels * self.max_kt
+        # the longest walk: the trained matrix, or a frozen W or A (lora-fa)
+        walk_bits = _bits(max(self.panels, cfg.max_r // R) * max(cfg.max_k, self.max_kt)) + 1
         acc_bits = Formats.accumulator_bits(self.z_width)
 
         # -- memories ---------------------------------------------------------------------
@@ -209,7 +211,7 @@ class ZoLayer(wiring.Component):
         depth = Mux(branch, k_t, dim_k)                 # k-steps of a compute job
 
         # -- loads: input stream -> buffers ------------------------------------------------
-        m.submodules.load_walk = lw = PanelWalk(R, DIM_BITS, _bits(t_words) + 1)
+        m.submodules.load_walk = lw = PanelWalk(R, DIM_BITS, walk_bits)
         loading, load_done = Signal(), Signal()
         load_x = is_job("load_x")
         m.d.comb += [lw.restart.eq(launch), lw.inner.eq(Mux(is_job("load_master"), k_t, dim_k)),
@@ -251,7 +253,7 @@ class ZoLayer(wiring.Component):
             m.d.comb += finish.eq(1)
 
         # -- panel fetch: weights -> perturbation -> staging (double-buffered) ------------
-        m.submodules.fetch_walk = fw = PanelWalk(R, DIM_BITS, _bits(t_words) + 1)
+        m.submodules.fetch_walk = fw = PanelWalk(R, DIM_BITS, walk_bits)
         staged = Signal(2)                   # complete panels in the staging memory
         occupied = Signal(2)                 # banks holding a panel, complete or being filled
         staged_inc, staged_dec = Signal(), Signal()
@@ -305,7 +307,7 @@ class ZoLayer(wiring.Component):
 
         # -- master memory ports: loads, fetches, the reader, the update ------------------
         reading = is_job("read_master")
-        m.submodules.read_walk = rw = PanelWalk(R, DIM_BITS, _bits(t_words) + 1)
+        m.submodules.read_walk = rw = PanelWalk(R, DIM_BITS, walk_bits)
         r_valid, r_last, read_all = Signal(), Signal(), Signal()
         r_adv = ~r_valid | self.m_axis.tready
         r_issue = busy & ~launch & reading & ~read_all & r_adv
