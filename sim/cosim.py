@@ -87,9 +87,11 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
         elif vcd:
             build_args.append("--trace")
         build_args.extend(verilator_args or [])
+    # The environment is part of the key: a built model links against this environment's
+    # cocotb (rpath), so a build made from another checkout's venv must not be reused.
     key = hashlib.sha256("\0".join([verilog, simulator, toplevel, *build_args,
-                                    json.dumps(sorted((extra_files or {}).items()))]
-                                   ).encode()).hexdigest()[:16]
+                                    json.dumps(sorted((extra_files or {}).items())),
+                                    sys.prefix]).encode()).hexdigest()[:16]
     build_dir = cache_dir() / "sim" / f"{toplevel}-{simulator}-{key}"
     build_dir.mkdir(parents=True, exist_ok=True)
     source = build_dir / f"{toplevel}.v"

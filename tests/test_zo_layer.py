@@ -159,10 +159,11 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode):
 
 
 @needs_verilator
+@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("q", [1, 4])
-def test_rtl_query_counts(q):
-    summary = cosim_layer(layer_config(**SMALL), ZoCosimOptions(steps=1, q=q, seed=q,
-                                                                grad_shift=30))
+def test_rtl_query_counts(strategy, q):
+    summary = cosim_layer(layer_config(strategy, **SMALL),
+                          ZoCosimOptions(steps=2, q=q, seed=q, grad_shift=30))
     assert summary["bit_exact"], summary
 
 
