@@ -52,12 +52,31 @@ from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.gemm import RequantParams, gemm_int32, requantize, wrap_signed
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 
-__all__ = ["LayerShape", "ZoLayerGolden", "saturate"]
+__all__ = ["LayerShape", "ZoLayerGolden", "saturate", "perturbed_operand", "applied_update"]
 
 
 def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
     """Clamp int64 ``values`` to the signed ``bits``-bit range."""
     return values.clamp(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def perturbed_operand(master: torch.Tensor, z: torch.Tensor | None, sign: int,
+                      eps_shift: int) -> torch.Tensor:
+    """The operand the array sees (:class:`~zoforge.hw.zo.perturb.PerturbUnit`):
+    ``master >> 8``, or with ``sign`` +1/-1 ``clamp((master >> 8) + sign * (z >> eps_shift),
+    -2^15, 2^15 - 1)`` (int64 tensors, arithmetic shifts)."""
+    base = master >> Formats.MASTER_FRAC
+    if sign == 0:
+        return base
+    return saturate(base + sign * (z >> eps_shift), Formats.WEIGHT_BITS)
+
+
+def applied_update(master: torch.Tensor, accumulator: torch.Tensor, eta_mult: int,
+                   eta_shift: int) -> torch.Tensor:
+    """The update unit's apply step (:class:`~zoforge.hw.zo.update.UpdateUnit`):
+    ``clamp(master - ((D * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift), int24)``."""
+    delta = (accumulator * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift
+    return saturate(master - delta, Formats.MASTER_BITS)
 
 
 @dataclass(frozen=True)
@@ -153,10 +172,7 @@ class ZoLayerGolden:
     # -- branches and the update ----------------------------------------------------------
     def operand(self, sign: int = 0, eps_shift: int = 0, z: torch.Tensor | None = None):
         """The int16 operand ``clamp((T >> 8) + sign * (z >> eps_shift))``."""
-        base = self.master >> Formats.MASTER_FRAC
-        if sign == 0:
-            return base
-        return saturate(base + sign * (z >> eps_shift), Formats.WEIGHT_BITS)
+        return perturbed_operand(self.master, z, sign, eps_shift)
 
     def branch(self, sign: int, eps_shift: int) -> torch.Tensor:
         """One forward branch with ``T + sign * eps * z`` (the next perturbation; sign 0:
@@ -181,8 +197,7 @@ class ZoLayerGolden:
         """``T <- clamp(T - round(D * eta_mult / 2^eta_shift))``; ``D <- 0``."""
         check_int_range("--eta-mult", eta_mult, 0, (1 << Formats.ETA_MULT_BITS) - 1)
         check_int_range("--eta-shift", eta_shift, 0, Formats.ETA_SHIFT_MAX)
-        delta = (self.accumulator * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift
-        self.master = saturate(self.master - delta, Formats.MASTER_BITS)
+        self.master = applied_update(self.master, self.accumulator, eta_mult, eta_shift)
         self.accumulator.zero_()
 
 

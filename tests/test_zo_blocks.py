@@ -1,0 +1,163 @@
+"""The ZO layer's blocks on their own (Amaranth simulator), value by value against the
+golden model's functions (:func:`perturbed_operand`, :func:`applied_update`), with idle and
+back-pressure on every stream and the formats' corner values."""
+from __future__ import annotations
+
+import random
+
+import torch
+from amaranth import Module, unsigned
+from amaranth.lib import wiring
+from amaranth.lib.memory import Memory
+from amaranth.sim import Simulator
+
+from zoforge.golden.zolayer.config import Formats
+from zoforge.golden.zolayer.model import applied_update, perturbed_operand
+from zoforge.hw.zo.perturb import PerturbUnit
+from zoforge.hw.zo.update import UpdateUnit
+
+ROWS, Z_LANES, Z_WIDTH = 3, 5, 12
+M_MIN, M_MAX = -(1 << 23), (1 << 23) - 1
+Z_MIN, Z_MAX = -(1 << (Z_WIDTH - 1)), (1 << (Z_WIDTH - 1)) - 1
+
+
+def _pack(values, width):
+    return sum((int(v) & ((1 << width) - 1)) << (width * i) for i, v in enumerate(values))
+
+
+def _pick(rng, low, high):
+    return rng.choice([low, high, 0, -1, rng.randint(low, high)])
+
+
+def test_perturb_unit_matches_the_golden_operand():
+    dut = PerturbUnit(ROWS, Z_LANES, Z_WIDTH)
+    rng = random.Random(3)
+    seen = {"high": 0, "low": 0, "moved": 0}
+
+    async def bench(ctx):
+        for _ in range(3000):
+            master = [_pick(rng, M_MIN, M_MAX) for _ in range(ROWS)]
+            z = [_pick(rng, Z_MIN, Z_MAX) for _ in range(Z_LANES)]
+            perturb, minus = rng.random() < 0.8, rng.random() < 0.5
+            eps_shift = rng.choice([0, 1, Formats.EPS_SHIFT_MAX, rng.randint(0, 31)])
+            valid, z_valid, ready = (rng.random() < 0.7 for _ in range(3))
+            for signal, value in ((dut.words.payload, master),
+                                  (dut.z.payload, _pack(z, Z_WIDTH)), (dut.perturb, perturb),
+                                  (dut.minus, minus), (dut.eps_shift, eps_shift),
+                                  (dut.words.valid, valid), (dut.z.valid, z_valid),
+                                  (dut.out.ready, ready)):
+                ctx.set(signal, value)
+            moves = valid and ready and (z_valid or not perturb)
+            assert ctx.get(dut.out.valid) == (valid and (z_valid or not perturb))
+            assert ctx.get(dut.words.ready) == (ready and (z_valid or not perturb))
+            assert ctx.get(dut.z.ready) == (perturb and valid and ready)
+            if ctx.get(dut.out.valid):
+                sign = 0 if not perturb else (-1 if minus else 1)
+                want = perturbed_operand(torch.tensor(master), torch.tensor(z[:ROWS]), sign,
+                                         eps_shift)
+                got = [ctx.get(dut.out.payload[i]) for i in range(ROWS)]
+                assert got == want.tolist(), (master, z, sign, eps_shift)
+                seen["high"] += (1 << 15) - 1 in got and sign != 0
+                seen["low"] += -(1 << 15) in got and sign != 0
+            seen["moved"] += moves
+            await ctx.delay(1e-6)                 # (a combinational block: no clock)
+
+    sim = Simulator(dut)
+    sim.add_testbench(bench)
+    sim.run()
+    assert min(seen.values()) > 20, seen          # both saturation ends, many transfers
+
+
+class _UpdateHarness(wiring.Component):
+    """The update unit with its two memories, as the layer wires them."""
+
+    def __init__(self, master, accumulator):
+        self.unit = UpdateUnit(ROWS, Z_LANES, Z_WIDTH, dim_bits=8, addr_bits=4)
+        acc_bits = self.unit.acc_bits
+        self.t_mem = Memory(shape=unsigned(Formats.MASTER_BITS * ROWS), depth=16,
+                            init=[_pack(w, Formats.MASTER_BITS) for w in master])
+        self.d_mem = Memory(shape=unsigned(acc_bits * ROWS), depth=16,
+                            init=[_pack(w, acc_bits) for w in accumulator])
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.unit, m.submodules.t, m.submodules.d = self.unit, self.t_mem, self.d_mem
+        u = self.unit
+        t_rd, t_wr = self.t_mem.read_port(), self.t_mem.write_port()
+        d_rd, d_wr = self.d_mem.read_port(), self.d_mem.write_port()
+        m.d.comb += [t_rd.addr.eq(u.rd_addr), t_rd.en.eq(u.rd_en), d_rd.addr.eq(u.rd_addr),
+                     d_rd.en.eq(u.rd_en), u.t_rdata.eq(t_rd.data), u.d_rdata.eq(d_rd.data),
+                     t_wr.addr.eq(u.wr_addr), t_wr.data.eq(u.t_wdata.as_value()),
+                     t_wr.en.eq(u.t_we), d_wr.addr.eq(u.wr_addr),
+                     d_wr.data.eq(u.d_wdata.as_value()), d_wr.en.eq(u.wr_en)]
+        return m
+
+
+
+
+def test_update_unit_accumulates_and_applies_like_the_golden_model():
+    rng = random.Random(5)
+    words = 6                                      # 2 panels of R features x 3 k-steps
+    master = [[_pick(rng, M_MIN, M_MAX) for _ in range(ROWS)] for _ in range(words)]
+    harness = _UpdateHarness(master, [[0] * ROWS] * words)
+    acc_bits = harness.unit.acc_bits
+    grads = [(1 << 15) - 1, -(1 << 15), 7]
+    transfers = [[[_pick(rng, Z_MIN, Z_MAX) for _ in range(Z_LANES)] for _ in range(words)]
+                 for _ in grads]
+    eta_mult, eta_shift = (1 << 16) - 1, 9
+    u = harness.unit
+
+    def unpack(value, bits):
+        out = []
+        for _ in range(ROWS):
+            lane = value & ((1 << bits) - 1)
+            out.append(lane - (1 << bits) if lane >> (bits - 1) else lane)
+            value >>= bits
+        return out
+
+    async def job(ctx, apply, z_words=None):
+        ctx.set(u.apply, apply)
+        ctx.set(u.inner, 3)
+        ctx.set(u.outer, 2 * ROWS)
+        ctx.set(u.start, 1)
+        await ctx.tick()
+        ctx.set(u.start, 0)
+        pending = list(z_words or [])
+        for _ in range(200):
+            if pending:
+                valid = rng.random() < 0.6              # idle cycles on the z stream
+                ctx.set(u.z.valid, valid)
+                ctx.set(u.z.payload, _pack(pending[0], Z_WIDTH))
+                taken = valid and ctx.get(u.z.ready)
+            else:
+                ctx.set(u.z.valid, 0)
+                taken = False
+            done = ctx.get(u.done)
+            await ctx.tick()
+            if taken:
+                pending.pop(0)
+            if done:
+                break
+        assert not pending and not ctx.get(u.busy)
+
+    async def bench(ctx):
+        for g, z_words in zip(grads, transfers):
+            ctx.set(u.g, g)
+            await job(ctx, 0, z_words)
+        d = [unpack(ctx.get(harness.d_mem.data[w]), acc_bits) for w in range(words)]
+        want_d = sum(g * torch.tensor([t[:ROWS] for t in z]) for g, z in zip(grads, transfers))
+        assert d == want_d.tolist()
+        ctx.set(u.eta_mult, eta_mult)
+        ctx.set(u.eta_shift, eta_shift)
+        await job(ctx, 1)
+        t = [unpack(ctx.get(harness.t_mem.data[w]), Formats.MASTER_BITS) for w in range(words)]
+        want_t = applied_update(torch.tensor(master), want_d, eta_mult, eta_shift)
+        assert t == want_t.tolist()
+        assert {M_MIN, M_MAX} <= {v for row in t for v in row}   # both saturation ends
+        assert all(ctx.get(harness.d_mem.data[w]) == 0 for w in range(words))
+
+    sim = Simulator(harness)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
