@@ -8,7 +8,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from zoforge.errors import ConfigError
-from zoforge.golden.rng import OnTheFlyGolden, PregenGolden
+from zoforge.golden.rng import (GaussianConfig, GaussianGolden, OnTheFlyConfig,
+                                OnTheFlyGolden, PregenConfig, PregenGolden)
 from zoforge.golden.zo.perturbation import (SOURCES, expected_gaussian_norm,
                                             make_perturbation,
                                             scale_chunks_to_gaussian_norm)
@@ -52,7 +53,27 @@ def test_pezo_sources_are_the_generator_goldens():
         assert torch.equal(pregen.draw(d), pool.take_float(d))
 
 
-@pytest.mark.parametrize("name", ["pezo-onthefly", "pezo-pregen"])
+def test_gaussian_hw_is_the_clt_generator_golden():
+    source = make_perturbation("gaussian-hw", seed=4, n_rng=31, bits=10, terms=4)
+    golden = GaussianGolden(n_rng=31, bits=10, terms=4, start=_splitmix64(4) % (2 ** 10 - 1))
+    for d in (100, 31 * 7, 1, 5000):
+        assert torch.equal(source.draw(d), golden.take_float(d))
+    defaults = make_perturbation("gaussian-hw").hardware()
+    assert (defaults.n_rng, defaults.bits, defaults.terms) == (1024, 16, 3)
+
+
+def test_hardware_generator_of_each_source():
+    assert make_perturbation("pezo-onthefly", n_rng=15, bits=6).hardware() == \
+        OnTheFlyConfig(n_rng=15, bits=6)
+    assert make_perturbation("pezo-pregen", pool_size=1023, banks=4).hardware() == \
+        PregenConfig(pool_size=1023, banks=4)
+    assert make_perturbation("gaussian-hw", n_rng=8, bits=12).hardware() == \
+        GaussianConfig(n_rng=8, bits=12)
+    for software in ("gaussian", "rademacher", "uniform-scaled", "uniform-naive"):
+        assert make_perturbation(software).hardware() is None
+
+
+@pytest.mark.parametrize("name", ["pezo-onthefly", "pezo-pregen", "gaussian-hw"])
 def test_seed_zero_starts_in_the_reset_state_and_seeds_differ(name):
     draws = {seed: make_perturbation(name, seed=seed).draw(500) for seed in (0, 1, 2)}
     reset = make_perturbation(name, seed=0).generator
@@ -109,6 +130,8 @@ def test_distributions():
     ({"name": "pezo-onthefly", "n_rng": 8}, "--n-rng"),
     ({"name": "pezo-pregen", "pool_size": 4096}, "--pool-size"),
     ({"name": "uniform-scaled", "chunk": -1}, "--chunk"),
+    ({"name": "gaussian-hw", "terms": 0}, "--terms"),
+    ({"name": "gaussian-hw", "n_rng": 4096, "bits": 8}, "--bits"),
     ({"name": "normal"}, "--perturbation"),
 ])
 def test_bad_parameters_name_the_flag(kwargs, flag):

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError, check_choice, check_int_range
-from zoforge.golden.rng import OnTheFlyConfig, PregenConfig
+from zoforge.golden.rng import GaussianConfig, PregenConfig
 from zoforge.golden.zo.optimizers import METHODS
 from zoforge.golden.zo.perturbation import SOURCES, make_perturbation
 
@@ -40,8 +40,9 @@ class TrainConfig:
     steps: int = 1000
     seed: int = 0
     # perturbation source parameters
-    n_rng: int = OnTheFlyConfig.n_rng
+    n_rng: int | None = None
     bits: int | None = None
+    terms: int = GaussianConfig.terms
     pool_size: int = PregenConfig.pool_size
     banks: int = PregenConfig.banks
     pool_seed: int = PregenConfig.pool_seed
@@ -99,14 +100,23 @@ class TrainConfig:
         if self.dual and (self.method != "prge" or not (self.inner and self.outer)):
             raise ConfigError("--dual", "used only with --method prge and both loops on",
                               self.method)
-        make_perturbation(self.perturbation, seed=self.seed, n_rng=self.n_rng, bits=self.bits,
-                          pool_size=self.pool_size, banks=self.banks,
-                          pool_seed=self.pool_seed, chunk=self.chunk)
+        self.perturbation_source()          # checks the source's parameters
         if self.hw_arith and self.trainable == "full":
             raise ConfigError("--hw-arith", "used with --trainable head or lora-fa", "full")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    def perturbation_source(self):
+        """The configured :class:`~zoforge.golden.zo.perturbation.Perturbation` (fresh)."""
+        return make_perturbation(self.perturbation, seed=self.seed, n_rng=self.n_rng,
+                                 bits=self.bits, pool_size=self.pool_size, banks=self.banks,
+                                 pool_seed=self.pool_seed, terms=self.terms, chunk=self.chunk)
+
+    def hardware_generator(self):
+        """The generator configuration the perturbation source is bit-exact with (its cost
+        is what ``zoforge build --design rng`` reports), or None for a software source."""
+        return self.perturbation_source().hardware()
 
     @classmethod
     def from_dict(cls, values: dict) -> "TrainConfig":

@@ -17,6 +17,14 @@ Sources (``--perturbation``):
 * ``pezo-onthefly`` / ``pezo-pregen`` the PeZO generators' golden models
   (:mod:`zoforge.golden.rng`), bit-exact with the RTL, including their own (power-of-two)
   modulus scaling. The pool's contents are a hardware parameter (``--pool-seed``).
+* ``gaussian-hw`` the hardware Gaussian baseline (n central-limit generators, each a sum of
+  ``--terms`` LFSR values; :class:`~zoforge.golden.rng.GaussianConfig`), bit-exact with its
+  RTL: the MeZO row of PeZO's Table 6 as a training source.
+
+The three hardware sources know the generator they are bit-exact with
+(:meth:`Perturbation.hardware`: its configuration, from which ``zoforge build`` reports the
+generator's cost); the software sources have none. ``n_rng`` / ``bits`` left as ``None``
+take the generator configuration's defaults.
 
 ``--seed`` means the same for every source: where its random sequence starts. Seeded torch
 sources derive draw ``i``'s generator seed from ``(seed, i)`` with numpy's ``SeedSequence``,
@@ -30,7 +38,7 @@ import numpy as np
 import torch
 
 from zoforge.errors import check_choice, check_int_range
-from zoforge.golden.rng import OnTheFlyConfig, PregenConfig
+from zoforge.golden.rng import GaussianConfig, GeneratorConfig, OnTheFlyConfig, PregenConfig
 from zoforge.golden.rng.norms import expected_gaussian_norm
 
 __all__ = ["Perturbation", "SOURCES", "make_perturbation", "expected_gaussian_norm",
@@ -66,6 +74,10 @@ class Perturbation:
 
     def config(self) -> dict:
         raise NotImplementedError
+
+    def hardware(self) -> GeneratorConfig | None:
+        """The hardware generator this source is bit-exact with (None: software only)."""
+        return None
 
 
 class _SeededTorch(Perturbation):
@@ -128,9 +140,11 @@ class UniformScaled(_SeededTorch):
 class _Golden(Perturbation):
     """Wraps a :mod:`zoforge.golden.rng` generator; its state is the generator's own."""
 
-    def __init__(self, generator, extra_config: dict):
-        self.generator = generator
-        self._config = extra_config
+    def __init__(self, config: GeneratorConfig, seed: int):
+        self.generator_config = config
+        self.generator = config.golden()
+        self.generator.state = self.generator.initial_state(seed)
+        self._config = {**config.to_dict(), "seed": seed}
 
     def draw(self, d: int) -> torch.Tensor:
         return self.generator.take_float(d, dtype=torch.float32)
@@ -144,15 +158,16 @@ class _Golden(Perturbation):
     def config(self) -> dict:
         return {"perturbation": self.name, **self._config}
 
+    def hardware(self) -> GeneratorConfig:
+        return self.generator_config
+
 
 class PezoOnTheFly(_Golden):
     name = "pezo-onthefly"
 
     def __init__(self, n_rng: int = OnTheFlyConfig.n_rng, bits: int = OnTheFlyConfig.bits,
                  seed: int = 0):
-        generator = OnTheFlyConfig(n_rng=n_rng, bits=bits).golden()
-        generator.state = generator.initial_state(seed)
-        super().__init__(generator, {"n_rng": n_rng, "bits": bits, "seed": seed})
+        super().__init__(OnTheFlyConfig(n_rng=n_rng, bits=bits), seed)
 
 
 class UniformNaive(PezoOnTheFly):
@@ -168,6 +183,9 @@ class UniformNaive(PezoOnTheFly):
         g.state = g.state + cycles
         return torch.from_numpy(raw).to(torch.float32).mul_(2.0 ** -(g.bits - 1))
 
+    def hardware(self) -> None:
+        return None         # the on-the-fly lanes without its scale LUT: no such generator
+
 
 class PezoPregen(_Golden):
     name = "pezo-pregen"
@@ -175,24 +193,30 @@ class PezoPregen(_Golden):
     def __init__(self, pool_size: int = PregenConfig.pool_size, bits: int = PregenConfig.bits,
                  banks: int = PregenConfig.banks, pool_seed: int = PregenConfig.pool_seed,
                  seed: int = 0):
-        generator = PregenConfig(pool_size=pool_size, bits=bits, banks=banks,
-                                 pool_seed=pool_seed).golden()
-        generator.state = generator.initial_state(seed)
-        super().__init__(generator, {"pool_size": pool_size, "bits": bits, "banks": banks,
-                                     "pool_seed": pool_seed, "seed": seed})
+        super().__init__(PregenConfig(pool_size=pool_size, bits=bits, banks=banks,
+                                      pool_seed=pool_seed), seed)
+
+
+class GaussianHw(_Golden):
+    name = "gaussian-hw"
+
+    def __init__(self, n_rng: int = GaussianConfig.n_rng, bits: int = GaussianConfig.bits,
+                 terms: int = GaussianConfig.terms, seed: int = 0):
+        super().__init__(GaussianConfig(n_rng=n_rng, bits=bits, terms=terms), seed)
 
 
 SOURCES = {cls.name: cls for cls in (Gaussian, Rademacher, UniformNaive, UniformScaled,
-                                     PezoOnTheFly, PezoPregen)}
+                                     PezoOnTheFly, PezoPregen, GaussianHw)}
 
 
-def make_perturbation(name: str, *, seed: int = 0, n_rng: int = OnTheFlyConfig.n_rng,
+def make_perturbation(name: str, *, seed: int = 0, n_rng: int | None = None,
                       bits: int | None = None, pool_size: int = PregenConfig.pool_size,
                       banks: int = PregenConfig.banks, pool_seed: int = PregenConfig.pool_seed,
-                      chunk: int = 0) -> Perturbation:
+                      terms: int = GaussianConfig.terms, chunk: int = 0) -> Perturbation:
     """Build the source ``name`` (see :data:`SOURCES`) from CLI-style parameters.
 
-    ``bits`` defaults to the generator configuration's (on-the-fly 8, pre-generated 12).
+    ``n_rng`` and ``bits`` default to the generator configuration's (on-the-fly 31 x 8,
+    pre-generated 12 bits, hardware Gaussian 1024 x 16).
     """
     check_choice("--perturbation", name, SOURCES)
     if name in ("gaussian", "rademacher"):
@@ -202,5 +226,9 @@ def make_perturbation(name: str, *, seed: int = 0, n_rng: int = OnTheFlyConfig.n
     if name == "pezo-pregen":
         return PezoPregen(pool_size=pool_size, bits=PregenConfig.bits if bits is None else bits,
                           banks=banks, pool_seed=pool_seed, seed=seed)
-    return SOURCES[name](n_rng=n_rng, bits=OnTheFlyConfig.bits if bits is None else bits,
-                         seed=seed)
+    defaults = GaussianConfig if name == "gaussian-hw" else OnTheFlyConfig
+    sized = {"n_rng": defaults.n_rng if n_rng is None else n_rng,
+             "bits": defaults.bits if bits is None else bits, "seed": seed}
+    if name == "gaussian-hw":
+        return GaussianHw(terms=terms, **sized)
+    return SOURCES[name](**sized)

@@ -28,7 +28,6 @@ from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zo.dual import DualForwardPRGE
 from zoforge.golden.zo.features import build_trainable
 from zoforge.golden.zo.optimizers import make_optimizer
-from zoforge.golden.zo.perturbation import make_perturbation
 
 __all__ = ["train", "batch_index", "build_optimizer", "Interrupted"]
 
@@ -44,9 +43,7 @@ def batch_index(seed: int, step: int, n_train: int, batch: int) -> np.ndarray:
 
 
 def build_optimizer(cfg: TrainConfig, trainable):
-    perturbation = make_perturbation(cfg.perturbation, seed=cfg.seed, n_rng=cfg.n_rng,
-                                     bits=cfg.bits, pool_size=cfg.pool_size, banks=cfg.banks,
-                                     pool_seed=cfg.pool_seed, chunk=cfg.chunk)
+    perturbation = cfg.perturbation_source()
     if cfg.dual:
         return DualForwardPRGE(trainable, perturbation, cfg.lr, cfg.eps, cfg.queries)
     return make_optimizer(cfg.method, trainable, perturbation, lr=cfg.lr, eps=cfg.eps,

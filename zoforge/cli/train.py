@@ -15,8 +15,11 @@ HELP = {
     "lr": "learning rate", "eps": "perturbation scale (lambda for hizoo/pefoo)",
     "steps": "optimizer steps",
     "seed": "seed of batches, LoRA A and the perturbation (where its sequence starts)",
-    "n_rng": "PeZO on-the-fly: number of LFSRs (2^k - 1)",
-    "bits": "PeZO: RNG bit-width (default 8 on-the-fly, 12 pre-generated)",
+    "n_rng": "PeZO on-the-fly: number of LFSRs (2^k - 1); gaussian-hw: generators "
+             "(default: the generator's, 31 on-the-fly, 1024 gaussian-hw)",
+    "bits": "RNG bit-width (default: the generator's, 8 on-the-fly, 12 pre-generated, "
+            "16 gaussian-hw)",
+    "terms": "gaussian-hw: uniform LFSR values summed per generator",
     "pool_size": "PeZO pre-generated: pool size (2^k - 1)",
     "banks": "PeZO pre-generated: BRAM banks (values per cycle)",
     "pool_seed": "PeZO pre-generated: seed of the pool's contents (a hardware parameter)",
