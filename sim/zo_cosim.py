@@ -136,16 +136,18 @@ def predicted_ratio(config: ZoLayerConfig, shape: LayerShape, q: int) -> float:
             / predicted_cycles(config, shape, q))
 
 
-def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np.ndarray]
-              ) -> tuple[dict[str, np.ndarray], CosimResult]:
+def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np.ndarray],
+              host: dict | None = None) -> tuple[dict[str, np.ndarray], CosimResult]:
     """Run the bench on ``data``: the RTL's branches, masters and plain branch (empty when
-    the bench failed) and the cocotb result (g values and job counters in ``results``)."""
+    the bench failed) and the cocotb result (g values and job counters in ``results``).
+    ``host``: the fields of a :class:`~zoforge.golden.zolayer.host.CrossEntropyHost` for a
+    classification host (``data["labels"]``), else the regression host (``data["target"]``)."""
     shape = _shape(config, options)
     elaborated = elaborate_layer(config)
     verilog = to_verilog(elaborated.top, elaborated.name)
     args = {"m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r, "rows": config.rows,
             "cols": config.cols, "lanes": max(config.rows, config.cols),
-            "lora": config.mode == "lora-fa", **{f: getattr(options, f) for f in (
+            "lora": config.mode == "lora-fa", "host": host, **{f: getattr(options, f) for f in (
                 "q", "eps_shift", "grad_shift", "eta_mult", "eta_shift", "mult", "shift",
                 "source_idle", "sink_backpressure", "seed")}}
     with tempfile.TemporaryDirectory(prefix="zoforge-zo-") as folder:

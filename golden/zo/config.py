@@ -15,13 +15,16 @@ from zoforge.errors import ConfigError, check_choice, check_int_range
 from zoforge.golden.rng import GaussianConfig, PregenConfig
 from zoforge.golden.zo.optimizers import METHODS
 from zoforge.golden.zo.perturbation import SOURCES, make_perturbation
+from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
+from zoforge.golden.zolayer.network import padded_classes
 
 __all__ = ["TrainConfig", "TRAINABLE_KINDS", "HEAD_INITS", "CHOICES", "RESUME_FREE"]
 
-TRAINABLE_KINDS = ("head", "lora-fa", "full")
+TRAINABLE_KINDS = ("head", "lora-fa", "full", "hw-mlp")
+HARDWARE_METHOD = "hw-prge"         # the ZO layer's integer step (golden/zo/hwmlp.py)
 HEAD_INITS = ("zero", "prompt")
 #: The allowed values of the fields that take one of a list (the one list of each).
-CHOICES = {"method": METHODS, "perturbation": tuple(SOURCES), "trainable": TRAINABLE_KINDS,
+CHOICES = {"method": METHODS + (HARDWARE_METHOD,), "perturbation": tuple(SOURCES), "trainable": TRAINABLE_KINDS,
            "head_init": HEAD_INITS}
 # Fields that may change between a run and its resumption.
 RESUME_FREE = ("steps", "out", "eval_every", "checkpoint_every", "cache_dir", "progress",
@@ -64,6 +67,10 @@ class TrainConfig:
     alpha: float = 32.0
     head_init: str = "zero"
     hw_arith: bool = False
+    # hw-mlp: the ZO-layer classifier (F -> hidden -> classes) on an R x C array
+    hidden: int = 64
+    rows: int = 4
+    cols: int = 4
     # data
     data: str | None = None
     split_seed: int = 0
@@ -101,8 +108,44 @@ class TrainConfig:
             raise ConfigError("--dual", "used only with --method prge and both loops on",
                               self.method)
         self.perturbation_source()          # checks the source's parameters
-        if self.hw_arith and self.trainable == "full":
-            raise ConfigError("--hw-arith", "used with --trainable head or lora-fa", "full")
+        if self.hw_arith and self.trainable in ("full", "hw-mlp"):
+            raise ConfigError("--hw-arith", "used with --trainable head or lora-fa",
+                              self.trainable)
+        hardware = self.trainable == "hw-mlp"
+        if hardware != (self.method == HARDWARE_METHOD):
+            raise ConfigError("--method", f"{HARDWARE_METHOD} exactly when --trainable is "
+                              "hw-mlp", f"{self.method} with {self.trainable}")
+        if hardware:
+            self._check_hardware()
+
+    def _check_hardware(self) -> None:
+        check_int_range("--hidden", self.hidden, 0, 4096)
+        if self.hidden % self.rows:
+            raise ConfigError("--hidden", f"a multiple of --rows = {self.rows}", self.hidden)
+        if self.batch % self.cols:
+            raise ConfigError("--batch", f"a multiple of --cols = {self.cols} for "
+                              "--trainable hw-mlp", self.batch)
+        if self.hardware_generator() is None:
+            raise ConfigError("--perturbation", "a hardware source (pezo-onthefly, "
+                              "pezo-pregen, gaussian-hw) for --trainable hw-mlp",
+                              self.perturbation)
+        if self.queries > Formats.MAX_QUERIES:
+            raise ConfigError("--queries", f"at most {Formats.MAX_QUERIES} for --method "
+                              f"{HARDWARE_METHOD}", self.queries)
+        self.layer_design(features=self.rows, classes=2)     # the array/generator checks
+
+    def layer_design(self, features: int, classes: int) -> ZoLayerConfig:
+        """The ZO layer configuration (design ``zo-layer``, full mode) that runs this
+        ``hw-mlp`` classifier on ``features`` input features and ``classes`` classes: its
+        array, its generator and buffers sized for the widest layer and the batch."""
+        generator = self.hardware_generator()
+        fields = {f.name: getattr(generator, f.name) for f in dataclasses.fields(generator)
+                  if f.name != "snapshot"}
+        widths = [features, *([self.hidden] if self.hidden else []),
+                  padded_classes(classes, self.rows)]
+        return layer_config(generator.variant, rows=self.rows, cols=self.cols, mode="full",
+                            max_m=self.batch, max_k=max(widths[:-1]),
+                            max_n=max(max(widths[1:]), self.rows), **fields)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -15,6 +15,7 @@ import torch
 
 from zoforge.golden import data as data_mod
 from zoforge.golden import models
+from zoforge.golden.zo.hwmlp import HwMlpTrainable
 from zoforge.golden.zo.trainable import (FullTrainable, HeadTrainable, LoraFATrainable,
                                          SplitData)
 from zoforge.errors import ConfigError
@@ -23,6 +24,7 @@ from zoforge.files import atomic_path, cache_dir
 __all__ = ["load_model", "build_trainable", "default_cache_dir"]
 
 PROMPT = "a {label} review"
+POOLED = ("head", "hw-mlp")      # trainables on the pooled final hidden states
 
 
 def default_cache_dir() -> Path:
@@ -39,7 +41,7 @@ def _cache_key(cfg, model, prefix_layers: int) -> str:
     fields = {k: getattr(cfg, k) for k in ("model", "num_layers", "data", "split_seed",
                                            "n_train", "n_val", "n_test", "max_len")}
     fields["prefix_layers"] = prefix_layers
-    fields["pooled"] = cfg.trainable == "head"
+    fields["pooled"] = cfg.trainable in POOLED
     fields["model_config"] = model.config.to_json_string(use_diff=True)
     text = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:20]
@@ -54,7 +56,7 @@ def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
     for name in ("train", "val", "test"):
         ids, mask = models.tokenize(tokenizer, getattr(splits, name).texts, cfg.max_len)
         hidden = models.hidden_states(model, ids, mask, prefix_layers)
-        if cfg.trainable == "head":
+        if cfg.trainable in POOLED:
             inputs[name] = (models.mean_pool(hidden, mask), None)
         else:
             inputs[name] = (hidden, mask)
@@ -91,11 +93,13 @@ def build_trainable(cfg):
         if cfg.lora_layers > n_layers:
             raise ConfigError("--lora-layers", f"an integer with 1 <= value <= {n_layers}",
                               cfg.lora_layers)
-        prefix = n_layers if cfg.trainable == "head" else n_layers - cfg.lora_layers
+        prefix = n_layers if cfg.trainable in POOLED else n_layers - cfg.lora_layers
         inputs = _prefix_inputs(cfg, model, tokenizer, splits, prefix)
         data = {name: SplitData(*inputs[name], labels[name]) for name in labels}
         if cfg.trainable == "head":
             trainable = HeadTrainable(data, classes, cfg.hw_arith, head_init)
+        elif cfg.trainable == "hw-mlp":
+            trainable = HwMlpTrainable(data, classes, cfg.hidden, cfg.rows, cfg.seed)
         else:
             trainable = LoraFATrainable(data, classes, model.encoder.layer[prefix:],
                                         cfg.rank, cfg.alpha, cfg.seed, cfg.hw_arith,

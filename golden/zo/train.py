@@ -24,9 +24,10 @@ import torch
 
 from zoforge.errors import ConfigError
 from zoforge.files import atomic_path
-from zoforge.golden.zo.config import TrainConfig
+from zoforge.golden.zo.config import HARDWARE_METHOD, TrainConfig
 from zoforge.golden.zo.dual import DualForwardPRGE
 from zoforge.golden.zo.features import build_trainable
+from zoforge.golden.zo.hwmlp import HardwarePRGE
 from zoforge.golden.zo.optimizers import make_optimizer
 
 __all__ = ["train", "batch_index", "build_optimizer", "Interrupted"]
@@ -44,6 +45,8 @@ def batch_index(seed: int, step: int, n_train: int, batch: int) -> np.ndarray:
 
 def build_optimizer(cfg: TrainConfig, trainable):
     perturbation = cfg.perturbation_source()
+    if cfg.method == HARDWARE_METHOD:
+        return HardwarePRGE(trainable, perturbation, cfg.lr, cfg.eps, cfg.queries)
     if cfg.dual:
         return DualForwardPRGE(trainable, perturbation, cfg.lr, cfg.eps, cfg.queries)
     return make_optimizer(cfg.method, trainable, perturbation, lr=cfg.lr, eps=cfg.eps,

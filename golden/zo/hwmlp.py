@@ -1,0 +1,103 @@
+"""Training in the ZO-layer hardware's arithmetic: trainable ``hw-mlp``, method ``hw-prge``.
+
+``hw-mlp`` is a classifier of full-weight ZO layers (:class:`~zoforge.golden.zolayer.network.
+ZoNetwork`: ``F -> hidden -> classes``, or ``F -> classes`` with ``hidden`` 0) over the frozen
+encoder's pooled features, which the host quantizes once to int8
+(``input_scale = max |x_train| / 127``, round half to even, clamp to +-127). ``theta`` holds
+the layers' 24-bit master copies as integers (exact in float32), layer after layer, each
+row-major ``(K, N)``.
+
+``hw-prge`` is the hardware's step (:meth:`ZoNetwork.step`): the perturbation source's
+golden generator (``pezo-onthefly``, ``pezo-pregen`` or ``gaussian-hw``, started where
+``--seed`` says, as the hardware's) drives the branches and the update; ``--lr`` and
+``--eps`` become the integer settings of :func:`~zoforge.golden.zolayer.network.
+step_settings`, which the result reports. A golden run is the exact prediction of the same
+run on the RTL: same batches, same g values, same masters after every step.
+"""
+from __future__ import annotations
+
+import torch
+
+from zoforge.errors import ConfigError
+from zoforge.golden.zo.optimizers import ZOOptimizer
+from zoforge.golden.zo.trainable import Trainable
+from zoforge.golden.zolayer.host import CrossEntropyHost
+from zoforge.golden.zolayer.network import ZoNetwork, padded_classes, step_settings
+
+__all__ = ["HwMlpTrainable", "HardwarePRGE", "quantize_inputs"]
+
+
+def quantize_inputs(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """``clamp(round_half_even(x / scale), -127, 127)`` as int64."""
+    return torch.round(x.double() / scale).clamp(-127, 127).to(torch.int64)
+
+
+class HwMlpTrainable(Trainable):
+    """The ZO-layer classifier over pooled features; see the module docstring."""
+
+    kind = "hw-mlp"
+
+    def __init__(self, splits, num_classes: int, hidden: int, rows: int, init_seed: int):
+        super().__init__(splits, num_classes, hw_arith=True)
+        train_x = splits["train"].x
+        peak = float(train_x.abs().max()) if train_x.numel() else 0.0
+        self.input_scale = peak / 127 if peak > 0 else 1.0
+        for data in splits.values():
+            data.x = quantize_inputs(data.x, self.input_scale)
+        widths = [train_x.shape[-1], *([hidden] if hidden else []),
+                  padded_classes(num_classes, rows)]
+        self.network = ZoNetwork(rows, widths)
+        self.network.init_uniform(init_seed)
+        self.network.calibrate(splits["train"].x, self.input_scale)
+        self.host_scale = self.network.logit_scale
+        offset, parts = 0, []
+        for i, master in enumerate(self.network.masters):
+            self.layers.append((f"layer.{i}", slice(offset, offset + master.numel())))
+            offset += master.numel()
+            parts.append(master.reshape(-1).to(torch.float32))
+        self.theta = torch.cat(parts)
+
+    def masters(self, theta: torch.Tensor) -> list[torch.Tensor]:
+        return [theta[block].to(torch.int64).reshape(master.shape)
+                for (_, block), master in zip(self.layers, self.network.masters)]
+
+    def set_masters(self, masters) -> None:
+        for (_, block), master in zip(self.layers, masters):
+            self.theta[block] = master.reshape(-1).to(torch.float32)
+
+    def outputs(self, theta: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """The hardware's unperturbed outputs ``(B, N)`` for one ``theta``."""
+        return self.network.forward(x, masters=self.masters(theta))
+
+    def logits(self, thetas, x, mask):
+        return torch.stack([self.outputs(theta, x)[:, :self.num_classes].double()
+                            * self.host_scale for theta in thetas]).float()
+
+
+class HardwarePRGE(ZOOptimizer):
+    """The ZO layer's integer P-RGE step on a :class:`HwMlpTrainable` (module docstring)."""
+
+    def __init__(self, trainable, perturbation, lr: float, eps: float, queries: int = 1):
+        super().__init__(trainable, perturbation, lr, eps)
+        if not isinstance(trainable, HwMlpTrainable):
+            raise ConfigError("--method", "hw-prge only with --trainable hw-mlp",
+                              trainable.kind)
+        if perturbation.hardware() is None:
+            raise ConfigError("--perturbation", "a hardware source (pezo-onthefly, "
+                              "pezo-pregen, gaussian-hw) for --method hw-prge",
+                              perturbation.name)
+        self.generator = perturbation.generator
+        self.queries = queries
+        self.settings = step_settings(lr, eps, queries, self.generator.frac_bits)
+        self.host = CrossEntropyHost(trainable.num_classes, trainable.host_scale,
+                                     self.settings.gain)
+        self.last_grads: list[int] = []
+
+    def step(self, index) -> float:
+        x, _, labels = self.trainable.splits["train"].batch(index)
+        network = self.trainable.network
+        network.load_masters(self.trainable.masters(self.trainable.theta))
+        losses, self.last_grads = network.step(self.generator, x, labels.numpy(), self.host,
+                                               self.queries, self.settings)
+        self.trainable.set_masters(network.masters)
+        return sum(losses) / len(losses)

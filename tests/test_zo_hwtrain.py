@@ -1,0 +1,208 @@
+"""Training in the ZO layer's arithmetic (``hw-mlp`` / ``hw-prge``): the golden network pinned to
+a second derivation, the trainer's integer settings, and a golden training run replayed on the
+RTL, bit for bit."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from zoforge.errors import ConfigError
+from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
+from zoforge.golden.zo.config import TrainConfig
+from zoforge.golden.zo.features import build_trainable
+from zoforge.golden.zo.train import Interrupted, train
+from zoforge.golden.zolayer.host import CrossEntropyHost
+from zoforge.golden.zolayer.network import (GRAD_FRAC, WEIGHT_FRAC, ZoNetwork,
+                                            padded_classes, step_settings)
+from zoforge.sim.toolchain import available_simulators
+
+needs_verilator = pytest.mark.skipif("verilator" not in available_simulators(),
+                                     reason="verilator is not installed")
+GENERATORS = {"onthefly": OnTheFlyConfig(n_rng=7, bits=6),
+              "pregen": PregenConfig(pool_size=255, bits=8, banks=2),
+              "gaussian": GaussianConfig(n_rng=3, bits=9, terms=2)}
+
+
+# -- an independent reference of one step ---------------------------------------------------
+
+def reference_step(generator, rows, masters, requants, x, labels, host, q, e, eta_mult,
+                   eta_shift):
+    """One step written from the docstrings with Python integers: sequential take(rows) per
+    word (panels outer, k inner), explicit floor shifts, clamps and wraps."""
+
+    def draw(shape):
+        k_t, n = shape
+        z = [[0] * n for _ in range(k_t)]
+        for p in range(n // rows):
+            for k in range(k_t):
+                for i, v in enumerate(generator.take(rows)):
+                    z[k][p * rows + i] = int(v)
+        return z
+
+    def clamp(v, bits):
+        return max(-(1 << (bits - 1)), min((1 << (bits - 1)) - 1, v))
+
+    def forward(sign):
+        h = [[int(v) for v in row] for row in x]
+        for li, t in enumerate(masters):
+            k_t, n = len(t), len(t[0])
+            z = draw((k_t, n)) if sign else None
+            op = [[clamp((t[k][j] >> 8) + (sign * (z[k][j] >> e) if sign else 0), 16)
+                   for j in range(n)] for k in range(k_t)]
+            y = [[((sum(h[m][k] * op[k][j] for k in range(k_t)) + 2 ** 31) % 2 ** 32) - 2 ** 31
+                  for j in range(n)] for m in range(len(h))]
+            if li < len(requants):
+                mult, shift = requants[li]
+                h = [[max(0, clamp((v * mult + ((1 << shift) >> 1)) >> shift, 8)) for v in row]
+                     for row in y]
+        return y
+
+    acc = [[[0] * len(t[0]) for _ in t] for t in masters]
+    grads = []
+    for _ in range(q):
+        start = generator.save()
+        lp = host.loss(np.array(forward(1)), labels)
+        generator.restore(start)
+        lm = host.loss(np.array(forward(-1)), labels)
+        generator.restore(start)
+        g = max(-2 ** 15, min(2 ** 15 - 1, round((lp - lm) * host.gain)))
+        grads.append(g)
+        for a, t in zip(acc, masters):
+            z = draw((len(t), len(t[0])))
+            for k in range(len(t)):
+                for j in range(len(t[0])):
+                    a[k][j] += g * z[k][j]
+    new = []
+    for a, t in zip(acc, masters):
+        new.append([[clamp(t[k][j] - ((a[k][j] * eta_mult + ((1 << eta_shift) >> 1))
+                                      >> eta_shift), 24) for j in range(len(t[0]))]
+                    for k in range(len(t))])
+    return new, grads
+
+
+@pytest.mark.parametrize("strategy", sorted(GENERATORS))
+@pytest.mark.parametrize("widths", [(12, 2), (10, 4, 2)])
+@pytest.mark.parametrize("q", [1, 3])
+def test_network_step_matches_the_independent_reference(strategy, widths, q):
+    rows = 2
+    config = GENERATORS[strategy]
+    rng = np.random.default_rng(len(widths) * 10 + q)
+    network = ZoNetwork(rows, widths)
+    network.init_uniform(seed=q)
+    x = torch.from_numpy(rng.integers(-127, 128, (6, widths[0])))
+    network.calibrate(x, input_scale=0.01)
+    # large weights, so that both saturations (int16 operand, int8 hidden) are reached
+    network.load_masters([torch.from_numpy(rng.integers(-(1 << 23), 1 << 23, t.shape))
+                          for t in network.masters])
+    labels = rng.integers(0, 2, 6)
+    host = CrossEntropyHost(classes=2, logit_scale=1e-7, gain=1e5)
+    ref_gen, golden_gen = config.golden(), config.golden()
+    masters = [t.tolist() for t in network.masters]
+    requants = [(int(p.multiplier), int(p.shift)) for p in network.requants]
+    seen = []
+    for step in range(2):
+        settings = step_settings(lr=0.3, eps=2.0 ** (golden_gen.frac_bits - WEIGHT_FRAC - 1),
+                                 queries=q, frac_bits=golden_gen.frac_bits)
+        settings = type(settings)(**{**vars(settings), "gain": host.gain})
+        masters, ref_grads = reference_step(ref_gen, rows, masters, requants, x.tolist(),
+                                            labels, host, q, settings.eps_shift,
+                                            settings.eta_mult, settings.eta_shift)
+        _, grads = network.step(golden_gen, x, labels, host, q, settings)
+        assert grads == ref_grads
+        assert [t.tolist() for t in network.masters] == masters
+        seen += grads
+    assert any(seen) and not all(abs(g) == 2 ** 15 - 1 for g in seen)
+
+
+def test_cross_entropy_host_and_gradient_quantization():
+    rng = np.random.default_rng(0)
+    y = rng.integers(-2 ** 31, 2 ** 31, (8, 4))
+    labels = rng.integers(0, 3, 8)
+    host = CrossEntropyHost(classes=3, logit_scale=2 ** -28, gain=100.0)
+    expect = F.cross_entropy(torch.from_numpy(y[:, :3] * 2.0 ** -28), torch.from_numpy(labels))
+    assert host.loss(y, labels) == pytest.approx(float(expect), rel=1e-12)
+    assert host.gradient(0.5, 0.5) == 0
+    assert host.gradient(0.015, 0.01) == 0            # 0.5 rounds half to even
+    assert host.gradient(0.025, 0.01) == 2            # 1.5 rounds half to even
+    assert host.gradient(1e9, 0) == 2 ** 15 - 1 and host.gradient(0, 1e9) == -2 ** 15
+
+
+def test_step_settings_by_hand():
+    # F = 7: eps 2^-10 -> e = 7 - 12 + 10 = 5; eta/q = 0.01 / 4 * 2^(12 + 8 - 6 - 7) = 0.32
+    s = step_settings(lr=0.01, eps=2 ** -10, queries=4, frac_bits=7)
+    assert (s.eps_shift, s.eps) == (5, 2 ** -10)
+    assert s.eta_shift == 17 and s.eta_mult == round(0.32 * 2 ** 17)    # 41943 < 2^16
+    assert s.lr == pytest.approx(0.01, rel=1e-4)
+    assert s.gain == 2 ** GRAD_FRAC / (2 * 2 ** -10)
+    assert step_settings(0.01, 0.0009, 4, 7).eps == 2 ** -10       # nearest power of two
+    for kwargs, flag in (({"eps": 1.0}, "--eps"), ({"eps": 1e-20}, "--eps"),
+                         ({"lr": 1e-30}, "--lr"), ({"lr": 1e9}, "--lr")):
+        with pytest.raises(ConfigError) as error:
+            step_settings(**{"lr": 0.01, "eps": 2 ** -10, "queries": 4, "frac_bits": 7,
+                             **kwargs})
+        assert str(error.value).startswith(flag) and "\n" not in str(error.value)
+
+
+def test_padded_classes():
+    assert [padded_classes(c, 4) for c in (1, 2, 4, 5)] == [4, 4, 4, 8]
+
+
+# -- the trainer ----------------------------------------------------------------------------
+
+def _config(tmp_path, **changes):
+    fields = dict(method="hw-prge", trainable="hw-mlp", perturbation="pezo-onthefly",
+                  model="tiny", steps=6, batch=8, queries=2, lr=1e-2, eps=1e-2, hidden=8,
+                  n_train=64, n_val=16, n_test=32, eval_every=3, checkpoint_every=2,
+                  progress=False, out=str(tmp_path / "run"), cache_dir=str(tmp_path / "c"))
+    return TrainConfig(**{**fields, **changes})
+
+
+def test_trainer_resumes_bit_identically(tmp_path):
+    whole = train(_config(tmp_path, out=str(tmp_path / "whole")))
+    with pytest.raises(Interrupted):
+        train(_config(tmp_path), stop_after=3)
+    resumed = train(_config(tmp_path))
+    whole_theta = torch.load(tmp_path / "whole" / "checkpoint.pt")["theta"]
+    resumed_theta = torch.load(tmp_path / "run" / "checkpoint.pt")["theta"]
+    assert torch.equal(whole_theta, resumed_theta)
+    assert torch.equal(whole_theta, whole_theta.round())          # integer masters
+    initial, _ = build_trainable(_config(tmp_path))
+    assert not torch.equal(whole_theta, initial.theta)                # training moved them
+    assert whole["accuracy_after"] == resumed["accuracy_after"]
+
+
+@pytest.mark.parametrize("changes, flag", [
+    ({"method": "mezo"}, "--method"),
+    ({"trainable": "head"}, "--method"),
+    ({"perturbation": "gaussian"}, "--perturbation"),
+    ({"hidden": 6}, "--hidden"),
+    ({"batch": 6}, "--batch"),
+    ({"perturbation": "pezo-pregen"}, "--banks"),       # the pool needs banks == rows
+    ({"queries": 17}, "--queries"),
+])
+def test_bad_hardware_training_configs_are_one_line_errors(tmp_path, changes, flag):
+    with pytest.raises(ConfigError) as error:
+        _config(tmp_path, **changes)
+    assert str(error.value).startswith(flag) and "\n" not in str(error.value)
+
+
+# -- the golden run is the hardware's -------------------------------------------------------
+
+@needs_verilator
+@pytest.mark.parametrize("perturbation, extra", [
+    ("pezo-onthefly", {}),
+    pytest.param("pezo-pregen", {"banks": 4, "pool_size": 1023}, marks=pytest.mark.slow),
+    pytest.param("gaussian-hw", {"n_rng": 4, "bits": 10}, marks=pytest.mark.slow),
+])
+def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra):
+    from zoforge.sim.zo_train_cosim import cosim_training
+    cfg = _config(tmp_path, perturbation=perturbation, hidden=0, queries=2, **extra)
+    result = cosim_training(cfg, steps=4, source_idle=0.2, sink_backpressure=0.2)
+    assert result["bit_exact"], json.dumps(result["checks"])
+    assert result["grads_rtl"] == result["grads_golden"]
+    assert any(g for step in result["grads_golden"] for g in step)   # the masters moved
