@@ -1,6 +1,7 @@
 """The training loop and `zoforge train`: learning, result.json and plot, checkpoint and
 bit-identical resumption (in process and after SIGKILL), configuration files and errors."""
 import json
+from pathlib import Path
 import os
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import pytest
 import torch
 
 from zoforge.cli import main
+from zoforge.errors import ConfigError
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zo.train import CHECKPOINT, Interrupted, train
 
@@ -151,3 +153,69 @@ def test_default_model_lora_fa_learns(tmp_path):
                       out=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"))
     result = train(cfg)
     assert result["accuracy_before"] == 0.5 and result["accuracy_after"] >= 0.6
+
+
+# -- reliability: caches and checkpoints that heal, nothing unpickled ------------------------
+
+def test_feature_cache_is_keyed_by_the_data_contents(tmp_path, words_data):
+    path = tmp_path / "data.jsonl"
+    path.write_text(Path(words_data).read_text())
+    first = train(config(tmp_path, str(path), steps=5, out=str(tmp_path / "one")))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:                         # same file name, other contents: labels swapped
+        row["label"] = 1 - row["label"]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cache = tmp_path / "cache"
+    before = set(cache.iterdir())
+    second = train(config(tmp_path, str(path), steps=5, out=str(tmp_path / "two")))
+    assert set(cache.iterdir()) - before            # a new entry, not the old data's
+    assert second["accuracy_before"] == first["accuracy_before"]   # zero head: constant
+    assert second["test_loss_before"] == first["test_loss_before"]
+
+
+def test_damaged_feature_cache_is_rebuilt_with_a_notice(tmp_path, words_data, capsys):
+    train(config(tmp_path, words_data, steps=3, out=str(tmp_path / "one")))
+    (entry,) = (tmp_path / "cache").glob("*.pt")
+    good = entry.read_bytes()
+    entry.write_bytes(good[:len(good) // 3])                    # truncated
+    again = train(config(tmp_path, words_data, steps=3, out=str(tmp_path / "two")))
+    assert "damaged feature cache" in capsys.readouterr().err
+    assert entry.read_bytes() == good and again["steps"] == 3   # rebuilt identically
+
+
+def test_damaged_checkpoint_is_set_aside_and_training_restarts(tmp_path, words_data, capsys):
+    cfg = config(tmp_path, words_data, steps=20)
+    with pytest.raises(Interrupted):
+        train(cfg, stop_after=10)
+    checkpoint = tmp_path / "run" / CHECKPOINT
+    checkpoint.write_bytes(checkpoint.read_bytes()[:100])
+    result = train(cfg)
+    assert "cannot be read" in capsys.readouterr().err
+    assert (tmp_path / "run" / (CHECKPOINT + ".damaged")).is_file()
+    reference = train(config(tmp_path, words_data, steps=20, out=str(tmp_path / "ref")))
+    assert result["steps"] == 20 and result["accuracy_after"] == reference["accuracy_after"]
+    assert torch.equal(torch.load(checkpoint, weights_only=True)["theta"],
+                       torch.load(tmp_path / "ref" / CHECKPOINT, weights_only=True)["theta"])
+
+
+def test_checkpoint_with_code_is_never_unpickled(tmp_path, words_data, capsys):
+    cfg = config(tmp_path, words_data, steps=4)
+    out = tmp_path / "run"
+    out.mkdir()
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (marker,))
+    torch.save({"config": cfg.resume_key(), "step": 1, "theta": torch.zeros(1),
+                "optimizer": Payload()}, out / CHECKPOINT)
+    train(cfg)
+    assert not marker.exists()
+    assert "cannot be read" in capsys.readouterr().err
+
+
+def test_fewer_steps_than_the_checkpoint_is_a_one_line_error(tmp_path, words_data):
+    train(config(tmp_path, words_data, steps=10))
+    with pytest.raises(ConfigError) as error:
+        train(config(tmp_path, words_data, steps=5))
+    assert str(error.value).startswith("--steps") and "\n" not in str(error.value)

@@ -3,12 +3,15 @@
 The frozen encoder layers below the trainable part run once per split; their output (the
 pooled features for ``head``, the hidden states entering the first adapted layer for
 ``lora-fa``) is cached in memory and on disk under ``cache_dir`` (default
-``~/.cache/zoforge/zo-features``), keyed by a hash of everything that determines it.
+``~/.cache/zoforge/zo-features``), keyed by a hash of everything that determines it (the data by its contents, not its path).
+An entry is written under a temporary name and renamed when complete; one that cannot be read
+back whole is discarded with a one-line notice and rebuilt.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -24,7 +27,8 @@ from zoforge.files import atomic_path, cache_dir
 __all__ = ["load_model", "build_trainable", "default_cache_dir"]
 
 PROMPT = "a {label} review"
-POOLED = ("head", "hw-mlp")      # trainables on the pooled final hidden states
+POOLED = ("head", "hw-mlp")
+SPLITS = ("train", "val", "test")      # trainables on the pooled final hidden states
 
 
 def default_cache_dir() -> Path:
@@ -37,9 +41,14 @@ def load_model(cfg):
     return models.load_encoder(cfg.model, cfg.num_layers)
 
 
-def _cache_key(cfg, model, prefix_layers: int) -> str:
-    fields = {k: getattr(cfg, k) for k in ("model", "num_layers", "data", "split_seed",
-                                           "n_train", "n_val", "n_test", "max_len")}
+def _cache_key(cfg, model, splits, prefix_layers: int) -> str:
+    """Hash of everything the cached inputs depend on, the data by content (not by path)."""
+    fields = {k: getattr(cfg, k) for k in ("model", "num_layers", "max_len")}
+    data = hashlib.sha256()
+    for name in SPLITS:
+        part = getattr(splits, name)
+        data.update(json.dumps([list(part.texts), part.labels.tolist()]).encode())
+    fields["data"] = data.hexdigest()
     fields["prefix_layers"] = prefix_layers
     fields["pooled"] = cfg.trainable in POOLED
     fields["model_config"] = model.config.to_json_string(use_diff=True)
@@ -47,13 +56,34 @@ def _cache_key(cfg, model, prefix_layers: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
+def _read_cached(path: Path, splits) -> dict | None:
+    """The cached inputs at ``path`` if it holds a complete, well-formed entry; a damaged
+    one is deleted with a one-line notice (and rebuilt by the caller)."""
+    if not path.is_file():
+        return None
+    try:
+        inputs = torch.load(path, weights_only=True)
+        for name in SPLITS:
+            x, mask = inputs[name]
+            if len(x) != len(getattr(splits, name).texts) or (
+                    mask is not None and mask.shape[0] != len(x)):
+                raise ValueError(f"split {name} has {len(x)} rows")
+        return inputs
+    except Exception as error:           # any damage: truncated, wrong shape, not a dict
+        print(f"zoforge: discarding a damaged feature cache entry {path.name} "
+              f"({type(error).__name__}); rebuilding it", file=sys.stderr)
+        path.unlink(missing_ok=True)
+        return None
+
+
 def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
     cache_dir = Path(cfg.cache_dir) if cfg.cache_dir else default_cache_dir()
-    path = cache_dir / f"{_cache_key(cfg, model, prefix_layers)}.pt"
-    if path.is_file():
-        return torch.load(path)
+    path = cache_dir / f"{_cache_key(cfg, model, splits, prefix_layers)}.pt"
+    cached = _read_cached(path, splits)
+    if cached is not None:
+        return cached
     inputs = {}
-    for name in ("train", "val", "test"):
+    for name in SPLITS:
         ids, mask = models.tokenize(tokenizer, getattr(splits, name).texts, cfg.max_len)
         hidden = models.hidden_states(model, ids, mask, prefix_layers)
         if cfg.trainable in POOLED:

@@ -16,6 +16,7 @@ accumulated over resumptions), validation accuracies, ``d`` and the full configu
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.files import atomic_path
+from zoforge.files import atomic_path, atomic_write_text
 from zoforge.golden.zo.config import HARDWARE_METHOD, TrainConfig
 from zoforge.golden.zo.dual import DualForwardPRGE
 from zoforge.golden.zo.features import build_trainable
@@ -61,14 +62,27 @@ def _save(path: Path, state: dict) -> None:
 
 
 def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
+    """The checkpoint to resume from (tensors and plain values only: never unpickled code),
+    or None. A damaged one is set aside as ``checkpoint.pt.damaged`` with a notice."""
     if not path.is_file():
         return None
-    state = torch.load(path, weights_only=False)
+    try:
+        state = torch.load(path, weights_only=True)
+        state["config"], state["step"], state["theta"], state["optimizer"]
+    except Exception as error:           # truncated, not a checkpoint, or unsafe content
+        damaged = path.with_name(path.name + ".damaged")
+        path.replace(damaged)
+        print(f"zoforge: {path} cannot be read ({type(error).__name__}); moved it to "
+              f"{damaged.name} and starting from step 0", file=sys.stderr)
+        return None
     if state["config"] != cfg.resume_key():
         changed = sorted(k for k in cfg.resume_key()
                          if state["config"].get(k) != cfg.resume_key()[k])
         raise ConfigError("--out", "a new directory, or one whose checkpoint has the same "
                           "configuration", f"{path.parent}: differs in {', '.join(changed)}")
+    if state["step"] > cfg.steps:
+        raise ConfigError("--steps", f"at least the {state['step']} steps of the checkpoint in "
+                          f"{path.parent} (or a new --out)", cfg.steps)
     return state
 
 
@@ -129,7 +143,7 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
         "chance_accuracy": 1.0 / info["num_classes"], **info,
         "config": cfg.to_dict(),
     }
-    (out / "result.json").write_text(json.dumps(result, indent=1))
+    atomic_write_text(out / "result.json", json.dumps(result, indent=1))
     _plot(out / "training.png", losses, history, cfg)
     return result
 
@@ -160,5 +174,6 @@ def _plot(path: Path, losses: list[float], history: dict, cfg: TrainConfig) -> N
     figure.suptitle(f"{cfg.method} / {cfg.perturbation} / {cfg.trainable}, "
                     f"q={cfg.queries} B={cfg.batch} lr={cfg.lr:g} eps={cfg.eps:g}")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:
+        figure.savefig(tmp, dpi=110, format="png")
     plt.close(figure)
