@@ -10,7 +10,7 @@ from pathlib import Path
 from zoforge.files import atomic_write_text
 from zoforge.reports.model import RESOURCE_KEYS, Report, VivadoFigures
 
-__all__ = ["write_report", "render_markdown", "plot_report"]
+__all__ = ["write_report", "render_markdown", "plot_report", "summary_lines"]
 
 _KEYS = RESOURCE_KEYS
 
@@ -189,3 +189,25 @@ def plot_report(report: Report, path: Path) -> Path | None:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def summary_lines(report: Report) -> list[str]:
+    """A few lines for a terminal: resources, Fmax, power and post-route, each with its
+    source label."""
+    lines = [f"{report.design} on {report.board.name} at {report.clock_mhz:g} MHz"]
+    if report.resources is not None:
+        total = report.resources.total
+        lines.append(f"  resources ({report.resources.source}): " + ", ".join(
+            f"{k} {total.get(k, 0)}" for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")))
+    if report.fmax is not None:
+        lines.append(f"  Fmax ({report.fmax.source}): {report.fmax.fmax_mhz:.0f} MHz")
+    if report.power is not None:
+        power = report.power
+        lines.append(f"  power ({power.source}): {power.total_w:.3f} W "
+                     f"(static {power.static_w:.3f} + dynamic {power.dynamic_w:.4f})")
+    if report.nextpnr is not None:
+        pnr = report.nextpnr
+        lines.append(f"  post-route ({pnr.source}): " + ", ".join(
+            f"{k} {v}" for k, v in pnr.resources.items()) + "; Fmax " + ", ".join(
+            f"{mhz:.0f} MHz" for mhz in pnr.fmax_mhz.values()))
+    return lines

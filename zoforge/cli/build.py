@@ -9,12 +9,8 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from zoforge.errors import ConfigError, check_int_range
-
-if TYPE_CHECKING:       # for the annotation only; the module loads when a build runs
-    from zoforge.reports.model import Report
 
 __all__ = ["register", "run_build"]
 
@@ -109,7 +105,7 @@ def run_build(args: argparse.Namespace) -> int:
     # runner and matplotlib, which `zoforge --help` and the other commands do not need
     from zoforge.boards.registry import get_board
     from zoforge.reports.pipeline import Progress, build_report
-    from zoforge.reports.render import write_report
+    from zoforge.reports.render import summary_lines, write_report
 
     board = get_board(args.board)
     clock = board.check_clock(args.clock_mhz if args.clock_mhz is not None
@@ -133,7 +129,8 @@ def run_build(args: argparse.Namespace) -> int:
                           progress=Progress(quiet=args.quiet), bench=bench,
                           ram_style=args.ram_style)
     paths = write_report(report, args.out)
-    _summary(report, paths)
+    print("\n".join(summary_lines(report)
+                         + ["  wrote " + ", ".join(str(p) for p in paths.values())]))
     return 0
 
 
@@ -152,24 +149,3 @@ def _design_config(args: argparse.Namespace):
                           "--config FILE)")
     config = load_config(args.config, [t for d in designs().values() for t in d.configs])
     return get_design(config.kind), config
-
-
-def _summary(report: Report, paths: dict) -> None:
-    lines = [f"{report.design} on {report.board.name} at {report.clock_mhz:g} MHz"]
-    if report.resources is not None:
-        total = report.resources.total
-        lines.append(f"  resources ({report.resources.source}): " + ", ".join(
-            f"{k} {total.get(k, 0)}" for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")))
-    if report.fmax is not None:
-        lines.append(f"  Fmax ({report.fmax.source}): {report.fmax.fmax_mhz:.0f} MHz")
-    if report.power is not None:
-        power = report.power
-        lines.append(f"  power ({power.source}): {power.total_w:.3f} W "
-                     f"(static {power.static_w:.3f} + dynamic {power.dynamic_w:.4f})")
-    if report.nextpnr is not None:
-        pnr = report.nextpnr
-        lines.append(f"  post-route ({pnr.source}): " + ", ".join(
-            f"{k} {v}" for k, v in pnr.resources.items()) + "; Fmax " + ", ".join(
-            f"{mhz:.0f} MHz" for mhz in pnr.fmax_mhz.values()))
-    lines.append("  wrote " + ", ".join(str(p) for p in paths.values()))
-    print("\n".join(lines))
