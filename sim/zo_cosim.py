@@ -10,6 +10,7 @@ forward pass recomputes the frozen products) to measure what P-RGE's sharing sav
 from __future__ import annotations
 
 import tempfile
+import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -18,16 +19,22 @@ import numpy as np
 import torch
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
+from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import Formats, ZoLayerConfig
 from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squared_error
 from zoforge.golden.zolayer.model import LayerShape, ZoLayerGolden
 from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
 from zoforge.hw.zo.designs import elaborate_layer
+from zoforge.sim import zo_jobserver
 from zoforge.sim.cosim import SIMULATORS, CosimResult, run_cocotb
 
 __all__ = ["ZoCosimOptions", "cosim_layer", "run_layer", "predicted_cycles", "predicted_ratio",
-           "golden_run", "make_data"]
+           "golden_run", "make_data", "layer_args", "BACKENDS"]
+
+#: cocotb: the cocotbext-axi bench (Verilator or Icarus, Python every cycle); jobserver: the
+#: same host program on a persistent Verilator job server (:mod:`zoforge.sim.zo_jobserver`).
+BACKENDS = ("cocotb", "jobserver")
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,14 @@ class ZoCosimOptions(Config):
     sink_backpressure: float = param(0.0, "probability that the output stream and the "
                                           "AXI4-Lite B/R channels hold ready low in a cycle",
                                      FloatRange(0, 1, high_open=True))
+    backend: str = param("cocotb", "cocotb (cocotbext-axi bench) or jobserver (the same host "
+                                   "program on a persistent Verilator model driven from C++, "
+                                   "no Python per cycle; Verilator only)", OneOf(BACKENDS))
+
+    def check(self) -> None:
+        if self.backend == "jobserver" and self.simulator != "verilator":
+            raise ConfigError("--backend", "cocotb with --simulator " + self.simulator +
+                              " (the job server is Verilator-only)", self.backend)
 
 
 def _shape(config: ZoLayerConfig, options: ZoCosimOptions) -> LayerShape:
@@ -136,20 +151,30 @@ def predicted_ratio(config: ZoLayerConfig, shape: LayerShape, q: int) -> float:
             / predicted_cycles(config, shape, q))
 
 
+def layer_args(config: ZoLayerConfig, options: ZoCosimOptions, host: dict | None = None
+               ) -> dict:
+    """The host program's arguments (the bench's ``bench_args()``, both backends')."""
+    shape = _shape(config, options)
+    return {"m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r, "rows": config.rows,
+            "cols": config.cols, "lanes": max(config.rows, config.cols),
+            "lora": config.mode == "lora-fa", "host": host, **{f: getattr(options, f) for f in (
+                "q", "eps_shift", "grad_shift", "eta_mult", "eta_shift", "mult", "shift",
+                "source_idle", "sink_backpressure", "seed")}}
+
+
 def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np.ndarray],
               host: dict | None = None) -> tuple[dict[str, np.ndarray], CosimResult]:
     """Run the bench on ``data``: the RTL's branches, masters and plain branch (empty when
     the bench failed) and the cocotb result (g values and job counters in ``results``).
     ``host``: the fields of a :class:`~zoforge.golden.zolayer.host.CrossEntropyHost` for a
-    classification host (``data["labels"]``), else the regression host (``data["target"]``)."""
-    shape = _shape(config, options)
+    classification host (``data["labels"]``), else the regression host (``data["target"]``).
+    ``options.backend`` "jobserver" runs the same program on the job server. ``results``
+    also hold ``sim_cycles``, the clock cycles simulated."""
+    args = layer_args(config, options, host)
+    if options.backend == "jobserver":
+        return zo_jobserver.run_layer(config, args, data)
     elaborated = elaborate_layer(config)
     verilog = to_verilog(elaborated.top, elaborated.name)
-    args = {"m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r, "rows": config.rows,
-            "cols": config.cols, "lanes": max(config.rows, config.cols),
-            "lora": config.mode == "lora-fa", "host": host, **{f: getattr(options, f) for f in (
-                "q", "eps_shift", "grad_shift", "eta_mult", "eta_shift", "mult", "shift",
-                "source_idle", "sink_backpressure", "seed")}}
     with tempfile.TemporaryDirectory(prefix="zoforge-zo-") as folder:
         folder = Path(folder)
         for name, array in data.items():
@@ -161,7 +186,18 @@ def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np
         rtl = {name: np.load(folder / f"{name}.npy") for name in ("branches", "masters",
                                                                    "plain")} \
             if result.passed else {}
+        if result.passed:
+            result.results["sim_cycles"] = _simulated_cycles(folder / "results.xml")
     return rtl, result
+
+
+def _simulated_cycles(results_xml: Path) -> int:
+    """Clock cycles the cocotb run simulated (its test's simulated time / the bench's clock)."""
+    from zoforge.sim.benches.zo_layer import CLOCK_NS   # the bench's clock; imports cocotb
+    for prop in ET.parse(results_xml).getroot().iter("property"):
+        if prop.get("name") == "sim_time_duration":
+            return round(float(prop.get("value")) / CLOCK_NS)
+    return 0
 
 
 def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) -> dict:

@@ -22,9 +22,12 @@ __all__ = ["cosim_training"]
 
 
 def cosim_training(cfg: TrainConfig, steps: int, simulator: str = "verilator",
-                   source_idle: float = 0.0, sink_backpressure: float = 0.0) -> dict:
+                   source_idle: float = 0.0, sink_backpressure: float = 0.0,
+                   backend: str = "cocotb") -> dict:
     """Golden and RTL training of ``cfg`` (``hw-mlp``, ``hidden`` 0) over ``steps`` steps;
-    a summary with ``bit_exact``, the per-step losses, g values and accuracies."""
+    a summary with ``bit_exact``, the per-step losses, g values and accuracies. ``backend``:
+    as :class:`~zoforge.sim.zo_cosim.ZoCosimOptions`' (``jobserver``: one persistent
+    Verilator process for all the steps)."""
     if cfg.trainable != "hw-mlp" or cfg.hidden:
         raise ConfigError("--hidden", "0 with --trainable hw-mlp (one ZO layer)",
                           f"{cfg.trainable}, hidden {cfg.hidden}")
@@ -51,7 +54,8 @@ def cosim_training(cfg: TrainConfig, steps: int, simulator: str = "verilator",
                              n=master.shape[1], r=1, eps_shift=settings.eps_shift,
                              eta_mult=settings.eta_mult, eta_shift=settings.eta_shift,
                              simulator=simulator, source_idle=source_idle,
-                             sink_backpressure=sink_backpressure, seed=cfg.seed)
+                             sink_backpressure=sink_backpressure, seed=cfg.seed,
+                             backend=backend)
     data = {"x": np.stack(xs), "labels": np.stack(labels), "master": data_master}
     rtl, result = run_layer(config, options, data, host=optimizer.host.to_dict())
     bench = result.results

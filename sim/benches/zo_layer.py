@@ -29,6 +29,7 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFra
                            AxiStreamSink, AxiStreamSource)
 
 from zoforge.golden.zolayer.host import CrossEntropyHost, projected_gradient, squared_error
+from zoforge.hw.zo.layouts import branch_output, master_output, panel_words, token_words
 from zoforge.hw.zo.registers import address, ctrl_word
 from zoforge.sim.cosim import bench_args, bench_dir, write_result
 
@@ -94,26 +95,6 @@ class LayerHost:
                           **{k: bool(v) for k, v in flags.items()}})
         return out
 
-    # -- data layouts (see zoforge.hw.zo.layer) ------------------------------------------
-    def panel_words(self, matrix, rows):
-        """(K, F) -> words (panel outer, k inner), lane i = matrix[k, p*R + i]."""
-        k, f = matrix.shape
-        words = np.zeros((f // rows * k, self.lanes), dtype=np.int64)
-        words[:, :rows] = matrix.reshape(k, f // rows, rows).transpose(1, 0, 2).reshape(-1, rows)
-        return words
-
-    def token_words(self, x, cols):
-        """(M, K) -> words (token tile outer, k inner), lane j = x[mt*C + j, k]."""
-        m, k = x.shape
-        words = np.zeros((m // cols * k, self.lanes), dtype=np.int64)
-        words[:, :cols] = x.reshape(m // cols, cols, k).transpose(0, 2, 1).reshape(-1, cols)
-        return words
-
-    def branch_output(self, out, m, n, rows, cols):
-        """Output beats (panel outer, token tile inner, feature row) -> Y (M, N)."""
-        tiles = out[:, :cols].reshape(n // rows, m // cols, rows, cols)
-        return tiles.transpose(1, 3, 0, 2).reshape(m, n)
-
 
 @cocotb.test()
 async def run_steps(dut):
@@ -143,19 +124,19 @@ async def run_steps(dut):
                         ("ETA_MULT", args["eta_mult"]), ("ETA_SHIFT", args["eta_shift"])):
         await host.write(name, value)
     if lora:
-        await host.job("load_w", host.panel_words(np.load(data / "w.npy"), rows))
-        await host.job("load_a", host.panel_words(np.load(data / "a.npy"), rows))
-    await host.job("load_master", host.panel_words(np.load(data / "master.npy"), rows))
+        await host.job("load_w", panel_words(np.load(data / "w.npy"), rows, host.lanes))
+        await host.job("load_a", panel_words(np.load(data / "a.npy"), rows, host.lanes))
+    await host.job("load_master", panel_words(np.load(data / "master.npy"), rows, host.lanes))
 
     async def frozen(x):
-        await host.job("load_x", host.token_words(x, cols))
+        await host.job("load_x", token_words(x, cols, host.lanes))
         if lora:
             await host.job("frozen_w")
             await host.job("frozen_a")
 
     async def branch(**flags):
         out = await host.job("branch", receive=True, **flags)
-        return host.branch_output(out, m, n, rows, cols)
+        return branch_output(out, m, n, rows, cols)
 
     branches, masters, grads, step_cycles = [], [], [], []
     for step, (x, target) in enumerate(zip(xs, targets)):
@@ -179,8 +160,7 @@ async def run_steps(dut):
         await host.job("apply")
         step_cycles.append(await host.read("STEP_CYCLES"))
         master = await host.job("read_master", receive=True)
-        masters.append(master[:, :rows].reshape(n // rows, -1, rows).transpose(1, 0, 2)
-                       .reshape(-1, n))
+        masters.append(master_output(master, n, rows))
         grads.append(step_grads)
     plain = await branch(plain=True)
     np.save(data / "branches.npy", np.stack(branches))

@@ -1,0 +1,59 @@
+// Job server wrapper: the DUT's AXI4-Lite target and AXI4-Stream ports under plain names.
+//
+// Built with Verilator by zoforge.sim.jobserver together with jobserver_main.cpp, which
+// drives every port from C++ (no Python per cycle). The DUT is any top with zoforge's bus
+// ports (hw/bus.py): clk, rst, s_axil__*, s_axis__*, m_axis__*, irq. Amaranth joins a
+// port's path with "__", which Verilator would escape in C++ names; here they are plain.
+//
+// DUT (a macro) names the top module; LANES is the streams' width in 32-bit lanes (both
+// streams), ADDR_W the AXI4-Lite address width.
+`ifndef DUT
+`define DUT zo_layer
+`endif
+
+module jobserver_top #(
+    parameter int LANES = 4,
+    parameter int ADDR_W = 8
+) (
+    input logic clk,
+    input logic rst,
+    output logic irq,
+    input logic [ADDR_W-1:0] awaddr,
+    input logic awvalid,
+    output logic awready,
+    input logic [31:0] wdata,
+    input logic wvalid,
+    output logic wready,
+    output logic [1:0] bresp,
+    output logic bvalid,
+    input logic bready,
+    input logic [ADDR_W-1:0] araddr,
+    input logic arvalid,
+    output logic arready,
+    output logic [31:0] rdata,
+    output logic [1:0] rresp,
+    output logic rvalid,
+    input logic rready,
+    input logic [32*LANES-1:0] s_tdata,
+    input logic s_tvalid,
+    input logic s_tlast,
+    output logic s_tready,
+    output logic [32*LANES-1:0] m_tdata,
+    output logic m_tvalid,
+    output logic m_tlast,
+    input logic m_tready
+);
+
+  `DUT dut (
+      .clk(clk), .rst(rst), .irq(irq),
+      .s_axil__awaddr(awaddr), .s_axil__awvalid(awvalid), .s_axil__awready(awready),
+      .s_axil__wdata(wdata), .s_axil__wstrb(4'hF), .s_axil__wvalid(wvalid),
+      .s_axil__wready(wready), .s_axil__bresp(bresp), .s_axil__bvalid(bvalid),
+      .s_axil__bready(bready), .s_axil__araddr(araddr), .s_axil__arvalid(arvalid),
+      .s_axil__arready(arready), .s_axil__rdata(rdata), .s_axil__rresp(rresp),
+      .s_axil__rvalid(rvalid), .s_axil__rready(rready),
+      .s_axis__tdata(s_tdata), .s_axis__tvalid(s_tvalid), .s_axis__tready(s_tready),
+      .s_axis__tlast(s_tlast),
+      .m_axis__tdata(m_tdata), .m_axis__tvalid(m_tvalid), .m_axis__tready(m_tready),
+      .m_axis__tlast(m_tlast));
+endmodule

@@ -1,0 +1,225 @@
+"""The job server backend of the ZO layer's co-simulation (Verilator only; no Icarus needed).
+
+Bit-exact against the golden model for every generator and both modes with stalls on every
+stream; the same results and cycle counts as the cocotb bench without stalls (regression and
+classification hosts); a golden training run replayed on it; one process for many steps,
+reaped at close; a crash, a hung command
+and a silent child as one-line errors; the server protocol on a small loopback design
+(two lanes, heavy stalls) and its build cache.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from zoforge.errors import ConfigError
+from zoforge.golden.zo.config import TrainConfig
+from zoforge.golden.zolayer import layer_config
+from zoforge.golden.zolayer.host import CrossEntropyHost
+from zoforge.sim.jobserver import Command, JobServer, JobServerError, build_server
+from zoforge.sim.toolchain import available_simulators
+from zoforge.sim.zo_cosim import (BACKENDS, ZoCosimOptions, cosim_layer, golden_run,
+                                  layer_args, make_data, run_layer)
+from zoforge.sim.zo_jobserver import LayerServer, run_steps
+from zoforge.sim.zo_train_cosim import cosim_training
+
+SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
+STRATEGIES = ("onthefly", "pregen", "gaussian")
+pytestmark = pytest.mark.skipif("verilator" not in available_simulators(),
+                                reason="verilator is not installed")
+
+
+def _reaped(pid: int) -> bool:
+    """True when ``pid`` is no child of ours any more (exited and waited for: no zombie)."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+# -- the ZO layer ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("mode", ["lora-fa", "full"])
+def test_bit_exact_with_stalls_on_every_stream(strategy, mode):
+    config = layer_config(strategy, mode=mode, **SMALL)
+    summary = cosim_layer(config, ZoCosimOptions(steps=2, q=2, seed=5, source_idle=0.3,
+                                                 sink_backpressure=0.3, grad_shift=30,
+                                                 backend="jobserver"))
+    assert summary["bit_exact"], summary
+    assert summary["simulator"] == "verilator (jobserver)"
+    assert any(g != 0 for step in summary["grads"] for g in step)
+
+
+@pytest.mark.parametrize("strategy, mode, classify", [("onthefly", "lora-fa", False),
+                                                      ("pregen", "full", True)])
+def test_backends_agree_cycle_for_cycle(strategy, mode, classify):
+    config = layer_config(strategy, mode=mode, **SMALL)
+    options = ZoCosimOptions(steps=2, q=2, seed=7, grad_shift=30)
+    data, host = make_data(config, options), None
+    if classify:
+        host = CrossEntropyHost(classes=4, logit_scale=2.0 ** -18, gain=2.0 ** 10).to_dict()
+        data["labels"] = np.random.default_rng(1).integers(0, 4, data["target"].shape[:2])
+        del data["target"]
+    runs = [run_layer(config, options.replace(backend=backend), data, host)
+            for backend in BACKENDS]
+    (rtl, result), (other_rtl, other) = runs
+    assert result.passed and other.passed, (result.failures, other.failures)
+    for name in ("branches", "masters", "plain"):
+        np.testing.assert_array_equal(rtl[name], other_rtl[name], err_msg=name)
+    for name in ("grads", "step_cycles", "jobs", "irq"):
+        assert result.results[name] == other.results[name], name
+    assert any(g != 0 for step in result.results["grads"] for g in step)
+
+
+def test_a_training_run_replays_on_the_job_server(tmp_path):
+    cfg = TrainConfig(method="hw-prge", trainable="hw-mlp", perturbation="pezo-onthefly",
+                      model="tiny", steps=6, batch=8, queries=2, lr=1e-2, eps=1e-2,
+                      hidden=0, n_train=64, n_val=16, n_test=32, progress=False,
+                      out=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"))
+    result = cosim_training(cfg, steps=6, source_idle=0.2, sink_backpressure=0.2,
+                            backend="jobserver")
+    assert result["bit_exact"], result["checks"]
+    assert result["simulator"] == "verilator (jobserver)"
+    assert any(g for step in result["grads_golden"] for g in step)
+
+
+def test_one_process_serves_every_step_and_is_reaped():
+    config = layer_config("gaussian", mode="full", **SMALL)
+    options = ZoCosimOptions(steps=5, q=2, seed=11, grad_shift=30, source_idle=0.2,
+                             sink_backpressure=0.2)
+    data = make_data(config, options)
+    with LayerServer(config, source_idle=0.2, sink_backpressure=0.2, seed=11) as layer:
+        pid = layer.pid
+        rtl, results = run_steps(layer, layer_args(config, options), data)
+        assert layer.pid == pid and not _reaped(pid)
+        assert len(results["step_cycles"]) == 6 and results["sim_cycles"] == layer.cycle
+    assert layer.pid is None and _reaped(pid)
+    golden = golden_run(config, options, data)
+    for name in ("branches", "masters", "plain"):
+        np.testing.assert_array_equal(rtl[name], golden[name], err_msg=name)
+    assert results["grads"] == golden["grads"].tolist()
+
+
+def test_a_crashed_child_is_a_one_line_error():
+    with LayerServer(layer_config(**SMALL)) as layer:
+        pid = layer.pid
+        os.kill(pid, signal.SIGKILL)
+        with pytest.raises(JobServerError) as error:
+            layer.read("INFO")
+    assert "SIGKILL" in str(error.value) and "\n" not in str(error.value)
+    assert _reaped(pid)
+    with pytest.raises(JobServerError, match="closed"):
+        layer.read("INFO")
+
+
+def test_a_command_out_of_cycles_is_a_one_line_error():
+    with LayerServer(layer_config(**SMALL), max_cycles=40) as layer:
+        pid = layer.pid
+        for name in ("M", "K", "N", "RANK"):
+            layer.write(name, 8)
+        with pytest.raises(JobServerError) as error:
+            layer.job("branch", receive=True)        # not done in 40 cycles
+    assert "RECEIVE ran out of cycles (40 cycles" in str(error.value)
+    assert "\n" not in str(error.value) and _reaped(pid)
+
+
+def test_a_silent_child_times_out_and_is_killed():
+    with LayerServer(layer_config(**SMALL), timeout_s=0.5) as layer:
+        pid = layer.pid
+        os.kill(pid, signal.SIGSTOP)
+        with pytest.raises(JobServerError, match="no reply to READ within 0.5 s"):
+            layer.read("INFO")
+    assert _reaped(pid)
+
+
+def test_bad_input_is_a_one_line_error():
+    with pytest.raises(ConfigError) as error:
+        ZoCosimOptions(backend="jobserver", simulator="icarus")
+    assert str(error.value).startswith("--backend") and "\n" not in str(error.value)
+    config = layer_config(**SMALL)
+    with LayerServer(config) as layer:
+        with pytest.raises(ValueError, match="whole beats of 4 words"):
+            layer.job("load_x", np.zeros(3))
+        assert layer.read("INFO") & 0xFFFF == config.rows | config.cols << 8   # still up
+
+
+# -- the server on a small design -------------------------------------------------------------
+
+LOOPBACK = """
+module loopback (
+  input clk, input rst, output irq,
+  input [7:0] s_axil__awaddr, input s_axil__awvalid, output s_axil__awready,
+  input [31:0] s_axil__wdata, input [3:0] s_axil__wstrb, input s_axil__wvalid,
+  output s_axil__wready, output [1:0] s_axil__bresp, output reg s_axil__bvalid,
+  input s_axil__bready, input [7:0] s_axil__araddr, input s_axil__arvalid,
+  output s_axil__arready, output reg [31:0] s_axil__rdata, output [1:0] s_axil__rresp,
+  output reg s_axil__rvalid, input s_axil__rready,
+  input [63:0] s_axis__tdata, input s_axis__tvalid, input s_axis__tlast,
+  output s_axis__tready, output reg [63:0] m_axis__tdata, output reg m_axis__tvalid,
+  output reg m_axis__tlast, input m_axis__tready);
+  // 0x4: an offset added to both lanes (bit 31 drives irq); 0x8: beats passed (read only)
+  reg [31:0] offset, beats;
+  assign irq = offset[31];
+  assign s_axil__awready = s_axil__awvalid && s_axil__wvalid && !s_axil__bvalid;
+  assign s_axil__wready = s_axil__awready;
+  assign s_axil__bresp = 2'b00;
+  assign s_axil__rresp = 2'b00;
+  assign s_axil__arready = !s_axil__rvalid;
+  assign s_axis__tready = !m_axis__tvalid || m_axis__tready;
+  always @(posedge clk) begin
+    if (rst) begin
+      offset <= 0; beats <= 0; s_axil__bvalid <= 0; s_axil__rvalid <= 0; s_axil__rdata <= 0;
+      m_axis__tvalid <= 0; m_axis__tlast <= 0; m_axis__tdata <= 0;
+    end else begin
+      if (s_axil__awready) begin
+        if (s_axil__awaddr == 8'h04) offset <= s_axil__wdata;
+        s_axil__bvalid <= 1;
+      end else if (s_axil__bready) s_axil__bvalid <= 0;
+      if (s_axil__arvalid && s_axil__arready) begin
+        s_axil__rvalid <= 1;
+        s_axil__rdata <= s_axil__araddr == 8'h04 ? offset : beats;
+      end else if (s_axil__rready) s_axil__rvalid <= 0;
+      if (s_axis__tvalid && s_axis__tready) begin
+        m_axis__tvalid <= 1;
+        m_axis__tlast <= s_axis__tlast;
+        m_axis__tdata <= {s_axis__tdata[63:32] + offset, s_axis__tdata[31:0] + offset};
+        beats <= beats + 1;
+      end else if (m_axis__tready) m_axis__tvalid <= 0;
+    end
+  end
+endmodule
+"""
+
+
+def test_protocol_on_a_loopback_with_heavy_stalls():
+    frames = [np.arange(2 * beats, dtype=np.int64) * 977 - 5000 for beats in (1, 7, 300)]
+    with JobServer(LOOPBACK, "loopback", lanes=2, addr_bits=8, source_idle=0.6,
+                   sink_backpressure=0.6, seed=3) as server:
+        server.write(4, 0x8000_0011)
+        replies = server.exchange([Command.send(f) for f in frames] + [Command.read(4)] +
+                                  [Command.receive() for _ in frames] + [Command.read(8)])
+        assert int(replies[len(frames)].words[0]) == 0x8000_0011 and replies[-1].irq
+        for frame, reply in zip(frames, replies[len(frames) + 1:-1]):
+            np.testing.assert_array_equal(reply.words, (frame + 0x8000_0011) & 0xFFFFFFFF)
+        assert int(replies[-1].words[0]) == sum(f.size for f in frames) // 2
+        cycle = server.cycle
+        server.idle(100)
+        assert server.cycle == cycle + 100
+
+
+def test_an_interrupted_build_is_redone():
+    entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
+    (entry / "result.json").unlink()                 # as a build killed before its end
+    (entry / "obj").mkdir(exist_ok=True)
+    (entry / "obj" / "Vtop__ALL.o").write_text("half a file")
+    again, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
+    assert again == entry and (entry / "result.json").exists()
+    assert not (entry / "obj").exists()
+    with JobServer(LOOPBACK, "loopback", lanes=2, addr_bits=8) as server:
+        server.send([1, 2])
+        np.testing.assert_array_equal(server.receive(), [[1, 2]])
