@@ -8,7 +8,8 @@ from setuptools import find_packages, setup
 
 FOLDERS = {"zoforge": "zoforge", "hw": "zoforge.hw", "sim": "zoforge.sim",
            "golden": "zoforge.golden", "boards": "zoforge.boards",
-           "reports": "zoforge.reports"}
+           "reports": "zoforge.reports",
+           "sweep": "zoforge.sweep"}
 
 package_dir, packages = {}, []
 for folder, package in FOLDERS.items():

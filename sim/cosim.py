@@ -106,8 +106,8 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
                             build_args=build_args, waves=waves, always=False)
         if simulator == "icarus":
             build_kwargs["timescale"] = ("1ns", "1ps")
-        with _quiet_unless_failing(build_dir / "build.log"):
-            runner.build(**build_kwargs)
+        with _log_tail_on_error(build_dir / "build.log"):
+            runner.build(**build_kwargs, log_file=build_dir / "build.log")
     build_s = time.perf_counter() - started
 
     data = (Path(data_dir).resolve() if data_dir
@@ -119,11 +119,12 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     result_file.unlink(missing_ok=True)
     results_xml = data / "results.xml"
     started = time.perf_counter()
-    with _quiet_unless_failing(data / "sim.log"):
+    with _log_tail_on_error(data / "sim.log"):
         try:
             runner.test(hdl_toplevel=toplevel, test_module=test_module, build_dir=build_dir,
                         test_dir=data, results_xml=str(results_xml), waves=waves,
-                        extra_env={_ARGS_ENV: json.dumps(args or {}), _DIR_ENV: str(data)})
+                        extra_env={_ARGS_ENV: json.dumps(args or {}), _DIR_ENV: str(data)},
+                        log_file=data / "sim.log")
         except SystemExit:
             pass  # runner.test() exits 1 on a failing test; the results XML says which
     run_s = time.perf_counter() - started
@@ -160,35 +161,20 @@ def write_result(result: dict) -> None:
 # -- helpers ------------------------------------------------------------------------------
 
 @contextlib.contextmanager
-def _quiet_unless_failing(log_path: Path):
-    """Send the tools' stdout/stderr (file descriptors 1 and 2) to ``log_path``.
+def _log_tail_on_error(log_path: Path):
+    """On an exception other than SystemExit, print the tail of the tool's log to stderr.
 
-    On an exception other than SystemExit the log's tail is re-printed to stderr.
+    The tools' output goes to ``log_path`` through the runner's ``log_file`` (the child
+    processes' stdout and stderr), never by redirecting this process's file descriptors 1
+    and 2: that is process-global state, which would swallow other threads' output and
+    break when two co-simulations run in one process (a Dask worker's threads).
     """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    with open(log_path, "w") as log:
-        os.dup2(log.fileno(), 1)
-        os.dup2(log.fileno(), 2)
-        try:
-            yield
-        except Exception:
-            _restore(saved)
-            tail = log_path.read_text()[-4000:]
-            print(tail, file=sys.stderr)
-            raise
-        finally:
-            _restore(saved)
-            os.close(saved[0])
-            os.close(saved[1])
-
-
-def _restore(saved) -> None:
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(saved[0], 1)
-    os.dup2(saved[1], 2)
+    try:
+        yield
+    except Exception:
+        if log_path.exists():
+            print(log_path.read_text()[-4000:], file=sys.stderr)
+        raise
 
 
 def _failures(results_xml: Path) -> list[str]:

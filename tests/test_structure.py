@@ -11,9 +11,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # Areas from the bottom up; a module may import its own area and the areas below it.
-LAYERS = ["base", "golden", "hw", "sim", "boards", "reports", "cli"]
+LAYERS = ["base", "golden", "hw", "sim", "boards", "reports", "sweep", "cli"]
 FOLDERS = {"golden": "golden", "hw": "hw", "sim": "sim", "boards": "boards",
-           "reports": "reports", "cli": "zoforge/cli", "base": "zoforge"}
+           "reports": "reports", "sweep": "sweep", "cli": "zoforge/cli", "base": "zoforge"}
 
 
 def _area_of_module(name: str) -> str | None:
@@ -35,7 +35,7 @@ def _area_of_file(path: Path) -> str:
 
 
 def _sources():
-    for folder in ("zoforge", "golden", "hw", "sim", "boards", "reports"):
+    for folder in ("zoforge", "golden", "hw", "sim", "boards", "reports", "sweep"):
         yield from sorted((ROOT / folder).rglob("*.py"))
 
 
@@ -106,7 +106,8 @@ def test_function_local_imports_say_why():
     assert not silent, "function-local imports without a reason: " + ", ".join(silent)
 
 
-@pytest.mark.parametrize("folder", ["golden", "hw", "sim", "boards", "reports", "zoforge"])
+@pytest.mark.parametrize("folder", ["golden", "hw", "sim", "boards", "reports", "sweep",
+                                    "zoforge"])
 def test_argparse_only_in_the_command_line(folder):
     users = []
     for path in sorted((ROOT / folder).rglob("*.py")):

@@ -1,0 +1,56 @@
+"""Write a scope's outputs from the store: ``<name>.md``, ``<name>.csv``,
+``<name>-plots/*.png`` and the self-contained ``<name>.html`` (see :mod:`.table`,
+:mod:`.plots`, :mod:`.html`). Reads only the store, so it can run at any time, also while
+the sweep is still running (unfinished points show their status)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from zoforge.files import atomic_write_text
+from zoforge.sweep.html import page
+from zoforge.sweep.plots import sweep_plots
+from zoforge.sweep.results import group_runs, read_runs
+from zoforge.sweep.store import Store
+from zoforge.sweep.table import configuration_table, csv_text, failures, markdown, run_table
+
+__all__ = ["write_outputs"]
+
+
+def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = True
+                  ) -> dict[str, Path]:
+    """Write the outputs of ``scope`` into ``out_dir``; returns their paths by kind."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    data = store.scopes().get(scope, {})
+    runs = read_runs(store, scope)
+    groups = group_runs(runs)
+    counts = store.counts(scope)
+    title = f"Sweep {scope}"
+    notes = [text for text in (data.get("description", ""),) if text]
+    notes.append(f"{len(runs)} points, {len(groups)} configurations; tasks: "
+                 + ", ".join(f"{n} {status}" for status, n in counts.items()) + ". "
+                 "Hardware numbers carry their source label; accuracy is the test accuracy "
+                 "after training (ours).")
+    stem = _stem(scope)
+    paths = {"markdown": out / f"{stem}.md", "csv": out / f"{stem}.csv",
+             "html": out / f"{stem}.html"}
+    paper = data.get("paper", "")
+    text_notes = notes + ([f"paper (not our measurement): {paper}"] if paper else [])
+    atomic_write_text(paths["markdown"], markdown(title, runs, groups, text_notes))
+    atomic_write_text(paths["csv"], csv_text(runs))
+    figures = sweep_plots(groups, scope) if plots else []
+    folder = out / f"{stem}-plots"
+    if figures:
+        folder.mkdir(exist_ok=True)
+        for figure in figures:
+            (folder / f"{figure.name}.png").write_bytes(figure.png)
+        paths["plots"] = folder
+    tables = [("Configurations (mean ± sd over seeds; * on the Pareto front)",
+               *configuration_table(runs, groups)), ("Runs", *run_table(runs))]
+    atomic_write_text(paths["html"], page(title, notes, paper, tables, figures,
+                                          failures(runs)))
+    return paths
+
+
+def _stem(scope: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in scope)

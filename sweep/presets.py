@@ -1,0 +1,72 @@
+"""Built-in sweeps (``zoforge sweep --preset NAME``), as SWEEP.toml data.
+
+``pezo-fig3`` (pool size), ``pezo-fig4`` (bit-width) and ``pezo-rng-count`` (RNG count) are
+the shapes of PeZO's Figures 3 and 4 on the default model and data (all-MiniLM-L6-v2,
+Rotten Tomatoes), trained the fast way: MeZO on the linear head over cached features
+(d = 770), 5000 steps, three seeds, the settings of docs/zo-training.md. ``tiny`` is a few
+short points on the small random BERT, the sweep of the default test suite.
+``zoforge sweep --preset NAME --print-config`` writes one out as a SWEEP.toml to edit.
+"""
+from __future__ import annotations
+
+import copy
+
+from zoforge.errors import check_choice
+
+__all__ = ["PRESETS", "preset"]
+
+# The training the PeZO presets share (docs/zo-training.md, "Measured here").
+_HEAD = {"method": "mezo", "trainable": "head", "steps": 5000, "lr": 2e-3, "eps": 1e-2,
+         "batch": 16, "eval_every": 500, "checkpoint_every": 500}
+_SEEDS = [0, 1, 2]
+
+PRESETS: dict[str, dict] = {
+    "tiny": {
+        "name": "tiny",
+        "description": "A few short trainings of the small random BERT with two on-the-fly "
+                       "generators and a software reference, two seeds each.",
+        "train": {"model": "tiny", "trainable": "head", "steps": 40, "batch": 8,
+                  "n_train": 64, "n_val": 16, "n_test": 64, "lr": 1e-2, "eval_every": 20,
+                  "checkpoint_every": 10},
+        "points": [{"perturbation": "pezo-onthefly", "n_rng": 7, "bits": 6},
+                   {"perturbation": "pezo-onthefly", "n_rng": 7, "bits": 8},
+                   {"perturbation": "gaussian"}],
+        "grid": {"seed": [0, 1]},
+        "report": {"activity_cycles": 200},
+        "search": {"trials": 4, "population": 2},
+    },
+    "pezo-fig3": {
+        "name": "pezo-fig3",
+        "description": "Pre-generated pool size 2^8 - 1 .. 2^16 - 1 (12-bit values, 8 banks, "
+                       "one striped copy in block RAM, as PeZO's Table 6 builds it).",
+        "paper": "PeZO Fig. 3: accuracy rises with the pool size from 2^8 to 2^12 and then "
+                 "flattens up to 2^16 (RoBERTa-large and OPT, SST-2 and others).",
+        "train": dict(_HEAD, perturbation="pezo-pregen", bits=12, banks=8),
+        "grid": {"pool_size": [(1 << k) - 1 for k in range(8, 17)], "seed": _SEEDS},
+        "hardware": {"layout": "striped"},
+        "report": {"ram_style": "block"},
+    },
+    "pezo-fig4": {
+        "name": "pezo-fig4",
+        "description": "On-the-fly generator, 31 LFSRs, bit-width 6 .. 16.",
+        "paper": "PeZO Fig. 4: the final loss falls as the RNG bit-width grows, down to a "
+                 "bottleneck width beyond which it stays flat (8 bits for RoBERTa-large, "
+                 "14 for OPT).",
+        "train": dict(_HEAD, perturbation="pezo-onthefly", n_rng=31),
+        "grid": {"bits": [6, 7, 8, 10, 12, 14, 16], "seed": _SEEDS},
+    },
+    "pezo-rng-count": {
+        "name": "pezo-rng-count",
+        "description": "On-the-fly generator, 8-bit LFSRs, n = 2^2 - 1 .. 2^6 - 1.",
+        "paper": "PeZO Fig. 3: on-the-fly accuracy peaks at about 2^5 RNGs over 2^2 .. 2^6 "
+                 "(OPT collapses on SST-2 at 2^2).",
+        "train": dict(_HEAD, perturbation="pezo-onthefly", bits=8),
+        "grid": {"n_rng": [3, 7, 15, 31, 63], "seed": _SEEDS},
+    },
+}
+
+
+def preset(name: str) -> dict:
+    """A copy of the preset ``name``'s SWEEP data."""
+    check_choice("--preset", name, PRESETS)
+    return copy.deepcopy(PRESETS[name])

@@ -1,0 +1,317 @@
+"""SWEEP.toml: a sweep's points, read strictly and validated before anything runs.
+
+Schema (every table is optional; a sweep has at least one point)::
+
+    name = "bits"              # the sweep's name in the store (default: the file's stem)
+    description = "..."        # one paragraph shown on the page
+    paper = "..."              # what the paper found for this sweep (shown apart, as "paper")
+
+    [train]                    # training options every point shares (TrainConfig fields,
+    model = "tiny"             #  except out, progress and threads, which the sweep sets)
+    [grid]                     # TrainConfig field -> non-empty list: the Cartesian product
+    bits = [6, 8, 12]
+    [[points]]                 # the list form: each table one point's fields, crossed with
+    perturbation = "pezo-pregen"   # the grid (a key may not be in both)
+    [hardware]                 # generator-only fields (layout, length_bits, snapshot), applied
+    layout = "striped"         #  to every generator that has them
+    [report]                   # how generator reports are made (ReportOptions)
+    [search]                   # the multi-objective search (SearchOptions)
+
+Points are the list entries (or one empty entry) times the grid, each merged over
+``[train]``. An unknown key or an out-of-range value anywhere is one :class:`ConfigError`
+naming the key where it was written (``grid.bits in SWEEP.toml must be ...``) and its allowed
+values; :func:`read_sweep` constructs every point's :class:`TrainConfig` and generator
+configuration, so nothing invalid reaches the store.
+
+Keys: a training is keyed by the hash of everything that determines its result
+(:meth:`TrainConfig.resume_key` plus ``steps``), a generator report by the hash of the
+generator's configuration and the report options; points sharing a key share the work.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from zoforge.boards.registry import boards
+from zoforge.config import Config, FloatRange, IntRange, OneOf, param
+from zoforge.errors import ConfigError
+from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
+from zoforge.golden.zo.config import TrainConfig
+from zoforge.reports.synth import RAM_STYLES
+
+__all__ = ["ReportOptions", "SearchOptions", "Point", "Sweep", "read_sweep", "read_toml",
+           "sweep_from_dict",
+           "stable_key", "TOP_KEYS", "SET_BY_SWEEP", "TRAIN_KEYS", "HARDWARE_KEYS"]
+
+#: TrainConfig fields every point gets from the sweep, not from the file.
+SET_BY_SWEEP = ("out", "progress", "threads")
+TRAIN_KEYS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in SET_BY_SWEEP)
+#: Generator fields that no training option sets (hardware-only choices).
+HARDWARE_KEYS = tuple(sorted({f.name for t in GENERATOR_CONFIGS.values()
+                              for f in dataclasses.fields(t)} - set(TRAIN_KEYS)))
+TOP_KEYS = ("name", "description", "paper", "train", "grid", "points", "hardware", "report",
+            "search")
+_KEY_VERSION = 1
+
+
+def stable_key(kind: str, data: dict) -> str:
+    """``kind-`` and 16 hex digits of the canonical JSON of ``data`` (with a key version)."""
+    text = json.dumps({"zoforge_sweep_key": _KEY_VERSION, **data}, sort_keys=True,
+                      separators=(",", ":"))
+    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+@dataclass(frozen=True)
+class ReportOptions(Config):
+    """How the sweep reports a generator (``[report]``); part of the report's key."""
+
+    kind: ClassVar[str] = "sweep-report"
+
+    board: str = param("zcu102", "board of the generator reports",
+                       OneOf(tuple(boards())))
+    clock_mhz: float = param(300.0, "target clock for Fmax and power (within the board's "
+                             "range)", FloatRange(0.0, low_open=True))
+    activity_cycles: int = param(500, "co-simulated cycles for the switching activity",
+                                 IntRange(10, 10_000_000))
+    power: bool = param(True, "measure switching activity and estimate power (false: no "
+                        "power figures)")
+    pnr: bool = param(True, "place and route on an open-toolchain board (nextpnr)")
+    ram_style: str = param("auto", "memory mapping in synthesis", OneOf(RAM_STYLES))
+    activity_lanes: int = param(32, "Gaussian generators with more lanes measure toggle "
+                                "rates on this many identical lanes (0: all)",
+                                IntRange(0, 1 << 16))
+
+    def check(self) -> None:
+        boards()[self.board].check_clock(self.clock_mhz, "--clock-mhz")
+
+
+@dataclass(frozen=True)
+class SearchOptions(Config):
+    """The NSGA-II search over the sweep's space (``[search]``)."""
+
+    kind: ClassVar[str] = "sweep-search"
+
+    trials: int = param(24, "configurations the search evaluates (each over every seed)",
+                        IntRange(1, 100_000))
+    population: int = param(8, "NSGA-II population (trials run in parallel per generation)",
+                            IntRange(2, 10_000))
+    seed: int = param(0, "seed of the sampler", IntRange(0, 2**32 - 1))
+
+
+@dataclass(frozen=True)
+class Point:
+    """One point: its training, the generator it is bit-exact with, and their keys.
+
+    swept: the values of the keys the sweep varies (grid and point-table keys);
+    entry / combo: the point table it came from and its grid values (the search's space)
+    """
+
+    index: int
+    train: TrainConfig
+    generator: GeneratorConfig | None
+    swept: dict
+    entry: int
+    combo: tuple
+    train_key: str
+    hw_key: str | None
+
+    def train_spec(self) -> dict:
+        """The training's fields (without the ones the sweep sets)."""
+        return {k: v for k, v in self.train.to_dict().items() if k not in SET_BY_SWEEP}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A validated sweep: its points, report and search options, and its data."""
+
+    name: str
+    description: str
+    paper: str
+    points: tuple[Point, ...]
+    report: ReportOptions
+    search: SearchOptions
+    grid: dict                 # key -> values (the order of ``combo``)
+    entries: tuple[dict, ...]  # the point tables
+    data: dict                 # the sweep as TOML data (what --print-config writes)
+    where: dict                # (entry, combo) -> index of its point (duplicates share one)
+
+    def report_spec(self, point: Point) -> dict | None:
+        """What the point's report task is a function of (None: no generator)."""
+        if point.generator is None:
+            return None
+        return _report_spec(point.generator, self.report)
+
+    def tasks(self) -> list[tuple[str, str, dict]]:
+        """``(key, kind, spec)`` of every distinct training and report, in point order."""
+        seen, out = set(), []
+        for point in self.points:
+            if point.hw_key is not None and point.hw_key not in seen:
+                seen.add(point.hw_key)
+                out.append((point.hw_key, "report", self.report_spec(point)))
+            if point.train_key not in seen:
+                seen.add(point.train_key)
+                out.append((point.train_key, "train", point.train_spec()))
+        return out
+
+
+def read_toml(path: Path | str) -> dict:
+    """The TOML data of ``path`` (a one-line ConfigError if it cannot be read)."""
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError("--config", "a readable TOML file",
+                          f"{path}: {str(error).splitlines()[0]}") from None
+
+
+def read_sweep(path: Path | str, name: str | None = None) -> Sweep:
+    """The sweep a SWEEP.toml describes (see the module docstring)."""
+    return sweep_from_dict(read_toml(path), source=str(path),
+                           default_name=name or Path(path).stem)
+
+
+def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "sweep"
+                    ) -> Sweep:
+    """Validate ``data`` (TOML data) into a :class:`Sweep`; errors name the key and ``source``."""
+    where = f" in {source}"
+    _known_keys(data, TOP_KEYS, "", where)
+    name = _string(data, "name", default_name, where)
+    description = _string(data, "description", "", where)
+    paper = _string(data, "paper", "", where)
+    fixed = _table(data, "train", where)
+    _known_keys(fixed, TRAIN_KEYS, "train.", where)
+    grid = _table(data, "grid", where)
+    _known_keys(grid, TRAIN_KEYS, "grid.", where)
+    for key, values in grid.items():
+        if not isinstance(values, list) or not values or any(
+                isinstance(v, (list, dict)) for v in values):
+            raise ConfigError(f"grid.{key}{where}", "a non-empty list of values", values)
+    entries = data.get("points", [{}])
+    if not isinstance(entries, list) or not entries or not all(
+            isinstance(e, dict) for e in entries):
+        raise ConfigError(f"points{where}", "a non-empty list of tables ([[points]])",
+                          type(entries).__name__)
+    for number, entry in enumerate(entries):
+        _known_keys(entry, TRAIN_KEYS, f"points[{number}].", where)
+        both = sorted(set(entry) & set(grid))
+        if both:
+            raise ConfigError(f"points[{number}].{both[0]}{where}", "a key that is not also "
+                              "in [grid]", entry[both[0]])
+    hardware = _table(data, "hardware", where)
+    _known_keys(hardware, HARDWARE_KEYS, "hardware.", where)
+    for key, value in hardware.items():   # each value valid for the generators that have it
+        for config_type in GENERATOR_CONFIGS.values():
+            if key in {f.name for f in dataclasses.fields(config_type)}:
+                _renaming(lambda: config_type(**{key: value}), {key: f"hardware.{key}"}, where)
+    report = _options(ReportOptions, data, "report", where)
+    search = _options(SearchOptions, data, "search", where)
+    points, located = _expand(fixed, grid, entries, hardware, report, where)
+    normalised = {"name": name, "description": description, "paper": paper, "train": fixed,
+                  "grid": grid, "points": entries, "hardware": hardware,
+                  "report": _fields(report), "search": _fields(search)}
+    return Sweep(name=name, description=description, paper=paper, points=tuple(points),
+                 report=report, search=search, grid=dict(grid), entries=tuple(entries),
+                 where=located,
+                 data={k: v for k, v in normalised.items() if v not in ({}, "", [{}])})
+
+
+def _expand(fixed: dict, grid: dict, entries: list[dict], hardware: dict,
+            report: ReportOptions, where: str) -> tuple[list[Point], dict]:
+    points: list[Point] = []
+    seen: dict[str, int] = {}
+    located: dict[tuple, int] = {}
+    for number, entry in enumerate(entries):
+        for combo in itertools.product(*grid.values()):
+            chosen = dict(zip(grid, combo))
+            values = {**fixed, **entry, **chosen}
+            origin = {**{k: f"train.{k}" for k in fixed},
+                      **{k: f"points[{number}].{k}" for k in entry},
+                      **{k: f"grid.{k}" for k in grid}}
+            for key, value in values.items():
+                _check_type(key, value, origin[key], where)
+            cfg = _renaming(lambda: TrainConfig(**values, progress=False, threads=1),
+                            origin, where)
+            generator = cfg.hardware_generator()
+            if generator is not None:
+                own = {f.name for f in dataclasses.fields(generator)}
+                generator = generator.replace(**{k: v for k, v in hardware.items() if k in own})
+            train_key = stable_key("train", {**cfg.resume_key(), "steps": cfg.steps})
+            if train_key in seen:       # the same training as an earlier point
+                located[number, combo] = seen[train_key]
+                continue
+            seen[train_key] = located[number, combo] = len(points)
+            hw_key = (None if generator is None
+                      else stable_key("report", _report_spec(generator, report)))
+            points.append(Point(index=len(points), train=cfg, generator=generator,
+                                swept={**entry, **chosen}, entry=number, combo=combo,
+                                train_key=train_key, hw_key=hw_key))
+    return points, located
+
+
+def _report_spec(generator: GeneratorConfig, report: ReportOptions) -> dict:
+    return {"generator": generator.to_dict(), "report": report.to_dict()}
+
+
+# -- strict reading helpers ---------------------------------------------------------------
+
+def _known_keys(table: dict, allowed, prefix: str, where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            note = (f" ({', '.join(SET_BY_SWEEP)} are set by the sweep)"
+                    if key in SET_BY_SWEEP else "")
+            raise ConfigError(f"key {prefix}{key}{where}", "one of " + ", ".join(allowed)
+                              + note, None)
+
+
+def _table(data: dict, key: str, where: str) -> dict:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key}{where}", f"a table ([{key}])", type(value).__name__)
+    return value
+
+
+def _string(data: dict, key: str, default: str, where: str) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str) or (key == "name" and not value.strip()):
+        raise ConfigError(f"{key}{where}", "a non-empty string" if key == "name"
+                          else "a string", value)
+    return value
+
+
+def _options(config_type: type[Config], data: dict, key: str, where: str):
+    values = _table(data, key, where)
+    return config_type.from_dict(values, source=f"[{key}]{where.replace(' in ', ' of ')}")
+
+
+def _fields(config: Config) -> dict:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+
+
+_KINDS = {f.name: f.type.split("|")[0].strip() for f in dataclasses.fields(TrainConfig)}
+_KIND_TEXT = {"int": "an integer", "float": "a number", "bool": "true or false",
+              "str": "a string"}
+
+
+def _check_type(key: str, value: Any, origin: str, where: str) -> None:
+    kind = _KINDS[key]
+    ok = {"int": isinstance(value, int) and not isinstance(value, bool),
+          "float": isinstance(value, (int, float)) and not isinstance(value, bool),
+          "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
+    if not ok:
+        raise ConfigError(f"{origin}{where}", _KIND_TEXT[kind], repr(value))
+
+
+def _renaming(build, origin: dict, where: str):
+    """``build()``, with a ConfigError's flag (``--n-rng``) renamed to where the key was
+    written (``grid.n_rng in FILE``)."""
+    try:
+        return build()
+    except ConfigError as error:
+        key = error.parameter.lstrip("-").replace("-", "_")
+        raise ConfigError(f"{origin.get(key, key)}{where}", error.allowed, error.got) from None

@@ -1,0 +1,310 @@
+"""The durable sweep store: one SQLite database in WAL mode, ``STORE/sweep.db``.
+
+Tables (every value is JSON text, never a pickle)::
+
+    tasks(key PRIMARY KEY, kind 'train'|'report', spec, status, owner, host, pid,
+          heartbeat, attempts, completions, result, error, traceback, seconds,
+          finished_by, updated)
+    points(scope, ord, train_key, hw_key, swept, PRIMARY KEY(scope, ord))
+    scopes(scope PRIMARY KEY, data)      -- a sweep (or a search) and its SWEEP data
+    meta(key PRIMARY KEY, value)         -- schema_version
+
+A *task* is a training or a generator report, keyed by its stable hash
+(:func:`zoforge.sweep.spec.stable_key`); a *point* of a scope joins one training with at
+most one report, so a report shared by several points (all seeds of one generator) is one
+task. ``status`` is ``pending``, ``running``, ``done`` or ``failed``.
+
+**Claims and leases.** :meth:`Store.claim` runs in one ``BEGIN IMMEDIATE`` transaction
+(SQLite's write lock): it picks tasks that are pending, or running under a lease that has
+ended, and marks them ``running`` with the claimer's owner token, host, pid and a
+heartbeat, so two processes never hold the same task. A lease ends when its heartbeat is
+older than ``lease_s`` or, on the same host, when the owner's process is gone (SIGKILL:
+no waiting). The claimer refreshes its heartbeats (:meth:`heartbeat`) while it works.
+:meth:`finish` and :meth:`fail` write only if the caller still holds the task, so a result
+is recorded once (``completions`` counts it). Failed tasks keep their error and traceback
+and run again only after :meth:`retry_failed`. Every write is a short transaction, so a
+process killed at any moment leaves the database consistent (WAL, ``synchronous=FULL``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zoforge.errors import ConfigError
+
+__all__ = ["Store", "Owner", "Claimed", "SCHEMA_VERSION", "DB_NAME", "STATUSES"]
+
+SCHEMA_VERSION = 1
+DB_NAME = "sweep.db"
+STATUSES = ("pending", "running", "done", "failed")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks(
+    key TEXT PRIMARY KEY, kind TEXT NOT NULL, spec TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending'
+        CHECK (status IN ('pending', 'running', 'done', 'failed')),
+    owner TEXT, host TEXT, pid INTEGER, heartbeat REAL,
+    attempts INTEGER NOT NULL DEFAULT 0, completions INTEGER NOT NULL DEFAULT 0,
+    result TEXT, error TEXT, traceback TEXT, seconds REAL, finished_by TEXT, updated REAL);
+CREATE TABLE IF NOT EXISTS scopes(scope TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS points(
+    scope TEXT NOT NULL, ord INTEGER NOT NULL, train_key TEXT NOT NULL, hw_key TEXT,
+    swept TEXT NOT NULL, PRIMARY KEY (scope, ord));
+CREATE INDEX IF NOT EXISTS points_train ON points(train_key);
+CREATE INDEX IF NOT EXISTS points_hw ON points(hw_key);
+"""
+
+# The keys of a scope's tasks, in point order (a point's report before its training).
+_SCOPE_TASKS = """
+SELECT key, MIN(ord) AS ord, kind_order FROM (
+    SELECT train_key AS key, ord, 1 AS kind_order FROM points WHERE scope = :scope
+    UNION ALL
+    SELECT hw_key AS key, ord, 0 AS kind_order FROM points
+        WHERE scope = :scope AND hw_key IS NOT NULL)
+GROUP BY key
+"""
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who holds a claim: a random token, this host and this process."""
+
+    token: str
+    host: str
+    pid: int
+
+    @classmethod
+    def here(cls) -> "Owner":
+        return cls(uuid.uuid4().hex, socket.gethostname(), os.getpid())
+
+
+@dataclass(frozen=True)
+class Claimed:
+    key: str
+    kind: str
+    spec: dict
+
+
+class Store:
+    """A sweep store folder (created if missing); see the module docstring."""
+
+    def __init__(self, folder: Path | str, timeout_s: float = 120.0):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.path = self.folder / DB_NAME
+        self._db = _connect(self.path, timeout_s)
+        self._db.executescript(_SCHEMA)     # idempotent; each statement commits itself
+        self._check_version()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def connect_again(self) -> "Store":
+        """Another connection to the same store (one per thread)."""
+        return Store(self.folder)
+
+    # -- scopes and points --------------------------------------------------------------
+
+    def add_scope(self, scope: str, data: dict, points: Iterable[tuple[str, str | None, dict]],
+                  tasks: Iterable[tuple[str, str, dict]], append: bool = False) -> None:
+        """Register a scope's points ``(train_key, hw_key, swept)`` and their tasks
+        ``(key, kind, spec)``; known tasks keep their state and results. Without
+        ``append`` the scope's earlier points are replaced (an edited sweep)."""
+        with self._write():
+            self._db.execute("INSERT INTO scopes(scope, data) VALUES(?, ?) ON CONFLICT(scope) "
+                             "DO UPDATE SET data = excluded.data", (scope, _dump(data)))
+            if not append:
+                self._db.execute("DELETE FROM points WHERE scope = ?", (scope,))
+            start = self._db.execute("SELECT COALESCE(MAX(ord) + 1, 0) FROM points WHERE "
+                                     "scope = ?", (scope,)).fetchone()[0]
+            self._db.executemany(
+                "INSERT INTO tasks(key, kind, spec, updated) VALUES(?, ?, ?, ?) "
+                "ON CONFLICT(key) DO NOTHING",
+                [(key, kind, _dump(spec), time.time()) for key, kind, spec in tasks])
+            self._db.executemany(
+                "INSERT INTO points(scope, ord, train_key, hw_key, swept) VALUES(?, ?, ?, ?, ?)",
+                [(scope, start + i, train, hw, _dump(swept))
+                 for i, (train, hw, swept) in enumerate(points)])
+
+    def scopes(self) -> dict[str, dict]:
+        return {scope: json.loads(data) for scope, data in
+                self._db.execute("SELECT scope, data FROM scopes ORDER BY scope")}
+
+    # -- claims -------------------------------------------------------------------------
+
+    def claim(self, scope: str, limit: int, owner: Owner, lease_s: float) -> list[Claimed]:
+        """Up to ``limit`` claimable tasks of ``scope``, now held by ``owner``."""
+        if limit <= 0:
+            return []
+        now = time.time()
+        with self._write():
+            rows = self._db.execute(
+                f"SELECT t.key, t.kind, t.spec, t.status, t.host, t.pid, t.heartbeat "
+                f"FROM tasks t JOIN ({_SCOPE_TASKS}) s ON s.key = t.key "
+                f"WHERE t.status IN ('pending', 'running') ORDER BY s.ord, s.kind_order",
+                {"scope": scope}).fetchall()
+            chosen = [row for row in rows if row[3] == "pending"
+                      or _lease_ended(row[4], row[5], row[6], now, lease_s, owner)][:limit]
+            self._db.executemany(
+                "UPDATE tasks SET status = 'running', owner = ?, host = ?, pid = ?, "
+                "heartbeat = ?, attempts = attempts + 1, updated = ? WHERE key = ?",
+                [(owner.token, owner.host, owner.pid, now, now, row[0]) for row in chosen])
+        return [Claimed(row[0], row[1], json.loads(row[2])) for row in chosen]
+
+    def heartbeat(self, owner: Owner) -> None:
+        with self._write():
+            self._db.execute("UPDATE tasks SET heartbeat = ? WHERE owner = ? AND status = "
+                             "'running'", (time.time(), owner.token))
+
+    def finish(self, key: str, owner: Owner, result: dict, seconds: float) -> bool:
+        """Record ``result``; False (and nothing written) if ``owner`` lost the task."""
+        return self._close(key, owner, "done", result=_dump(result), seconds=seconds,
+                           error=None, traceback=None)
+
+    def fail(self, key: str, owner: Owner, error: str, traceback: str = "",
+             seconds: float | None = None) -> bool:
+        return self._close(key, owner, "failed", error=error, traceback=traceback,
+                           seconds=seconds, result=None)
+
+    def _close(self, key: str, owner: Owner, status: str, **values) -> bool:
+        sets = ", ".join(f"{name} = :{name}" for name in values)
+        bump = ", completions = completions + 1" if status == "done" else ""
+        with self._write():
+            cursor = self._db.execute(
+                f"UPDATE tasks SET status = :status, {sets}{bump}, owner = NULL, "
+                f"finished_by = :by, updated = :now "
+                f"WHERE key = :key AND owner = :owner AND status = 'running'",
+                {**values, "status": status, "now": time.time(), "key": key,
+                 "owner": owner.token, "by": f"{owner.host}:{owner.pid}"})
+        return cursor.rowcount == 1
+
+    def release(self, owner: Owner) -> None:
+        """Hand back every task ``owner`` still holds (a clean stop: Ctrl-C)."""
+        with self._write():
+            self._db.execute("UPDATE tasks SET status = 'pending', owner = NULL, updated = ? "
+                             "WHERE owner = ? AND status = 'running'", (time.time(), owner.token))
+
+    def retry_failed(self, scope: str) -> int:
+        """Make the scope's failed tasks pending again; returns how many."""
+        with self._write():
+            cursor = self._db.execute(
+                f"UPDATE tasks SET status = 'pending', updated = :now WHERE status = "
+                f"'failed' AND key IN (SELECT key FROM ({_SCOPE_TASKS}))",
+                {"scope": scope, "now": time.time()})
+        return cursor.rowcount
+
+    # -- reading ------------------------------------------------------------------------
+
+    def counts(self, scope: str) -> dict[str, int]:
+        """Tasks of ``scope`` by status (every status present, 0 if none)."""
+        counts = dict.fromkeys(STATUSES, 0)
+        for status, number in self._db.execute(
+                f"SELECT t.status, COUNT(*) FROM tasks t JOIN ({_SCOPE_TASKS}) s "
+                f"ON s.key = t.key GROUP BY t.status", {"scope": scope}):
+            counts[status] = number
+        return counts
+
+    def tasks(self, keys: Iterable[str] | None = None) -> dict[str, dict]:
+        """Task rows by key (all, or those of ``keys``), JSON columns decoded."""
+        if keys is None:
+            rows = self._db.execute("SELECT * FROM tasks").fetchall()
+        else:
+            keys, rows = list(keys), []
+            for start in range(0, len(keys), 500):        # SQLite's parameter limit
+                chunk = keys[start:start + 500]
+                rows += self._db.execute("SELECT * FROM tasks WHERE key IN (" + ", ".join(
+                    "?" * len(chunk)) + ")", chunk).fetchall()
+        out = {}
+        for row in rows:
+            item = dict(row)
+            for name in ("spec", "result"):
+                item[name] = json.loads(item[name]) if item[name] is not None else None
+            out[item["key"]] = item
+        return out
+
+    def points(self, scope: str) -> list[dict]:
+        """The scope's points in order: ``ord``, ``train_key``, ``hw_key``, ``swept``."""
+        return [dict(row, swept=json.loads(row["swept"])) for row in self._db.execute(
+            "SELECT ord, train_key, hw_key, swept FROM points WHERE scope = ? ORDER BY ord",
+            (scope,))]
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _write(self):
+        return _Transaction(self._db)
+
+    def _check_version(self) -> None:
+        with self._write():
+            self._db.execute("INSERT INTO meta(key, value) VALUES('schema_version', ?) "
+                             "ON CONFLICT(key) DO NOTHING", (str(SCHEMA_VERSION),))
+        found = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'"
+                                 ).fetchone()[0]
+        if found != str(SCHEMA_VERSION):
+            raise ConfigError("--store", f"a sweep store of schema version {SCHEMA_VERSION} "
+                              "(or a new folder)", f"{self.path}: version {found}")
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception)."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind, value, traceback):
+        self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+        return False
+
+
+def _connect(path: Path, timeout_s: float) -> sqlite3.Connection:
+    try:
+        db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None,
+                             check_same_thread=True)
+        db.row_factory = sqlite3.Row
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+    except sqlite3.DatabaseError as error:
+        raise ConfigError("--store", "a folder holding a zoforge sweep store (or a new "
+                          "folder)", f"{path}: {error}") from None
+    if mode.lower() != "wal":
+        raise ConfigError("--store", "a folder on a file system with shared-memory locking "
+                          "(SQLite WAL mode)", f"{path}: journal mode {mode}")
+    return db
+
+
+def _dump(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _lease_ended(host: str | None, pid: int | None, heartbeat: float | None, now: float,
+                 lease_s: float, owner: Owner) -> bool:
+    """A running task's claim is over: no heartbeat for ``lease_s``, or its owner's process
+    on this host is gone."""
+    if heartbeat is None or now - heartbeat > lease_s:
+        return True
+    return host == owner.host and pid is not None and not _process_alive(pid)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:        # a killed process its parent has not reaped yet is gone too
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True

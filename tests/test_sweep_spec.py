@@ -1,0 +1,153 @@
+"""SWEEP.toml is read strictly: every bad key or value anywhere is one line naming the key
+where it was written and its allowed values, before anything runs; the presets validate."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from zoforge.cli import main
+from zoforge.errors import ConfigError
+from zoforge.sweep.presets import PRESETS, preset
+from zoforge.sweep.spec import read_sweep, sweep_from_dict
+
+GOOD = """
+name = "s"
+[train]
+model = "tiny"
+steps = 10
+[grid]
+bits = [6, 8]
+seed = [0, 1]
+[[points]]
+perturbation = "pezo-onthefly"
+n_rng = 7
+"""
+
+BAD = [
+    ('colour = "red"\n', "key colour in {f} must be one of name, description, paper, train"),
+    ("[train]\nnrng = 7\n", "key train.nrng in {f} must be one of method, perturbation"),
+    ('[train]\nout = "x"\n', "(out, progress, threads are set by the sweep)"),
+    ('[train]\nsteps = "many"\n', "train.steps in {f} must be an integer (got 'many')"),
+    ('[train]\nperturbation = "pezo-onthefly"\n[grid]\nn_rng = [7, 8]\n',
+     "grid.n_rng in {f} must be of the form 2^k - 1 with 3 <= value <= 255 (got 8)"),
+    ("[grid]\nbits = 8\n", "grid.bits in {f} must be a non-empty list of values (got 8)"),
+    ('[[points]]\nperturbation = "pezo-onthefly"\nn_rng = 63\nbits = 6\n',
+     "points[0].bits in {f} must be an integer with 7 <= value <= 20"),
+    ('[[points]]\nperturbation = "pezo-pregen"\npool_size = 100\n',
+     "points[0].pool_size in {f} must be of the form 2^k - 1 with 255 <= value <= 65535"),
+    ('[train]\nmethod = "adam"\n', "train.method in {f} must be one of mezo, prge"),
+    ('[hardware]\nlayout = "diagonal"\n',
+     "hardware.layout in {f} must be one of replicated, striped (got diagonal)"),
+    ("[hardware]\nbits = 8\n", "key hardware.bits in {f} must be one of"),
+    ("[report]\nclock_mhz = 5000\n",
+     "clock_mhz in [report] of {f} must be a frequency with"),
+    ('[report]\nboard = "zcu104"\n', "board in [report] of {f} must be one of"),
+    ("[report]\ncycles = 5\n", "key 'cycles' in [report] of {f} must be one of board, "),
+    ("[search]\npopulation = 1\n", "population in [search] of {f} must be an integer with 2"),
+    ('[train]\nsteps = 5\n[grid]\nseed = [0]\n[[points]]\nseed = 1\n',
+     "points[0].seed in {f} must be a key that is not also in [grid]"),
+]
+
+
+@pytest.mark.parametrize("text, expected", BAD)
+def test_bad_sweep_files_give_one_line_naming_the_key(tmp_path, text, expected):
+    path = tmp_path / "SWEEP.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        read_sweep(path)
+    message = str(error.value)
+    assert "\n" not in message
+    assert expected.format(f=path) in message
+
+
+def test_the_command_line_prints_the_error_and_creates_nothing(tmp_path, capsys):
+    path = tmp_path / "SWEEP.toml"
+    path.write_text(GOOD.replace("bits = [6, 8]", "bits = [6, 99]"))
+    store = tmp_path / "store"
+    assert main(["sweep", "--config", str(path), "--store", str(store)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert err.startswith(f"zoforge: error: grid.bits in {path} must be an integer with")
+    assert not store.exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--grid", "bits"], "--grid must be KEY=VALUE (got bits)"),
+    (["--set", "colour.x=1"], "--set must be KEY=VALUE with KEY a training option"),
+    (["--executor", "ray"], "--executor must be one of local, dask (got ray)"),
+    (["--executor", "dask"], "--scheduler must be a Dask scheduler address"),
+    (["--preset", "fig9"], "--preset must be one of tiny, pezo-fig3"),
+])
+def test_bad_flags_give_one_line(tmp_path, capsys, argv, expected):
+    base = ["sweep", "--store", str(tmp_path / "s"), "--set", "model=tiny"]
+    assert main(base + argv) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_points_keys_and_shared_reports(tmp_path):
+    path = tmp_path / "SWEEP.toml"
+    path.write_text(GOOD)
+    sweep = read_sweep(path)
+    assert len(sweep.points) == 4
+    assert sweep.points[0].swept == {"perturbation": "pezo-onthefly", "n_rng": 7, "bits": 6,
+                                     "seed": 0}
+    assert len({p.train_key for p in sweep.points}) == 4
+    assert len({p.hw_key for p in sweep.points}) == 2          # the seed is not hardware
+    assert [kind for _, kind, _ in sweep.tasks()] == ["report", "train", "train", "report",
+                                                      "train", "train"]
+    again = read_sweep(path)                                  # keys are stable
+    assert [p.train_key for p in again.points] == [p.train_key for p in sweep.points]
+    changed = sweep_from_dict({**sweep.data, "report": {"clock_mhz": 200}})
+    assert changed.points[0].train_key == sweep.points[0].train_key
+    assert changed.points[0].hw_key != sweep.points[0].hw_key   # report options count
+
+
+def test_identical_trainings_are_one_point():
+    sweep = sweep_from_dict({"train": {"model": "tiny", "perturbation": "gaussian"},
+                             "grid": {"seed": [0, 0, 1]}})
+    assert len(sweep.points) == 2 and sweep.where[0, (0,)] == sweep.where[0, (0,)] == 0
+
+
+def test_hardware_options_reach_the_generators_that_have_them():
+    sweep = sweep_from_dict({"train": {"model": "tiny"}, "hardware": {"layout": "striped"},
+                             "points": [{"perturbation": "pezo-pregen"},
+                                        {"perturbation": "pezo-onthefly"}]})
+    assert sweep.points[0].generator.layout == "striped"
+    assert sweep.points[1].generator.variant == "onthefly"
+
+
+@pytest.mark.parametrize("name, points", [("tiny", 6), ("pezo-fig3", 27), ("pezo-fig4", 21),
+                                          ("pezo-rng-count", 15)])
+def test_presets_validate(name, points):
+    sweep = sweep_from_dict(preset(name), default_name=name)
+    assert len(sweep.points) == points
+    assert set(PRESETS) == {"tiny", "pezo-fig3", "pezo-fig4", "pezo-rng-count"}
+
+
+def test_print_config_round_trips(tmp_path, capsys):
+    assert main(["sweep", "--preset", "pezo-fig3", "--print-config"]) == 0
+    path = tmp_path / "fig3.toml"
+    path.write_text(capsys.readouterr().out)
+    again = read_sweep(path)
+    original = sweep_from_dict(preset("pezo-fig3"))
+    assert [p.train_key for p in again.points] == [p.train_key for p in original.points]
+    assert [p.hw_key for p in again.points] == [p.hw_key for p in original.points]
+
+
+def test_the_example_in_the_docs_validates(tmp_path):
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "sweeps.md").read_text()
+    example = docs.split("```toml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "SWEEP.toml"
+    path.write_text(example)
+    sweep = read_sweep(path)
+    assert len(sweep.points) == 2 * 3 * 3
+    assert {p.generator.variant for p in sweep.points} == {"onthefly", "pregen"}
+
+
+def test_quick_flags_build_a_sweep(tmp_path, capsys):
+    assert main(["sweep", "--set", "model=tiny", "--set", "perturbation=pezo-onthefly",
+                 "--set", "n_rng=7", "--grid", "bits=6,8", "--grid", "seed=0,1",
+                 "--set", "report.clock_mhz=250", "--print-config"]) == 0
+    out = capsys.readouterr().out
+    assert 'perturbation = "pezo-onthefly"' in out and "clock_mhz = 250" in out
