@@ -6,7 +6,6 @@ import pytest
 from zoforge.cli import main
 from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
 from zoforge.sim.rng_cosim import cosim_configs
-from zoforge.sim.toolchain import available_simulators
 
 # The acceptance set (slow: one Verilator build of ~40 generators takes minutes on 2 cores):
 # on-the-fly with every n in {3, 7, 15, 31, 63} and every b in 4..16, LUT ranges 0..5
@@ -49,13 +48,12 @@ def run_side_by_side(pairs, simulator):
                          lengths=[length for _, length in pairs])
 
 
+# Both sets run on every simulator (the ``simulator`` fixture of tests/conftest.py): the
+# default one on Verilator and Icarus alike (~25 s on Icarus), the acceptance set with -m slow.
 @pytest.fixture(scope="module", params=[
-    pytest.param((name, simulator), id=f"{name}-{simulator}",
-                 marks=[pytest.mark.slow] if name == "acceptance" else [])
-    for name in ("core", "acceptance") for simulator in available_simulators()])
-def report(request):
-    name, simulator = request.param
-    onthefly = CORE if name == "core" else ACCEPTANCE
+    "core", pytest.param("acceptance", marks=pytest.mark.slow)])
+def report(request, simulator):
+    onthefly = CORE if request.param == "core" else ACCEPTANCE
     return run_side_by_side(configs_for(onthefly), simulator)
 
 
@@ -99,8 +97,7 @@ def test_pool_pointer_crossed_several_perturbations_and_wraps(report):
             assert perturbations >= 3 and config["values"] > config["pool_size"]
 
 
-def test_cosim_rng_command_prints_json(capsys):
-    simulator = available_simulators()[0]
+def test_cosim_rng_command_prints_json(capsys, simulator):
     assert main(["cosim", "rng", "--n-rng", "3", "--bits", "4", "--snapshot", "--cycles",
                  "300", "--simulator", simulator]) == 0
     report = json.loads(capsys.readouterr().out)

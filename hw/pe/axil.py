@@ -1,18 +1,24 @@
 """AXI4-Lite target: turns bus transactions into single-cycle register writes and reads.
 
 Writes: the address and data channels are taken together (``awready``/``wready`` high in the
-cycle both are valid and no response is pending); the write reaches the register file as a
-one-cycle ``wr_en`` pulse, but only for full-word writes (``wstrb == 0b1111``; partial writes
-are acknowledged and ignored). Reads: ``rd_addr`` follows ``araddr`` and ``rd_data`` (from
-the register file, combinational) is registered into ``rdata``. Responses are always OKAY.
+cycle both are valid and no response is pending, so they may arrive in either order); the
+write reaches the register file as a one-cycle ``wr_en`` pulse, but only for full-word writes
+(``wstrb == 0b1111``). A partial write (any strobe low) changes nothing and is answered
+SLVERR: AXI4-Lite lets a target either use the strobes, or ignore them and write the whole
+word, or reject the strobe patterns it does not support with an error response; this target
+does the last (the register file has no byte lanes, and an OKAY for a write that did nothing
+would hide the host's mistake). Reads: ``rd_addr`` follows ``araddr`` and ``rd_data`` (from
+the register file, combinational) is registered into ``rdata``; read responses are OKAY.
 """
-from amaranth import Module
+from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.hw.bus import AxiLiteSignature
 
-__all__ = ["AxiLiteTarget"]
+__all__ = ["AxiLiteTarget", "OKAY", "SLVERR"]
+
+OKAY, SLVERR = 0b00, 0b10      # AXI response codes (bresp / rresp)
 
 
 class AxiLiteTarget(wiring.Component):
@@ -30,11 +36,12 @@ class AxiLiteTarget(wiring.Component):
         m = Module()
         bus = self.bus
         take_write = bus.awvalid & bus.wvalid & ~bus.bvalid
+        full_word = bus.wstrb == 0b1111
         m.d.comb += [bus.awready.eq(take_write), bus.wready.eq(take_write),
-                     self.wr_en.eq(take_write & (bus.wstrb == 0b1111)),
+                     self.wr_en.eq(take_write & full_word),
                      self.wr_addr.eq(bus.awaddr), self.wr_data.eq(bus.wdata)]
         with m.If(take_write):
-            m.d.sync += bus.bvalid.eq(1)
+            m.d.sync += [bus.bvalid.eq(1), bus.bresp.eq(Mux(full_word, OKAY, SLVERR))]
         with m.Elif(bus.bready):
             m.d.sync += bus.bvalid.eq(0)
         m.d.comb += [bus.arready.eq(~bus.rvalid), self.rd_addr.eq(bus.araddr)]
