@@ -1,0 +1,164 @@
+"""Plant known bugs one at a time, run the tests meant to catch each, revert (issue 12).
+
+Each :class:`Bug` is a small source edit (exact text replacements; the script refuses to run
+when a replacement's text is not found exactly once, so a refactor cannot silently turn a
+bug into a no-op) and the tests expected to fail with it. For each bug the script edits the
+file in place, runs those tests with pytest (Verilator only, to keep it short: the Icarus
+variants run the same assertions), restores the file byte for byte (also on Ctrl-C), and
+prints whether the tests caught it and how long they took. A clean run of the same tests
+comes first: a test that fails without a bug proves nothing.
+
+The bugs are the ones issue 12 lists as uncaught at the time, plus two golden-model errors
+that an RTL-vs-golden co-simulation cannot see (the RTL's constants come from the golden
+model), which only the independent reference tests catch.
+
+    python benchmarks/planted_bugs.py            # every bug
+    python benchmarks/planted_bugs.py --list
+    python benchmarks/planted_bugs.py irq-en-ignored power-1000x
+
+Exit status 1 if any bug is not caught (or a clean run fails). The edited files must be
+unmodified in git before it starts (it will not overwrite work in progress).
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    what: str
+    path: str                                   # relative to the repository root
+    edits: tuple[tuple[str, str], ...]          # (exact old text, new text)
+    tests: tuple[str, ...]                      # pytest node ids / files
+
+
+BUGS = (
+    Bug("requant-33-bit-sum", "requantizer keeps acc + bias at 33 bits instead of wrapping",
+        "hw/pe/requant.py",
+        (('total = reg(signed(ACC_BITS), 1, "sum")',
+          'total = reg(signed(ACC_BITS + 1), 1, "sum")'),),
+        ("tests/test_gemm_corners.py",
+         "tests/test_gemm_accumulator.py::test_acc_plus_bias_wraps_through_the_axi_bench")),
+    Bug("register-moved", "ARRAY_CYCLES moved from 0x24 to 0x38 (RTL and benches share the map)",
+        "hw/pe/regmap.py",
+        (('Register(0x24, "counter"', 'Register(0x38, "counter"'),),
+        ("tests/test_engine_registers.py::test_the_documented_table_is_the_register_map",)),
+    Bug("irq-en-ignored", "irq = done, IRQ_EN ignored",
+        "hw/pe/registers.py",
+        (('self.irq.eq(done & stored["IRQ_EN"])', 'self.irq.eq(done)'),),
+        ("tests/test_engine_registers.py::"
+         "test_irq_stays_low_with_irq_en_0_and_follows_done_with_irq_en_1",)),
+    Bug("partial-wstrb-applied", "a write with strobes low writes the whole word, answered OKAY",
+        "hw/pe/axil.py",
+        (("self.wr_en.eq(take_write & full_word)", "self.wr_en.eq(take_write)"),
+         ("bus.bresp.eq(Mux(full_word, OKAY, SLVERR))", "bus.bresp.eq(OKAY)")),
+        ("tests/test_engine_registers.py::test_partial_writes_change_nothing_and_answer_slverr",)),
+    Bug("pefoo-uses-new-D", "PeFoo updates theta with the new D_t instead of D_{t-1}",
+        "golden/zo/optimizers.py",
+        (("            theta.sub_(self.lr * projected * v)\n"
+          "            self.E.mul_(1 - self.smooth).add_(self.smooth * hessian)\n"
+          "            self.D = self.E.abs().clamp(self.d_min, self.d_max)\n",
+          "            self.E.mul_(1 - self.smooth).add_(self.smooth * hessian)\n"
+          "            self.D = self.E.abs().clamp(self.d_min, self.d_max)\n"
+          "            theta.sub_(self.lr * projected * p / self.D.sqrt())\n"),),
+        ("tests/test_zo_optimizers_pinned.py",)),
+    Bug("pefoo-l-no-reinit", "PeFoo-L keeps D and E when it moves to the next layer",
+        "golden/zo/optimizers.py",
+        (("        if self._active_layer() != self.active:\n            self._reset(block)\n",
+          "        if self._active_layer() != self.active:\n"
+          "            self.active = self._active_layer()\n"),),
+        ("tests/test_zo_optimizers_pinned.py::"
+         "test_pefoo_l_layers_last_to_first_with_fresh_preconditioner",)),
+    Bug("power-1000x", "E_dsp 1000x too large (10 nJ instead of 10 pJ)",
+        "reports/power.py",
+        (('Coefficient("E_dsp", 10.0, "pJ"', 'Coefficient("E_dsp", 10.0e3, "pJ"'),),
+        ("tests/test_reports_pinned.py",)),
+    Bug("golden-taps-b20", "golden LFSR taps for b = 20 replaced by another maximal pair "
+        "(20, 3): the RTL follows the golden model, so co-simulation still agrees",
+        "golden/rng/lfsr.py",
+        (("20: (20, 17),", "20: (20, 3),"),),
+        ("tests/test_rng_reference.py",)),
+    Bug("golden-lane-phase", "golden lane phases one state apart too many (phi_i = i*(P//n + 1)): "
+        "lane start states and LUT move with it, co-simulation still agrees",
+        "golden/rng/onthefly.py",
+        (("np.arange(n_rng, dtype=np.int64) * (period(bits) // n_rng)",
+          "np.arange(n_rng, dtype=np.int64) * (period(bits) // n_rng + 1)"),),
+        ("tests/test_rng_reference.py",)),
+)
+
+
+def run_tests(tests: tuple[str, ...]) -> tuple[bool, float, str]:
+    """(passed, seconds, last line) of pytest over ``tests``, Verilator variants only."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "",
+         "-k", "not icarus", *tests], cwd=ROOT, capture_output=True, text=True)
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    return done.returncode == 0, time.perf_counter() - started, lines[-1] if lines else ""
+
+
+def plant(bug: Bug) -> str:
+    """Apply ``bug``'s edits; returns the original text."""
+    path = ROOT / bug.path
+    original = path.read_text()
+    text = original
+    for old, new in bug.edits:
+        if text.count(old) != 1:
+            raise SystemExit(f"error: {bug.name}: the text to replace is in {bug.path} "
+                             f"{text.count(old)} times, expected once: {old!r}")
+        text = text.replace(old, new)
+    path.write_text(text)
+    return original
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("bugs", nargs="*", help="names of the bugs to plant (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the bugs and exit")
+    args = parser.parse_args(argv)
+    by_name = {bug.name: bug for bug in BUGS}
+    if args.list:
+        for bug in BUGS:
+            print(f"{bug.name:22} {bug.path:26} {bug.what}")
+        return 0
+    unknown = [name for name in args.bugs if name not in by_name]
+    if unknown:
+        print(f"error: bugs: unknown {', '.join(unknown)} (one of {', '.join(by_name)})",
+              file=sys.stderr)
+        return 2
+    chosen = [by_name[name] for name in args.bugs] or list(BUGS)
+    paths = sorted({bug.path for bug in chosen})
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    if dirty:
+        print(f"error: files to plant bugs in have uncommitted changes:\n{dirty}", file=sys.stderr)
+        return 2
+    failures = 0
+    print(f"{'bug':22} {'clean':>6} {'planted':>8} {'time':>7}  tests")
+    for bug in chosen:
+        clean_ok, _, clean_line = run_tests(bug.tests)
+        original = plant(bug)
+        try:
+            planted_ok, seconds, line = run_tests(bug.tests)
+        finally:
+            (ROOT / bug.path).write_text(original)
+        caught = clean_ok and not planted_ok
+        failures += not caught
+        print(f"{bug.name:22} {'pass' if clean_ok else 'FAIL':>6} "
+              f"{'caught' if not planted_ok else 'MISSED':>8} {seconds:6.1f}s  "
+              f"{' '.join(bug.tests)}\n{'':22} planted: {line}"
+              + ("" if clean_ok else f"\n{'':22} clean run failed: {clean_line}"), flush=True)
+    print(f"{len(chosen) - failures} of {len(chosen)} planted bugs caught")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
