@@ -28,7 +28,8 @@ from importlib import metadata
 from pathlib import Path
 
 from zoforge.errors import check_choice
-from zoforge.files import content_key, entry_dir, load_result, locked, store_result
+from zoforge.files import (clear_entry, content_key, entry_dir, file_digest, load_result,
+                           locked, store_result)
 
 __all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "run_yosys",
            "FAMILIES", "RAM_STYLES", "SOURCE"]
@@ -36,7 +37,7 @@ __all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "ru
 SOURCE = "yosys synth_xilinx (estimate)"
 FAMILIES = ("xcup", "xcu", "xc7")
 RAM_STYLES = ("auto", "block", "distributed")
-_SCRIPT_VERSION = "1"   # bump when what is stored changes (the script text is hashed too)
+_SCRIPT_VERSION = "2"   # bump when what is stored changes (the script text is hashed too)
 _PASS = re.compile(r"^(\d+(?:\.\d+)?)\. Executing (.+?)\.?$")   # top two levels only
 
 Progress = Callable[[str], None]
@@ -101,8 +102,13 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
     entry = entry_dir("synth", f"{top}-{family}-{key}")
     with locked(entry):
         stored = load_result(entry)
+        if stored is not None and not _complete(entry, stored, top, netlist):
+            print(f"zoforge: discarding a damaged synthesis cache entry ({entry.name})",
+                  file=sys.stderr)
+            stored = None
         cached = stored is not None
         if stored is None:
+            clear_entry(entry)
             started = time.perf_counter()
             (entry / "design.v").write_text(verilog)
             (entry / "synth.ys").write_text(script)
@@ -111,8 +117,20 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
             stats = json.loads((entry / "stat.json").read_text())
             stored = {"modules": _module_cells(stats),
                       "seconds": time.perf_counter() - started}
+            if netlist:
+                stored["netlist_sha256"] = file_digest(entry / "netlist.json")
             store_result(entry, stored)
     return _result(stored, top, family, blocks, version, entry, cached)
+
+
+def _complete(entry: Path, stored: dict, top: str, netlist: bool) -> bool:
+    """Whether a stored entry is whole: the top module's cells, and the netlist file with
+    the digest it was stored with (a truncated or edited netlist is rebuilt)."""
+    modules = stored.get("modules")
+    if not isinstance(modules, dict) or not isinstance(modules.get(top), dict):
+        return False
+    path = entry / "netlist.json"
+    return not netlist or (path.exists() and file_digest(path) == stored.get("netlist_sha256"))
 
 
 def run_yosys(args: list[str], cwd: Path, progress: Progress | None = None,

@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -29,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoforge.errors import ConfigError, check_choice
-from zoforge.files import atomic_write_text, cache_dir, file_lock
+from zoforge.files import (RESULT, atomic_write_text, cache_dir, clear_entry, file_lock,
+                           load_result, store_result)
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
 __all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
@@ -98,16 +98,29 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     runner = get_runner(simulator)
     started = time.perf_counter()
     with file_lock(build_dir / ".lock"):
-        if not source.exists() or source.read_text() != verilog:
+        # An entry is complete once its manifest is stored, after the build succeeded, and
+        # while every file has the size the manifest says; anything else (a build killed or
+        # failed half-way, a truncated file) is discarded and the model rebuilt, so an
+        # interrupted build never poisons the cache.
+        complete = _build_complete(build_dir, key)
+        if not complete:
+            if any(child.name != ".lock" for child in build_dir.iterdir()):
+                print(f"zoforge: rebuilding an incomplete simulation build ({build_dir.name})",
+                      file=sys.stderr)
+            clear_entry(build_dir)
             source.write_text(verilog)
-        for name, text in (extra_files or {}).items():
-            (build_dir / name).write_text(text)
+            for name, text in (extra_files or {}).items():
+                (build_dir / name).write_text(text)
         build_kwargs = dict(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir,
-                            build_args=build_args, waves=waves, always=False)
+                            build_args=build_args, waves=waves, always=not complete)
         if simulator == "icarus":
             build_kwargs["timescale"] = ("1ns", "1ps")
+        # a complete build is not redone (the runner finds it up to date), but the runner
+        # needs its build step for the test step
         with _log_tail_on_error(build_dir / "build.log"):
             runner.build(**build_kwargs, log_file=build_dir / "build.log")
+        if not complete:
+            store_result(build_dir, {"key": key, "files": _file_sizes(build_dir)})
     build_s = time.perf_counter() - started
 
     data = (Path(data_dir).resolve() if data_dir
@@ -159,6 +172,20 @@ def write_result(result: dict) -> None:
 
 
 # -- helpers ------------------------------------------------------------------------------
+
+def _file_sizes(folder: Path) -> dict[str, int]:
+    """Relative path -> size of every file of a simulation build (not the lock, the logs or
+    the manifest itself)."""
+    skip = {".lock", "build.log", RESULT}
+    return {str(path.relative_to(folder)): path.stat().st_size
+            for path in sorted(folder.rglob("*")) if path.is_file() and path.name not in skip}
+
+
+def _build_complete(folder: Path, key: str) -> bool:
+    stored = load_result(folder)
+    return (isinstance(stored, dict) and stored.get("key") == key
+            and stored.get("files") == _file_sizes(folder))
+
 
 @contextlib.contextmanager
 def _log_tail_on_error(log_path: Path):

@@ -39,10 +39,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from zoforge.files import atomic_path, content_key, entry_dir, load_result, locked, store_result
+from zoforge.files import (atomic_path, clear_entry, content_key, entry_dir, load_result, locked,
+                           store_result)
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
-__all__ = ["Command", "Reply", "JobServer", "JobServerError", "build_server", "stall_threshold"]
+__all__ = ["EXE", "Command", "Reply", "JobServer", "JobServerError", "build_server",
+           "stall_threshold"]
 
 WRAPPER = "jobserver.sv"
 HARNESS = "jobserver_main.cpp"
@@ -138,9 +140,11 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
         verilog, wrapper, harness, *args, json.dumps(files), str(root)))
     started = time.perf_counter()
     with locked(entry):
-        if load_result(entry) is None or not (entry / EXE).exists():
+        stored = load_result(entry)
+        exe = entry / EXE
+        if not (stored and exe.exists() and exe.stat().st_size == stored.get("exe_bytes")):
             obj = entry / "obj"
-            shutil.rmtree(obj, ignore_errors=True)         # what an interrupted build left
+            clear_entry(entry)             # what an interrupted build left, or a damaged one
             (entry / f"{top}.v").write_text(verilog)
             (entry / WRAPPER).write_text(wrapper)
             (entry / HARNESS).write_text(harness)
@@ -156,7 +160,7 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
             with atomic_path(entry / EXE) as tmp:
                 shutil.copy2(obj / EXE, tmp)
             shutil.rmtree(obj)
-            store_result(entry, {"top": top, "lanes": lanes,
+            store_result(entry, {"top": top, "lanes": lanes, "exe_bytes": exe.stat().st_size,
                                  "build_s": round(time.perf_counter() - started, 2)})
     return entry, time.perf_counter() - started
 

@@ -19,7 +19,7 @@ from zoforge.errors import ConfigError
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import CrossEntropyHost
-from zoforge.sim.jobserver import Command, JobServer, JobServerError, build_server
+from zoforge.sim.jobserver import EXE, Command, JobServer, JobServerError, build_server
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zo_cosim import (BACKENDS, ZoCosimOptions, cosim_layer, golden_run,
                                   layer_args, make_data, run_layer)
@@ -223,3 +223,15 @@ def test_an_interrupted_build_is_redone():
     with JobServer(LOOPBACK, "loopback", lanes=2, addr_bits=8) as server:
         server.send([1, 2])
         np.testing.assert_array_equal(server.receive(), [[1, 2]])
+
+
+def test_a_truncated_server_is_rebuilt():
+    entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
+    exe = entry / EXE
+    size = exe.stat().st_size
+    exe.write_bytes(exe.read_bytes()[:size // 2])        # a damaged entry
+    again, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
+    assert again == entry and exe.stat().st_size == size
+    with JobServer(LOOPBACK, "loopback", lanes=2, addr_bits=8) as server:
+        server.send([3, 4])
+        np.testing.assert_array_equal(server.receive(), [[3, 4]])

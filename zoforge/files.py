@@ -18,10 +18,12 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 __all__ = ["cache_dir", "content_key", "entry_dir", "load_result", "store_result",
-           "atomic_write_text", "atomic_path", "file_lock", "locked", "RESULT"]
+           "atomic_write_text", "atomic_path", "file_lock", "locked", "RESULT", "clear_entry",
+           "file_digest"]
 
 RESULT = "result.json"
 
@@ -43,6 +45,27 @@ def entry_dir(kind: str, key: str) -> Path:
     path = cache_dir() / kind / key
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def clear_entry(entry: Path | str) -> None:
+    """Remove everything in a cache entry but its lock (what a killed or failed run left,
+    or a damaged entry), so that it is rebuilt from nothing."""
+    for child in Path(entry).iterdir():
+        if child.name == ".lock":
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+
+
+def file_digest(path: Path | str) -> str:
+    """SHA-256 of a file's bytes (to validate a cached file when it is read)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def load_result(entry: Path) -> dict | None:
