@@ -3,9 +3,10 @@
 Each :class:`Bug` is a small source edit (exact text replacements; the script refuses to run
 when a replacement's text is not found exactly once, so a refactor cannot silently turn a
 bug into a no-op) and the tests expected to fail with it. For each bug the script edits the
-file in place, runs those tests with pytest (Verilator only, to keep it short: the Icarus
-variants run the same assertions), restores the file byte for byte (also on Ctrl-C), and
-prints whether the tests caught it and how long they took. A clean run of the same tests
+file in place, runs those tests with pytest (the default run's tests, Verilator only, to
+keep it short: the Icarus variants run the same assertions), restores the file byte for
+byte (also on Ctrl-C or SIGTERM), and prints whether the tests caught it and how long they
+took. A clean run of the same tests
 comes first: a test that fails without a bug proves nothing.
 
 The bugs are the ones issue 12 lists as uncaught at the time, plus two golden-model errors
@@ -22,6 +23,7 @@ unmodified in git before it starts (it will not overwrite work in progress).
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 import time
@@ -96,10 +98,11 @@ BUGS = (
 
 
 def run_tests(tests: tuple[str, ...]) -> tuple[bool, float, str]:
-    """(passed, seconds, last line) of pytest over ``tests``, Verilator variants only."""
+    """(passed, seconds, last line) of pytest over ``tests``: the default run's tests (not
+    those marked slow), Verilator variants only."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "",
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
          "-k", "not icarus", *tests], cwd=ROOT, capture_output=True, text=True)
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     return done.returncode == 0, time.perf_counter() - started, lines[-1] if lines else ""
@@ -141,6 +144,7 @@ def main(argv=None) -> int:
     if dirty:
         print(f"error: files to plant bugs in have uncommitted changes:\n{dirty}", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # still restore the file
     failures = 0
     print(f"{'bug':22} {'clean':>6} {'planted':>8} {'time':>7}  tests")
     for bug in chosen:

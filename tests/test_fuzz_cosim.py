@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -138,8 +139,19 @@ def cosimulate_generators(pairs, simulator: str, cycles: int, seed: int) -> list
             if not c["bit_exact"]]
 
 
-def run_generator_fuzz(simulator: str, count: int, batch: int, cycles: int, deep: bool,
-                       wide: bool = True) -> None:
+def _seed_text(seed: int | None) -> str:
+    return "derandomized" if seed is None else f"hypothesis seed {seed}"
+
+
+def report(capsys, text: str) -> None:
+    """Print ``text`` past pytest's capture (the fuzzing runs' counts and times)."""
+    with capsys.disabled():
+        print(f"\n{text}")
+
+
+def run_generator_fuzz(capsys, simulator: str, count: int, batch: int, cycles: int,
+                       deep: bool, wide: bool = True) -> None:
+    started = time.perf_counter()
     pairs, seed = draw_examples(generator_configs(wide), count, deep=deep)
     variants = {config.variant for config, _ in pairs}
     assert variants == {"onthefly", "pregen", "gaussian"}, variants
@@ -147,24 +159,27 @@ def run_generator_fuzz(simulator: str, count: int, batch: int, cycles: int, deep
     for start in range(0, len(pairs), batch):
         failed += cosimulate_generators(pairs[start:start + batch], simulator, cycles,
                                         seed=start + (seed or 0))
+    report(capsys, f"generator fuzzing on {simulator}: {len(pairs)} configurations in "
+                   f"{-(-len(pairs) // batch)} builds, {time.perf_counter() - started:.1f} s, "
+                   f"{len(failed)} failed ({_seed_text(seed)})")
     assert not failed, (failed, f"hypothesis seed {seed}")
 
 
-def test_generator_fuzz(simulator):
+def test_generator_fuzz(simulator, capsys):
     # Verilator: 12 configurations, some wide (b up to 20); Icarus: 8 narrower ones
     if simulator == "verilator":
-        run_generator_fuzz(simulator, 12, 12, 800, deep=False)
+        run_generator_fuzz(capsys, simulator, 12, 12, 800, deep=False)
     else:
-        run_generator_fuzz(simulator, 8, 8, 600, deep=False, wide=False)
+        run_generator_fuzz(capsys, simulator, 8, 8, 600, deep=False, wide=False)
 
 
 @pytest.mark.slow
-def test_generator_fuzz_deep(simulator):
+def test_generator_fuzz_deep(simulator, capsys):
     # Verilator: 1040 configurations in 26 builds of 40; Icarus: 500 in 20 runs of 25
     if simulator == "verilator":
-        run_generator_fuzz(simulator, 1040, 40, 1000, deep=True)
+        run_generator_fuzz(capsys, simulator, 1040, 40, 1000, deep=True)
     else:
-        run_generator_fuzz(simulator, 500, 25, 800, deep=True)
+        run_generator_fuzz(capsys, simulator, 500, 25, 800, deep=True)
 
 
 # -- the GEMM engine -------------------------------------------------------------------------
@@ -243,26 +258,40 @@ def cosimulate_engine_bulk(runs) -> list:
     return failed
 
 
-def test_engine_fuzz(simulator):
+def engine_report(capsys, what: str, runs, started: float, failed, seed) -> None:
+    jobs = sum(len(run[1]) for run in runs)
+    engines = len({run[0] for run in runs})
+    report(capsys, f"engine fuzzing {what}: {jobs} jobs in {len(runs)} runs on {engines} "
+                   f"engine configurations, {time.perf_counter() - started:.1f} s, "
+                   f"{len(failed)} failed ({_seed_text(seed)})")
+
+
+def test_engine_fuzz(simulator, capsys):
     # 4 runs x 6 jobs on the already-built engines, drawn stall patterns
+    started = time.perf_counter()
     runs, _ = draw_examples(engine_runs(st.sampled_from(BUILT_ENGINES), 6), 4, deep=False)
     assert {run[0] for run in runs} == set(BUILT_ENGINES)
     failed = [bad for run in runs for bad in cosimulate_engine(run, simulator)]
+    engine_report(capsys, f"on {simulator}", runs, started, failed, None)
     assert not failed, failed
 
 
 @pytest.mark.slow
-def test_engine_fuzz_deep_stall_patterns(simulator):
+def test_engine_fuzz_deep_stall_patterns(simulator, capsys):
     # 12 drawn engines x 8 jobs under drawn stall patterns, through cocotbext-axi
+    started = time.perf_counter()
     runs, seed = draw_examples(engine_runs(engine_configs(), 8), 12, deep=True)
     failed = [bad for run in runs for bad in cosimulate_engine(run, simulator)]
+    engine_report(capsys, f"with stall patterns on {simulator}", runs, started, failed, seed)
     assert not failed, (failed, f"hypothesis seed {seed}")
 
 
 @pytest.mark.slow
-def test_engine_fuzz_deep_bulk():
+def test_engine_fuzz_deep_bulk(capsys):
     # 25 drawn engines x 45 jobs = 1125 GEMMs through the Verilog-only bench (Verilator)
+    started = time.perf_counter()
     runs, seed = draw_examples(engine_runs(engine_configs(), 45), 25, deep=True)
     assert sum(len(specs) for _, specs, _, _, _ in runs) >= 1000
     failed = cosimulate_engine_bulk(runs)
+    engine_report(capsys, "through the bulk bench", runs, started, failed, seed)
     assert not failed, (failed, f"hypothesis seed {seed}")
