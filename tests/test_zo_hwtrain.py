@@ -19,10 +19,7 @@ from zoforge.golden.zo.train import Interrupted, train
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.network import (GRAD_FRAC, WEIGHT_FRAC, ZoNetwork,
                                             padded_classes, step_settings)
-from zoforge.sim.toolchain import available_simulators
 
-needs_verilator = pytest.mark.skipif("verilator" not in available_simulators(),
-                                     reason="verilator is not installed")
 GENERATORS = {"onthefly": OnTheFlyConfig(n_rng=7, bits=6),
               "pregen": PregenConfig(pool_size=255, bits=8, banks=2),
               "gaussian": GaussianConfig(n_rng=3, bits=9, terms=2)}
@@ -193,16 +190,16 @@ def test_bad_hardware_training_configs_are_one_line_errors(tmp_path, changes, fl
 
 # -- the golden run is the hardware's -------------------------------------------------------
 
-@needs_verilator
 @pytest.mark.parametrize("perturbation, extra", [
     ("pezo-onthefly", {}),
     pytest.param("pezo-pregen", {"banks": 4, "pool_size": 1023}, marks=pytest.mark.slow),
     pytest.param("gaussian-hw", {"n_rng": 4, "bits": 10}, marks=pytest.mark.slow),
 ])
-def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra):
+def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra, simulator):
     from zoforge.sim.zo_train_cosim import cosim_training
     cfg = _config(tmp_path, perturbation=perturbation, hidden=0, queries=2, **extra)
-    result = cosim_training(cfg, steps=4, source_idle=0.2, sink_backpressure=0.2)
+    result = cosim_training(cfg, steps=4, simulator=simulator, source_idle=0.2,
+                            sink_backpressure=0.2)
     assert result["bit_exact"], json.dumps(result["checks"])
     assert result["grads_rtl"] == result["grads_golden"]
     assert any(g for step in result["grads_golden"] for g in step)   # the masters moved

@@ -21,12 +21,9 @@ from zoforge.hw.zo.registers import JOBS, REGISTERS
 from zoforge.sim.lint import lint_verilog
 from zoforge.sim.zo_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                   predicted_ratio, run_layer)
-from zoforge.sim.toolchain import available_simulators
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 STRATEGIES = ("onthefly", "pregen", "gaussian")
-needs_verilator = pytest.mark.skipif("verilator" not in available_simulators(),
-                                     reason="verilator is not installed")
 
 
 # -- an independent reference ------------------------------------------------------------
@@ -146,41 +143,40 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 # -- RTL against the golden model ---------------------------------------------------------
 
-@needs_verilator
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("mode", ["lora-fa", "full"])
-def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode):
+def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator):
     config = layer_config(strategy, mode=mode, **SMALL)
     summary = cosim_layer(config, ZoCosimOptions(steps=2, q=2, seed=5, source_idle=0.3,
-                                                 sink_backpressure=0.3, grad_shift=30))
+                                                 sink_backpressure=0.3, grad_shift=30,
+                                                 simulator=simulator))
     assert summary["bit_exact"], summary
     assert any(g != 0 for step in summary["grads"] for g in step)
     assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
 
 
-@needs_verilator
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("q", [1, 4])
-def test_rtl_query_counts(strategy, q):
+def test_rtl_query_counts(strategy, q, simulator):
     summary = cosim_layer(layer_config(strategy, **SMALL),
-                          ZoCosimOptions(steps=2, q=q, seed=q, grad_shift=30))
+                          ZoCosimOptions(steps=2, q=q, seed=q, grad_shift=30,
+                                         simulator=simulator))
     assert summary["bit_exact"], summary
 
 
-@needs_verilator
 @pytest.mark.parametrize("eps_shift, eta_mult, eta_shift", [
     (0, 1, 0), (31, 65535, 47), (5, 0, 10), (0, 65535, 0)])
-def test_rtl_eps_and_eta_at_the_edges(eps_shift, eta_mult, eta_shift):
+def test_rtl_eps_and_eta_at_the_edges(eps_shift, eta_mult, eta_shift, simulator):
     summary = cosim_layer(layer_config(**SMALL), ZoCosimOptions(
         steps=1, q=2, eps_shift=eps_shift, eta_mult=eta_mult, eta_shift=eta_shift,
-        grad_shift=24))
+        grad_shift=24, simulator=simulator))
     assert summary["bit_exact"], summary
 
 
-@needs_verilator
-def test_rtl_master_saturates_at_both_ends():
+def test_rtl_master_saturates_at_both_ends(simulator):
     config = layer_config(**SMALL)
-    options = ZoCosimOptions(steps=1, q=2, eta_mult=65535, eta_shift=0, grad_shift=0)
+    options = ZoCosimOptions(steps=1, q=2, eta_mult=65535, eta_shift=0, grad_shift=0,
+                             simulator=simulator)
     data = make_data(config, options)
     rtl, result = run_layer(config, options, data)
     golden = golden_run(config, options, data)
@@ -188,13 +184,12 @@ def test_rtl_master_saturates_at_both_ends():
     assert rtl["masters"].max() == (1 << 23) - 1 and rtl["masters"].min() == -(1 << 23)
 
 
-@needs_verilator
-def test_rtl_update_regenerates_the_forward_perturbation():
+def test_rtl_update_regenerates_the_forward_perturbation(simulator):
     """Full mode with X = I, eps = 1, eta = 1: Y+ - Y- = 2 z and T_before - T_after = g z,
     read from the RTL's own outputs (no golden model involved)."""
     config = layer_config(mode="full", **SMALL)
     options = ZoCosimOptions(steps=1, q=1, m=8, k=8, n=8, eps_shift=0, eta_mult=1,
-                             eta_shift=0, grad_shift=30)
+                             eta_shift=0, grad_shift=30, simulator=simulator)
     data = make_data(config, options)
     data["x"][:] = np.eye(8, dtype=np.int64)
     data["master"] = data["master"] >> 8              # far from saturation
@@ -225,13 +220,13 @@ def test_registers_are_documented():
         assert f"| `{name}` | {code} |" in text, name
 
 
-@needs_verilator
 @pytest.mark.parametrize("mode", ["lora-fa", "full"])
-def test_rtl_many_panels_reuse_the_staging_banks(mode):
+def test_rtl_many_panels_reuse_the_staging_banks(mode, simulator):
     """Four feature panels and four token tiles: each staging bank is refilled while the
     other one is being computed (a panel must not start in a bank still in use); a rank
     capacity of R, so the frozen W (N/R * K words) is longer than the trained B."""
     config = layer_config(mode=mode, **dict(SMALL, max_r=4))
     summary = cosim_layer(config, ZoCosimOptions(steps=1, q=2, m=16, k=16, n=16, r=4,
-                                                 grad_shift=36, sink_backpressure=0.2))
+                                                 grad_shift=36, sink_backpressure=0.2,
+                                                 simulator=simulator))
     assert summary["bit_exact"], summary

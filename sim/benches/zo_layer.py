@@ -24,7 +24,7 @@ import random
 import cocotb
 import numpy as np
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
@@ -63,6 +63,10 @@ class LayerHost:
             if probability:
                 part.set_pause_generator(_pauses(probability, seed + offset))
         self.jobs = []
+        # a bound no correct job reaches (one MAC per cycle, every word stalled 20x): a job
+        # still running then has stalled, and the bench fails instead of hanging
+        m, k, n, r = (args[f] for f in "mknr")
+        self.job_limit_cycles = 20 * (m * k * max(n, r) + m * n + k * n) + 100_000
 
     async def reset(self):
         self.dut.rst.value = 1
@@ -77,7 +81,17 @@ class LayerHost:
         return await self.axil.read_dword(address(name))
 
     async def job(self, name, words=None, receive=False, **flags):
-        """Run one job; ``words`` (rows of lanes) are streamed in; returns the output."""
+        """Run one job; ``words`` (rows of lanes) are streamed in; returns the output.
+        Fails when the job has not finished within ``job_limit_cycles``."""
+        try:
+            return await with_timeout(
+                cocotb.start_soon(self._job(name, words, receive, **flags)),
+                self.job_limit_cycles * CLOCK_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"job {name} ({flags}) did not finish within "
+                                 f"{self.job_limit_cycles} cycles") from None
+
+    async def _job(self, name, words, receive, **flags):
         if words is not None:
             flat = [int(v) & 0xFFFFFFFF for v in np.asarray(words).reshape(-1)]
             await self.source.send(AxiStreamFrame(flat))
