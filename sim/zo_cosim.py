@@ -25,6 +25,7 @@ from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squa
 from zoforge.golden.zolayer.model import LayerShape, ZoLayerGolden
 from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
+from zoforge.hw.pe.array import min_tile_interval
 from zoforge.hw.zo.designs import elaborate_layer
 from zoforge.sim import zo_jobserver
 from zoforge.sim.cosim import SIMULATORS, CosimResult, run_cocotb
@@ -132,14 +133,22 @@ def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
 
 def predicted_cycles(config: ZoLayerConfig, shape: LayerShape, q: int,
                      sequential: bool = False) -> float:
-    """Cycles of one step predicted from operation counts: multiply-accumulates at R x C
-    per cycle, and one cycle per word loaded or walked (batch load, update walks)."""
+    """Cycles of one step predicted from operation counts: each R x C output tile of a
+    compute job costs its K k-steps, but at least the array's tile spacing
+    (:func:`~zoforge.hw.pe.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
+    MACs / (R*C); and one cycle per word loaded or walked (batch load, update walks)."""
     rows, cols = config.rows, config.cols
     m, k, n, r = shape.m, shape.k, shape.n, shape.r
-    k_t = r if config.mode == "lora-fa" else k
+    lora = config.mode == "lora-fa"
+    k_t = r if lora else k
+    spacing = min_tile_interval(rows, cols)
+
+    def compute(depth: int, features: int) -> float:      # m tokens x features, K = depth
+        return (m / cols) * (features / rows) * max(depth, spacing)
+
     load = m // cols * k
-    frozen = m * k * (n + r) / (rows * cols) if config.mode == "lora-fa" else 0
-    branch = m * k_t * n / (rows * cols)
+    frozen = compute(k, n) + compute(k, r) if lora else 0
+    branch = compute(k_t, n)
     update = (q + 1) * (n // rows) * k_t
     passes = 2 * q if sequential else 1
     return passes * (load + frozen) + 2 * q * branch + update

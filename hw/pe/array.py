@@ -21,7 +21,13 @@ from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
 
 from .pe import ProcessingElement
 
-__all__ = ["SystolicArray"]
+__all__ = ["SystolicArray", "min_tile_interval"]
+
+
+def min_tile_interval(rows: int, cols: int) -> int:
+    """Fewest cycles between two tiles' first steps on an R x C array: the drain's last
+    shift must not move a sum of the next tile (2R + C - 3 would do; 3 cycles of margin)."""
+    return 2 * rows + cols
 
 
 class SystolicArray(wiring.Component):
@@ -45,9 +51,8 @@ class SystolicArray(wiring.Component):
 
     @property
     def min_tile_interval(self) -> int:
-        """Fewest cycles between two tiles' first steps: the drain's last shift must not
-        move a sum of the next tile (2R + C - 3 would do; 3 cycles of margin)."""
-        return 2 * self.rows + self.cols
+        """:func:`min_tile_interval` of this array."""
+        return min_tile_interval(self.rows, self.cols)
 
     def elaborate(self, platform):
         m = Module()
