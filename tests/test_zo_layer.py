@@ -20,7 +20,7 @@ from zoforge.hw.zo.designs import elaborate_layer
 from zoforge.hw.zo.registers import JOBS, REGISTERS
 from zoforge.sim.lint import lint_verilog
 from zoforge.sim.zo_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
-                                  predicted_ratio, run_layer)
+                                  predicted_cycles, predicted_ratio, run_layer)
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 STRATEGIES = ("onthefly", "pregen", "gaussian")
@@ -139,6 +139,15 @@ def test_predicted_ratio_counts_shared_frozen_work():
     assert predicted_ratio(lora, shape, 4) > predicted_ratio(lora, shape, 1) > 1
     full = layer_config(mode="full", **SMALL)
     assert predicted_ratio(full, LayerShape(16, 16, 16), 2) > 1   # only the batch load
+
+
+def test_predicted_cycles_by_hand():
+    """16 x 16 x 16, r = 4, q = 2 on 4 x 4 (tile spacing 2R + C = 12): batch load
+    16/4 * 16 = 64; frozen X*W 4*4 tiles * 16 + X*A 4*1 tiles * 16 = 320; a branch 4*4 tiles
+    * max(r = 4, 12) = 192; update walks (q + 1) * 16/4 * 4 = 48."""
+    config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
+    assert predicted_cycles(config, shape, 2) == 64 + 320 + 4 * 192 + 48
+    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (64 + 320) + 4 * 192 + 48
 
 
 # -- RTL against the golden model ---------------------------------------------------------
