@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ from zoforge.files import (RESULT, atomic_write_text, cache_dir, clear_entry, fi
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
 __all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
-           "SIMULATORS"]
+           "SIMULATORS", "scratch_folder"]
 
 SIMULATORS = ("verilator", "icarus")
 _ARGS_ENV = "ZOFORGE_BENCH_ARGS"
@@ -48,7 +49,8 @@ class CosimResult:
     simulator: str
     build_s: float          # wall time of the (possibly cached) build
     run_s: float            # wall time of the simulation process
-    data_dir: Path          # the run's data folder (bench_dir() in the testbench)
+    data_dir: Path | None   # the run's data folder (bench_dir() in the testbench); None
+                            # when it was a temporary one, removed after a passing run
     failures: list[str] = field(default_factory=list)
     waves: Path | None = None  # the SAIF/VCD file if one was requested
 
@@ -65,7 +67,8 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     args:        JSON-able arguments for the testbench (``bench_args()``)
     simulator:   "verilator" or "icarus"
     saif / vcd:  record switching activity (Verilator: SAIF via --trace-saif, or VCD)
-    data_dir:    folder for the run's data (default: a fresh temporary folder)
+    data_dir:    folder for the run's data (default: a temporary folder, removed after a
+                 passing run without waves, kept to inspect when the run fails)
     extra_files: memory initialisation files (name -> text) to place beside the simulation
     verilator_args: extra Verilator build arguments appended after the defaults (e.g.
                  ``--no-public-flat-rw`` and a ``.vlt`` file naming the ports cocotb needs,
@@ -123,8 +126,9 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
             store_result(build_dir, {"key": key, "files": _file_sizes(build_dir)})
     build_s = time.perf_counter() - started
 
-    data = (Path(data_dir).resolve() if data_dir
-            else Path(tempfile.mkdtemp(prefix="zoforge-cosim-")))
+    temporary = data_dir is None
+    data = Path(tempfile.mkdtemp(prefix="zoforge-cosim-")) if temporary else Path(data_dir)
+    data = data.resolve()
     data.mkdir(parents=True, exist_ok=True)
     for name, text in (extra_files or {}).items():
         (data / name).write_text(text)
@@ -146,9 +150,27 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     wave_file = None
     if waves:
         wave_file = _find_wave_file(data, build_dir, suffix="saif" if saif else "vcd")
-    return CosimResult(passed=not failures and results_xml.exists(), results=results,
-                       simulator=simulator, build_s=build_s, run_s=run_s, data_dir=data,
-                       failures=failures, waves=wave_file)
+    passed = not failures and results_xml.exists()
+    if temporary and passed and not waves:
+        shutil.rmtree(data, ignore_errors=True)
+        data = None
+    return CosimResult(passed=passed, results=results, simulator=simulator, build_s=build_s,
+                       run_s=run_s, data_dir=data, failures=failures, waves=wave_file)
+
+
+@contextlib.contextmanager
+def scratch_folder(data_dir: Path | str | None, prefix: str):
+    """The folder for a run's files: ``data_dir`` when given (kept), else a temporary folder
+    that is removed when the block ends normally and kept when it raises (the error message
+    names it, so the logs can be read)."""
+    if data_dir is not None:
+        path = Path(data_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    path = Path(tempfile.mkdtemp(prefix=prefix))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 # -- inside the simulator process ---------------------------------------------------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import re
 import subprocess
-import tempfile
 import time
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,7 @@ import numpy as np
 
 from zoforge.files import cache_dir, file_lock
 from zoforge.hw.pe.engine import PARAM_REGIONS, REGISTERS
+from zoforge.sim.cosim import scratch_folder
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
 __all__ = ["run_bulk", "build_bulk", "write_program", "read_output_words"]
@@ -157,24 +157,23 @@ def run_bulk(cosim, jobs, *, backpressure: float = 0.0, seed: int = 0,
     for job in jobs:
         cosim.check_job(job)
     exe, build_s = build_bulk(cosim)
-    data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zoforge-bulk-"))
-    data.mkdir(parents=True, exist_ok=True)
-    specs = write_program(cosim, jobs, data)
-    ideal = sum(s["beats"] + s["out_beats"] + s["m"] * s["k"] * s["n"] for s in specs)
-    max_cycles = 10_000 + int(4 * (ideal + 8 * len(specs) * 4096) / (1.0 - backpressure))
-    threshold = min(65535, round(backpressure * 65536))
-    command = [str(exe), f"+prog={data / 'prog.txt'}", f"+dir={data}", f"+bp={threshold}",
-               f"+seed={(seed * 2654435761 + 1) & 0x7FFFFFFF or 1}",
-               f"+max_cycles={min(max_cycles, 2**32 - 1)}"]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=data, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    (data / "sim.log").write_text(done.stdout + done.stderr)
-    if done.returncode != 0:
-        raise RuntimeError(f"bulk co-simulation failed (exit {done.returncode}): "
-                           f"{done.stderr[-2000:]} (see {data})")
-    stats, sim_cycles = _parse_stats(data / "stats.txt", specs)
-    words = read_output_words(data / "out.hex", cosim.cols)
+    with scratch_folder(data_dir, "zoforge-bulk-") as data:
+        specs = write_program(cosim, jobs, data)
+        ideal = sum(s["beats"] + s["out_beats"] + s["m"] * s["k"] * s["n"] for s in specs)
+        max_cycles = 10_000 + int(4 * (ideal + 8 * len(specs) * 4096) / (1.0 - backpressure))
+        threshold = min(65535, round(backpressure * 65536))
+        command = [str(exe), f"+prog={data / 'prog.txt'}", f"+dir={data}", f"+bp={threshold}",
+                   f"+seed={(seed * 2654435761 + 1) & 0x7FFFFFFF or 1}",
+                   f"+max_cycles={min(max_cycles, 2**32 - 1)}"]
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=data, capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        (data / "sim.log").write_text(done.stdout + done.stderr)
+        if done.returncode != 0:
+            raise RuntimeError(f"bulk co-simulation failed (exit {done.returncode}): "
+                               f"{done.stderr[-2000:]} (see {data})")
+        stats, sim_cycles = _parse_stats(data / "stats.txt", specs)
+        words = read_output_words(data / "out.hex", cosim.cols)
     outputs, start = [], 0
     for spec in specs:
         count = spec["out_beats"] * cosim.cols

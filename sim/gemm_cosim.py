@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -26,7 +25,7 @@ from zoforge.hw.export import to_verilog
 from zoforge.hw.pe.config import MAX_DIM, EngineConfig
 from zoforge.hw.pe.designs import engine_name
 from zoforge.hw.pe.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine
-from zoforge.sim.cosim import SIMULATORS, run_cocotb
+from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
 from zoforge.sim.gemm_bulk import run_bulk
 
 __all__ = ["GemmJob", "JobResult", "GemmCosim", "GemmCosimOptions", "cosim_engine",
@@ -242,19 +241,17 @@ class GemmCosim:
         """
         for job in jobs:
             self.check_job(job)
-        data = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zoforge-gemm-"))
-        data.mkdir(parents=True, exist_ok=True)
-        specs = []
-        for index, job in enumerate(jobs):
-            specs.append(self._write_job(data, index, job))
-        args = {"jobs": specs, "backpressure": backpressure, "seed": seed,
-                "registers": REGISTERS, "regions": PARAM_REGIONS}
-        result = run_cocotb(verilog=self.verilog, toplevel=self.top, test_module=bench,
-                            args=args, simulator=self.simulator, data_dir=data,
-                            verilator_args=_verilator_args(self.top))
-        if not result.passed:
-            raise RuntimeError(f"co-simulation failed: {result.failures} (see {data}/sim.log)")
-        outputs = [np.load(data / f"out{index}.npy") for index in range(len(jobs))]
+        with scratch_folder(data_dir, "zoforge-gemm-") as data:
+            specs = [self._write_job(data, index, job) for index, job in enumerate(jobs)]
+            args = {"jobs": specs, "backpressure": backpressure, "seed": seed,
+                    "registers": REGISTERS, "regions": PARAM_REGIONS}
+            result = run_cocotb(verilog=self.verilog, toplevel=self.top, test_module=bench,
+                                args=args, simulator=self.simulator, data_dir=data,
+                                verilator_args=_verilator_args(self.top))
+            if not result.passed:
+                raise RuntimeError(f"co-simulation failed: {result.failures} "
+                                   f"(see {data}/sim.log)")
+            outputs = [np.load(data / f"out{index}.npy") for index in range(len(jobs))]
         info = dict(result.results.get("info", {}), build_s=result.build_s,
                     run_s=result.run_s, simulator=result.simulator)
         return self.check_results(jobs, outputs, result.results["jobs"]), info

@@ -119,3 +119,12 @@ def test_cosim_harness_records_switching_activity():
 def test_cosim_rejects_unknown_simulator():
     with pytest.raises(ConfigError, match="--simulator"):
         run_cocotb(verilog="", toplevel="x", test_module="x", simulator="modelsim")
+
+
+def test_a_passing_run_removes_its_temporary_folder(tmp_path, monkeypatch):
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    result = run_cocotb(verilog=to_verilog(Counter(), "counter"), toplevel="counter",
+                        test_module="zoforge.sim.benches.selftest", args={"cycles": 20})
+    assert result.passed and result.data_dir is None
+    assert list(tmp_path.iterdir()) == []

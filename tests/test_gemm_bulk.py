@@ -120,3 +120,15 @@ def test_hung_or_short_runs_are_errors_not_results(tmp_path):
     (tmp_path / "stats.txt").write_text("R 4 2\nR 20 9\nR 24 2\nR 4 0\nI 1\nE 40\n")
     stats, total = _parse_stats(tmp_path / "stats.txt", specs)
     assert total == 40 and stats[0]["cycles"] == 0x9 and stats[0]["irq"]
+
+
+def test_runs_leave_no_temporary_folder_behind(tmp_path, monkeypatch):
+    """Both benches' scratch folders are removed after a passing run (issue 13)."""
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    cosim = GemmCosim(**CONFIG)
+    jobs = _jobs(7, 2)
+    bulk, _ = cosim.run_bulk(jobs)
+    axi, _ = cosim.run(jobs)
+    assert all(r.bit_exact for r in bulk + axi)
+    assert list(tmp_path.iterdir()) == []
