@@ -8,6 +8,11 @@ labelled data set on disk can be used instead: a CSV (optionally .bz2/.gz) or JS
 file with ``text`` and ``label`` columns (labels are integers 0..C-1 or strings, mapped in
 sorted order).
 
+A data file is checked as it is read, each problem a one-line :class:`ConfigError` naming
+``--data``: it must be readable in its format (UTF-8 text; valid gzip/bz2; one JSON object
+per line), every row must have a non-empty ``text`` string and a ``label`` (not null, not
+empty), and there must be at least two classes.
+
 :func:`split` draws fixed, class-balanced train/validation/test splits from a seed: each
 class is shuffled with ``numpy.random.default_rng(seed)`` and every split takes the same
 number of examples per class, so chance accuracy is exactly 1/C.
@@ -70,9 +75,55 @@ def _open_text(path: Path):
 def _rows(path: Path):
     with _open_text(path) as handle:
         if ".jsonl" in path.name or ".json" in path.name:
-            yield from (json.loads(line) for line in handle if line.strip())
+            for number, line in enumerate(handle, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError as error:
+                    raise ConfigError("--data", "a JSON-lines file (one JSON object per line)",
+                                      f"{path}, line {number}: {error}") from None
+                if not isinstance(row, dict):
+                    raise ConfigError("--data", "a JSON-lines file of objects with 'text' "
+                                      "and 'label'", f"{path}, line {number}: "
+                                      f"{type(row).__name__}")
+                yield number, row
         else:
-            yield from csv.DictReader(handle)
+            yield from enumerate(csv.DictReader(handle), 2)
+
+
+def _read_rows(path: Path) -> list[tuple[int, dict]]:
+    """The rows of a data file; any reading problem is a one-line error naming --data."""
+    try:
+        return list(_rows(path))
+    except ConfigError:
+        raise
+    except UnicodeDecodeError as error:
+        raise ConfigError("--data", "a UTF-8 text file (CSV or JSON lines, optionally .gz or "
+                          ".bz2)", f"{path}: not UTF-8 at byte {error.start}") from None
+    except (OSError, EOFError, csv.Error, ValueError) as error:   # bad gzip/bz2 data, CSV
+        text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ConfigError("--data", "a readable CSV or JSON-lines file (optionally .gz or "
+                          ".bz2)", f"{path}: {text}") from None
+    except Exception as error:                                  # zlib.error and the like
+        raise ConfigError("--data", "a readable CSV or JSON-lines file (optionally .gz or "
+                          ".bz2)", f"{path}: {type(error).__name__}: {error}") from None
+
+
+def _pair(path: Path, number: int, row: dict) -> tuple[str, str]:
+    where = f"{path}, {'line' if '.json' in path.name else 'row'} {number}"
+    for column in ("text", "label"):
+        if column not in row:
+            raise ConfigError("--data", "a file with 'text' and 'label' columns",
+                              f"no column '{column}' ({where})")
+    text, label = row["text"], row["label"]
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError("--data", "a file whose every row has a non-empty text",
+                          f"{where}: text {text!r}")
+    if label is None or isinstance(label, (list, dict)) or not str(label).strip():
+        raise ConfigError("--data", "a file whose every row has a label (a number or a "
+                          "string)", f"{where}: label {label!r}")
+    return text, str(label)
 
 
 def load_dataset(path: str | Path | None = None) -> TextDataset:
@@ -80,15 +131,12 @@ def load_dataset(path: str | Path | None = None) -> TextDataset:
     path = default_data_path() if path is None else Path(path)
     if not path.is_file():
         raise ConfigError("--data", "an existing CSV or JSON-lines file", str(path))
+    rows = _read_rows(path)
     if path.name.startswith("rotten_tomatoes_corpus"):
         pairs = [(row["text"], {"fresh": "positive", "rotten": "negative"}[row["category"]])
-                 for row in _rows(path) if row["category"] in ("fresh", "rotten")]
+                 for _, row in rows if row["category"] in ("fresh", "rotten")]
     else:
-        try:
-            pairs = [(row["text"], str(row["label"])) for row in _rows(path)]
-        except KeyError as missing:
-            raise ConfigError("--data", "a file with 'text' and 'label' columns",
-                              f"no column {missing}") from None
+        pairs = [_pair(path, number, row) for number, row in rows]
     seen, texts, names = set(), [], []
     for text, name in pairs:
         if text not in seen:
@@ -96,6 +144,11 @@ def load_dataset(path: str | Path | None = None) -> TextDataset:
             texts.append(text)
             names.append(name)
     label_names = sorted(set(names))
+    if not texts:
+        raise ConfigError("--data", "a file with labelled examples", f"{path}: no rows")
+    if len(label_names) < 2:
+        raise ConfigError("--data", "a file with at least two classes (labels)",
+                          f"{path}: every row is labelled {label_names[0]!r}")
     lookup = {name: i for i, name in enumerate(label_names)}
     return TextDataset(texts, np.array([lookup[n] for n in names], dtype=np.int64), label_names)
 

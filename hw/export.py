@@ -1,6 +1,9 @@
 """Turn an elaborated design into files: Verilog, memory files, its configuration and facts.
 
-``write_design`` writes, into one folder and each file atomically:
+``write_design`` writes, into one folder and each file atomically (a temporary file renamed
+into place), never through a symbolic link (a link at an output file's name, or among the
+folders on the way to it, is a one-line :class:`~zoforge.errors.ConfigError` naming
+``flag``, ``--out`` by default, raised before anything is written):
 
 * ``<name>.v``: the Verilog;
 * the memory initialisation files (``.hex``);
@@ -17,8 +20,8 @@ from pathlib import Path
 from amaranth.back import verilog
 
 from zoforge.config import config_text
-from zoforge.files import atomic_write_text
 from zoforge.hw.designs import Elaborated
+from zoforge.outputs import check_targets, make_out_dir, write_text
 
 __all__ = ["to_verilog", "write_design", "CONFIG_FILE"]
 
@@ -30,23 +33,25 @@ def to_verilog(component, name: str) -> str:
     return verilog.convert(component, name=name, emit_src=False)
 
 
-def write_design(design: Elaborated, out_dir: Path | str) -> dict[str, Path]:
+def write_design(design: Elaborated, out_dir: Path | str, flag: str = "--out"
+                 ) -> dict[str, Path]:
     """Write the design's files (see the module docstring) into ``out_dir``.
 
     Returns the written paths by role (``verilog``, ``design``, ``summary``, and each memory
     file's name). The configuration file is written last, so a folder that has one is
-    complete.
+    complete. ``flag``: the option that named ``out_dir``, for the errors.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths: dict[str, Path] = {"verilog": out / f"{design.name}.v"}
-    atomic_write_text(paths["verilog"], to_verilog(design.top, design.name))
+    out = make_out_dir(flag, out_dir)
+    texts: dict[str, tuple[Path, object]] = {
+        "verilog": (out / f"{design.name}.v", lambda: to_verilog(design.top, design.name))}
     for file_name, text in design.memory_files.items():
-        paths[file_name] = out / file_name
-        atomic_write_text(paths[file_name], text)
-    paths["summary"] = out / f"{design.name}.json"
-    atomic_write_text(paths["summary"],
-                      json.dumps(design.summary(), indent=2, sort_keys=True) + "\n")
-    paths["design"] = out / CONFIG_FILE
-    atomic_write_text(paths["design"], config_text(design.config, ".toml"))
+        texts[file_name] = (out / file_name, text)
+    texts["summary"] = (out / f"{design.name}.json",
+                        json.dumps(design.summary(), indent=2, sort_keys=True) + "\n")
+    texts["design"] = (out / CONFIG_FILE, config_text(design.config, ".toml"))
+    check_targets(out, [path for path, _ in texts.values()], flag)
+    paths: dict[str, Path] = {}
+    for role, (path, text) in texts.items():
+        write_text(path, text() if callable(text) else text, root=out, flag=flag)
+        paths[role] = path
     return paths

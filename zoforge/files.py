@@ -8,8 +8,9 @@
   :func:`load_result` returns None for such an entry or an unreadable one.
 * :func:`file_lock` / :func:`locked` serialise parallel processes working on one entry.
 * :func:`atomic_write_text` writes a file that readers see either whole or not at all;
-  :func:`atomic_path` does the same for any writer (``torch.save``, ``np.save``): it yields a
-  temporary name beside the target and renames it into place only when the block succeeds.
+  :func:`atomic_path` does the same for writers that take a file name (``torch.save``,
+  ``savefig(..., format=...)``; not ``np.save``, which appends ``.npy``): it yields a new
+  temporary file beside the target and renames it into place only when the block succeeds.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
 
@@ -85,10 +87,13 @@ def store_result(entry: Path, result: dict) -> None:
 
 @contextlib.contextmanager
 def atomic_path(path: Path | str):
-    """Yield a temporary path beside ``path``; when the block succeeds, rename it to
-    ``path`` (readers see the old file or the new one, never a part), else remove it."""
+    """Yield a new, empty temporary file's path beside ``path``; when the block succeeds,
+    rename it to ``path`` (readers see the old file or the new one, never a part; a link at
+    ``path`` is replaced, not followed), else remove it."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # created here, never an existing file or a link planted under a predictable name
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
     try:
         yield tmp
         os.replace(tmp, path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from zoforge.golden.zo.trainable import (FullTrainable, HeadTrainable, LoraFATra
 from zoforge.errors import ConfigError
 from zoforge.files import atomic_path, cache_dir
 
-__all__ = ["load_model", "build_trainable", "default_cache_dir"]
+__all__ = ["load_model", "build_trainable", "default_cache_dir", "check_model_limits"]
 
 PROMPT = "a {label} review"
 POOLED = ("head", "hw-mlp")
@@ -39,6 +40,43 @@ def load_model(cfg):
     if cfg.model == "tiny":
         return models.tiny_encoder(seed=cfg.split_seed)
     return models.load_encoder(cfg.model, cfg.num_layers)
+
+
+#: The ``tiny`` model's encoder layers and positions (:func:`models.tiny_encoder`).
+TINY_LAYERS, TINY_POSITIONS = 2, 128
+
+
+def check_model_limits(cfg) -> None:
+    """Before the model is loaded: ``--num-layers`` (and LoRA-FA's ``--lora-layers``) at most
+    the model's encoder layers, ``--max-len`` at most its positions (from its config.json);
+    one-line errors."""
+    if cfg.model == "tiny":
+        layers, positions, name = TINY_LAYERS, TINY_POSITIONS, "tiny"
+    else:
+        from transformers import AutoConfig   # slow to import: only when checking
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        source = str(models.default_model_path() if cfg.model is None else cfg.model)
+        try:
+            config = AutoConfig.from_pretrained(source)
+        except (OSError, ValueError) as error:
+            raise ConfigError("--model", "a loadable Hugging Face model folder or name",
+                              f"{source}: {str(error).splitlines()[0]}") from None
+        layers = getattr(config, "num_hidden_layers", None)
+        positions = getattr(config, "max_position_embeddings", None)
+        name = Path(source).name
+    if cfg.model == "tiny" and cfg.num_layers not in (None, layers):
+        raise ConfigError("--num-layers", f"left out with --model tiny (it has {layers} "
+                          "layers)", cfg.num_layers)
+    if layers is not None and cfg.num_layers is not None and cfg.num_layers > layers:
+        raise ConfigError("--num-layers", f"an integer with 1 <= value <= {layers} (the "
+                          f"layers of {name})", cfg.num_layers)
+    kept = layers if cfg.num_layers is None else cfg.num_layers
+    if cfg.trainable == "lora-fa" and kept is not None and cfg.lora_layers > kept:
+        raise ConfigError("--lora-layers", f"an integer with 1 <= value <= {kept} (the "
+                          "encoder layers kept)", cfg.lora_layers)
+    if positions is not None and cfg.max_len > positions:
+        raise ConfigError("--max-len", f"an integer with 2 <= value <= {positions} (the "
+                          f"positions of {name})", cfg.max_len)
 
 
 def _cache_key(cfg, model, splits, prefix_layers: int) -> str:
@@ -91,8 +129,8 @@ def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
         else:
             inputs[name] = (hidden, mask)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp:
-        torch.save(inputs, tmp)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+        torch.save(inputs, handle)      # to a handle: the bytes do not depend on tmp's name
     return inputs
 
 
@@ -104,10 +142,13 @@ def _prompt_head(model, tokenizer, label_names, max_len) -> torch.Tensor:
 
 
 def build_trainable(cfg):
-    """``(trainable, info)`` for ``cfg``: loads model and data, caches the frozen prefix."""
-    model, tokenizer = load_model(cfg)
+    """``(trainable, info)`` for ``cfg``: loads model and data, caches the frozen prefix.
+    The data and the model's limits are checked first (one-line errors), before the model is
+    loaded."""
     dataset = data_mod.load_dataset(cfg.data)
     splits = data_mod.split(dataset, cfg.split_seed, cfg.n_train, cfg.n_val, cfg.n_test)
+    check_model_limits(cfg)
+    model, tokenizer = load_model(cfg)
     n_layers = model.config.num_hidden_layers
     head_init = (_prompt_head(model, tokenizer, dataset.label_names, cfg.max_len)
                  if cfg.head_init == "prompt" else None)

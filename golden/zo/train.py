@@ -12,6 +12,12 @@ ends with the same parameters, bit for bit, as an uninterrupted run.
 ``min(50, steps)`` steps), ``steps_per_s`` (optimizer steps only, evaluation excluded,
 accumulated over resumptions), validation accuracies, ``d`` and the full configuration.
 ``OUT/training.png``: training loss and validation accuracy against the step.
+
+Before any work ``--out`` is checked (a writable folder or one that can be created, not an
+existing file) and none of these outputs may be a symbolic link: they are written to a
+temporary file renamed into place, never through a link. A training whose loss becomes
+non-finite or exceeds :data:`DIVERGED` times its first step's (at least 1) stops with a
+one-line error naming ``--lr``.
 """
 from __future__ import annotations
 
@@ -24,16 +30,19 @@ import numpy as np
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.files import atomic_path, atomic_write_text
 from zoforge.golden.zo.config import HARDWARE_METHOD, TrainConfig
 from zoforge.golden.zo.dual import DualForwardPRGE
 from zoforge.golden.zo.features import build_trainable
 from zoforge.golden.zo.hwmlp import HardwarePRGE
 from zoforge.golden.zo.optimizers import make_optimizer
+from zoforge.outputs import check_out_dir, check_targets, make_out_dir, output_path, write_text
 
 __all__ = ["train", "batch_index", "build_optimizer", "Interrupted"]
 
 CHECKPOINT = "checkpoint.pt"
+OUTPUTS = (CHECKPOINT, "result.json", "training.png")
+#: A loss this many times the first step's (or 1, if larger) means training diverged.
+DIVERGED = 1000.0
 
 
 class Interrupted(RuntimeError):
@@ -57,8 +66,8 @@ def build_optimizer(cfg: TrainConfig, trainable):
 
 
 def _save(path: Path, state: dict) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    with output_path(path, root=path.parent) as tmp, open(tmp, "wb") as handle:
+        torch.save(state, handle)       # to a handle: the bytes do not depend on tmp's name
 
 
 def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
@@ -88,12 +97,13 @@ def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
 
 def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
     """Run (or resume) the training of ``cfg``; returns the result dictionary."""
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = check_out_dir("--out", cfg.out)
+    check_targets(out, [out / name for name in OUTPUTS])
+    state = _load_checkpoint(out / CHECKPOINT, cfg)
     torch.set_num_threads(cfg.threads)
     trainable, info = build_trainable(cfg)
     optimizer = build_optimizer(cfg, trainable)
-    state = _load_checkpoint(out / CHECKPOINT, cfg)
+    make_out_dir("--out", out)
     if state is None:
         accuracy_before, loss_before = trainable.evaluate(trainable.theta, "test")
         state = {"step": 0, "seconds": 0.0, "accuracy_before": accuracy_before,
@@ -110,8 +120,7 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
             start = time.perf_counter()
             loss = optimizer.step(index)
             state["seconds"] += time.perf_counter() - start
-            if not np.isfinite(loss):
-                raise FloatingPointError(f"loss became {loss} at step {step}; lower --lr")
+            _check_divergence(cfg, loss, step, history["loss"])
             history["loss"].append(loss)
             state["step"] = step + 1
             if bar is not None:
@@ -143,9 +152,20 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
         "chance_accuracy": 1.0 / info["num_classes"], **info,
         "config": cfg.to_dict(),
     }
-    atomic_write_text(out / "result.json", json.dumps(result, indent=1))
+    write_text(out / "result.json", json.dumps(result, indent=1), root=out)
     _plot(out / "training.png", losses, history, cfg)
     return result
+
+
+def _check_divergence(cfg: TrainConfig, loss: float, step: int, losses: list[float]) -> None:
+    """Stop (one-line error naming --lr) when the loss is not finite or exceeds
+    :data:`DIVERGED` times the first step's loss (at least 1)."""
+    first = losses[0] if losses else loss
+    bound = DIVERGED * max(first, 1.0) if np.isfinite(first) else np.inf
+    if not np.isfinite(loss) or loss > bound:
+        raise ConfigError("--lr", f"small enough that training converges: the training loss "
+                          f"diverged to {loss:.3g} at step {step + 1} (first step "
+                          f"{first:.3g}); lower --lr (or --eps)", cfg.lr)
 
 
 def _progress(cfg: TrainConfig, initial: int):
@@ -174,6 +194,6 @@ def _plot(path: Path, losses: list[float], history: dict, cfg: TrainConfig) -> N
     figure.suptitle(f"{cfg.method} / {cfg.perturbation} / {cfg.trainable}, "
                     f"q={cfg.queries} B={cfg.batch} lr={cfg.lr:g} eps={cfg.eps:g}")
     figure.tight_layout()
-    with atomic_path(path) as tmp:
+    with output_path(path, root=path.parent) as tmp:
         figure.savefig(tmp, dpi=110, format="png")
     plt.close(figure)

@@ -4,7 +4,10 @@ Each module in this package registers its own commands: it defines
 ``register(tree: CommandTree)`` and is discovered automatically, so adding a command never
 touches another area's file. A handler takes the parsed ``argparse.Namespace`` and returns an
 exit code. :class:`~zoforge.errors.ConfigError` raised anywhere below a handler is printed as
-one line (``zoforge: error: ...``) with exit code 2.
+one line (``zoforge: error: ...``) with exit code 2; so are argparse's own errors (an unknown
+option, ``abc`` for a number: ``zoforge: error: argument --rows: invalid int value: 'abc'``,
+raised as ``SystemExit(2)`` like ``--help``'s ``SystemExit(0)``), without the usage text,
+which ``--help`` shows.
 
 Command modules import the work they do (hardware, simulation, torch) inside their handlers,
 so that ``zoforge --help`` and every ``--help`` stay fast; that is why the imports sit there.
@@ -20,9 +23,21 @@ from collections.abc import Callable
 from zoforge import __version__
 from zoforge.errors import ConfigError
 
-__all__ = ["CommandTree", "main", "build_parser"]
+__all__ = ["CommandTree", "ArgumentParser", "main", "build_parser"]
 
 Handler = Callable[[argparse.Namespace], int]
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with its errors on one line: ``zoforge: error: MESSAGE``, exit 2.
+
+    Sub-command parsers are of the same class (argparse gives them their parent's)."""
+
+    def error(self, message: str):
+        message = " ".join(message.split())
+        command = self.prog.removeprefix("zoforge").strip()
+        hint = f" (see zoforge {command + ' ' if command else ''}--help)"
+        self.exit(2, f"zoforge: error: {message}{hint}\n")
+
 
 # Command groups with sub-commands contributed by several areas, and their help.
 GROUPS = {
@@ -53,7 +68,7 @@ class CommandTree:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="zoforge",
         description="Zeroth-order fine-tuning to FPGA hardware: generate, co-simulate, "
                     "train and report.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from zoforge.cli import ArgumentParser
 from zoforge.errors import ConfigError, check_int_range
 
 __all__ = ["register", "run_build"]
@@ -25,7 +26,7 @@ Every number is labelled with its source: yosys-estimate, activity-model, nextpn
 Use --design NAME --help to see a design's parameters."""
 
 
-class _TwoStageParser(argparse.ArgumentParser):
+class _TwoStageParser(ArgumentParser):
     """Adds the chosen design's arguments before parsing the rest."""
 
     _design_added: str | None = None
@@ -68,8 +69,8 @@ def register(tree) -> None:
                              "`zoforge generate`); the design's flags override it")
     parser.add_argument("--board", default="zcu102", metavar="BOARD",
                         help="target board: zcu102 (Vivado; default) or ulx3s-85f (nextpnr-ecp5)")
-    parser.add_argument("--out", required=True, type=Path, metavar="DIR",
-                        help="output folder")
+    parser.add_argument("--out", required=True, metavar="DIR",
+                        help="output folder (a writable folder, or one that can be created)")
     parser.add_argument("--clock-mhz", type=float, default=None,
                         help="target clock for timing and power (default: the board's, zcu102 300, "
                              "ulx3s-85f 100)")
@@ -104,23 +105,30 @@ def run_build(args: argparse.Namespace) -> int:
     # imported here, not at the top: the report pipeline loads Amaranth, the simulators'
     # runner and matplotlib, which `zoforge --help` and the other commands do not need
     from zoforge.boards.registry import get_board
+    from zoforge.cli._limits import check_design_size, check_sim_cache
+    from zoforge.outputs import check_out_dir
     from zoforge.reports.pipeline import Progress, build_report
     from zoforge.reports.render import summary_lines, write_report
 
+    # every check before any work: the slow steps (synthesis, co-simulation) come last
+    out = check_out_dir("--out", args.out)
     board = get_board(args.board)
     clock = board.check_clock(args.clock_mhz if args.clock_mhz is not None
                               else board.default_mhz)
     check_int_range("--activity-cycles", args.activity_cycles, 10, 10_000_000)
-    if args.vivado_reports is not None and not args.vivado_reports.is_dir():
-        raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files",
-                          args.vivado_reports)
+    check_int_range("--activity-seed", args.activity_seed, 0, 2**32 - 1)
+    if args.vivado_reports is not None:
+        _check_vivado_reports(args.vivado_reports)
+    if not args.no_power:
+        check_sim_cache()
     design_entry, config = _design_config(args)
+    check_design_size(config)
     design = design_entry.elaborate(config)
     # A design may offer its own activity stimulus: activity_bench(config, elaborated) ->
     # (cocotb test module, bench args); otherwise the generic one is used.
     own_bench = design_entry.activity_bench
     bench = own_bench(config, design) if own_bench is not None else None
-    report = build_report(board, design, args.out, clock,
+    report = build_report(board, design, out, clock,
                           activity_cycles=args.activity_cycles,
                           activity_mode=args.activity_mode, activity_seed=args.activity_seed,
                           measure_power=not args.no_power, run_pnr=not args.no_pnr,
@@ -128,10 +136,38 @@ def run_build(args: argparse.Namespace) -> int:
                           vivado_reports=args.vivado_reports,
                           progress=Progress(quiet=args.quiet), bench=bench,
                           ram_style=args.ram_style)
-    paths = write_report(report, args.out)
+    paths = write_report(report, out)
     print("\n".join(summary_lines(report)
                          + ["  wrote " + ", ".join(str(p) for p in paths.values())]))
     return 0
+
+
+def _check_vivado_reports(folder: Path) -> None:
+    """Parse ``--vivado-reports`` before any work: a folder whose reports cannot be read or
+    hold no numbers is a one-line error."""
+    from zoforge.reports.vivado import read_vivado_reports
+    if not folder.is_dir():
+        raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files", folder)
+    try:
+        reports = read_vivado_reports(folder)
+    except ConfigError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError, IndexError, KeyError, TypeError) as error:
+        raise ConfigError("--vivado-reports", "a folder of readable Vivado text reports (.rpt)",
+                          f"{folder}: {type(error).__name__}: "
+                          f"{str(error).splitlines()[0] if str(error) else ''}") from None
+    empty = [name for role, name in reports.files.items()
+             if not _has_numbers(getattr(reports, role))]
+    if empty:
+        raise ConfigError("--vivado-reports", "a folder of Vivado reports (report_utilization, "
+                          "report_timing_summary, report_power)",
+                          f"{folder}: no numbers found in {', '.join(empty)}")
+
+
+def _has_numbers(value) -> bool:
+    if isinstance(value, dict):
+        return any(_has_numbers(v) for v in value.values())
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _design_config(args: argparse.Namespace):

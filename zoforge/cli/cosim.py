@@ -2,7 +2,8 @@
 
 Every registered design with a co-simulation appears here; its flags are generated from its
 configuration types and its run options. Exit code 1 if the RTL and the golden model
-disagree.
+disagree. Checked before any work: the design's size (:mod:`zoforge.cli._limits`) and, for
+Verilator, a simulation cache (``$ZOFORGE_CACHE``) whose path has no spaces.
 """
 from __future__ import annotations
 
@@ -33,12 +34,16 @@ def register(tree) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from zoforge.cli._limits import check_design_size, check_sim_cache
     from zoforge.cli._options import config_from_args
     from zoforge.sim.runners import designs
 
     design = designs()[args.design_name]
     config = config_from_args(args, design.configs)
     options = config_from_args(args, (design.cosim_options,), use_file=False)
+    check_design_size(config)
+    if getattr(options, "simulator", "verilator") == "verilator":
+        check_sim_cache()
     report = design.cosim(config, options)
     print(json.dumps(report, indent=2))
     return 0 if report["bit_exact"] else 1

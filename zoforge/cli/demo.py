@@ -5,6 +5,10 @@ PyTorch (:mod:`zoforge.cli._train_demo`). With ``--rng``: the generator demo (ge
 on-the-fly generator, 31 lanes x 8 bits, lint it, co-simulate it against the golden model with
 random back-pressure, time the golden perturbation source). Both print a short summary, also
 written as ``DIR/summary.json``, and exit 1 if the RTL and the golden model disagree.
+
+Checked before any work: ``--out`` (and ``--json``) can be written, a training-demo flag is
+not given with ``--rng`` nor a generator-demo flag without it (with a value other than its
+default), and the simulation cache's path has no spaces (Verilator cannot build there).
 """
 from __future__ import annotations
 
@@ -12,6 +16,13 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+from zoforge.errors import ConfigError
+
+#: The flags only one of the two demos uses (argparse destinations).
+OWN_FLAGS = {"training": ("steps", "queries", "batch", "lr", "eps", "rows", "cols", "n_train",
+                          "n_test", "stalls", "model", "board", "no_report", "json"),
+             "generator": ("cycles", "simulator")}
 
 
 def register(tree) -> None:
@@ -22,7 +33,7 @@ def register(tree) -> None:
                           "FPGA, bit-exact against PyTorch (--rng: the generator demo)",
                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_config_flags(parser, tuple(GENERATOR_CONFIGS.values()))
-    parser.add_argument("--out", type=Path, default=Path("out/demo"), metavar="DIR",
+    parser.add_argument("--out", default="out/demo", metavar="DIR",
                         help="where the Verilog, configuration, plots and summary go")
     train = parser.add_argument_group("training demo (the default)")
     train.add_argument("--steps", type=int, default=300, help="training steps")
@@ -43,14 +54,15 @@ def register(tree) -> None:
                        "small random BERT of the tests)")
     train.add_argument("--board", default="zcu102", help="board of the report")
     train.add_argument("--no-report", action="store_true", help="skip the board report")
-    train.add_argument("--json", type=Path, metavar="FILE", help="also write the summary "
-                       "here")
+    train.add_argument("--json", metavar="FILE", help="also write the summary here")
     train.add_argument("--quiet", action="store_true", help="no progress bar")
     rng = parser.add_argument_group("generator demo")
     rng.add_argument("--rng", action="store_true", help="run the generator demo instead")
     rng.add_argument("--cycles", type=int, default=5000, help="clock cycles to co-simulate")
     rng.add_argument("--simulator", default="verilator", help="verilator or icarus")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, demo_defaults={
+        demo: {dest: parser.get_default(dest) for dest in dests}
+        for demo, dests in OWN_FLAGS.items()})
 
 
 def _step(text: str) -> None:
@@ -58,10 +70,29 @@ def _step(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from zoforge.cli._limits import check_sim_cache
     from zoforge.cli._options import config_from_args
     from zoforge.golden.rng import GENERATOR_CONFIGS
+    from zoforge.outputs import check_out_dir
 
+    args.out = check_out_dir("--out", args.out)
+    if args.json is not None:
+        if not args.json.strip():
+            raise ConfigError("--json", "a file path (not empty)", repr(args.json))
+        args.json = Path(args.json)
+        check_out_dir("--json", args.json.parent)
+        if args.json.is_dir() or args.json.is_symlink():
+            raise ConfigError("--json", "a file path (not a folder or a symbolic link)",
+                              args.json)
+    wrong = "training" if args.rng else "generator"     # the demo not chosen
+    for dest, default in args.demo_defaults[wrong].items():
+        if getattr(args, dest) != default:
+            flag = "--" + dest.replace("_", "-")
+            raise ConfigError(flag, f"used only {'without' if args.rng else 'with'} --rng "
+                              f"(the {wrong} demo)", getattr(args, dest))
     config = config_from_args(args, tuple(GENERATOR_CONFIGS.values()))
+    if not args.rng or args.simulator == "verilator":
+        check_sim_cache()
     if not args.rng:
         from zoforge.cli._train_demo import run_training_demo
         return run_training_demo(args, config)
@@ -71,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
 def run_rng_demo(args: argparse.Namespace, config) -> int:
     from zoforge.hw.export import write_design
     from zoforge.hw.rng.designs import elaborate_generator
+    from zoforge.outputs import write_text
     from zoforge.sim.lint import lint_verilog
     from zoforge.sim.rng_cosim import RngCosimOptions, cosim_rng
 
@@ -100,7 +132,8 @@ def run_rng_demo(args: argparse.Namespace, config) -> int:
 
     summary = {"design": design.name, "config": design.summary(), "lint_clean": lint.clean,
                "cosim": cosim, "golden_elements_per_s": 10_000_000 / golden_s}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    write_text(args.out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n",
+               root=args.out)
     cycles_per_s = cosim.get("cycles_per_s")
     print()
     print(f"design            {design.name} ({described})")

@@ -5,6 +5,11 @@ optionally ``--config FILE``); ``zoforge generate --config FILE [--out DIR]`` el
 saved configuration (the ``design.toml`` a previous run wrote; by default into the file's
 own folder). Every registered design appears here with flags generated from its
 configuration types.
+
+Before any work: ``--out`` must be a writable folder or creatable (not an existing file, not
+empty), and the design's size within the limits of :mod:`zoforge.cli._limits` (the GEMM
+engine's memories: at most 65,536 words and 32 Mbit). Files are written atomically and
+never through a symbolic link inside ``--out`` (one there is an error).
 """
 from __future__ import annotations
 
@@ -24,39 +29,44 @@ def register(tree) -> None:
 
     parser = tree.command("generate", help=_HELP,
                           epilog="Reproduce a saved design: zoforge generate --config "
-                                 "DIR/design.toml [--out DIR2]")
+                                 "DIR/design.toml [--out DIR2]. Limit: the engine's memories "
+                                 "hold at most 65536 words and 32 Mbit (larger ones take "
+                                 "minutes and gigabytes to generate).")
     parser.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                         help="a saved configuration (design.toml); names its design")
-    parser.add_argument("--out", type=Path, metavar="DIR", default=argparse.SUPPRESS,
+    parser.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
                         help="output folder (with --config alone: the file's folder)")
     sub = parser.add_subparsers(dest="design", metavar="DESIGN")
     for design in designs().values():
         design_parser = sub.add_parser(design.name, help=design.help,
                                        description=design.help)
         add_config_flags(design_parser, design.configs)
-        design_parser.add_argument("--out", type=Path, metavar="DIR", required=True,
+        design_parser.add_argument("--out", metavar="DIR", required=True,
                                    help="output folder")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from zoforge.cli._limits import check_design_size
     from zoforge.cli._options import config_from_args
     from zoforge.config import load_config
     from zoforge.hw.designs import designs, get_design
     from zoforge.hw.export import write_design
+    from zoforge.outputs import check_out_dir
 
     if args.design is not None:
+        out = check_out_dir("--out", args.out)
         design = get_design(args.design)
         config = config_from_args(args, design.configs)
-        out = args.out
     elif getattr(args, "config", None) is not None:
+        out = check_out_dir("--out", getattr(args, "out", Path(args.config).parent))
         every_type = [t for d in designs().values() for t in d.configs]
         config = load_config(args.config, every_type)
         design = get_design(config.kind)
-        out = getattr(args, "out", Path(args.config).parent)
     else:
         raise ConfigError("DESIGN", "a design (one of " + ", ".join(designs()) + ") or "
                           "--config FILE")
+    check_design_size(config)
     elaborated = design.elaborate(config)
     for role, path in write_design(elaborated, out).items():
         print(f"{role}: {path}")

@@ -6,7 +6,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from zoforge.errors import ConfigError
+from zoforge.errors import ConfigError, check_int_range
 
 _DESCRIPTION = """\
 Run a sweep: for every point a golden ZO training (accuracy before/after, final loss,
@@ -52,9 +52,9 @@ def register(tree) -> None:
     source.add_argument("--print-config", action="store_true",
                         help="print the sweep as SWEEP.toml (after validation) and exit")
     run = parser.add_argument_group("how to run it")
-    run.add_argument("--store", type=Path, metavar="DIR",
+    run.add_argument("--store", metavar="DIR",
                      help="the sweep store folder (created if missing; required to run)")
-    run.add_argument("--out", type=Path, metavar="DIR",
+    run.add_argument("--out", metavar="DIR",
                      help="where the tables, plots and HTML page go (default: the store)")
     run.add_argument("--executor", default="local", metavar="{local,dask}",
                      help="local worker processes (default) or a Dask cluster")
@@ -79,6 +79,7 @@ def register(tree) -> None:
 
 
 def run_sweep(args: argparse.Namespace) -> int:
+    from zoforge.outputs import check_out_dir
     from zoforge.sweep.executors import make_executor
     from zoforge.sweep.outputs import write_outputs
     from zoforge.sweep.runner import DEFAULT_LEASE_S, register_scope, run_scope
@@ -92,14 +93,19 @@ def run_sweep(args: argparse.Namespace) -> int:
         return 0
     if args.store is None:
         raise ConfigError("--store", "a folder for the sweep store (or give --print-config)")
+    # every check before the store is opened or a worker started
+    store_dir = check_out_dir("--store", args.store)
+    out_dir = store_dir if args.out is None else check_out_dir("--out", args.out)
     lease_s = DEFAULT_LEASE_S if args.lease_s is None else args.lease_s
     if not lease_s >= 5:
         raise ConfigError("--lease-s", "a number of seconds >= 5", args.lease_s)
+    if args.jobs is not None:
+        check_int_range("--jobs", args.jobs, 1, 1024)
     scope = search_scope(sweep) if args.search else sweep.name
     executor = (None if args.outputs_only
                 else make_executor(args.executor, args.jobs, args.scheduler))
     try:
-        store = Store(args.store)
+        store = Store(store_dir)
         if args.outputs_only and scope not in store.scopes():
             raise ConfigError("--outputs-only", "used with a sweep the store holds (" + (
                 ", ".join(store.scopes()) or "it holds none") + ")", scope)
@@ -115,7 +121,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     finally:
         if executor is not None:
             executor.close()
-    paths = write_outputs(store, scope, args.out or args.store)
+    paths = write_outputs(store, scope, out_dir)
     counts = store.counts(scope)
     print(f"{scope}: " + ", ".join(f"{n} {status}" for status, n in counts.items()
                                    if n) + " tasks")

@@ -1,4 +1,11 @@
-"""``zoforge train``: golden zeroth-order fine-tuning (see docs/zo-training.md)."""
+"""``zoforge train``: golden zeroth-order fine-tuning (see docs/zo-training.md).
+
+Everything is checked before any work (:class:`~zoforge.golden.zo.config.TrainConfig`, then
+the data, the model's limits and ``--out`` in :func:`~zoforge.golden.zo.train.train`). A
+value read from ``--config FILE`` that is wrong is named as ``KEY in FILE``; an option given
+(as a flag or in the file, with a value other than its default) that the chosen method,
+perturbation or trainable does not use is an error, not silently ignored.
+"""
 from __future__ import annotations
 
 import argparse
@@ -49,7 +56,7 @@ HELP = {
     "checkpoint_every": "checkpoint every N steps", "out": "output directory",
     "cache_dir": "cache of frozen-prefix activations (default ~/.cache/zoforge/zo-features)",
     "progress": "show a progress bar",
-    "threads": "torch CPU threads (1 is fastest on a busy 2-core machine)",
+    "threads": "torch CPU threads, at most 256 (1 is fastest on a busy 2-core machine)",
 }
 
 
@@ -80,7 +87,7 @@ def _add_fields(parser) -> None:
 
 
 def run(args) -> int:
-    from zoforge.golden.zo.config import TrainConfig
+    from zoforge.golden.zo.config import TrainConfig, inapplicable
     from zoforge.golden.zo.train import train
     values = {}
     if args.config:
@@ -93,10 +100,28 @@ def run(args) -> int:
             raise ConfigError("--config", "a JSON object", type(values).__name__)
         values = {k.replace("-", "_"): v for k, v in values.items()}
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
-    values.update({k: v for k, v in vars(args).items() if k in fields})
-    cfg = TrainConfig.from_dict(values)
+    flags = {k: v for k, v in vars(args).items() if k in fields}
+    from_file = {k for k in values if k not in flags}
+    values.update(flags)
+    try:
+        cfg = TrainConfig.from_dict(values)
+    except ConfigError as error:
+        raise _named(error, from_file, args.config) from None
+    unused = inapplicable(cfg, values)
+    if unused is not None:
+        name, chosen, users = unused
+        raise _named(ConfigError("--" + name.replace("_", "-"), f"used only with {users}",
+                                 chosen), from_file, args.config)
     result = train(cfg)
     print(json.dumps({k: result[k] for k in ("accuracy_before", "accuracy_after",
                                              "final_loss", "steps_per_s")}))
     print(f"wrote {Path(cfg.out) / 'result.json'} and {Path(cfg.out) / 'training.png'}")
     return 0
+
+
+def _named(error: ConfigError, from_file: set, source) -> ConfigError:
+    """``error`` naming ``KEY in FILE`` instead of ``--key`` for a value read from the file."""
+    field = error.parameter.removeprefix("--").replace("-", "_")
+    if field in from_file:
+        return ConfigError(f"{field} in {source}", error.allowed, error.got)
+    return error
