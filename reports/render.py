@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zoforge.files import atomic_write_text
+from zoforge.files import atomic_path, atomic_write_text
 from zoforge.reports.model import RESOURCE_KEYS, Report, VivadoFigures
 
 __all__ = ["write_report", "render_markdown", "plot_report", "summary_lines"]
@@ -186,7 +186,8 @@ def plot_report(report: Report, path: Path) -> Path | None:
         ax.tick_params(axis="x", rotation=30)
     fig.suptitle(f"{report.design} on {report.board.name}")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
     return path
 

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from zoforge.outputs import output_path, write_text
+
 __all__ = ["run_training_demo", "demo_train_config"]
 
 
@@ -166,10 +168,10 @@ def _summarise(args, cfg, config, name, lint, run: dict) -> int:
     }
     _plot(args.out / "training.png", run["loss_rtl"], run["loss_golden"])
     text = json.dumps(summary, indent=1)
-    (args.out / "summary.json").write_text(text + "\n")
+    write_text(args.out / "summary.json", text + "\n")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(text + "\n")
+        write_text(args.json, text + "\n", flag="--json")
     _print(summary, args.out)
     return 0 if bit_exact and lint.clean else 1
 
@@ -212,5 +214,6 @@ def _plot(path: Path, loss_rtl: list[float], loss_golden: list[float]) -> None:
              title="ZO fine-tuning on the simulated FPGA")
     axis.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    with output_path(path) as tmp:
+        figure.savefig(tmp, dpi=110, format="png")
     plt.close(figure)
