@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
-from amaranth import Module, unsigned
-from amaranth.lib import wiring
+from amaranth import Module, signed
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.model import applied_update, perturbed_operand
-from zoforge.hw.zo.perturb import PerturbUnit
+from zoforge.hw.zo.perturb import LATENCY, PerturbUnit
 from zoforge.hw.zo.update import UpdateUnit
 
 ROWS, Z_LANES, Z_WIDTH = 3, 5, 12
@@ -32,10 +33,11 @@ def _pick(rng, low, high):
 def test_perturb_unit_matches_the_golden_operand():
     dut = PerturbUnit(ROWS, Z_LANES, Z_WIDTH)
     rng = random.Random(3)
-    seen = {"high": 0, "low": 0, "moved": 0}
+    seen = {"high": 0, "low": 0, "moved": 0, "stalled": 0}
+    expected = []                                 # operands of the words taken, in order
 
     async def bench(ctx):
-        for _ in range(3000):
+        for _ in range(4000):
             master = [_pick(rng, M_MIN, M_MAX) for _ in range(ROWS)]
             z = [_pick(rng, Z_MIN, Z_MAX) for _ in range(Z_LANES)]
             perturb, minus = rng.random() < 0.8, rng.random() < 0.5
@@ -47,25 +49,59 @@ def test_perturb_unit_matches_the_golden_operand():
                                   (dut.words.valid, valid), (dut.z.valid, z_valid),
                                   (dut.out.ready, ready)):
                 ctx.set(signal, value)
-            moves = valid and ready and (z_valid or not perturb)
-            assert ctx.get(dut.out.valid) == (valid and (z_valid or not perturb))
-            assert ctx.get(dut.words.ready) == (ready and (z_valid or not perturb))
-            assert ctx.get(dut.z.ready) == (perturb and valid and ready)
-            if ctx.get(dut.out.valid):
+            out_valid = ctx.get(dut.out.valid)
+            advance = not out_valid or ready      # back-pressure stalls every stage
+            z_ok = z_valid or not perturb
+            assert ctx.get(dut.words.ready) == (advance and z_ok)
+            assert ctx.get(dut.z.ready) == (perturb and valid and advance)
+            if out_valid and ready:
+                got = [ctx.get(dut.out.payload[i]) for i in range(ROWS)]
+                want, sign = expected.pop(0)
+                assert got == want, (got, want)
+                seen["high"] += (1 << 15) - 1 in got and sign != 0
+                seen["low"] += -(1 << 15) in got and sign != 0
+            seen["stalled"] += out_valid and not ready
+            if valid and advance and z_ok:
                 sign = 0 if not perturb else (-1 if minus else 1)
                 want = perturbed_operand(torch.tensor(master), torch.tensor(z[:ROWS]), sign,
                                          eps_shift)
-                got = [ctx.get(dut.out.payload[i]) for i in range(ROWS)]
-                assert got == want.tolist(), (master, z, sign, eps_shift)
-                seen["high"] += (1 << 15) - 1 in got and sign != 0
-                seen["low"] += -(1 << 15) in got and sign != 0
-            seen["moved"] += moves
-            await ctx.delay(1e-6)                 # (a combinational block: no clock)
+                expected.append((want.tolist(), sign))
+                seen["moved"] += 1
+            await ctx.tick()
+        assert len(expected) <= LATENCY                # the rest is still in the pipeline
 
     sim = Simulator(dut)
+    sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
     assert min(seen.values()) > 20, seen          # both saturation ends, many transfers
+
+
+def test_perturb_unit_latency():
+    """Without stalls a word taken at a clock edge is on ``out`` LATENCY edges later."""
+    dut = PerturbUnit(ROWS, Z_LANES, Z_WIDTH)
+
+    async def bench(ctx):
+        ctx.set(dut.out.ready, 1)
+        ctx.set(dut.perturb, 1)
+        ctx.set(dut.z.valid, 1)
+        ctx.set(dut.words.payload, [256, -512, 1 << 12])
+        ctx.set(dut.z.payload, _pack([1, 2, 3, 4, 5], Z_WIDTH))
+        ctx.set(dut.words.valid, 1)
+        await ctx.tick()
+        ctx.set(dut.words.valid, 0)
+        for _ in range(LATENCY - 1):
+            assert not ctx.get(dut.out.valid)
+            await ctx.tick()
+        assert ctx.get(dut.out.valid)
+        assert [ctx.get(dut.out.payload[i]) for i in range(ROWS)] == [2, 0, 19]
+        await ctx.tick()
+        assert not ctx.get(dut.out.valid)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
 
 
 class _UpdateHarness(wiring.Component):
@@ -74,30 +110,28 @@ class _UpdateHarness(wiring.Component):
     def __init__(self, master, accumulator):
         self.unit = UpdateUnit(ROWS, Z_LANES, Z_WIDTH, dim_bits=8, addr_bits=4)
         acc_bits = self.unit.acc_bits
-        self.t_mem = Memory(shape=unsigned(Formats.MASTER_BITS * ROWS), depth=16,
-                            init=[_pack(w, Formats.MASTER_BITS) for w in master])
-        self.d_mem = Memory(shape=unsigned(acc_bits * ROWS), depth=16,
-                            init=[_pack(w, acc_bits) for w in accumulator])
+        self.t_mem = Memory(shape=data.ArrayLayout(signed(Formats.MASTER_BITS), ROWS),
+                            depth=16, init=[[*w] for w in master])
+        self.d_mem = Memory(shape=data.ArrayLayout(signed(acc_bits), ROWS), depth=16,
+                            init=[[*w] for w in accumulator])
         super().__init__({})
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.unit, m.submodules.t, m.submodules.d = self.unit, self.t_mem, self.d_mem
         u = self.unit
-        t_rd, t_wr = self.t_mem.read_port(), self.t_mem.write_port()
-        d_rd, d_wr = self.d_mem.read_port(), self.d_mem.write_port()
-        m.d.comb += [t_rd.addr.eq(u.rd_addr), t_rd.en.eq(u.rd_en), d_rd.addr.eq(u.rd_addr),
-                     d_rd.en.eq(u.rd_en), u.t_rdata.eq(t_rd.data), u.d_rdata.eq(d_rd.data),
-                     t_wr.addr.eq(u.wr_addr), t_wr.data.eq(u.t_wdata.as_value()),
-                     t_wr.en.eq(u.t_we), d_wr.addr.eq(u.wr_addr),
-                     d_wr.data.eq(u.d_wdata.as_value()), d_wr.en.eq(u.wr_en)]
+        wiring.connect(m, u.t_rd, self.t_mem.read_port())
+        wiring.connect(m, u.t_wr, self.t_mem.write_port())
+        wiring.connect(m, u.d_rd, self.d_mem.read_port())
+        wiring.connect(m, u.d_wr, self.d_mem.write_port())
         return m
 
 
-
-
-def test_update_unit_accumulates_and_applies_like_the_golden_model():
-    rng = random.Random(5)
+@pytest.mark.parametrize("eta_mult, eta_shift", [((1 << 16) - 1, 9), (12345, 1), (1, 0),
+                                                 (40000, 8), (777, 47)])
+def test_update_unit_accumulates_and_applies_like_the_golden_model(eta_mult, eta_shift):
+    """Shifts 0, 1 (ties), 8 (a multiple of 8 only), 9 (both parts of the shift) and 47."""
+    rng = random.Random(5 + eta_shift)
     words = 6                                      # 2 panels of R features x 3 k-steps
     master = [[_pick(rng, M_MIN, M_MAX) for _ in range(ROWS)] for _ in range(words)]
     harness = _UpdateHarness(master, [[0] * ROWS] * words)
@@ -105,16 +139,11 @@ def test_update_unit_accumulates_and_applies_like_the_golden_model():
     grads = [(1 << 15) - 1, -(1 << 15), 7]
     transfers = [[[_pick(rng, Z_MIN, Z_MAX) for _ in range(Z_LANES)] for _ in range(words)]
                  for _ in grads]
-    eta_mult, eta_shift = (1 << 16) - 1, 9
     u = harness.unit
 
-    def unpack(value, bits):
-        out = []
-        for _ in range(ROWS):
-            lane = value & ((1 << bits) - 1)
-            out.append(lane - (1 << bits) if lane >> (bits - 1) else lane)
-            value >>= bits
-        return out
+    def lanes(ctx, memory, word):
+        value = ctx.get(memory.data[word])
+        return [value[i] for i in range(ROWS)]
 
     async def job(ctx, apply, z_words=None):
         ctx.set(u.apply, apply)
@@ -145,17 +174,18 @@ def test_update_unit_accumulates_and_applies_like_the_golden_model():
         for g, z_words in zip(grads, transfers):
             ctx.set(u.g, g)
             await job(ctx, 0, z_words)
-        d = [unpack(ctx.get(harness.d_mem.data[w]), acc_bits) for w in range(words)]
+        d = [lanes(ctx, harness.d_mem, w) for w in range(words)]
         want_d = sum(g * torch.tensor([t[:ROWS] for t in z]) for g, z in zip(grads, transfers))
         assert d == want_d.tolist()
         ctx.set(u.eta_mult, eta_mult)
         ctx.set(u.eta_shift, eta_shift)
         await job(ctx, 1)
-        t = [unpack(ctx.get(harness.t_mem.data[w]), Formats.MASTER_BITS) for w in range(words)]
+        t = [lanes(ctx, harness.t_mem, w) for w in range(words)]
         want_t = applied_update(torch.tensor(master), want_d, eta_mult, eta_shift)
         assert t == want_t.tolist()
-        assert {M_MIN, M_MAX} <= {v for row in t for v in row}   # both saturation ends
-        assert all(ctx.get(harness.d_mem.data[w]) == 0 for w in range(words))
+        if eta_shift < 16:
+            assert {M_MIN, M_MAX} <= {v for row in t for v in row}   # both saturation ends
+        assert all(lanes(ctx, harness.d_mem, w) == [0] * ROWS for w in range(words))
 
     sim = Simulator(harness)
     sim.add_clock(1e-6)

@@ -1,29 +1,23 @@
 """The engine's on-chip memories (``amaranth.lib.memory``): shape, depth and port signatures
 of each, in one place for the top (which holds them) and the blocks that use their ports.
 
-Addresses: X word ``Cat(word, mt)``, W word ``Cat(word, bank)`` (``word`` counts ``pack``
-k-steps), result row ``Cat(row, bank)``, parameter row ``nt`` (one column tile per row).
+The engine's :class:`~.tiles.Tiling` (:func:`engine_tiling`): X rows on the array's rows,
+W panels on its columns, ``pack`` k-steps per word. Addresses: X word ``Cat(word, mt)``,
+W word ``Cat(word, bank)`` (``word`` counts ``pack`` k-steps), result row ``Cat(row, bank)``,
+parameter row ``nt`` (one column tile per row).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from amaranth import signed
-from amaranth.hdl import ShapeLike
 from amaranth.lib import data
-from amaranth.lib.memory import ReadPort, WritePort
 
-from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
+from zoforge.golden.gemm_widths import OPERAND_BITS
 
 from .config import EngineConfig
 from .regmap import PARAM_TABLES
+from .tiles import Buffer, Tiling, address_bits
 
-__all__ = ["Buffer", "engine_buffers", "address_bits", "operands"]
-
-
-def address_bits(count: int) -> int:
-    """Address bits for ``count`` entries (at least 1)."""
-    return max(1, (count - 1).bit_length())
+__all__ = ["Buffer", "engine_buffers", "engine_tiling", "address_bits", "operands"]
 
 
 def operands(count: int) -> data.ArrayLayout:
@@ -31,38 +25,24 @@ def operands(count: int) -> data.ArrayLayout:
     return data.ArrayLayout(signed(OPERAND_BITS), count)
 
 
-@dataclass(frozen=True)
-class Buffer:
-    shape: ShapeLike
-    depth: int
-    doc: str
-    granularity: int | None = None     # lanes per write enable (per-column tables: 1)
-
-    @property
-    def addr_bits(self) -> int:
-        return address_bits(self.depth)
-
-    def read_port(self) -> ReadPort.Signature:
-        return ReadPort.Signature(addr_width=self.addr_bits, shape=self.shape)
-
-    def write_port(self) -> WritePort.Signature:
-        return WritePort.Signature(addr_width=self.addr_bits, shape=self.shape,
-                                   granularity=self.granularity)
+def engine_tiling(config: EngineConfig) -> Tiling:
+    """X (M x K) tiled by R on the rows, W (K x N) in panels of C on the columns."""
+    return Tiling(rows=config.rows, cols=config.cols, weights_on="b",
+                  panel_words=config.panel_words, tiles=config.m_tiles, pack=config.pack,
+                  acts_arrive=True)
 
 
 def engine_buffers(config: EngineConfig) -> dict[str, Buffer]:
     """The memories of an engine, by submodule name."""
-    R, C, P = config.rows, config.cols, config.pack
-    word_bits = address_bits(config.panel_words)
+    tiling = engine_tiling(config)
     buffers = {
-        "x_buffer": Buffer(data.ArrayLayout(operands(R), P), config.m_tiles << word_bits,
-                           "activation (X) buffer, max_m x max_k bytes"),
-        "w_buffer": Buffer(data.ArrayLayout(operands(C), P), 2 << word_bits,
-                           "double-buffered weight (W) panel buffer, 2 x max_k x C bytes"),
-        "result_buffer": Buffer(data.ArrayLayout(signed(ACC_BITS), C), 2 << address_bits(R),
-                                "double-buffered result tile buffer, 2 x R rows of C int32"),
+        "x_buffer": tiling.act_buffer(doc="activation (X) buffer, max_m x max_k bytes"),
+        "w_buffer": tiling.weight_banks(
+            doc="double-buffered weight (W) panel buffer, 2 x max_k x C bytes"),
+        "result_buffer": tiling.result_banks(
+            doc="double-buffered result tile buffer, 2 x R rows of C int32"),
     }
     for table in PARAM_TABLES.values():
-        buffers[table.memory] = Buffer(data.ArrayLayout(table.shape, C), config.n_tiles,
-                                       table.doc + " table", granularity=1)
+        buffers[table.memory] = Buffer(data.ArrayLayout(table.shape, config.cols),
+                                       config.n_tiles, table.doc + " table", granularity=1)
     return buffers

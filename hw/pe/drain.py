@@ -1,4 +1,5 @@
-"""Drain: finished tiles out of the array's shift chains into the two result banks.
+"""Drain: finished tiles out of the array's shift chains into the two result banks (any
+:class:`~.tiles.Tiling`).
 
 ``capture_latency`` cycles after a tile's last k-step enters the array (``capture``), all
 its sums are in the PEs' ``res`` registers; the next R cycles write the bottom row
@@ -12,16 +13,15 @@ from amaranth import Cat, Module, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .buffers import address_bits, engine_buffers
-from .config import EngineConfig
+from .tiles import Tiling, address_bits
 
 __all__ = ["Drain"]
 
 
 class Drain(wiring.Component):
-    def __init__(self, config: EngineConfig, capture_latency: int):
-        self.rows, self.capture_latency = config.rows, capture_latency
-        result = engine_buffers(config)["result_buffer"]
+    def __init__(self, tiling: Tiling, capture_latency: int):
+        self.rows, self.capture_latency = tiling.rows, capture_latency
+        result = tiling.result_banks()
         super().__init__({
             "start": In(1),
             "capture": In(1),        # a tile's last k-step enters the array (its ``last``)

@@ -47,12 +47,12 @@ from zoforge.hw.bus import AxiLiteSignature, AxiStreamSignature
 
 from .array import SystolicArray
 from .axil import AxiLiteTarget
-from .buffers import engine_buffers
+from .buffers import engine_buffers, engine_tiling
 from .config import EngineConfig
 from .drain import Drain
 from .feeder import Feeder
 from .loader import Loader
-from .output import OutputStage
+from .output import OutputStage, SideRead
 from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, PARAM_TABLES, REGISTERS
 from .registers import ModeSignature, RegisterFile
 from .requant import RequantStream
@@ -95,17 +95,20 @@ class GemmEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self.engine_config
+        tiling, buffers = engine_tiling(config), engine_buffers(config)
         memories = {name: Memory(shape=buffer.shape, depth=buffer.depth, init=[])
-                    for name, buffer in engine_buffers(config).items()}
+                    for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
         m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS)
         m.submodules.regs = regs = RegisterFile(config)
         m.submodules.loader = loader = Loader(config)
         m.submodules.array = array = SystolicArray(config.rows, config.cols)
-        m.submodules.feeder = feeder = Feeder(config, array.min_tile_interval)
-        m.submodules.drain = drain = Drain(config, array.capture_latency)
-        m.submodules.output = output = OutputStage(config)
+        m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval)
+        m.submodules.drain = drain = Drain(tiling, array.capture_latency)
+        m.submodules.output = output = OutputStage(tiling, {
+            table.memory: SideRead(table.field, buffers[table.memory], "panel")
+            for table in PARAM_TABLES.values()})
         m.submodules.requant = requant = RequantStream(config.cols)
 
         # host side
@@ -134,7 +137,7 @@ class GemmEngine(wiring.Component):
             wiring.connect(m, getattr(regs, table.memory), memory.write_port(granularity=1))
             wiring.connect(m, getattr(output, table.memory), memory.read_port())
         # datapath: feeder -> array -> drain; output -> requantizer -> output
-        m.d.comb += [array.a.eq(feeder.a), array.b.eq(feeder.w.payload),
+        m.d.comb += [array.a.eq(feeder.x), array.b.eq(feeder.w.payload),
                      array.valid.eq(feeder.valid), array.first.eq(feeder.first),
                      array.last.eq(feeder.last), drain.capture.eq(feeder.last),
                      drain.res.eq(array.res_out), array.shift.eq(drain.shift)]

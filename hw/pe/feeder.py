@@ -1,75 +1,93 @@
-"""Feeder: the X buffer and the W banks into the systolic array, one k-step per cycle.
+"""Feeder: the weight banks and an activation buffer into the systolic array, one k-step per
+cycle, for any :class:`~.tiles.Tiling` (the GEMM engine's and the ZO layer's).
 
-Tiles run back to back (column panel nt outer, row panel mt inner), each for
-``pack * ceil(K / pack)`` cycles, a tile beginning only when its X panel and W bank are
-loaded, a result bank is free (at most two tiles in flight between here and the output
-stage) and at least ``min_gap`` cycles after the previous tile began
-(:attr:`~.array.SystolicArray.min_tile_interval`).
+Tiles run back to back (weight panel outer, activation tile inner), each for
+``pack * ceil(K / pack)`` cycles, a tile beginning only when its weight panel is in a bank
+(``panels.w_banks``) and, with :attr:`~.tiles.Tiling.acts_arrive`, its activation tile is
+loaded (``panels.x_panels``), a result bank is free (at most two tiles in flight between
+here and the output stage, ``tile_done``) and at least ``min_gap`` cycles after the previous
+tile began (:attr:`~.array.SystolicArray.min_tile_interval`). ``panels.w_release`` pulses
+with the last k-step of a panel's last tile.
 
-Outputs, one cycle after the buffer reads: the X operands ``a`` with the array's flags
+Activations can come from one of several buffers (``act_ports``: port name -> words per
+tile, e.g. the ZO layer's tokens X and U = requant(X·A)); ``act_select`` picks the one a
+job reads (with more than one), all addressed ``Cat(word, tile)``.
+
+Outputs, one cycle after the buffer reads: the activations ``x`` with the array's flags
 ``valid``, ``first`` (k = 0) and ``last`` (k = K-1; both only with ``valid``), and the
-weights of the same k-step as the stream ``w`` (one k-step of C weights per payload,
-``w.valid`` = ``valid``). The array cannot wait, so ``w`` is always ready: a block that
-transforms the weights on their way to the array's ``b`` inputs must take one payload per
-cycle and, if it adds latency, ``a`` and the flags need the same delay. ``job.start``
-clears all state.
+weights of the same k-step as the stream ``w`` (``w.valid`` = ``valid``). The top connects
+``x`` and ``w`` to the array's ``a``/``b`` as the tiling says. The array cannot wait, so
+``w`` is always ready: a block that transforms the weights on their way to the array must
+take one payload per cycle and, if it adds latency, ``x`` and the flags need the same
+delay. ``job`` (:class:`~.registers.JobSignature`): ``m`` activations, ``k`` k-steps,
+``n`` weights; ``job.start`` clears all state.
 """
 from __future__ import annotations
 
 from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .buffers import address_bits, engine_buffers, operands
-from .config import DIM_BITS, EngineConfig
-from .loader import PanelSignature
 from .registers import JobSignature
+from .tiles import DIM_BITS, PanelSignature, Tiling, address_bits
 
 __all__ = ["Feeder", "weight_stream"]
 
 
-def weight_stream(cols: int) -> stream.Signature:
-    """One k-step of ``cols`` INT8 weights per payload, always ready."""
-    return stream.Signature(operands(cols), always_ready=True)
+def weight_stream(tiling: Tiling) -> stream.Signature:
+    """One k-step of weights per payload, always ready."""
+    return stream.Signature(tiling.weights(), always_ready=True)
 
 
 class Feeder(wiring.Component):
-    def __init__(self, config: EngineConfig, min_gap: int):
-        self.config, self.min_gap = config, min_gap
-        buffers = engine_buffers(config)
-        super().__init__({
+    def __init__(self, tiling: Tiling, min_gap: int, act_ports: dict[str, int] | None = None):
+        self.tiling, self.min_gap = tiling, min_gap
+        self.act_ports = dict(act_ports or {"x_rd": tiling.panel_words})
+        members = {
             "job": In(JobSignature()),
-            "panels": In(PanelSignature(config)),
-            "x_rd": In(buffers["x_buffer"].read_port()),
-            "w_rd": In(buffers["w_buffer"].read_port()),
+            "panels": In(PanelSignature(tiling)),
+            "w_rd": In(tiling.weight_banks().read_port()),
+            **{name: In(tiling.act_buffer(words).read_port())
+               for name, words in self.act_ports.items()},
             "tile_done": In(1),      # the output stage has read a result bank out
-            "a": Out(operands(config.rows)),
+            "x": Out(tiling.acts()),
             "valid": Out(1), "first": Out(1), "last": Out(1),
-            "w": Out(weight_stream(config.cols)),
-        })
+            "w": Out(weight_stream(tiling)),
+        }
+        if len(self.act_ports) > 1:
+            members["act_select"] = In(range(len(self.act_ports)))
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
-        config, job, panels, min_gap = self.config, self.job, self.panels, self.min_gap
-        R, C, P = config.rows, config.cols, config.pack
+        t, job, panels, min_gap = self.tiling, self.job, self.panels, self.min_gap
+        P = t.pack
         active, finished = Signal(), Signal()
-        word = Signal(address_bits(config.panel_words))
-        k0 = Signal(DIM_BITS + 4)
+        word = Signal(t.word_bits)
         lane = Signal(range(P)) if P > 1 else Const(0, 1)   # k-step within the word
-        mt = Signal(address_bits(config.m_tiles))
-        m0 = Signal(DIM_BITS + 7)
+        mt = Signal(t.tile_bits)
         nt = Signal(DIM_BITS)
-        n0 = Signal(DIM_BITS + 7)
+        # the next word's first k-step, the next tile's first activation and the next
+        # panel's first weight, in registers of their own: each end test is one comparison
+        # (a dimension plus a step fits DIM_BITS + 1 bits)
+        k1 = Signal(DIM_BITS + 1, init=P)
+        first_word = Signal(init=1)                        # the tile's first word (k1 == P)
+        m1 = Signal(DIM_BITS + 1, init=t.act_lanes)
+        n1 = Signal(DIM_BITS + 1, init=t.weight_lanes)
         gap = Signal(range(min_gap + 1), init=min_gap)      # cycles since the last begin
         in_flight = Signal(2)       # tiles begun whose result bank is not yet read out
 
-        begin = (job.busy & ~finished & ~active & (panels.x_panels > mt)
+        acts_loaded = (panels.x_panels > mt) if t.acts_arrive else 1
+        begin = (job.busy & ~finished & ~active & acts_loaded
                  & (panels.w_banks != 0) & (in_flight < 2) & (gap >= min_gap))
         step = active | begin
-        is_first = (k0 == 0) & (lane == 0)
-        is_last = (k0 + P >= job.k) & (lane == P - 1)
-        m.d.comb += [self.x_rd.addr.eq(Cat(word, mt)), self.w_rd.addr.eq(Cat(word, nt[0])),
-                     self.x_rd.en.eq(step & (lane == 0)), self.w_rd.en.eq(step & (lane == 0))]
+        is_first = first_word & (lane == 0)
+        is_last = (k1 >= job.k) & (lane == P - 1)
+        read = step & (lane == 0)
+        ports = [getattr(self, name) for name in self.act_ports]
+        for port, words in zip(ports, self.act_ports.values()):
+            m.d.comb += [port.addr.eq(Cat(word[:address_bits(words)], mt)), port.en.eq(read)]
+        m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(read)]
         m.d.sync += [gap.eq(Mux(begin, 1, Mux(gap == min_gap, gap, gap + 1))),
                      in_flight.eq(in_flight + begin - self.tile_done)]
         with m.If(step):
@@ -77,18 +95,19 @@ class Feeder(wiring.Component):
             if P > 1:
                 m.d.sync += lane.eq(lane + 1)
             with m.If(lane == P - 1):
-                m.d.sync += [word.eq(word + 1), k0.eq(k0 + P)]
+                m.d.sync += [word.eq(word + 1), k1.eq(k1 + P), first_word.eq(0)]
                 if P > 1:
                     m.d.sync += lane.eq(0)
             with m.If(is_last):
-                m.d.sync += [active.eq(0), word.eq(0), k0.eq(0)]
-                with m.If(m0 + R >= job.m):
+                m.d.sync += [active.eq(0), word.eq(0), k1.eq(P), first_word.eq(1)]
+                with m.If(m1 >= job.m):
                     m.d.comb += panels.w_release.eq(1)
-                    m.d.sync += [mt.eq(0), m0.eq(0), nt.eq(nt + 1), n0.eq(n0 + C)]
-                    with m.If(n0 + C >= job.n):
+                    m.d.sync += [mt.eq(0), m1.eq(t.act_lanes), nt.eq(nt + 1),
+                                 n1.eq(n1 + t.weight_lanes)]
+                    with m.If(n1 >= job.n):
                         m.d.sync += finished.eq(1)
                 with m.Else():
-                    m.d.sync += [mt.eq(mt + 1), m0.eq(m0 + R)]
+                    m.d.sync += [mt.eq(mt + 1), m1.eq(m1 + t.act_lanes)]
 
         # the buffers' read latency: operands and flags one cycle after the step
         step_lane = Signal.like(lane) if P > 1 else lane
@@ -96,6 +115,12 @@ class Feeder(wiring.Component):
             m.d.sync += step_lane.eq(lane)
         m.d.sync += [self.valid.eq(step), self.first.eq(step & is_first),
                      self.last.eq(step & is_last)]
-        m.d.comb += [self.a.eq(self.x_rd.data[step_lane]), self.w.valid.eq(self.valid),
+        acts = ports[0].data
+        if len(ports) > 1:
+            word_in = ports[-1].data.as_value()
+            for index in reversed(range(len(ports) - 1)):
+                word_in = Mux(self.act_select == index, ports[index].data.as_value(), word_in)
+            acts = data.View(ports[0].data.shape(), word_in)
+        m.d.comb += [self.x.eq(acts[step_lane]), self.w.valid.eq(self.valid),
                      self.w.payload.eq(self.w_rd.data[step_lane])]
         return ResetInserter(job.start)(m)

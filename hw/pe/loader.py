@@ -3,7 +3,8 @@
 The stream carries, each panel as ``ceil(K / pack)`` beats: W panel 0, X panels
 0 .. ceil(M/R)-1, W panels 1 .. ceil(N/C)-1 (formats in :mod:`.engine`). X panels stay for
 the whole job; W panel nt goes to bank ``nt % 2``, taken only while a bank is free
-(``tready`` low otherwise). :class:`PanelSignature` tells the feeder what is loaded.
+(``tready`` low otherwise). Its :class:`~.tiles.PanelSignature` tells the feeder what is
+loaded.
 ``job.start`` clears all state.
 """
 from __future__ import annotations
@@ -14,21 +15,12 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.hw.bus import AxiStreamSignature
 
-from .buffers import address_bits, engine_buffers
+from .buffers import address_bits, engine_buffers, engine_tiling
 from .config import DIM_BITS, EngineConfig
 from .registers import JobSignature
+from .tiles import PanelSignature
 
 __all__ = ["Loader", "PanelSignature"]
-
-
-class PanelSignature(wiring.Signature):
-    """Loaded panels (the loader's view): ``x_panels`` complete X panels of the job,
-    ``w_banks`` W banks loaded and not yet released; the feeder pulses ``w_release`` when
-    it is done with the older W bank."""
-
-    def __init__(self, config: EngineConfig):
-        super().__init__({"x_panels": Out(address_bits(config.m_tiles) + 1),
-                          "w_banks": Out(2), "w_release": In(1)})
 
 
 class Loader(wiring.Component):
@@ -38,7 +30,7 @@ class Loader(wiring.Component):
         super().__init__({
             "job": In(JobSignature()),
             "s_axis": In(AxiStreamSignature(8 * config.in_bytes)),
-            "panels": Out(PanelSignature(config)),
+            "panels": Out(PanelSignature(engine_tiling(config))),
             "x_wr": In(buffers["x_buffer"].write_port()),
             "w_wr": In(buffers["w_buffer"].write_port()),
         })

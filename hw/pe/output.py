@@ -1,13 +1,18 @@
-"""Output stage: drained tiles from the result banks, with their column parameters, as a
-stream of rows for the requantizer (:class:`~.requant.RequantStream`), and its rows on as
-the AXI4-Stream output.
+"""Output stage: drained tiles from the result banks, with what is read beside each row, as
+a stream of rows for the requantizer (:class:`~.requant.RequantStream`), and its rows on as
+an AXI4-Stream (any :class:`~.tiles.Tiling`).
 
-Each tile leaves as R rows (top row first), tiles in the order (nt outer, mt inner); the
-job's last row carries ``last`` (``tlast``). A result bank is free again (``tile_done``)
-when its last row has been read. The memory reads stall with the stream (their ``en`` is
-the stream's ``~valid | ready``). ``job.start`` clears all state.
+Each tile leaves as R rows (top row first), tiles in the order of :func:`~.tiles.tile_order`
+(weight panel outer, activation tile inner); the job's last row carries ``last``
+(``tlast``). A result bank is free again (``tile_done``) when its last row has been read.
+Beside each row the stage reads the memories of ``side_reads`` (:class:`SideRead`: the
+engine's per-column parameter tables, the ZO layer's init buffer) into their fields of the
+row. The memory reads stall with the stream (their ``en`` is the stream's
+``~valid | ready``). ``job.start`` clears all state.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from amaranth import Cat, Module, ResetInserter, Signal
 from amaranth.lib import stream, wiring
@@ -16,27 +21,41 @@ from amaranth.lib.wiring import In, Out
 from zoforge.golden.gemm_widths import ACC_BITS
 from zoforge.hw.bus import AxiStreamSignature
 
-from .buffers import address_bits, engine_buffers
-from .config import DIM_BITS, EngineConfig
-from .regmap import PARAM_TABLES
-from .registers import JobSignature
 from .requant import input_layout, output_layout
+from .registers import JobSignature
+from .tiles import Buffer, Tiling, tile_order
 
-__all__ = ["OutputStage"]
+__all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES"]
+
+SIDE_ADDRESSES = ("panel", "row")
+
+
+@dataclass(frozen=True)
+class SideRead:
+    """A memory read beside each result row, into field ``field`` of the row (the
+    requantizer's input layout). ``per``: ``"panel"``, one word per weight panel (address:
+    the panel's index) or ``"row"``, one word per result row (``Cat(row, tile, panel)``)."""
+
+    field: str
+    buffer: Buffer
+    per: str
+
+    def __post_init__(self):
+        if self.per not in SIDE_ADDRESSES:
+            raise ValueError(f"per must be one of {SIDE_ADDRESSES}, not {self.per!r}")
 
 
 class OutputStage(wiring.Component):
-    def __init__(self, config: EngineConfig):
-        self.config = config
-        buffers = engine_buffers(config)
-        cols = config.cols
+    def __init__(self, tiling: Tiling, side_reads: dict[str, SideRead] | None = None):
+        self.tiling = tiling
+        self.side_reads = dict(side_reads or {})
+        cols = tiling.cols
         super().__init__({
             "job": In(JobSignature()),
             "drained": In(1),        # a result bank has been filled
             "tile_done": Out(1),     # a result bank has been read out
-            "res_rd": In(buffers["result_buffer"].read_port()),
-            **{table.memory: In(buffers[table.memory].read_port())
-               for table in PARAM_TABLES.values()},
+            "res_rd": In(tiling.result_banks().read_port()),
+            **{name: In(side.buffer.read_port()) for name, side in self.side_reads.items()},
             "rows": Out(stream.Signature(input_layout(cols))),
             "results": In(stream.Signature(output_layout(cols))),
             "m_axis": Out(AxiStreamSignature(ACC_BITS * cols)),
@@ -45,36 +64,31 @@ class OutputStage(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        config, job, rows = self.config, self.job, self.rows
-        R, C = config.rows, config.cols
-        row = Signal(address_bits(R))
+        job, rows = self.job, self.rows
         bank = Signal()
-        m0 = Signal(DIM_BITS + 7)
-        nt = Signal(DIM_BITS)
-        n0 = Signal(DIM_BITS + 7)
         tiles_ready = Signal(2)     # drained tiles not yet read out
 
         adv = ~rows.valid | rows.ready
         issue = adv & (tiles_ready != 0)
-        is_tile_end = row == R - 1
-        m.d.comb += [self.res_rd.addr.eq(Cat(row, bank)), self.res_rd.en.eq(adv),
+        cursor = tile_order(m, self.tiling, issue, job.m, job.n)
+        m.d.comb += [self.res_rd.addr.eq(Cat(cursor.row, bank)), self.res_rd.en.eq(adv),
                      rows.payload.acc.eq(self.res_rd.data)]
-        for table in PARAM_TABLES.values():
-            port = getattr(self, table.memory)
-            m.d.comb += [port.addr.eq(nt), port.en.eq(adv),
-                         rows.payload[table.field].eq(port.data)]
+        for name, side in self.side_reads.items():
+            port = getattr(self, name)
+            address = (cursor.panel if side.per == "panel"
+                       else Cat(cursor.row, cursor.tile, cursor.panel))
+            m.d.comb += [port.addr.eq(address), port.en.eq(adv),
+                         rows.payload[side.field].eq(port.data)]
         last = Signal()
         m.d.comb += rows.payload.last.eq(last)
         with m.If(adv):
-            m.d.sync += [rows.valid.eq(issue),
-                         last.eq(issue & is_tile_end & (m0 + R >= job.m) & (n0 + C >= job.n))]
-        with m.If(issue):
-            m.d.sync += row.eq(row + 1)
-            with m.If(is_tile_end):
-                m.d.comb += self.tile_done.eq(1)
-                m.d.sync += [row.eq(0), bank.eq(~bank), m0.eq(m0 + R)]
-                with m.If(m0 + R >= job.m):
-                    m.d.sync += [m0.eq(0), nt.eq(nt + 1), n0.eq(n0 + C)]
+            m.d.sync += [rows.valid.eq(issue), last.eq(issue & cursor.job_end)]
+        # one expression (a Verilog ``assign``), not a conditional assignment: Icarus never
+        # runs the ``always @*`` of one whose only input keeps its time-zero value, and the
+        # counters that subtract tile_done would keep the X it leaves
+        m.d.comb += self.tile_done.eq(issue & cursor.tile_end)
+        with m.If(self.tile_done):
+            m.d.sync += bank.eq(~bank)
         m.d.sync += tiles_ready.eq(tiles_ready + self.drained - self.tile_done)
 
         results, axis = self.results, self.m_axis

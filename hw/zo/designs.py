@@ -12,16 +12,26 @@ __all__ = ["layer_name", "elaborate_layer", "DESIGN"]
 
 BLOCKS = {
     "array": "R x C output-stationary systolic array, 16-bit weight x 8-bit activation MACs",
-    "perturb": "weight-operand stream: master >> 8 plus/minus (z >> eps_shift), saturating",
+    "fetch": "weight panels -> perturbation (master >> 8 plus/minus z >> eps_shift, "
+             "saturating) -> staging banks",
+    "feeder": "staging and token buffers -> array, one k-step per cycle (shared with the "
+              "GEMM engine)",
+    "drain": "array shift chains -> result banks (shared with the GEMM engine)",
+    "output": "result banks and init -> rows for the requantizer (shared with the GEMM "
+              "engine)",
+    "requant": "init add (XW) and requantization of U = requant(X·A)",
+    "sink": "requantized rows -> output stream, init buffer or U buffer",
     "update": "update unit: D += g*z, T -= round(eta*D) (walks T in branch order)",
+    "loader": "input stream -> token buffer, frozen W and A, master copy",
+    "reader": "master copy -> output stream (read_master)",
     "generator": "the perturbation generator (with save/restore)",
+    "control": "control/status registers, the job in flight",
+    "regs": "AXI4-Lite target",
     "master": "trained matrix master copy, 24-bit",
     "update_accumulator": "update accumulator D",
     "stage": "double-buffered staging of the perturbed weight panel",
     "x_buffer": "token (activation) buffer",
     "result_buffer": "double-buffered result tile buffer",
-    "requant": "init add (XW) and requantization of U = requant(X·A)",
-    "regs": "AXI4-Lite control/status registers",
 }
 _LORA_BLOCKS = {"w_frozen": "frozen W", "a_frozen": "frozen A",
                 "u_buffer": "U = requant(X·A)", "init_buffer": "XW, the branches' init"}

@@ -7,18 +7,29 @@ Per lane (R lanes, see :mod:`zoforge.golden.zolayer.model`)::
 
 ``sign`` is +1 (``minus`` = 0) or -1 (``minus`` = 1); ``z`` is the first R values of one
 generator transfer (lane i in bits ``[i*W, (i+1)*W)``), taken together with the word: with
-``perturb`` the word, the transfer and the result move in the same cycle (a join of the two
-input streams, combinational), without it the ``z`` stream is left alone.
+``perturb`` a word moves only with a transfer (a join of the two input streams), without it
+the ``z`` stream is left alone. ``perturb``, ``minus`` and ``eps_shift`` are taken with
+each word.
+
+Pipeline (:data:`LATENCY` register stages, one word per cycle; back-pressure on ``out``
+stalls every stage, so ``words.ready`` is ``~out.valid | out.ready`` and the join)::
+
+    1  base = (master >> 8) + (1 if perturb and minus);
+       step = perturb ? (minus ? ~z : z) >> eps_shift : 0     (-(z >> e) = ((~z) >> e) + 1)
+    2  sum = base + step (18 bits and more), saturated to int16 from its upper bits
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import EnableInserter, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
 
-__all__ = ["PerturbUnit"]
+__all__ = ["PerturbUnit", "LATENCY"]
+
+#: Register stages: a word taken at a clock edge is on ``out`` LATENCY edges later.
+LATENCY = 2
 
 
 class PerturbUnit(wiring.Component):
@@ -36,19 +47,35 @@ class PerturbUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        adv = ~self.out.valid | self.out.ready
         z_ok = self.z.valid | ~self.perturb
-        m.d.comb += [self.out.valid.eq(self.words.valid & z_ok),
-                     self.words.ready.eq(self.out.ready & z_ok),
-                     self.z.ready.eq(self.perturb & self.words.valid & self.out.ready)]
+        m.d.comb += [self.words.ready.eq(adv & z_ok),
+                     self.z.ready.eq(self.perturb & self.words.valid & adv)]
+        m.submodules.pipeline = EnableInserter(adv)(self._pipeline(self.words.valid & z_ok))
+        return m
+
+    def _pipeline(self, take) -> Module:
+        """The stages, without their common enable (``take``: a word enters)."""
+        m = Module()
+        valid1 = Signal()
+        m.d.sync += [valid1.eq(take), self.out.valid.eq(valid1)]
+        base_bits = Formats.MASTER_BITS - Formats.MASTER_FRAC        # = WEIGHT_BITS
+        width = max(base_bits, self.z_width) + 2                    # base + step is exact
         top = (1 << (Formats.WEIGHT_BITS - 1)) - 1
+        negate = self.perturb & self.minus
         for i in range(self.rows):
             z = self.z.payload[i * self.z_width:(i + 1) * self.z_width].as_signed()
+            # -(z >> e) = ((~z) >> e) + 1: the complement before the shift, the 1 in base
+            base = Signal(signed(base_bits + 1), name=f"base_{i}")
             step = Signal(signed(self.z_width), name=f"step_{i}")
-            base = Signal(signed(Formats.MASTER_BITS - Formats.MASTER_FRAC), name=f"base_{i}")
-            total = Signal(signed(max(len(base), self.z_width) + 1), name=f"sum_{i}")
-            m.d.comb += [step.eq(z >> self.eps_shift),
-                         base.eq(self.words.payload[i] >> Formats.MASTER_FRAC),
-                         total.eq(Mux(self.minus, base - step, base + step))]
-            clamped = Mux(total > top, top, Mux(total < -top - 1, -top - 1, total))
-            m.d.comb += self.out.payload[i].eq(Mux(self.perturb, clamped, base))
+            m.d.sync += [base.eq((self.words.payload[i] >> Formats.MASTER_FRAC) + negate),
+                         step.eq(Mux(self.perturb,
+                                     Mux(self.minus, ~z, z).as_signed() >> self.eps_shift, 0))]
+            total = Signal(signed(width), name=f"sum_{i}")
+            m.d.comb += total.eq(base + step)
+            # int16 iff the bits from 15 up are all equal (all 0s or all 1s)
+            upper = total[Formats.WEIGHT_BITS - 1:]
+            inside = (upper == 0) | (upper == (1 << len(upper)) - 1)
+            m.d.sync += self.out.payload[i].eq(
+                Mux(inside, total[:Formats.WEIGHT_BITS], Mux(total[-1], -top - 1, top)))
         return m

@@ -6,23 +6,49 @@ Two jobs (see :mod:`zoforge.golden.zolayer.model` for the arithmetic), per lane:
     apply:       delta = (D * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift
                  T <- clamp(T - delta, -2^23, 2^23 - 1);  D <- 0
 
-The memories belong to the parent; this unit drives a read address (word ``w`` is read in
-the cycle ``rd_en`` is high, data back one cycle later) and writes two cycles after that
-(``wr_*``). Words are issued one per cycle in :class:`~.walk.PanelWalk` order over ``outer``
-features (R per panel) and ``inner`` k-steps (on ``z.valid`` when accumulating); ``done``
-pulses with the last write.
+The memories belong to the parent (``t_*``: the master copy T, ``d_*``: the update
+accumulator D; it shares the master's ports with other units). Words are issued one per
+cycle in :class:`~.walk.PanelWalk` order over ``outer`` features (R per panel) and
+``inner`` k-steps (on ``z.valid`` when accumulating); every word is read when its
+pipeline stage needs it and written :data:`ACCUMULATE_LATENCY` (accumulate) or
+:data:`APPLY_LATENCY` (apply) cycles after its issue. Every word is read and written once,
+so the pipeline needs no forwarding. ``done`` pulses with the last write.
+
+Pipeline, per lane, in cycles after the issue (registers at the end of each)::
+
+    0  issue; apply: read D                        accumulate: z taken
+    1  a = apply ? D : z
+       b = apply ? eta_mult << (7 - s % 8) : g    (s = eta_shift; one register for all lanes)
+    2  a[:16] * b, a[16:] * b                      partial products, one DSP48E2 each
+    3  prod = a * b (their sum)                    accumulate: read D; apply: -
+    4  accumulate: D + prod                        apply: t = (prod >> 6) >> (s & ~7), read T
+                                                          (= (2 * D * eta_mult) >> s)
+    5  accumulate: written                         apply: n = (2 * T - t) >> 1 = T -
+                                                          round_half_up(D * eta_mult / 2^s)
+    6                                              apply: T = n saturated to 24 bits (from
+                                                          its upper bits), written; D = 0
+
+(The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
+:class:`~zoforge.hw.pe.requant.RequantStream`.)
 """
 from __future__ import annotations
 
-from amaranth import Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
 
 from .walk import PanelWalk
 
-__all__ = ["UpdateUnit"]
+__all__ = ["UpdateUnit", "ACCUMULATE_LATENCY", "APPLY_LATENCY"]
+
+#: Cycles from a word's issue to its write, per job.
+ACCUMULATE_LATENCY = 5
+APPLY_LATENCY = 6
+_CHUNK = 16                 # bits of the lower operand chunks (one DSP48E2 product each)
+_SCALE = 7                  # the multiplier is pre-scaled by up to 2^7
 
 
 class UpdateUnit(wiring.Component):
@@ -38,10 +64,10 @@ class UpdateUnit(wiring.Component):
             "eta_mult": In(Formats.ETA_MULT_BITS),
             "eta_shift": In(range(Formats.ETA_SHIFT_MAX + 1)),
             "z": In(stream.Signature(z_lanes * z_width)),
-            "rd_en": Out(1), "rd_addr": Out(addr_bits),
-            "t_rdata": In(master), "d_rdata": In(accum),
-            "wr_en": Out(1), "wr_addr": Out(addr_bits),
-            "t_wdata": Out(master), "d_wdata": Out(accum), "t_we": Out(1),
+            "t_rd": In(ReadPort.Signature(addr_width=addr_bits, shape=master)),
+            "d_rd": In(ReadPort.Signature(addr_width=addr_bits, shape=accum)),
+            "t_wr": In(WritePort.Signature(addr_width=addr_bits, shape=master)),
+            "d_wr": In(WritePort.Signature(addr_width=addr_bits, shape=accum)),
             "busy": Out(1), "done": Out(1),
         })
 
@@ -55,38 +81,86 @@ class UpdateUnit(wiring.Component):
         issue = issuing & (apply | self.z.valid)
         m.d.comb += [walk.restart.eq(self.start), walk.advance.eq(issue),
                      walk.inner.eq(self.inner), walk.outer.eq(self.outer),
-                     self.rd_en.eq(issue), self.rd_addr.eq(walk.flat),
                      self.z.ready.eq(issuing & ~apply)]
         with m.If(issue & walk.last):
             m.d.sync += issued_all.eq(1)
 
-        # stage 1: memory data back; the transfer's values and the word's address registered
-        valid1, valid2 = Signal(), Signal()
-        addr1, addr2 = Signal.like(self.rd_addr), Signal.like(self.rd_addr)
-        last1, last2 = Signal(), Signal()
-        z1 = Signal(self.rows * self.z_width)
-        m.d.sync += [valid1.eq(issue), addr1.eq(walk.flat), last1.eq(issue & walk.last),
-                     z1.eq(self.z.payload[:self.rows * self.z_width]),
-                     valid2.eq(valid1), addr2.eq(addr1), last2.eq(valid1 & last1)]
-        # stage 2: products registered; stage 3 (combinational into the write ports)
-        top = (1 << (Formats.MASTER_BITS - 1)) - 1
-        for i in range(self.rows):
-            z = z1[i * self.z_width:(i + 1) * self.z_width].as_signed()
-            d1 = self.d_rdata[i]
-            prod = Signal(signed(self.acc_bits + Formats.ETA_MULT_BITS + 1), name=f"prod_{i}")
-            d2 = Signal(signed(self.acc_bits), name=f"d_{i}")
-            t2 = Signal(signed(Formats.MASTER_BITS), name=f"t_{i}")
-            m.d.sync += [prod.eq(Mux(apply, d1 * self.eta_mult, self.g * z)), d2.eq(d1),
-                         t2.eq(self.t_rdata[i])]
-            rounded = (prod + (Const(1, 1) << self.eta_shift)[1:]) >> self.eta_shift
-            new_t = Signal(signed(len(prod) + 2), name=f"new_t_{i}")
-            m.d.comb += [new_t.eq(t2 - rounded),
-                         self.t_wdata[i].eq(Mux(new_t > top, top,
-                                                Mux(new_t < -top - 1, -top - 1, new_t))),
-                         self.d_wdata[i].eq(Mux(apply, 0, d2 + prod))]
-        m.d.comb += [self.wr_en.eq(valid2), self.wr_addr.eq(addr2),
-                     self.t_we.eq(valid2 & apply),
-                     self.done.eq(valid2 & last2)]
-        with m.If(valid2 & last2):
+        # the words' valid, last and address, one register per cycle after the issue
+        stages = max(ACCUMULATE_LATENCY, APPLY_LATENCY)
+        valid = [Signal(name=f"valid_{s}") for s in range(stages + 1)]
+        last = [Signal(name=f"last_{s}") for s in range(stages + 1)]
+        addr = [Signal(self.addr_bits, name=f"addr_{s}") for s in range(stages + 1)]
+        m.d.comb += [valid[0].eq(issue), last[0].eq(walk.last), addr[0].eq(walk.flat)]
+        m.d.sync += [dst.eq(src) for s in range(stages)
+                     for dst, src in ((valid[s + 1], valid[s]), (last[s + 1], last[s]),
+                                      (addr[s + 1], addr[s]))]
+        with m.If(self.start):          # words past the last job's write stage are stale
+            m.d.sync += [v.eq(0) for v in valid[1:]]
+
+        def at(accumulate, applying):
+            """The stage of the job that is running."""
+            return Mux(apply, applying, accumulate)
+
+        # reads: D at the issue (apply) or in cycle 3 (accumulate), T in cycle 4 (apply)
+        m.d.comb += [self.d_rd.addr.eq(at(addr[3], addr[0])),
+                     self.d_rd.en.eq(at(valid[3], valid[0])),
+                     self.t_rd.addr.eq(addr[4]), self.t_rd.en.eq(valid[4] & apply)]
+        written = at(valid[ACCUMULATE_LATENCY], valid[APPLY_LATENCY])
+        written_last = at(last[ACCUMULATE_LATENCY], last[APPLY_LATENCY])
+        m.d.comb += [self.d_wr.addr.eq(at(addr[ACCUMULATE_LATENCY], addr[APPLY_LATENCY])),
+                     self.d_wr.en.eq(written), self.t_wr.addr.eq(self.d_wr.addr),
+                     self.t_wr.en.eq(written & apply), self.done.eq(written & written_last)]
+        with m.If(self.done):
             m.d.sync += self.busy.eq(0)
+
+        # cycle 1: the multiplier's second operand, one register for all lanes
+        shift = self.eta_shift
+        b = Signal(signed(Formats.ETA_MULT_BITS + _SCALE + 1))
+        m.d.sync += b.eq(Mux(apply, self.eta_mult << ~shift[:_SCALE.bit_length()], self.g))
+        z1 = Signal(self.rows * self.z_width)
+        m.d.sync += z1.eq(self.z.payload[:self.rows * self.z_width])
+        for i in range(self.rows):
+            self._lane(m, i, apply, b, z1[i * self.z_width:(i + 1) * self.z_width].as_signed())
         return m
+
+    def _lane(self, m: Module, i: int, apply, b, z) -> None:
+        """The datapath of lane ``i`` (``z``: its value of the transfer taken at the issue)."""
+        acc = self.acc_bits
+
+        def reg(shape, stage, name):
+            return Signal(shape, name=f"{name}_s{stage}_{i}")
+
+        # 1: the operand
+        a = reg(signed(acc), 1, "a")
+        m.d.sync += a.eq(Mux(apply, self.d_rd.data[i], z))
+        # 2: partial products: unsigned 16-bit chunks of a, its signed top chunk
+        cuts = list(range(0, acc, _CHUNK))
+        parts = []
+        for n, low in enumerate(cuts):
+            chunk = a[low:min(low + _CHUNK, acc)]
+            chunk = chunk.as_signed() if low == cuts[-1] else chunk
+            part = reg(signed(len(chunk) + len(b) + 1), 2, f"part{n}")
+            m.d.sync += part.eq(chunk * b)
+            parts.append((low, part))
+        # 3: the product
+        prod = reg(signed(acc + len(b)), 3, "prod")
+        total = parts[0][1]
+        for low, part in parts[1:]:
+            total = total + (part << low)
+        m.d.sync += prod.eq(total)
+        # 4: accumulate D + prod; apply t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+        new_d = reg(signed(acc), 4, "d")
+        t = reg(signed(len(prod) - (_SCALE - 1)), 4, "t")
+        m.d.sync += [new_d.eq(self.d_rd.data[i] + prod),
+                     t.eq(prod[_SCALE - 1:].as_signed()
+                          >> Cat(Const(0, 3), self.eta_shift[3:]))]
+        # 5: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1)
+        n = reg(signed(len(t) + 2), 5, "n")
+        m.d.sync += n.eq((Cat(Const(0, 1), self.t_rd.data[i]).as_signed() - t) >> 1)
+        # 6: saturated to 24 bits: in range iff n's bits from 23 up are all equal
+        top = (1 << (Formats.MASTER_BITS - 1)) - 1
+        upper = n[Formats.MASTER_BITS - 1:]
+        inside = (upper == 0) | (upper == (1 << len(upper)) - 1)
+        m.d.comb += [self.t_wr.data[i].eq(Mux(inside, n[:Formats.MASTER_BITS],
+                                                Mux(n[-1], -top - 1, top))),
+                     self.d_wr.data[i].eq(Mux(apply, 0, new_d))]

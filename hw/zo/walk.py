@@ -1,15 +1,18 @@
 """A walk over a trained or frozen matrix in word order: panels (outer), k-steps (inner).
 
-Word ``w`` is (panel offset ``p0``, k-step ``k``): ``p0`` runs 0, step, 2*step, ... while
-below ``outer``, ``k`` runs 0 .. ``inner - 1``, and ``flat`` counts the words (the address
-of word-ordered memories). ``restart`` (one cycle) goes back to word 0; ``advance`` moves
-to the next word; ``last`` says the current word is the walk's last, ``panel_end`` that it
-is its panel's last. Loads, panel fetches, the reader and the update unit all walk this way,
-which is what makes the perturbation order the same everywhere.
+Word ``w`` is (panel ``panel``, k-step ``k``): panels start at features 0, step, 2*step, ...
+while below ``outer``, ``k`` runs 0 .. ``inner - 1``, and ``flat`` counts the words (the
+address of word-ordered memories). ``restart`` (one cycle) goes back to word 0; ``advance``
+moves to the next word; ``last`` says the current word is the walk's last, ``panel_end``
+that it is its panel's last. Loads, panel fetches, the reader and the update unit all walk
+this way, which is what makes the perturbation order the same everywhere.
+
+The next word's k-step and the next panel's first feature are registers of their own, so
+that each end test is one comparison of a register with ``inner`` / ``outer``.
 """
 from __future__ import annotations
 
-from amaranth import Module
+from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,23 +21,26 @@ __all__ = ["PanelWalk"]
 
 class PanelWalk(wiring.Component):
     def __init__(self, step: int, dim_bits: int, flat_bits: int):
-        self.step = step
+        self.step, self.dim_bits = step, dim_bits
         super().__init__({
             "restart": In(1), "advance": In(1),
             "inner": In(dim_bits), "outer": In(dim_bits + 1),
-            "k": Out(dim_bits), "p0": Out(dim_bits + 1), "panel": Out(dim_bits + 1),
+            "k": Out(dim_bits), "panel": Out(dim_bits + 1),
             "flat": Out(flat_bits), "panel_end": Out(1), "last": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += [self.panel_end.eq(self.k + 1 >= self.inner),
-                     self.last.eq(self.panel_end & (self.p0 + self.step >= self.outer))]
+        k_next = Signal(self.dim_bits + 1, init=1)              # k + 1
+        p_next = Signal(self.dim_bits + 2, init=self.step)      # the next panel's feature
+        m.d.comb += [self.panel_end.eq(k_next >= self.inner),
+                     self.last.eq(self.panel_end & (p_next >= self.outer))]
         with m.If(self.restart):
-            m.d.sync += [self.k.eq(0), self.p0.eq(0), self.panel.eq(0), self.flat.eq(0)]
+            m.d.sync += [self.k.eq(0), k_next.eq(1), p_next.eq(self.step), self.panel.eq(0),
+                         self.flat.eq(0)]
         with m.Elif(self.advance):
-            m.d.sync += [self.k.eq(self.k + 1), self.flat.eq(self.flat + 1)]
+            m.d.sync += [self.k.eq(k_next), k_next.eq(k_next + 1), self.flat.eq(self.flat + 1)]
             with m.If(self.panel_end):
-                m.d.sync += [self.k.eq(0), self.p0.eq(self.p0 + self.step),
+                m.d.sync += [self.k.eq(0), k_next.eq(1), p_next.eq(p_next + self.step),
                              self.panel.eq(self.panel + 1)]
         return m

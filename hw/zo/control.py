@@ -1,0 +1,155 @@
+"""The ZO layer's control: its register file (:mod:`.registers`) and the job in flight.
+
+The register side matches :class:`~zoforge.hw.pe.axil.AxiLiteTarget` (``wr_en``/``wr_addr``/
+``wr_data``, ``rd_addr``/``rd_data``, reads combinational). A CTRL write with the start bit
+while idle starts a job: ``busy`` rises, and the job (one-hot ``job``, its flags ``minus``,
+``plain``) is registered from the written word. The cycle after the write is ``launch``
+(a register): the units clear their state and the generator gets its ``save``/``restore``
+pulse; from the next cycle on (``active``) they work, until one of them reports the job's
+last action (``finish``), which ends ``busy`` and sets ``done``.
+
+The job's walk over words (registered, valid from the cycle after ``launch``): ``inner``
+(k-steps) and ``outer`` (features, or tokens for ``load_x``) of the words a job loads,
+fetches, updates or reads (:class:`~.walk.PanelWalk` order), with K_t = r (LoRA-FA) or K:
+
+=====================================================  =====  ======
+job                                                    inner  outer
+=====================================================  =====  ======
+``load_x``                                             K      M
+``load_w``, ``frozen_w``                               K      N
+``load_a``, ``frozen_a``                               K      r
+``load_master``, ``branch``, ``accumulate``, ``apply``,  K_t    N
+``read_master``
+=====================================================  =====  ======
+
+A compute job's feeder and output stage see M, ``inner`` and ``outer`` as M, K and N.
+"""
+from __future__ import annotations
+
+from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.golden.zolayer.config import ZoLayerConfig
+from zoforge.hw.pe.tiles import DIM_BITS
+
+from .registers import ADDR_BITS, CTRL_FIELDS, JOBS, LORA_JOBS, REGISTERS
+
+__all__ = ["LayerControl", "job_layout", "settings_layout"]
+
+COUNTERS = ("CYCLES", "ARRAY_CYCLES", "STEP_CYCLES")
+
+
+def job_layout() -> data.StructLayout:
+    """One bit per job (:data:`~.registers.JOBS`), one-hot."""
+    return data.StructLayout({name: 1 for name in JOBS})
+
+
+def settings_layout() -> data.StructLayout:
+    """The read-write registers but IRQ_EN (lower-case names), as the units use them."""
+    return data.StructLayout({name.lower(): reg.bits for name, reg in REGISTERS.items()
+                              if reg.access == "rw" and name != "IRQ_EN"})
+
+
+class LayerControl(wiring.Component):
+    def __init__(self, config: ZoLayerConfig):
+        self.config = config
+        self.lora = config.mode == "lora-fa"
+        super().__init__({
+            "wr_en": In(1), "wr_addr": In(ADDR_BITS), "wr_data": In(32),
+            "rd_addr": In(ADDR_BITS), "rd_data": Out(32),
+            "irq": Out(1),
+            "job": Out(job_layout()),
+            "busy": Out(1), "launch": Out(1), "active": Out(1),
+            "save": Out(1), "restore": Out(1), "minus": Out(1), "plain": Out(1),
+            "settings": Out(settings_layout()),
+            "inner": Out(DIM_BITS), "outer": Out(DIM_BITS),
+            "array_step": In(1),     # the array takes a k-step (ARRAY_CYCLES)
+            "finish": In(1),         # the job's last action happens in this cycle
+        })
+
+    @property
+    def info(self) -> dict[str, int]:
+        """Values of the read-only information registers."""
+        c = self.config
+        return {"INFO": c.rows | c.cols << 8 | (0 if self.lora else 1) << 16,
+                "MAX_M": c.max_m, "MAX_K": c.max_k, "MAX_N": c.max_n, "MAX_R": c.max_r}
+
+    def elaborate(self, platform):
+        m = Module()
+        job, settings = self.job, self.settings
+        busy, done, unavailable, irq_en = Signal(), Signal(), Signal(), Signal()
+        code = Signal(CTRL_FIELDS["job"][1])
+        start = Signal()
+        counters = {name: Signal(REGISTERS[name].bits, name=name.lower()) for name in COUNTERS}
+        stored = {name: settings[name.lower()] for name, reg in REGISTERS.items()
+                  if reg.access == "rw" and name != "IRQ_EN"}
+        stored["IRQ_EN"] = irq_en
+        m.d.comb += [self.irq.eq(done & irq_en), self.busy.eq(busy),
+                     self.active.eq(busy & ~self.launch)]
+
+        def field(value, name):
+            offset, width = CTRL_FIELDS[name]
+            return value[offset:offset + width]
+
+        # counters first: a write (STEP_CYCLES) or a start clears them in the same cycle
+        with m.If(busy):
+            m.d.sync += [counters["CYCLES"].eq(counters["CYCLES"] + 1),
+                         counters["STEP_CYCLES"].eq(counters["STEP_CYCLES"] + 1)]
+        with m.If(self.array_step):
+            m.d.sync += counters["ARRAY_CYCLES"].eq(counters["ARRAY_CYCLES"] + 1)
+        wdata = self.wr_data
+        written = field(wdata, "job")
+
+        def write(name):
+            return self.wr_en & (self.wr_addr == REGISTERS[name].address)
+
+        start_request = write("CTRL") & field(wdata, "start")
+        clear_done = write("STATUS") & wdata[1]
+        m.d.comb += start.eq(start_request & ~busy)
+        with m.If(start):
+            m.d.sync += [code.eq(written), self.minus.eq(field(wdata, "minus")),
+                         self.plain.eq(field(wdata, "plain"))]
+            m.d.sync += [job[name].eq(written == value) for name, value in JOBS.items()]
+        with m.If(self.wr_en):
+            with m.Switch(self.wr_addr):
+                with m.Case(REGISTERS["STEP_CYCLES"].address):
+                    m.d.sync += counters["STEP_CYCLES"].eq(0)
+                for name, target in stored.items():
+                    with m.Case(REGISTERS[name].address):
+                        with m.If(~busy):
+                            m.d.sync += target.eq(wdata[:REGISTERS[name].bits])
+        read_values = {**stored, **counters,
+                       **{name: Const(value, 32) for name, value in self.info.items()},
+                       "STATUS": Cat(busy, done, unavailable),
+                       "CTRL": Cat(Const(0, 1), code, Const(0, 2), self.minus, self.plain)}
+        with m.Switch(self.rd_addr):
+            for name, reg in REGISTERS.items():
+                with m.Case(reg.address):
+                    m.d.comb += self.rd_data.eq(read_values[name])
+
+        # the job: launch and the generator's pulses one cycle after the CTRL write
+        m.d.sync += [self.launch.eq(start),
+                     self.save.eq(start & field(wdata, "save")),
+                     self.restore.eq(start & field(wdata, "restore"))]
+        available = Cat(job[name] for name in JOBS if self.lora or name not in LORA_JOBS).any()
+        finish = self.finish | (self.launch & ~available)
+        with m.If(start):
+            m.d.sync += [unavailable.eq(0), counters["CYCLES"].eq(0),
+                         counters["ARRAY_CYCLES"].eq(0)]
+        with m.If(self.launch & ~available):
+            m.d.sync += unavailable.eq(1)
+        # busy from the start to the finish, done (sticky) from the finish to a start or a
+        # write of 1 to STATUS bit 1; a finish comes only while busy, a start only while idle
+        m.d.sync += [busy.eq(Mux(busy, ~finish, start_request)),
+                     done.eq(finish | (done & ~clear_done & ~start))]
+
+        # the job's walk (see the module docstring), registered: valid after launch
+        k_t = settings.rank if self.lora else settings.k
+        over_k = Cat(job[name] for name in ("load_x", "load_w", "load_a", "frozen_w",
+                                            "frozen_a")).any()
+        m.d.sync += [self.inner.eq(Mux(over_k, settings.k, k_t)),
+                     self.outer.eq(Mux(job.load_x, settings.m,
+                                       Mux(job.load_a | job.frozen_a, settings.rank,
+                                           settings.n)))]
+        return m
