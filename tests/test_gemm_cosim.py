@@ -112,3 +112,14 @@ def test_jobs_beyond_the_buffers_are_rejected_before_simulating():
     for shape, flag in (((33, 4, 4), "--m"), ((4, 33, 4), "--k"), ((4, 4, 33), "--n")):
         with pytest.raises(ConfigError, match=flag):
             cosim.check_job(random_job(rng, *shape))
+
+
+def test_one_column_tile_engine(simulator):
+    """max_n <= cols: the per-column tables hold one word (found by the misuse tests: the
+    engine did not elaborate)."""
+    cosim = GemmCosim(rows=2, cols=2, pack=1, max_m=8, max_k=8, max_n=2, simulator=simulator)
+    rng = np.random.default_rng(3)
+    jobs = [random_job(rng, 5, 7, 2, per_channel=True, bias=True),
+            random_job(rng, 8, 8, 1, raw=True)]
+    results, _ = cosim.run(jobs)
+    assert all(r.bit_exact for r in results)

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 from amaranth import Module
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS
@@ -96,8 +95,7 @@ class GemmEngine(wiring.Component):
         m = Module()
         config = self.engine_config
         tiling, buffers = engine_tiling(config), engine_buffers(config)
-        memories = {name: Memory(shape=buffer.shape, depth=buffer.depth, init=[])
-                    for name, buffer in buffers.items()}
+        memories = {name: buffer.memory() for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
         m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from amaranth import Module, Signal, Value, signed
 from amaranth.hdl import ShapeLike
 from amaranth.lib import data, wiring
-from amaranth.lib.memory import ReadPort, WritePort
+from amaranth.lib.memory import Memory, ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
@@ -61,6 +61,11 @@ class Buffer:
     @property
     def addr_bits(self) -> int:
         return address_bits(self.depth)
+
+    def memory(self) -> Memory:
+        """The memory itself, with 2^addr_bits >= depth words (a one-word buffer gets two:
+        Amaranth gives a one-word memory a 0-bit address, the ports here have 1 bit)."""
+        return Memory(shape=self.shape, depth=max(self.depth, 2), init=[])
 
     def read_port(self) -> ReadPort.Signature:
         return ReadPort.Signature(addr_width=self.addr_bits, shape=self.shape)

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 from amaranth import Module, Mux
 from amaranth.lib import wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
@@ -102,8 +101,7 @@ class ZoLayer(wiring.Component):
         cfg, R = self.config, self.rows
         tiling = layer_tiling(cfg)
         buffers = layer_buffers(cfg, self.z_width)
-        memories = {name: Memory(shape=buffer.shape, depth=buffer.depth, init=[])
-                    for name, buffer in buffers.items()}
+        memories = {name: buffer.memory() for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
         acts = {"x_rd": cfg.max_k, **({"u_rd": cfg.max_r} if self.lora else {})}
