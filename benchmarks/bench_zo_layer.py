@@ -9,8 +9,9 @@ For each case ``M,K,N,r,q`` it co-simulates one layer (Verilator + cocotb) for o
 step and one sequential step (every one of the 2q forward passes reloads the batch and
 recomputes X·W and X·A), checks both bit-exact against the golden model, and prints the
 measured cycles per step of each schedule (the layer's STEP_CYCLES register), their ratio,
-the ratio predicted from operation counts (multiply-accumulates at R*C per cycle, one cycle
-per word loaded or walked), the PE utilization during a branch (ARRAY_CYCLES / CYCLES of
+the ratio predicted from operation counts (each output tile at max(K, 2R + C) cycles, i.e.
+multiply-accumulates at R*C per cycle once K reaches the tile spacing; one cycle per word
+loaded or walked), the PE utilization during a branch (ARRAY_CYCLES / CYCLES of
 the branch jobs) and the cycles of a perturbed against a plain branch (what the
 perturbation path costs). Numbers are simulated cycles, not wall time.
 """

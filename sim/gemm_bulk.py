@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoforge.files import cache_dir, file_lock
+from zoforge.files import cache_dir, clear_entry, file_lock, load_result, store_result
 from zoforge.hw.pe.engine import PARAM_REGIONS, REGISTERS
 from zoforge.sim.cosim import scratch_folder
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
@@ -68,7 +68,11 @@ def build_bulk(cosim) -> tuple[Path, float]:
     exe = build_dir / "obj" / "Vbench"
     started = time.perf_counter()
     with file_lock(build_dir / ".lock"):
-        if not exe.exists():
+        # complete only once the size of the built binary is stored; anything else (a build
+        # killed half-way, a truncated binary) is discarded and rebuilt
+        stored = load_result(build_dir)
+        if not (stored and exe.exists() and exe.stat().st_size == stored.get("exe_bytes")):
+            clear_entry(build_dir)
             (build_dir / f"{cosim.top}.v").write_text(verilog)
             (build_dir / TESTBENCH).write_text(tb)
             (build_dir / HARNESS).write_text(harness)
@@ -80,6 +84,7 @@ def build_bulk(cosim) -> tuple[Path, float]:
             (build_dir / "build.log").write_text(done.stdout + done.stderr)
             if done.returncode != 0 or not exe.exists():
                 raise RuntimeError("bulk testbench build failed:\n" + done.stderr[-4000:])
+            store_result(build_dir, {"exe_bytes": exe.stat().st_size})
     return exe, time.perf_counter() - started
 
 

@@ -132,3 +132,18 @@ def test_runs_leave_no_temporary_folder_behind(tmp_path, monkeypatch):
     axi, _ = cosim.run(jobs)
     assert all(r.bit_exact for r in bulk + axi)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_damaged_bulk_build_is_rebuilt(tmp_path, monkeypatch):
+    """A truncated bench binary (a build killed while linking) is rebuilt (issue 13). In a
+    cache of its own: other tests may be running the shared one."""
+    from zoforge.sim.gemm_bulk import build_bulk
+    monkeypatch.setenv("ZOFORGE_CACHE", str(tmp_path / "cache"))
+    cosim = GemmCosim(**CONFIG)
+    exe, _ = build_bulk(cosim)
+    size = exe.stat().st_size
+    exe.write_bytes(exe.read_bytes()[:size // 3])
+    again, _ = build_bulk(cosim)
+    assert again == exe and exe.stat().st_size == size
+    results, _ = cosim.run_bulk(_jobs(11, 2))
+    assert all(r.bit_exact for r in results)

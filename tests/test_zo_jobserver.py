@@ -212,7 +212,8 @@ def test_protocol_on_a_loopback_with_heavy_stalls():
         assert server.cycle == cycle + 100
 
 
-def test_an_interrupted_build_is_redone():
+def test_an_interrupted_build_is_redone(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOFORGE_CACHE", str(tmp_path))      # not the cache other tests use
     entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
     (entry / "result.json").unlink()                 # as a build killed before its end
     (entry / "obj").mkdir(exist_ok=True)
@@ -225,7 +226,8 @@ def test_an_interrupted_build_is_redone():
         np.testing.assert_array_equal(server.receive(), [[1, 2]])
 
 
-def test_a_truncated_server_is_rebuilt():
+def test_a_truncated_server_is_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOFORGE_CACHE", str(tmp_path))      # not the cache other tests use
     entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
     exe = entry / EXE
     size = exe.stat().st_size
