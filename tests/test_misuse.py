@@ -158,6 +158,11 @@ CASES = [
                                            "--max-k", "4096", "--out", NO_OUT], "--max-m"),
     ("generate-zo-layer-max-m", ["generate", "zo-layer", "--max-m", "5", "--out", NO_OUT],
      "--max-m"),
+    ("generate-zo-layer-too-large", ["generate", "zo-layer", "--max-m", "4096", "--max-k",
+                                     "4096", "--max-n", "4096", "--max-r", "1024",
+                                     "--out", NO_OUT], "--max-m"),
+    ("cosim-zo-layer-frozen-too-large", ["cosim", "zo-layer", "--max-k", "4096", "--max-n",
+                                         "4096"], "--max-n"),
     # -- cosim ------------------------------------------------------------------------------
     ("cosim-rng-negative-stimulus-seed", ["cosim", "rng", "--stimulus-seed", "-1"],
      "--stimulus-seed"),
