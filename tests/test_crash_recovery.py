@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import INSTALL
 from zoforge.files import RESULT
 from zoforge.sim.toolchain import have_simulator
 
@@ -83,7 +84,7 @@ def clean_rng(tmp_path_factory):
     def get(simulator: str):
         if simulator not in found:
             if not have_simulator(simulator):
-                pytest.skip(f"{simulator} is not installed here")
+                pytest.skip(f"{simulator} is not installed here ({INSTALL[simulator]})")
             cache = tmp_path_factory.mktemp(f"clean-{simulator}")
             done = _zoforge(cache, _rng(simulator))
             assert done.returncode == 0, done.stderr

