@@ -20,13 +20,13 @@ import hashlib
 import re
 import subprocess
 import time
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from zoforge.files import cache_dir, clear_entry, file_lock, load_result, store_result
 from zoforge.hw.pe.engine import PARAM_REGIONS, REGISTERS
+from zoforge.sim.benches import DUT_PORTS, bench_text
 from zoforge.sim.cosim import scratch_folder
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
@@ -41,10 +41,6 @@ _BUILD_ARGS = ["--cc", "--exe", "--build", "--prefix", "Vtb", "-O3", "-Wno-fatal
                "--x-assign", "fast", "--x-initial", "fast"]
 
 
-def _bench_text(name: str) -> str:
-    return resources.files("zoforge.sim.benches").joinpath(name).read_text()
-
-
 def _max_beats(config) -> int:
     """Most input beats of one job: every X and W panel at the largest K."""
     return -(-config.max_k // config.pack) * (-(-config.max_m // config.rows)
@@ -55,14 +51,15 @@ def build_bulk(cosim) -> tuple[Path, float]:
     """Build (or reuse) the bulk testbench binary for ``cosim``'s engine; ``(exe, seconds)``."""
 
     apply_toolchain_env()
-    verilog, tb, harness = cosim.verilog, _bench_text(TESTBENCH), _bench_text(HARNESS)
+    verilog, tb, harness = cosim.verilog, bench_text(TESTBENCH), bench_text(HARNESS)
+    ports = bench_text(DUT_PORTS)
     addr = re.search(r"input \[(\d+):0\] s_axil__awaddr;", verilog)
     params = {"IN_W": 8 * cosim.in_bytes, "OUT_W": 32 * cosim.cols,
               "ADDR_W": int(addr.group(1)) + 1 if addr else 16,
               "MAX_BEATS": _max_beats(cosim.config)}
     args = [*_BUILD_ARGS, f"-DENGINE={cosim.top}", "--top-module", TOP,
             *(f"-G{name}={value}" for name, value in params.items())]
-    key = hashlib.sha256("\0".join([verilog, tb, harness, *args]).encode()).hexdigest()[:16]
+    key = hashlib.sha256("\0".join([verilog, tb, harness, ports, *args]).encode()).hexdigest()[:16]
     build_dir = cache_dir() / "bulk" / f"{cosim.top}-{key}"
     build_dir.mkdir(parents=True, exist_ok=True)
     exe = build_dir / "obj" / "Vbench"
@@ -76,6 +73,7 @@ def build_bulk(cosim) -> tuple[Path, float]:
             (build_dir / f"{cosim.top}.v").write_text(verilog)
             (build_dir / TESTBENCH).write_text(tb)
             (build_dir / HARNESS).write_text(harness)
+            (build_dir / DUT_PORTS).write_text(ports)
             root = verilator_root()
             verilator = str(root / "bin" / "verilator") if root else "verilator"
             command = [verilator, *args, "--Mdir", "obj", "-o", "Vbench", "-j", "2",

