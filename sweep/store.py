@@ -41,7 +41,7 @@ from zoforge.errors import ConfigError
 
 __all__ = ["Store", "Owner", "Claimed", "SCHEMA_VERSION", "DB_NAME", "STATUSES"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2      # 2: training and report keys are zoforge.config.data_hash
 DB_NAME = "sweep.db"
 STATUSES = ("pending", "running", "done", "failed")
 

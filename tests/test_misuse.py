@@ -276,8 +276,9 @@ CASES = [
     ("train-config-seed-bool", TRAIN + ["--config", "{tmp}/seed-bool.json"], "seed in"),
     ("train-config-cache-list", train_without("--cache-dir")
      + ["--config", "{tmp}/cache-list.json"], "cache_dir in"),
-    ("train-config-unknown-key", TRAIN + ["--config", "{tmp}/unknown-key.json"], "--config"),
-    ("train-config-not-object", TRAIN + ["--config", "{tmp}/array.json"], "--config"),
+    ("train-config-unknown-key", TRAIN + ["--config", "{tmp}/unknown-key.json"],
+     "key 'learning_rate' in"),
+    ("train-config-not-object", TRAIN + ["--config", "{tmp}/array.json"], "the top level of"),
     ("train-config-binary", TRAIN + ["--config", "{tmp}/binary.json"], "--config"),
     ("train-pool-size-with-gaussian", TRAIN + ["--pool-size", "255"], "--pool-size"),
     ("train-rank-with-head", TRAIN + ["--rank", "4"], "--rank"),

@@ -25,10 +25,13 @@ n_rng = 7
 """
 
 BAD = [
-    ('colour = "red"\n', "key colour in {f} must be one of name, description, paper, train"),
-    ("[train]\nnrng = 7\n", "key train.nrng in {f} must be one of method, perturbation"),
+    ('colour = "red"\n', "key 'colour' in {f} must be one of name, description, paper, train"),
+    ("[train]\nnrng = 7\n", "key 'train.nrng' in {f} must be one of method, perturbation"),
     ('[train]\nout = "x"\n', "(out, progress, threads are set by the sweep)"),
-    ('[train]\nsteps = "many"\n', "train.steps in {f} must be an integer (got 'many')"),
+    ("[train]\nnrng = 7\n", "cache_dir; did you mean n_rng?"),
+    ('[train]\nsteps = true\n', "train.steps in {f} must be an integer (got True of type bool)"),
+    ('[train]\nlr = 1\n[grid]\nseed = [0, true]\n', "grid.seed in {f} must be an integer"),
+    ('[train]\nsteps = "many"\n', "train.steps in {f} must be an integer (got 'many' of type str)"),
     ('[train]\nperturbation = "pezo-onthefly"\n[grid]\nn_rng = [7, 8]\n',
      "grid.n_rng in {f} must be of the form 2^k - 1 with 3 <= value <= 255 (got 8)"),
     ("[grid]\nbits = 8\n", "grid.bits in {f} must be a non-empty list of values (got 8)"),
@@ -39,7 +42,7 @@ BAD = [
     ('[train]\nmethod = "adam"\n', "train.method in {f} must be one of mezo, prge"),
     ('[hardware]\nlayout = "diagonal"\n',
      "hardware.layout in {f} must be one of replicated, striped (got diagonal)"),
-    ("[hardware]\nbits = 8\n", "key hardware.bits in {f} must be one of"),
+    ("[hardware]\nbits = 8\n", "key 'hardware.bits' in {f} must be one of"),
     ("[report]\nclock_mhz = 5000\n",
      "clock_mhz in [report] of {f} must be a frequency with"),
     ('[report]\nboard = "zcu104"\n', "board in [report] of {f} must be one of"),

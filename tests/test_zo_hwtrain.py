@@ -137,8 +137,8 @@ def test_step_settings_by_hand():
     assert s.lr == pytest.approx(0.01, rel=1e-4)
     assert s.gain == 2 ** GRAD_FRAC / (2 * 2 ** -10)
     assert step_settings(0.01, 0.0009, 4, 7).eps == 2 ** -10       # nearest power of two
-    for kwargs, flag in (({"eps": 1.0}, "--eps"), ({"eps": 1e-20}, "--eps"),
-                         ({"lr": 1e-30}, "--lr"), ({"lr": 1e9}, "--lr")):
+    for kwargs, flag in (({"eps": 1.0}, "eps"), ({"eps": 1e-20}, "eps"),
+                         ({"lr": 1e-30}, "lr"), ({"lr": 1e9}, "lr")):
         with pytest.raises(ConfigError) as error:
             step_settings(**{"lr": 0.01, "eps": 2 ** -10, "queries": 4, "frac_bits": 7,
                              **kwargs})
@@ -174,13 +174,13 @@ def test_trainer_resumes_bit_identically(tmp_path):
 
 
 @pytest.mark.parametrize("changes, flag", [
-    ({"method": "mezo"}, "--method"),
-    ({"trainable": "head"}, "--method"),
-    ({"perturbation": "gaussian"}, "--perturbation"),
-    ({"hidden": 6}, "--hidden"),
-    ({"batch": 6}, "--batch"),
-    ({"perturbation": "pezo-pregen"}, "--banks"),       # the pool needs banks == rows
-    ({"queries": 17}, "--queries"),
+    ({"method": "mezo"}, "method"),
+    ({"trainable": "head"}, "method"),
+    ({"perturbation": "gaussian"}, "perturbation"),
+    ({"hidden": 6}, "hidden"),
+    ({"batch": 6}, "batch"),
+    ({"perturbation": "pezo-pregen"}, "banks"),       # the pool needs banks == rows
+    ({"queries": 17}, "queries"),
 ])
 def test_bad_hardware_training_configs_are_one_line_errors(tmp_path, changes, flag):
     with pytest.raises(ConfigError) as error:

@@ -159,9 +159,9 @@ def test_pefoo_l_reinitialises_the_preconditioner_per_layer():
 
 
 @pytest.mark.parametrize("method, kwargs, flag", [
-    ("prge", {"queries": 0}, "--queries"), ("pefoo", {"queries": 2}, "--queries"),
-    ("mezo", {"lr": 0.0}, "--lr"), ("hizoo", {"hessian_smooth": 2.0}, "--hessian-smooth"),
-    ("adam", {}, "--method"),
+    ("prge", {"queries": 0}, "queries"), ("pefoo", {"queries": 2}, "queries"),
+    ("mezo", {"lr": 0.0}, "lr"), ("hizoo", {"hessian_smooth": 2.0}, "hessian_smooth"),
+    ("adam", {}, "method"),
 ])
 def test_bad_optimizer_parameters(method, kwargs, flag):
     args = {"lr": 0.1, "eps": 1e-3, **kwargs}

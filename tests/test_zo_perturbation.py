@@ -127,12 +127,12 @@ def test_distributions():
 
 
 @pytest.mark.parametrize("kwargs, flag", [
-    ({"name": "pezo-onthefly", "n_rng": 8}, "--n-rng"),
-    ({"name": "pezo-pregen", "pool_size": 4096}, "--pool-size"),
-    ({"name": "uniform-scaled", "chunk": -1}, "--chunk"),
-    ({"name": "gaussian-hw", "terms": 0}, "--terms"),
-    ({"name": "gaussian-hw", "n_rng": 4096, "bits": 8}, "--bits"),
-    ({"name": "normal"}, "--perturbation"),
+    ({"name": "pezo-onthefly", "n_rng": 8}, "n_rng"),
+    ({"name": "pezo-pregen", "pool_size": 4096}, "pool_size"),
+    ({"name": "uniform-scaled", "chunk": -1}, "chunk"),
+    ({"name": "gaussian-hw", "terms": 0}, "terms"),
+    ({"name": "gaussian-hw", "n_rng": 4096, "bits": 8}, "bits"),
+    ({"name": "normal"}, "perturbation"),
 ])
 def test_bad_parameters_name_the_flag(kwargs, flag):
     with pytest.raises(ConfigError) as error:

@@ -135,7 +135,7 @@ def test_splits_are_balanced_disjoint_and_fixed_by_seed():
         assert len(part.texts) == size and part.labels.mean() == 0.5
     sets = [set(p.texts) for p in (first.train, first.val, first.test)]
     assert not (sets[0] & sets[1] or sets[0] & sets[2] or sets[1] & sets[2])
-    with pytest.raises(ConfigError, match="--n-train"):
+    with pytest.raises(ConfigError, match="n_train"):
         data_mod.split(dataset, 0, 20000, 10, 10)
 
 
@@ -145,5 +145,5 @@ def test_custom_jsonl_data(tmp_path):
                     '{"text": "no", "label": "a"}\n')
     dataset = data_mod.load_dataset(path)
     assert dataset.texts == ["yes", "no"] and dataset.labels.tolist() == [1, 0]
-    with pytest.raises(ConfigError, match="--data"):
+    with pytest.raises(ConfigError, match="data"):
         data_mod.load_dataset(tmp_path / "missing.csv")

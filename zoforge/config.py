@@ -2,10 +2,13 @@
 
 A configuration is a frozen dataclass deriving from :class:`Config` whose fields are declared
 with :func:`param`: a default, a one-line help text and a check (:class:`IntRange`,
-:class:`Mersenne`, :class:`OneOf`, :class:`FloatRange`, or none for booleans). Constructing a
-configuration validates it; an invalid value raises the one-line
-:class:`~zoforge.errors.ConfigError` naming the parameter as a command-line flag
-(``--n-rng must be of the form 2^k - 1 ...``). Cross-field rules go in :meth:`Config.check`.
+:class:`Mersenne`, :class:`OneOf`, :class:`FloatRange`, :class:`NonBlank`, or none for
+booleans). A field's type is int, float, bool or str, or one of them ``| None`` (then
+``None`` is allowed and not checked). Constructing a configuration validates it; an invalid
+value raises the one-line :class:`~zoforge.errors.ConfigError` naming the field
+(``n_rng must be of the form 2^k - 1 ...``; the command line shows it as its flag,
+``--n-rng``). Cross-field rules go in :meth:`Config.check`. Configurations are frozen:
+:meth:`Config.replace` (``dataclasses.replace``) makes a changed, validated copy.
 
 Every configuration
 
@@ -13,20 +16,28 @@ Every configuration
   :func:`config_from_dict`, :func:`dump_config`, :func:`load_config`); the dict names the
   configuration's ``kind`` (the design, e.g. ``"rng"``) and, where a kind has variants, the
   variant under the kind's tag field (e.g. ``strategy = "onthefly"``);
-* reads strictly: an unknown key, a value of the wrong type (``"no"`` for a boolean, ``1.5``
-  for an integer) or an out-of-range value is a one-line error naming the key and the file;
+* reads strictly: an unknown key (with a "did you mean"), a value of the wrong type (``"no"``
+  for a boolean, ``1.5`` or ``true`` for an integer; an integer is a fine float) or an
+  out-of-range value is a one-line error naming the key and the file;
 * has a stable hash (:meth:`Config.stable_hash`) of its canonical JSON, the key of caches and
   result stores.
+
+The one strict reader of configuration files, for every kind of configuration (designs,
+trainings, sweeps), is :func:`read_table`; the one hash recipe is
+:func:`zoforge.files.content_key`, applied to canonical JSON by :func:`data_hash`.
 
 Command-line flags are generated from the fields by :mod:`zoforge.cli._options`.
 """
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+import difflib
 import json
 import math
+import os
+import stat
 import tomllib
+import types
 import typing
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,11 +46,12 @@ from typing import Any, ClassVar
 import tomli_w
 
 from zoforge.errors import ConfigError
-from zoforge.files import atomic_write_text
+from zoforge.files import atomic_write_text, content_key
 
-__all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "flag_name",
-           "config_text",
-           "config_from_dict", "load_config", "dump_config", "SCHEMA_VERSION"]
+__all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "NonBlank",
+           "flag_name", "config_text", "config_from_dict", "config_type_of", "load_config", "dump_config",
+           "read_table", "unknown_key", "field_of", "canonical_json", "data_hash", "SCHEMA_VERSION",
+           "MAX_FILE_BYTES"]
 
 #: Version of the serialised form; a file names it as ``zoforge_config``.
 SCHEMA_VERSION = 1
@@ -47,9 +59,32 @@ _VERSION_KEY = "zoforge_config"
 _KIND_KEY = "kind"
 
 
+#: Largest configuration file read (a larger one is refused before it is read).
+MAX_FILE_BYTES = 1 << 20
+
+
 def flag_name(field: str) -> str:
     """The command-line flag of a configuration field: ``n_rng`` -> ``--n-rng``."""
     return "--" + field.replace("_", "-")
+
+
+def canonical_json(data: Any) -> str:
+    """``data`` as canonical JSON: sorted keys, no spaces, finite numbers only."""
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+
+def data_hash(data: Any) -> str:
+    """The stable hash of JSON data: :func:`~zoforge.files.content_key` of its canonical
+    JSON (equal data, equal hashes, across processes and versions of Python)."""
+    return content_key(canonical_json(data))
+
+
+def unknown_key(key: str, allowed, where: str = "", note: str = "") -> ConfigError:
+    """The error for a key that is not one of ``allowed`` (with the closest as a guess)."""
+    allowed = list(allowed)
+    guess = difflib.get_close_matches(str(key).rpartition(".")[2], allowed, n=1)
+    hint = f"; did you mean {guess[0]}?" if guess else ""
+    return ConfigError(f"key {key!r}{where}", "one of " + ", ".join(allowed) + note + hint)
 
 
 # -- checks -------------------------------------------------------------------------------
@@ -59,7 +94,7 @@ class Check:
 
     allowed = "any value"
 
-    def __call__(self, flag: str, value: Any) -> None:
+    def __call__(self, name: str, value: Any) -> None:
         raise NotImplementedError
 
 
@@ -74,9 +109,9 @@ class IntRange(Check):
             return f"an integer >= {self.low}"
         return f"an integer with {self.low} <= value <= {self.high}"
 
-    def __call__(self, flag, value):
+    def __call__(self, name, value):
         if not self.low <= value <= (math.inf if self.high is None else self.high):
-            raise ConfigError(flag, self.allowed, value)
+            raise ConfigError(name, self.allowed, value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,9 +124,9 @@ class Mersenne(Check):
     def allowed(self) -> str:
         return f"of the form 2^k - 1 with {self.low} <= value <= {self.high}"
 
-    def __call__(self, flag, value):
+    def __call__(self, name, value):
         if not self.low <= value <= self.high or (value + 1) & value:
-            raise ConfigError(flag, self.allowed, value)
+            raise ConfigError(name, self.allowed, value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,9 +137,9 @@ class OneOf(Check):
     def allowed(self) -> str:
         return "one of " + ", ".join(map(str, self.choices))
 
-    def __call__(self, flag, value):
+    def __call__(self, name, value):
         if value not in self.choices:
-            raise ConfigError(flag, self.allowed, value)
+            raise ConfigError(name, self.allowed, value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,11 +157,25 @@ class FloatRange(Check):
             text += f" {'<' if self.high_open else '<='} {self.high:g}"
         return text
 
-    def __call__(self, flag, value):
+    def __call__(self, name, value):
         bad_low = value <= self.low if self.low_open else value < self.low
         bad_high = value >= self.high if self.high_open else value > self.high
         if not math.isfinite(value) or bad_low or bad_high:
-            raise ConfigError(flag, self.allowed, value)
+            raise ConfigError(name, self.allowed, value)
+
+
+@dataclasses.dataclass(frozen=True)
+class NonBlank(Check):
+    """A string with something besides white space (``what``: e.g. "a path")."""
+    what: str = "a string"
+
+    @property
+    def allowed(self) -> str:
+        return f"{self.what} (not empty)"
+
+    def __call__(self, name, value):
+        if not value.strip():
+            raise ConfigError(name, self.allowed, repr(value))
 
 
 def param(default: Any, help: str, check: Check | None = None, kw_only: bool = False) -> Any:
@@ -155,29 +204,33 @@ class Config:
     tag: ClassVar[str | None] = None
 
     def __post_init__(self):
+        nullable = self.nullable_fields()
         for field, kind in self.field_types().items():
             value = getattr(self, field.name)
-            flag = flag_name(field.name)
-            _check_type(flag, value, kind)
+            if value is None and field.name in nullable:
+                continue
+            _check_type(field.name, value, kind, field.name in nullable)
             if field.metadata.get("check") is not None:
-                field.metadata["check"](flag, value)
+                field.metadata["check"](field.name, value)
         self.check()
 
     def check(self) -> None:
-        """Cross-field rules (raise :class:`ConfigError` naming a flag); none by default."""
+        """Cross-field rules (raise :class:`ConfigError` naming a field); none by default."""
 
     @classmethod
     def field_types(cls) -> dict[dataclasses.Field, type]:
-        """Each field and its Python type (int, float, bool or str)."""
-        hints = typing.get_type_hints(cls)
-        out = {}
-        for field in dataclasses.fields(cls):
-            kind = hints[field.name]
-            if kind not in _TYPES.values():
-                raise TypeError(f"{cls.__name__}.{field.name}: configuration fields are "
-                                f"int, float, bool or str, not {kind}")
-            out[field] = kind
-        return out
+        """Each field and its Python type (int, float, bool or str; ``int`` for
+        ``int | None``)."""
+        return {field: kind for field, (kind, _) in _field_kinds(cls).items()}
+
+    @classmethod
+    def nullable_fields(cls) -> frozenset[str]:
+        """The fields that may be ``None`` (typed ``X | None``)."""
+        return frozenset(f.name for f, (_, nullable) in _field_kinds(cls).items() if nullable)
+
+    def field_values(self) -> dict:
+        """``{field: value}`` of every field (no kind or tag)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def to_dict(self) -> dict:
         """``{kind, [tag: variant], field: value, ...}`` (plain JSON/TOML values)."""
@@ -193,43 +246,63 @@ class Config:
         return dataclasses.replace(self, **changes)
 
     def canonical_json(self) -> str:
-        return json.dumps({_VERSION_KEY: SCHEMA_VERSION, **self.to_dict()}, sort_keys=True,
-                          separators=(",", ":"))
+        return canonical_json({_VERSION_KEY: SCHEMA_VERSION, **self.to_dict()})
 
-    def stable_hash(self, length: int = 16) -> str:
-        """Hex digest of the canonical JSON: equal configurations, equal hashes, across
-        processes and versions of Python."""
-        return hashlib.sha256(self.canonical_json().encode()).hexdigest()[:length]
+    def stable_hash(self) -> str:
+        """:func:`data_hash` of the configuration (with the schema version): equal
+        configurations, equal hashes, across processes and versions of Python."""
+        return data_hash({_VERSION_KEY: SCHEMA_VERSION, **self.to_dict()})
 
     @classmethod
     def from_dict(cls, values: dict, source: str = "") -> "Config":
         """Strictly typed construction from a dict of field values (no kind or tag keys);
-        errors name the key (and ``source``, a file) instead of the flag."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
+        errors name the key and ``source`` (a file): ``n_rng in FILE``."""
         where = f" in {source}" if source else ""
-        for key in values:
-            if key not in fields:
-                raise ConfigError(f"key {key!r}{where}", "one of " + ", ".join(fields)
-                                  + _variant_note(cls), None)
+        cls.check_keys(values, where)
         try:
             return cls(**values)
         except ConfigError as error:
-            raise _renamed(error, where) from None
+            raise error.renamed(f"{field_of(error)}{where}") from None
+
+    @classmethod
+    def check_keys(cls, values: dict, where: str = "") -> None:
+        """Refuse a key of ``values`` that is not a field (``where``: `` in FILE``)."""
+        fields = [f.name for f in dataclasses.fields(cls)]
+        for key in values:
+            if key not in fields:
+                raise unknown_key(key, fields, where, _variant_note(cls))
+
+
+def field_of(error: ConfigError) -> str:
+    """The field an error names (``n_rng``; also from the flag form ``--n-rng`` that some
+    checks outside this module still raise)."""
+    parameter = error.parameter
+    if parameter.startswith("--"):
+        return parameter[2:].replace("-", "_")
+    return parameter
 
 
 def _variant_note(cls) -> str:
     return f" (for {cls.tag} {cls.variant})" if cls.tag else ""
 
 
-def _renamed(error: ConfigError, where: str) -> ConfigError:
-    """The error with its flag (``--n-rng``) named as a key (``n_rng in FILE``)."""
-    parameter = error.parameter
-    if parameter.startswith("--"):
-        parameter = parameter[2:].replace("-", "_")
-    return ConfigError(f"{parameter}{where}", error.allowed, error.got)
+def _field_kinds(cls) -> dict[dataclasses.Field, tuple[type, bool]]:
+    """Each field, its Python type and whether it may be None."""
+    hints = typing.get_type_hints(cls)
+    out = {}
+    for field in dataclasses.fields(cls):
+        kind, nullable = hints[field.name], False
+        if isinstance(kind, types.UnionType) or typing.get_origin(kind) is typing.Union:
+            rest = [k for k in typing.get_args(kind) if k is not type(None)]
+            kind, nullable = (rest[0] if len(rest) == 1 else kind), True
+        if kind not in _TYPES.values():
+            raise TypeError(f"{cls.__name__}.{field.name}: configuration fields are "
+                            f"int, float, bool or str (or one | None), not {hints[field.name]}")
+        out[field] = (kind, nullable)
+    return out
 
 
-def _check_type(flag: str, value: Any, kind: type) -> None:
+def _check_type(name: str, value: Any, kind: type, nullable: bool = False) -> None:
     if kind is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     elif kind is int:
@@ -238,8 +311,8 @@ def _check_type(flag: str, value: Any, kind: type) -> None:
         ok = isinstance(value, kind)
     if not ok:
         text = {int: "an integer", float: "a number", bool: "true or false",
-                str: "a string"}[kind]
-        raise ConfigError(flag, text, f"{value!r} of type {type(value).__name__}")
+                str: "a string"}[kind] + (" (or null)" if nullable else "")
+        raise ConfigError(name, text, f"{value!r} of type {type(value).__name__}")
 
 
 # -- kinds, variants and files ------------------------------------------------------------
@@ -247,9 +320,17 @@ def _check_type(flag: str, value: Any, kind: type) -> None:
 def config_from_dict(values: dict, types: Sequence[type[Config]], source: str = "") -> Config:
     """The configuration ``values`` describes, one of ``types`` (variants of one kind, or
     several kinds): ``kind`` and the tag pick the type; the remaining keys are its fields."""
+    config_type, fields = config_type_of(values, types, source)
+    return config_type.from_dict(fields, source)
+
+
+def config_type_of(values: dict, types: Sequence[type[Config]], source: str = ""
+                   ) -> tuple[type[Config], dict]:
+    """The type of ``types`` that ``values`` describes (its version, ``kind`` and tag keys
+    checked) and the remaining keys, its fields (not yet checked)."""
     where = f" in {source}" if source else ""
     if not isinstance(values, dict):
-        raise ConfigError(f"configuration{where}", "a table of keys and values",
+        raise ConfigError(f"the top level{where}", "a table of keys and values",
                           type(values).__name__)
     values = dict(values)
     version = values.pop(_VERSION_KEY, SCHEMA_VERSION)
@@ -268,7 +349,7 @@ def config_from_dict(values: dict, types: Sequence[type[Config]], source: str = 
         candidates = [t for t in candidates if t.variant == variant]
         if not candidates:
             raise ConfigError(f"{tag}{where}", "one of " + ", ".join(variants), variant)
-    return candidates[0].from_dict(values, source)
+    return candidates[0], values
 
 
 def dump_config(config: Config, path: Path | str) -> Path:
@@ -288,12 +369,86 @@ def config_text(config: Config, suffix: str = ".toml") -> str:
 
 def load_config(path: Path | str, types: Sequence[type[Config]]) -> Config:
     """Read a TOML (``.toml``) or JSON file written by :func:`dump_config` (or by hand)."""
+    return config_from_dict(read_table(path), types, source=str(path))
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list) -> dict:
+    out = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_table(path: Path | str, parameter: str = "config") -> dict:
+    """The table of keys and values in a TOML (``.toml``) or JSON (any other suffix) file:
+    the one strict reader of configuration files.
+
+    Refused, each with a one-line :class:`ConfigError` naming ``parameter`` (the command
+    line's ``--config``) and the file: a missing or unreadable path, anything but a regular
+    file (a FIFO or a device is never opened, so nothing hangs), more than
+    :data:`MAX_FILE_BYTES`, bytes that are not UTF-8, malformed TOML or JSON, a key given
+    twice (JSON; TOML refuses it itself), ``NaN``/``Infinity``, nesting too deep to read
+    and a top level that is not a table.
+    """
     path = Path(path)
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
+
+    def refused(reason: str) -> ConfigError:
+        return ConfigError(parameter, f"a readable {kind} file of at most "
+                           f"{MAX_FILE_BYTES} bytes", f"{str(path)!r}: {reason}")
+
+    data = _read_regular_file(path, refused)
     try:
-        text = path.read_text()
-        values = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        kind = "TOML" if path.suffix == ".toml" else "JSON"
-        raise ConfigError("--config", f"a readable {kind} file",
-                          f"{path}: {str(error).splitlines()[0]}") from None
-    return config_from_dict(values, types, source=str(path))
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise refused(f"not UTF-8 text (byte {error.start})") from None
+    try:
+        if kind == "TOML":
+            values = tomllib.loads(text)
+        else:
+            values = json.loads(text, object_pairs_hook=_no_duplicates,
+                                parse_constant=_no_constant)
+    except _DuplicateKey as error:
+        raise ConfigError(f"key {error.args[0]!r} in {path}", "given once", None) from None
+    except RecursionError:
+        raise refused("nested too deeply") from None
+    except ValueError as error:
+        raise refused(str(error).splitlines()[0] if str(error) else "malformed") from None
+    if not isinstance(values, dict):
+        raise ConfigError(f"the top level of {path}", "a table of keys and values",
+                          type(values).__name__)
+    return values
+
+
+def _read_regular_file(path: Path, refused) -> bytes:
+    """The bytes of ``path``, checked to be a regular file of at most MAX_FILE_BYTES before
+    it is opened (non-blocking, and checked again once open: no FIFO can hang the read)."""
+    try:
+        before = os.stat(path)
+    except OSError as error:
+        raise refused(error.strerror or type(error).__name__) from None
+    if not stat.S_ISREG(before.st_mode):
+        raise refused("not a regular file")
+    if before.st_size > MAX_FILE_BYTES:
+        raise refused(f"{before.st_size} bytes")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise refused("not a regular file")
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise refused(error.strerror or type(error).__name__) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise refused(f"more than {MAX_FILE_BYTES} bytes")
+    return data

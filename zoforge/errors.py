@@ -1,19 +1,32 @@
 """Configuration errors that the command line prints as one line, never a traceback.
 
-Every parameter check in zoforge raises :class:`ConfigError`, naming the parameter (as the
-user spelled it on the command line, e.g. ``--n-rng``) and the allowed values::
+Every parameter check in zoforge raises :class:`ConfigError`, naming the parameter and the
+allowed values. Library code names a configuration field (``n_rng``) or a key where it was
+written (``grid.n_rng in SWEEP.toml``); the command line shows a field that is one of its
+options as the flag (:mod:`zoforge.cli._flags`)::
 
-    zoforge: error: --n-rng must be of the form 2^k - 1 with 3 <= n <= 255 (got 8)
+    zoforge: error: --n-rng must be of the form 2^k - 1 with 3 <= value <= 255 (got 8)
+
+The message is one line whatever it echoes: control characters (newlines, terminal escapes)
+in a value or a key are shown escaped (:func:`printable`).
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ConfigError", "check_int_range", "check_choice", "check_mersenne"]
+__all__ = ["ConfigError", "printable", "check_int_range", "check_choice", "check_mersenne"]
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (newlines, tabs, terminal
+    escapes, line separators) written as its Python escape: one line, nothing forged."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class ConfigError(ValueError):
-    """An invalid parameter. ``str(error)`` is the complete one-line message."""
+    """An invalid parameter. ``str(error)`` is the complete one-line message (the
+    attributes keep the raw values; :meth:`renamed` makes the same error with another
+    parameter name)."""
 
     def __init__(self, parameter: str, allowed: str, got: object = None):
         self.parameter = parameter
@@ -22,7 +35,11 @@ class ConfigError(ValueError):
         message = f"{parameter} must be {allowed}"
         if got is not None:
             message += f" (got {got})"
-        super().__init__(message)
+        super().__init__(printable(message))
+
+    def renamed(self, parameter: str) -> "ConfigError":
+        """This error naming ``parameter`` instead (a flag, or a key where it was written)."""
+        return ConfigError(parameter, self.allowed, self.got)
 
 
 def check_int_range(parameter: str, value: object, low: int, high: int | None = None) -> int:

@@ -3,7 +3,9 @@
 * :func:`cache_dir` is ``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``).
 * A cache *entry* is a folder ``cache_dir()/<kind>/<key>/`` (:func:`entry_dir`) keyed by a
   content hash (:func:`content_key` of everything that changes the result: inputs, tool
-  versions, options). Its ``result.json`` is written last and atomically
+  versions, options). :func:`content_key` is zoforge's one hash recipe: caches, sweep
+  stores and configuration hashes (:func:`zoforge.config.data_hash`, of canonical JSON)
+  all use it. Its ``result.json`` is written last and atomically
   (:func:`store_result`), so an entry without one is an interrupted run and is redone;
   :func:`load_result` returns None for such an entry or an unreadable one.
 * :func:`file_lock` / :func:`locked` serialise parallel processes working on one entry.
@@ -35,7 +37,8 @@ def cache_dir() -> Path:
 
 
 def content_key(*parts: str) -> str:
-    """A 20-hex-digit hash of ``parts`` (order matters)."""
+    """A 20-hex-digit hash of ``parts`` (order matters): SHA-256 of each part's UTF-8
+    bytes followed by a NUL byte. The one hash recipe of zoforge's keys and labels."""
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode())
@@ -62,7 +65,8 @@ def clear_entry(entry: Path | str) -> None:
 
 
 def file_digest(path: Path | str) -> str:
-    """SHA-256 of a file's bytes (to validate a cached file when it is read)."""
+    """SHA-256 of a file's bytes, in full: a checksum that validates a cached file when it
+    is read (not a key; keys are :func:`content_key`)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

@@ -31,5 +31,5 @@ STRATEGIES = tuple(GENERATOR_CONFIGS)
 def make_golden(strategy: str, **params):
     """The golden generator for ``strategy`` ("onthefly", "pregen", "gaussian") with the
     configuration's fields ``params`` (defaults for the rest)."""
-    check_choice("--strategy", strategy, STRATEGIES)
+    check_choice("strategy", strategy, STRATEGIES)
     return GENERATOR_CONFIGS[strategy](**params).golden()

@@ -48,7 +48,7 @@ def splitmix64(x: int) -> int:
 def seed_state(seed: int, modulus: int) -> int:
     """The starting state for a training seed: 0 for seed 0, else splitmix64(seed) mod
     ``modulus``."""
-    check_int_range("--seed", seed, 0, _MASK64)
+    check_int_range("seed", seed, 0, _MASK64)
     return 0 if seed == 0 else splitmix64(seed) % modulus
 
 

@@ -51,10 +51,10 @@ class GaussianConfig(GeneratorConfig):
         if period(self.bits) < need:
             low = next((b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= need), None)
             if low is None:
-                raise ConfigError("--n-rng", f"at most {(period(MAX_BITS) // (2 * self.terms))}"
-                                  f" for --terms {self.terms} (2^20 - 1 >= 2 * n_rng * terms)",
+                raise ConfigError("n_rng", f"at most {(period(MAX_BITS) // (2 * self.terms))}"
+                                  f" for terms {self.terms} (2^20 - 1 >= 2 * n_rng * terms)",
                                   self.n_rng)
-            raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
+            raise ConfigError("bits", f"an integer with {low} <= value <= {MAX_BITS} "
                               f"(2^b - 1 >= 2 * n_rng * terms = {need})", self.bits)
 
     def golden(self, state: int = 0) -> "GaussianGolden":
@@ -92,7 +92,7 @@ class GaussianGolden(GoldenGenerator):
         self.phase_step = self.period // (n_rng * terms)
         self.phases = np.arange(n_rng * terms, dtype=np.int64) * self.phase_step
         self.modulus = self.period
-        self.state = check_int_range("--start", start, 0)
+        self.state = check_int_range("start", start, 0)
 
     @property
     def values_per_cycle(self) -> int:

@@ -29,7 +29,7 @@ XAPP052_TAPS: dict[int, tuple[int, ...]] = {
 
 def taps(bits: int) -> tuple[int, ...]:
     """XAPP052 taps (1-based) for a ``bits``-wide LFSR."""
-    check_int_range("--bits", bits, MIN_BITS, MAX_BITS)
+    check_int_range("bits", bits, MIN_BITS, MAX_BITS)
     return XAPP052_TAPS[bits]
 
 
@@ -59,5 +59,5 @@ def _sequence(bits: int) -> np.ndarray:
 
 def lfsr_sequence(bits: int) -> np.ndarray:
     """``S(0..2^b - 2)`` as a read-only int64 array (computed once per width)."""
-    check_int_range("--bits", bits, MIN_BITS, MAX_BITS)
+    check_int_range("bits", bits, MIN_BITS, MAX_BITS)
     return _sequence(bits)

@@ -58,7 +58,7 @@ class OnTheFlyConfig(GeneratorConfig):
     def check(self) -> None:
         if period(self.bits) < 2 * self.n_rng:
             low = next(b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= 2 * self.n_rng)
-            raise ConfigError("--bits", f"an integer with {low} <= value <= {MAX_BITS} "
+            raise ConfigError("bits", f"an integer with {low} <= value <= {MAX_BITS} "
                               f"(2^b - 1 >= 2 * n_rng = {2 * self.n_rng})", self.bits)
 
     def golden(self, state: int = 0) -> "OnTheFlyGolden":
@@ -113,7 +113,7 @@ class OnTheFlyGolden(GoldenGenerator):
         self.phases = lane_phases(n_rng, bits)
         # The state repeats after lcm(P, n) cycles; t is kept modulo that.
         self.modulus = math.lcm(self.period, n_rng)
-        self.state = check_int_range("--start", start, 0)
+        self.state = check_int_range("start", start, 0)
 
     @property
     def values_per_cycle(self) -> int:

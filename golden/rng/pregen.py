@@ -101,7 +101,7 @@ class PregenGolden(GoldenGenerator):
         self.pool, self.frac_bits, self.scale = _pool(pool_size, bits, pool_seed)
         self.width = bits
         self.modulus = pool_size
-        self.state = check_int_range("--pointer", pointer, 0, pool_size - 1)
+        self.state = check_int_range("pointer", pointer, 0, pool_size - 1)
 
     @property
     def values_per_cycle(self) -> int:
@@ -135,7 +135,7 @@ class PregenGolden(GoldenGenerator):
     def bank_contents(self, layout: str = "striped") -> list[np.ndarray]:
         """The L banks' contents: ``striped`` as in "BRAM layout" above; ``replicated``:
         bank l holds the whole pool rotated by l, ``bank_l[a] = pool[(a + l) mod N]``."""
-        check_choice("--layout", layout, LAYOUTS)
+        check_choice("layout", layout, LAYOUTS)
         if layout == "replicated":
             return [np.roll(self.pool, -bank) for bank in range(self.banks)]
         extended = np.concatenate([self.pool, self.pool[:self.banks - 1]])

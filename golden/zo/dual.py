@@ -29,7 +29,7 @@ class DualForwardPRGE:
 
     def __init__(self, trainable, perturbation, lr: float, eps: float, queries: int = 1):
         if queries < 1:
-            raise ConfigError("--queries", "an integer >= 1", queries)
+            raise ConfigError("queries", "an integer >= 1", queries)
         self.trainable, self.perturbation = trainable, perturbation
         self.lr, self.eps, self.queries = float(lr), float(eps), queries
         self.copies = self._perturbed(trainable.theta.clone())

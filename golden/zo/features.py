@@ -9,7 +9,6 @@ back whole is discarded with a one-line notice and rebuilt.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sys
@@ -23,7 +22,8 @@ from zoforge.golden.zo.hwmlp import HwMlpTrainable
 from zoforge.golden.zo.trainable import (FullTrainable, HeadTrainable, LoraFATrainable,
                                          SplitData)
 from zoforge.errors import ConfigError
-from zoforge.files import atomic_path, cache_dir
+from zoforge.config import data_hash
+from zoforge.files import atomic_path, cache_dir, content_key
 
 __all__ = ["load_model", "build_trainable", "default_cache_dir", "check_model_limits"]
 
@@ -47,8 +47,8 @@ TINY_LAYERS, TINY_POSITIONS = 2, 128
 
 
 def check_model_limits(cfg) -> None:
-    """Before the model is loaded: ``--num-layers`` (and LoRA-FA's ``--lora-layers``) at most
-    the model's encoder layers, ``--max-len`` at most its positions (from its config.json);
+    """Before the model is loaded: ``num_layers`` (and LoRA-FA's ``lora_layers``) at most
+    the model's encoder layers, ``max_len`` at most its positions (from its config.json);
     one-line errors."""
     if cfg.model == "tiny":
         layers, positions, name = TINY_LAYERS, TINY_POSITIONS, "tiny"
@@ -59,39 +59,35 @@ def check_model_limits(cfg) -> None:
         try:
             config = AutoConfig.from_pretrained(source)
         except (OSError, ValueError) as error:
-            raise ConfigError("--model", "a loadable Hugging Face model folder or name",
+            raise ConfigError("model", "a loadable Hugging Face model folder or name",
                               f"{source}: {str(error).splitlines()[0]}") from None
         layers = getattr(config, "num_hidden_layers", None)
         positions = getattr(config, "max_position_embeddings", None)
         name = Path(source).name
     if cfg.model == "tiny" and cfg.num_layers not in (None, layers):
-        raise ConfigError("--num-layers", f"left out with --model tiny (it has {layers} "
+        raise ConfigError("num_layers", f"left out with model tiny (it has {layers} "
                           "layers)", cfg.num_layers)
     if layers is not None and cfg.num_layers is not None and cfg.num_layers > layers:
-        raise ConfigError("--num-layers", f"an integer with 1 <= value <= {layers} (the "
+        raise ConfigError("num_layers", f"an integer with 1 <= value <= {layers} (the "
                           f"layers of {name})", cfg.num_layers)
     kept = layers if cfg.num_layers is None else cfg.num_layers
     if cfg.trainable == "lora-fa" and kept is not None and cfg.lora_layers > kept:
-        raise ConfigError("--lora-layers", f"an integer with 1 <= value <= {kept} (the "
+        raise ConfigError("lora_layers", f"an integer with 1 <= value <= {kept} (the "
                           "encoder layers kept)", cfg.lora_layers)
     if positions is not None and cfg.max_len > positions:
-        raise ConfigError("--max-len", f"an integer with 2 <= value <= {positions} (the "
+        raise ConfigError("max_len", f"an integer with 2 <= value <= {positions} (the "
                           f"positions of {name})", cfg.max_len)
 
 
 def _cache_key(cfg, model, splits, prefix_layers: int) -> str:
     """Hash of everything the cached inputs depend on, the data by content (not by path)."""
     fields = {k: getattr(cfg, k) for k in ("model", "num_layers", "max_len")}
-    data = hashlib.sha256()
-    for name in SPLITS:
-        part = getattr(splits, name)
-        data.update(json.dumps([list(part.texts), part.labels.tolist()]).encode())
-    fields["data"] = data.hexdigest()
+    fields["data"] = content_key(*(json.dumps([list(part.texts), part.labels.tolist()])
+                                   for part in (getattr(splits, name) for name in SPLITS)))
     fields["prefix_layers"] = prefix_layers
     fields["pooled"] = cfg.trainable in POOLED
     fields["model_config"] = model.config.to_json_string(use_diff=True)
-    text = json.dumps(fields, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    return data_hash(fields)
 
 
 def _read_cached(path: Path, splits) -> dict | None:
@@ -162,7 +158,7 @@ def build_trainable(cfg):
         trainable = FullTrainable(data, classes, model, head_init=head_init)
     else:
         if cfg.lora_layers > n_layers:
-            raise ConfigError("--lora-layers", f"an integer with 1 <= value <= {n_layers}",
+            raise ConfigError("lora_layers", f"an integer with 1 <= value <= {n_layers}",
                               cfg.lora_layers)
         prefix = n_layers if cfg.trainable in POOLED else n_layers - cfg.lora_layers
         inputs = _prefix_inputs(cfg, model, tokenizer, splits, prefix)

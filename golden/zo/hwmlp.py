@@ -9,8 +9,8 @@ row-major ``(K, N)``.
 
 ``hw-prge`` is the hardware's step (:meth:`ZoNetwork.step`): the perturbation source's
 golden generator (``pezo-onthefly``, ``pezo-pregen`` or ``gaussian-hw``, started where
-``--seed`` says, as the hardware's) drives the branches and the update; ``--lr`` and
-``--eps`` become the integer settings of :func:`~zoforge.golden.zolayer.network.
+``seed`` says, as the hardware's) drives the branches and the update; ``lr`` and
+``eps`` become the integer settings of :func:`~zoforge.golden.zolayer.network.
 step_settings`, which the result reports. A golden run is the exact prediction of the same
 run on the RTL: same batches, same g values, same masters after every step.
 """
@@ -80,11 +80,11 @@ class HardwarePRGE(ZOOptimizer):
     def __init__(self, trainable, perturbation, lr: float, eps: float, queries: int = 1):
         super().__init__(trainable, perturbation, lr, eps)
         if not isinstance(trainable, HwMlpTrainable):
-            raise ConfigError("--method", "hw-prge only with --trainable hw-mlp",
+            raise ConfigError("method", "hw-prge only with trainable hw-mlp",
                               trainable.kind)
         if perturbation.hardware() is None:
-            raise ConfigError("--perturbation", "a hardware source (pezo-onthefly, "
-                              "pezo-pregen, gaussian-hw) for --method hw-prge",
+            raise ConfigError("perturbation", "a hardware source (pezo-onthefly, "
+                              "pezo-pregen, gaussian-hw) for method hw-prge",
                               perturbation.name)
         self.generator = perturbation.generator
         self.queries = queries

@@ -44,9 +44,9 @@ class ZOOptimizer:
 
     def __init__(self, trainable, perturbation, lr: float, eps: float):
         if not lr > 0:
-            raise ConfigError("--lr", "a number > 0", lr)
+            raise ConfigError("lr", "a number > 0", lr)
         if not eps > 0:
-            raise ConfigError("--eps", "a number > 0", eps)
+            raise ConfigError("eps", "a number > 0", eps)
         self.trainable, self.perturbation = trainable, perturbation
         self.lr, self.eps = float(lr), float(eps)
 
@@ -74,7 +74,7 @@ class RGE(ZOOptimizer):
                  outer: bool = False, inner: bool = False):
         super().__init__(trainable, perturbation, lr, eps)
         if queries < 1:
-            raise ConfigError("--queries", "an integer >= 1", queries)
+            raise ConfigError("queries", "an integer >= 1", queries)
         self.queries, self.outer, self.inner = queries, outer, inner
 
     def pair_losses(self, zs: list[torch.Tensor], index) -> tuple[torch.Tensor, torch.Tensor]:
@@ -109,14 +109,14 @@ class Preconditioned(ZOOptimizer):
                  hessian_smooth: float = 0.01, d_min: float = 0.1, d_max: float = 1e4,
                  layer_steps: int | None = None):
         super().__init__(trainable, perturbation, lr, eps)
-        self.variant = check_choice("--method", variant, ("pefoo", "hizoo"))
+        self.variant = check_choice("method", variant, ("pefoo", "hizoo"))
         if not 0 < hessian_smooth <= 1:
-            raise ConfigError("--hessian-smooth", "a number in (0, 1]", hessian_smooth)
+            raise ConfigError("hessian_smooth", "a number in (0, 1]", hessian_smooth)
         if not 0 < d_min <= d_max:
-            raise ConfigError("--d-min/--d-max", "numbers with 0 < D_min <= D_max",
+            raise ConfigError("d_min/d_max", "numbers with 0 < D_min <= D_max",
                               f"{d_min}, {d_max}")
         if layer_steps is not None and layer_steps < 1:
-            raise ConfigError("--layer-steps", "an integer >= 1", layer_steps)
+            raise ConfigError("layer_steps", "an integer >= 1", layer_steps)
         self.smooth, self.d_min, self.d_max = hessian_smooth, d_min, d_max
         self.layer_steps = layer_steps
         self.t = 0
@@ -181,15 +181,15 @@ def make_optimizer(method: str, trainable, perturbation, *, lr: float, eps: floa
                    hessian_smooth: float = 0.01, d_min: float = 0.1, d_max: float = 1e4,
                    layer_steps: int = 10) -> ZOOptimizer:
     """The optimizer ``method`` (one of :data:`METHODS`) with CLI-style parameters."""
-    check_choice("--method", method, METHODS)
+    check_choice("method", method, METHODS)
     if method in ("mezo", "prge"):
         if method == "prge" and trainable.kind == "full":
-            raise ConfigError("--trainable", "head or lora-fa for --method prge", "full")
+            raise ConfigError("trainable", "head or lora-fa for method prge", "full")
         parallel = method == "prge"
         return RGE(trainable, perturbation, lr, eps, queries,
                    outer=parallel and outer, inner=parallel and inner)
     if queries != 1:
-        raise ConfigError("--queries", f"1 for --method {method}", queries)
+        raise ConfigError("queries", f"1 for method {method}", queries)
     return Preconditioned(trainable, perturbation, lr, eps,
                           variant="hizoo" if method == "hizoo" else "pefoo",
                           hessian_smooth=hessian_smooth, d_min=d_min, d_max=d_max,

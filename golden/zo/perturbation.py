@@ -5,20 +5,20 @@ with :meth:`Perturbation.draw`; each draw advances the source. Nothing ever stor
 ``state_dict()`` is a few numbers (a seed and a draw counter, or a PeZO generator's state),
 and ``load_state_dict()`` followed by the same draws regenerates the same vectors exactly.
 
-Sources (``--perturbation``):
+Sources (``perturbation``):
 
 * ``gaussian``  z ~ N(0, I) from torch's CPU generator (the MeZO baseline).
 * ``rademacher`` z uniform over {-1, +1}.
 * ``uniform-naive`` the raw lanes of the PeZO on-the-fly LFSR generator as fractions
   ``u / 2^(b-1)`` in (-1, 1), without the scale LUT: the failure case of PeZO Table 3.
-* ``uniform-scaled`` z ~ U(-1, 1) from torch, split into chunks of ``--chunk`` values
+* ``uniform-scaled`` z ~ U(-1, 1) from torch, split into chunks of ``chunk`` values
   (0: one chunk), each chunk scaled exactly (float) so that its norm equals the expected
   norm of a Gaussian vector of the chunk's length.
 * ``pezo-onthefly`` / ``pezo-pregen`` the PeZO generators' golden models
   (:mod:`zoforge.golden.rng`), bit-exact with the RTL, including their own (power-of-two)
-  modulus scaling. The pool's contents are a hardware parameter (``--pool-seed``).
+  modulus scaling. The pool's contents are a hardware parameter (``pool_seed``).
 * ``gaussian-hw`` the hardware Gaussian baseline (n central-limit generators, each a sum of
-  ``--terms`` LFSR values; :class:`~zoforge.golden.rng.GaussianConfig`), bit-exact with its
+  ``terms`` LFSR values; :class:`~zoforge.golden.rng.GaussianConfig`), bit-exact with its
   RTL: the MeZO row of PeZO's Table 6 as a training source.
 
 The three hardware sources know the generator they are bit-exact with
@@ -26,7 +26,7 @@ The three hardware sources know the generator they are bit-exact with
 generator's cost); the software sources have none. ``n_rng`` / ``bits`` left as ``None``
 take the generator configuration's defaults.
 
-``--seed`` means the same for every source: where its random sequence starts. Seeded torch
+``seed`` means the same for every source: where its random sequence starts. Seeded torch
 sources derive draw ``i``'s generator seed from ``(seed, i)`` with numpy's ``SeedSequence``,
 so a draw depends only on its index; a PeZO generator starts in the state
 :meth:`~zoforge.golden.rng.base.GoldenGenerator.initial_state` gives for the seed (seed 0:
@@ -127,7 +127,7 @@ class UniformScaled(_SeededTorch):
 
     def __init__(self, seed: int, chunk: int = 0):
         super().__init__(seed)
-        self.chunk = check_int_range("--chunk", chunk, 0)
+        self.chunk = check_int_range("chunk", chunk, 0)
 
     def _sample(self, d, generator):
         u = torch.rand(d, generator=generator).mul_(2).sub_(1)
@@ -218,7 +218,7 @@ def make_perturbation(name: str, *, seed: int = 0, n_rng: int | None = None,
     ``n_rng`` and ``bits`` default to the generator configuration's (on-the-fly 31 x 8,
     pre-generated 12 bits, hardware Gaussian 1024 x 16).
     """
-    check_choice("--perturbation", name, SOURCES)
+    check_choice("perturbation", name, SOURCES)
     if name in ("gaussian", "rademacher"):
         return SOURCES[name](seed)
     if name == "uniform-scaled":

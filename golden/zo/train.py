@@ -13,11 +13,11 @@ ends with the same parameters, bit for bit, as an uninterrupted run.
 accumulated over resumptions), validation accuracies, ``d`` and the full configuration.
 ``OUT/training.png``: training loss and validation accuracy against the step.
 
-Before any work ``--out`` is checked (a writable folder or one that can be created, not an
+Before any work ``out`` is checked (a writable folder or one that can be created, not an
 existing file) and none of these outputs may be a symbolic link: they are written to a
 temporary file renamed into place, never through a link. A training whose loss becomes
 non-finite or exceeds :data:`DIVERGED` times its first step's (at least 1) stops with a
-one-line error naming ``--lr``.
+one-line error naming ``lr``.
 """
 from __future__ import annotations
 
@@ -87,23 +87,23 @@ def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
     if state["config"] != cfg.resume_key():
         changed = sorted(k for k in cfg.resume_key()
                          if state["config"].get(k) != cfg.resume_key()[k])
-        raise ConfigError("--out", "a new directory, or one whose checkpoint has the same "
+        raise ConfigError("out", "a new directory, or one whose checkpoint has the same "
                           "configuration", f"{path.parent}: differs in {', '.join(changed)}")
     if state["step"] > cfg.steps:
-        raise ConfigError("--steps", f"at least the {state['step']} steps of the checkpoint in "
-                          f"{path.parent} (or a new --out)", cfg.steps)
+        raise ConfigError("steps", f"at least the {state['step']} steps of the checkpoint in "
+                          f"{path.parent} (or a new out)", cfg.steps)
     return state
 
 
 def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
     """Run (or resume) the training of ``cfg``; returns the result dictionary."""
-    out = check_out_dir("--out", cfg.out)
+    out = check_out_dir("out", cfg.out)
     check_targets(out, [out / name for name in OUTPUTS])
     state = _load_checkpoint(out / CHECKPOINT, cfg)
     torch.set_num_threads(cfg.threads)
     trainable, info = build_trainable(cfg)
     optimizer = build_optimizer(cfg, trainable)
-    make_out_dir("--out", out)
+    make_out_dir("out", out)
     if state is None:
         accuracy_before, loss_before = trainable.evaluate(trainable.theta, "test")
         state = {"step": 0, "seconds": 0.0, "accuracy_before": accuracy_before,
@@ -158,14 +158,14 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
 
 
 def _check_divergence(cfg: TrainConfig, loss: float, step: int, losses: list[float]) -> None:
-    """Stop (one-line error naming --lr) when the loss is not finite or exceeds
+    """Stop (one-line error naming lr) when the loss is not finite or exceeds
     :data:`DIVERGED` times the first step's loss (at least 1)."""
     first = losses[0] if losses else loss
     bound = DIVERGED * max(first, 1.0) if np.isfinite(first) else np.inf
     if not np.isfinite(loss) or loss > bound:
-        raise ConfigError("--lr", f"small enough that training converges: the training loss "
+        raise ConfigError("lr", f"small enough that training converges: the training loss "
                           f"diverged to {loss:.3g} at step {step + 1} (first step "
-                          f"{first:.3g}); lower --lr (or --eps)", cfg.lr)
+                          f"{first:.3g}); lower lr (or eps)", cfg.lr)
 
 
 def _progress(cfg: TrainConfig, initial: int):

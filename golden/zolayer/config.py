@@ -81,21 +81,21 @@ class ZoLayerConfig(Config):
                        kw_only=True)
 
     def check(self) -> None:
-        for flag, value, unit, name in (("--max-m", self.max_m, self.cols, "--cols"),
-                                        ("--max-n", self.max_n, self.rows, "--rows"),
-                                        ("--max-r", self.max_r, self.rows, "--rows")):
+        for field, value, unit, name in (("max_m", self.max_m, self.cols, "cols"),
+                                        ("max_n", self.max_n, self.rows, "rows"),
+                                        ("max_r", self.max_r, self.rows, "rows")):
             if value % unit:
-                raise ConfigError(flag, f"a multiple of {name} = {unit}", value)
+                raise ConfigError(field, f"a multiple of {name} = {unit}", value)
         lanes = self.generator().golden().values_per_cycle
         if self.variant == "pregen" and lanes != self.rows:
-            raise ConfigError("--banks", f"equal to --rows = {self.rows} (one pool value "
+            raise ConfigError("banks", f"equal to rows = {self.rows} (one pool value "
                               "per array row and cycle)", lanes)
         width = self.generator().golden().width
         if width > Formats.MAX_Z_BITS:
-            raise ConfigError("--bits", f"a generator whose values have at most "
+            raise ConfigError("bits", f"a generator whose values have at most "
                               f"{Formats.MAX_Z_BITS} bits (these have {width})", self.bits)
         if lanes < self.rows:
-            raise ConfigError("--n-rng", f"at least --rows = {self.rows} (one value per "
+            raise ConfigError("n_rng", f"at least rows = {self.rows} (one value per "
                               "array row and cycle)", lanes)
 
     def generator(self) -> GeneratorConfig:
@@ -134,5 +134,5 @@ LAYER_CONFIGS = {strategy: _variant(cls) for strategy, cls in GENERATOR_CONFIGS.
 
 def layer_config(strategy: str = "onthefly", **fields) -> ZoLayerConfig:
     """The layer configuration for ``strategy`` with ``fields`` (defaults for the rest)."""
-    check_choice("--strategy", strategy, LAYER_CONFIGS)
+    check_choice("strategy", strategy, LAYER_CONFIGS)
     return LAYER_CONFIGS[strategy](**fields)

@@ -45,7 +45,7 @@ def saturate_gradient(g: int) -> int:
 
 
 def projected_gradient(loss_plus: int, loss_minus: int, grad_shift: int) -> int:
-    check_int_range("--grad-shift", grad_shift, 0, GRAD_SHIFT_MAX)
+    check_int_range("grad_shift", grad_shift, 0, GRAD_SHIFT_MAX)
     return saturate_gradient((int(loss_plus) - int(loss_minus)) >> grad_shift)
 
 

@@ -111,15 +111,15 @@ class LayerShape:
 
     def checked(self, config: ZoLayerConfig) -> "LayerShape":
         lora = config.mode == "lora-fa"
-        check_int_range("--m", self.m, 1, config.max_m)
-        check_int_range("--k", self.k, 1, config.max_k)
-        check_int_range("--n", self.n, 1, config.max_n)
-        check_int_range("--r", self.r, 1 if lora else 0, config.max_r if lora else 0)
-        for flag, value, unit, name in (("--m", self.m, config.cols, "--cols"),
-                                        ("--n", self.n, config.rows, "--rows"),
-                                        ("--r", self.r, config.rows, "--rows")):
+        check_int_range("m", self.m, 1, config.max_m)
+        check_int_range("k", self.k, 1, config.max_k)
+        check_int_range("n", self.n, 1, config.max_n)
+        check_int_range("r", self.r, 1 if lora else 0, config.max_r if lora else 0)
+        for field, value, unit, name in (("m", self.m, config.cols, "cols"),
+                                        ("n", self.n, config.rows, "rows"),
+                                        ("r", self.r, config.rows, "rows")):
             if value % unit:
-                raise ConfigError(flag, f"a multiple of {name} = {unit}", value)
+                raise ConfigError(field, f"a multiple of {name} = {unit}", value)
         return self
 
     def trained(self, config: ZoLayerConfig) -> tuple[int, int]:
@@ -193,7 +193,7 @@ class ZoLayerGolden:
         int32."""
         if sign not in (1, 0, -1):
             raise ConfigError("sign", "+1, 0 or -1", sign)
-        check_int_range("--eps-shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
+        check_int_range("eps_shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
         z = self.perturbation() if sign else None
         tp = self.operand(sign, eps_shift, z).to(torch.float64)
         if self.lora:
@@ -208,8 +208,8 @@ class ZoLayerGolden:
 
     def apply(self, eta_mult: int, eta_shift: int) -> None:
         """``T <- clamp(T - round(D * eta_mult / 2^eta_shift))``; ``D <- 0``."""
-        check_int_range("--eta-mult", eta_mult, 0, (1 << Formats.ETA_MULT_BITS) - 1)
-        check_int_range("--eta-shift", eta_shift, 0, Formats.ETA_SHIFT_MAX)
+        check_int_range("eta_mult", eta_mult, 0, (1 << Formats.ETA_MULT_BITS) - 1)
+        check_int_range("eta_shift", eta_shift, 0, Formats.ETA_SHIFT_MAX)
         self.master = applied_update(self.master, self.accumulator, eta_mult, eta_shift)
         self.accumulator.zero_()
 

@@ -79,7 +79,7 @@ def step_settings(lr: float, eps: float, queries: int, frac_bits: int) -> StepSe
     eps_shift = round(frac_bits - WEIGHT_FRAC - math.log2(eps))
     if not 0 <= eps_shift <= Formats.EPS_SHIFT_MAX:
         low, high = (2.0 ** (frac_bits - WEIGHT_FRAC - e) for e in (Formats.EPS_SHIFT_MAX, 0))
-        raise ConfigError("--eps", f"a value with {low:.3g} <= eps <= {high:.3g} for this "
+        raise ConfigError("eps", f"a value with {low:.3g} <= eps <= {high:.3g} for this "
                           "generator", eps)
     used_eps = 2.0 ** (frac_bits - eps_shift - WEIGHT_FRAC)
     eta = lr / queries * 2.0 ** (WEIGHT_FRAC + Formats.MASTER_FRAC - GRAD_FRAC - frac_bits)
@@ -89,7 +89,7 @@ def step_settings(lr: float, eps: float, queries: int, frac_bits: int) -> StepSe
         eta_shift -= 1
     eta_mult = round(eta * 2.0 ** eta_shift)
     if not 1 <= eta_mult <= limit:
-        raise ConfigError("--lr", "a learning rate the 16-bit eta_mult * 2^-eta_shift can "
+        raise ConfigError("lr", "a learning rate the 16-bit eta_mult * 2^-eta_shift can "
                           "hold for this generator", lr)
     used_lr = eta_mult * 2.0 ** -eta_shift * queries / 2.0 ** (
         WEIGHT_FRAC + Formats.MASTER_FRAC - GRAD_FRAC - frac_bits)
@@ -112,7 +112,7 @@ class ZoNetwork:
             raise ConfigError("widths", "input, hidden... and output widths", widths)
         for width in widths[1:]:
             if width % rows:
-                raise ConfigError("--hidden", f"a multiple of the array rows {rows}", width)
+                raise ConfigError("hidden", f"a multiple of the array rows {rows}", width)
         self.rows, self.widths = rows, widths
         self.masters = [torch.zeros(k, n, dtype=torch.int64)
                         for k, n in zip(widths[:-1], widths[1:])]
@@ -159,7 +159,7 @@ class ZoNetwork:
         """The last layer's outputs ``(B, N)`` (int64 values of int32) with every layer's
         weights ``T + sign * eps * z``, z drawn from ``generator`` (sign 0: unperturbed, no
         perturbation drawn); ``masters`` instead of the network's own, if given."""
-        check_int_range("--eps-shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
+        check_int_range("eps_shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
         if len(self.requants) != len(self.masters) - 1:
             raise ConfigError("network", "calibrated before use (calibrate())", "not yet")
         h = torch.as_tensor(x, dtype=torch.int64)

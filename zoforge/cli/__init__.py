@@ -91,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except ConfigError as error:
-        print(f"zoforge: error: {error}", file=sys.stderr)
+    except ConfigError as error:       # a field shown as its flag (one place: _flags)
+        from zoforge.cli._flags import as_flag
+        print(f"zoforge: error: {as_flag(error, parser, args)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `zoforge rng dump ... | head`
         sys.stderr.close()
