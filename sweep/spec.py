@@ -47,7 +47,8 @@ from zoforge.golden.zo.config import TrainConfig
 from zoforge.reports.synth import RAM_STYLES
 
 __all__ = ["ReportOptions", "SearchOptions", "Point", "Sweep", "read_sweep", "read_toml",
-           "sweep_from_dict", "stable_key", "train_key", "TOP_KEYS", "SET_BY_SWEEP", "TRAIN_KEYS", "HARDWARE_KEYS"]
+           "sweep_from_dict", "stable_key", "train_key", "TOP_KEYS", "SET_BY_SWEEP",
+           "TRAIN_KEYS", "HARDWARE_KEYS"]
 
 #: TrainConfig fields every point gets from the sweep, not from the file.
 SET_BY_SWEEP = ("out", "progress", "threads")
@@ -166,7 +167,7 @@ class Sweep:
 def read_toml(path: Path | str) -> dict:
     """The TOML data of ``path`` (:func:`zoforge.config.read_table`: a one-line ConfigError
     naming ``config`` and the file if it cannot be read)."""
-    return read_table(path, "config")
+    return read_table(path, "config", syntax="TOML")
 
 
 def read_sweep(path: Path | str, name: str | None = None) -> Sweep:

@@ -85,6 +85,10 @@ def files(tmp_path_factory) -> dict:
                          "unknown-key": {"learning_rate": 0.1}}.items():
         (tmp / f"{name}.json").write_text(json.dumps(values))
     (tmp / "array.json").write_text("[1, 2, 3]")
+    os.mkfifo(tmp / "fifo.json")                         # must be refused, never opened
+    (tmp / "duplicate.json").write_text('{"lr": 0.1, "lr": 0.2}')
+    (tmp / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (tmp / "forged.json").write_text(json.dumps({"method": "x\nzoforge: error: fine"}))
     (tmp / "design-bad-type.toml").write_text(
         'zoforge_config = 1\nkind = "rng"\nstrategy = "onthefly"\nsnapshot = "no"\n')
     (tmp / "design-bad-kind.toml").write_text('zoforge_config = 1\nkind = "cpu"\n')
@@ -280,6 +284,14 @@ CASES = [
      "key 'learning_rate' in"),
     ("train-config-not-object", TRAIN + ["--config", "{tmp}/array.json"], "the top level of"),
     ("train-config-binary", TRAIN + ["--config", "{tmp}/binary.json"], "--config"),
+    ("train-config-fifo", TRAIN + ["--config", "{tmp}/fifo.json"], "--config"),
+    ("train-config-duplicate-key", TRAIN + ["--config", "{tmp}/duplicate.json"], "key 'lr' in"),
+    ("train-config-too-deep", TRAIN + ["--config", "{tmp}/deep.json"], "--config"),
+    ("train-config-forged-line", TRAIN + ["--config", "{tmp}/forged.json"], "method in"),
+    ("generate-config-fifo", ["generate", "--config", "{tmp}/fifo.json", "--out", NO_OUT],
+     "--config"),
+    ("sweep-config-fifo", ["sweep", "--config", "{tmp}/fifo.json", "--store", "{tmp}/store"],
+     "--config"),
     ("train-pool-size-with-gaussian", TRAIN + ["--pool-size", "255"], "--pool-size"),
     ("train-rank-with-head", TRAIN + ["--rank", "4"], "--rank"),
     ("train-layer-steps-with-mezo", TRAIN + ["--layer-steps", "3"], "--layer-steps"),

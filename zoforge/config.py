@@ -59,7 +59,7 @@ _VERSION_KEY = "zoforge_config"
 _KIND_KEY = "kind"
 
 
-#: Largest configuration file read (a larger one is refused before it is read).
+#: Largest configuration file read, 1 MiB (a larger one is refused before it is read).
 MAX_FILE_BYTES = 1 << 20
 
 
@@ -389,9 +389,10 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
-def read_table(path: Path | str, parameter: str = "config") -> dict:
-    """The table of keys and values in a TOML (``.toml``) or JSON (any other suffix) file:
-    the one strict reader of configuration files.
+def read_table(path: Path | str, parameter: str = "config", syntax: str | None = None
+               ) -> dict:
+    """The table of keys and values in a TOML or JSON file (``syntax``; by default TOML for
+    a ``.toml`` file, else JSON): the one strict reader of configuration files.
 
     Refused, each with a one-line :class:`ConfigError` naming ``parameter`` (the command
     line's ``--config``) and the file: a missing or unreadable path, anything but a regular
@@ -401,11 +402,11 @@ def read_table(path: Path | str, parameter: str = "config") -> dict:
     and a top level that is not a table.
     """
     path = Path(path)
-    kind = "TOML" if path.suffix == ".toml" else "JSON"
+    kind = syntax or ("TOML" if path.suffix == ".toml" else "JSON")
 
     def refused(reason: str) -> ConfigError:
         return ConfigError(parameter, f"a readable {kind} file of at most "
-                           f"{MAX_FILE_BYTES} bytes", f"{str(path)!r}: {reason}")
+                           f"{MAX_FILE_BYTES >> 20} MiB", f"{str(path)!r}: {reason}")
 
     data = _read_regular_file(path, refused)
     try:
@@ -441,6 +442,7 @@ def _read_regular_file(path: Path, refused) -> bytes:
         raise refused("not a regular file")
     if before.st_size > MAX_FILE_BYTES:
         raise refused(f"{before.st_size} bytes")
+    # opened without blocking (a FIFO swapped in after the check cannot hang the open)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
         with os.fdopen(fd, "rb") as handle:

@@ -184,5 +184,5 @@ def _value(text: str):
     """A TOML literal (6, 1e-3, true, "x") or, failing that, the text itself."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return text
