@@ -198,17 +198,17 @@ def test_take_float_dtype_and_scale():
 
 
 @pytest.mark.parametrize("make, parameter", [
-    (lambda: OnTheFlyGolden(n_rng=8, bits=8), "--n-rng"),
-    (lambda: OnTheFlyGolden(n_rng=31, bits=21), "--bits"),
-    (lambda: OnTheFlyGolden(n_rng=63, bits=6), "--bits"),     # 2^b - 1 < 2n
-    (lambda: PregenGolden(pool_size=4096), "--pool-size"),
-    (lambda: PregenGolden(pool_size=127), "--pool-size"),
-    (lambda: PregenGolden(banks=3), "--banks"),
-    (lambda: PregenGolden(bits=3), "--bits"),
-    (lambda: GaussianGolden(n_rng=1024, bits=12, terms=3), "--bits"),
-    (lambda: GaussianGolden(terms=0), "--terms"),
+    (lambda: OnTheFlyGolden(n_rng=8, bits=8), "n_rng"),
+    (lambda: OnTheFlyGolden(n_rng=31, bits=21), "bits"),
+    (lambda: OnTheFlyGolden(n_rng=63, bits=6), "bits"),     # 2^b - 1 < 2n
+    (lambda: PregenGolden(pool_size=4096), "pool_size"),
+    (lambda: PregenGolden(pool_size=127), "pool_size"),
+    (lambda: PregenGolden(banks=3), "banks"),
+    (lambda: PregenGolden(bits=3), "bits"),
+    (lambda: GaussianGolden(n_rng=1024, bits=12, terms=3), "bits"),
+    (lambda: GaussianGolden(terms=0), "terms"),
 ])
-def test_invalid_parameters_raise_config_error_naming_the_flag(make, parameter):
+def test_invalid_parameters_raise_config_error_naming_the_field(make, parameter):
     with pytest.raises(ConfigError) as error:
         make()
-    assert str(error.value).startswith(parameter) and "\n" not in str(error.value)
+    assert str(error.value).startswith(f"{parameter} must") and "\n" not in str(error.value)
