@@ -273,3 +273,21 @@ def test_a_train_config_is_frozen_and_replace_validates():
         BASE.steps = 3
     with pytest.raises(ConfigError, match="^steps must be an integer >= 0"):
         dataclasses.replace(BASE, steps=-1)
+
+
+# -- the command line shows a field as its flag (one place) ----------------------------------
+
+@pytest.mark.parametrize("argv, parameter, shown", [
+    (["train"], "n_rng", "--n-rng"),
+    (["train"], "inner", "--inner"),                 # --inner / --no-inner
+    (["train"], "n_rng in cfg.json", "n_rng in cfg.json"),
+    (["rng", "dump"], "n_rng", "--n-rng"),            # a sub-command of a group
+    (["sweep"], "steps", "steps"),                   # not one of the command's flags
+    (["train"], "ZOFORGE_CACHE", "ZOFORGE_CACHE"),
+])
+def test_the_command_line_maps_a_field_to_its_flag(argv, parameter, shown):
+    from zoforge.cli import build_parser
+    from zoforge.cli._flags import as_flag
+    parser = build_parser()
+    error = as_flag(ConfigError(parameter, "valid", 8), parser, parser.parse_args(argv))
+    assert str(error) == f"{shown} must be valid (got 8)"

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 import math
 import os
@@ -286,8 +287,9 @@ def _variant_note(cls) -> str:
     return f" (for {cls.tag} {cls.variant})" if cls.tag else ""
 
 
+@functools.cache
 def _field_kinds(cls) -> dict[dataclasses.Field, tuple[type, bool]]:
-    """Each field, its Python type and whether it may be None."""
+    """Each field, its Python type and whether it may be None (once per class)."""
     hints = typing.get_type_hints(cls)
     out = {}
     for field in dataclasses.fields(cls):
