@@ -50,9 +50,9 @@ from zoforge.errors import ConfigError
 from zoforge.files import atomic_write_text, content_key
 
 __all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "NonBlank",
-           "flag_name", "config_text", "config_from_dict", "config_type_of", "load_config", "dump_config",
-           "read_table", "unknown_key", "field_of", "canonical_json", "data_hash", "SCHEMA_VERSION",
-           "MAX_FILE_BYTES"]
+           "flag_name", "config_text", "config_from_dict", "config_type_of", "load_config",
+           "dump_config", "read_table", "unknown_key", "field_of", "canonical_json",
+           "data_hash", "SCHEMA_VERSION", "MAX_FILE_BYTES"]
 
 #: Version of the serialised form; a file names it as ``zoforge_config``.
 SCHEMA_VERSION = 1
