@@ -8,7 +8,7 @@ from importlib import metadata
 
 
 def register(tree) -> None:
-    parser = tree.command("toolchain", help="show the simulators and synthesis tools found here")
+    parser = tree.command("toolchain")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(func=run)
 
