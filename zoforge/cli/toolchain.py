@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from importlib import metadata
 
 
 def register(tree) -> None:
@@ -14,6 +13,8 @@ def register(tree) -> None:
 
 
 def _version(distribution: str) -> str | None:
+    from importlib import metadata
+
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
