@@ -15,19 +15,22 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 COMMANDS = ("demo", "generate", "cosim", "rng", "train", "build", "sweep", "toolchain")
 EXTRA = (("generate", "rng"), ("cosim", "rng"), ("rng", "dump"))
 
 
-def wall_time(python: str, argv: list[str], runs: int) -> float:
-    """Median wall time (s) of ``python -m zoforge ARGV`` over ``runs`` fresh processes."""
+def wall_time(python: str, argv: list[str], runs: int, folder: str) -> float:
+    """Median wall time (s) of ``python -m zoforge ARGV`` over ``runs`` fresh processes, run
+    in an empty ``folder`` (so that no checkout in the working folder shadows the
+    interpreter's own)."""
     times = []
     for _ in range(runs):
         started = time.perf_counter()
         subprocess.run([python, "-m", "zoforge", *argv], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, check=True)
+                       stderr=subprocess.DEVNULL, check=True, cwd=folder)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 
@@ -46,11 +49,13 @@ def main() -> None:
     width = max(len(" ".join(["zoforge", *row, "--help"])) for row in rows)
     print(f"{'command':<{width}}" + "".join(f"  {python:>{max(10, len(python))}}"
                                              for python in pythons))
-    for row in rows:
-        argv = [*row, "--help"]
-        cells = "".join(f"  {wall_time(python, argv, args.runs):>{max(10, len(python))}.3f}"
-                        for python in pythons)
-        print(f"{' '.join(['zoforge', *argv]):<{width}}{cells}")
+    with tempfile.TemporaryDirectory() as folder:
+        for row in rows:
+            argv = [*row, "--help"]
+            cells = "".join(
+                f"  {wall_time(python, argv, args.runs, folder):>{max(10, len(python))}.3f}"
+                for python in pythons)
+            print(f"{' '.join(['zoforge', *argv]):<{width}}{cells}", flush=True)
 
 
 if __name__ == "__main__":
