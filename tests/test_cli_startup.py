@@ -125,6 +125,13 @@ def test_a_designs_help_imports_that_design_only(argv):
     assert not set(others) & result["modules"]
 
 
+def test_a_group_commands_sub_command_gets_its_flags_when_used():
+    result = _probe(["rng", "dump", "--help"])
+    assert result["code"] == 0 and "--n-rng" in result["out"] and "--cycles" in result["out"]
+    assert not _heavy(result["modules"])
+    assert "zoforge.golden.rng" not in _probe(["rng", "--help"])["modules"]
+
+
 def test_design_fields_given_as_references_are_imported_when_first_read():
     code = ("import sys\nfrom zoforge.hw.designs import get_design\n"
             "design = get_design('engine')\n"
