@@ -1,5 +1,7 @@
-"""Registry of target boards: a new board is one module in ``boards/`` calling
-:func:`register_board`.
+"""Registry of target boards: the table :data:`BUILTIN` (board name -> import reference of
+its :class:`Board`), and :func:`register_board` for a board defined elsewhere. A new board is
+one module in ``boards/`` defining its ``Board`` and one line in the table; a board's module
+(and its Amaranth platform) is imported only when the board is used.
 
 A :class:`Board` holds every fact about a board that the reports use: the Amaranth platform,
 the part, the device's capacities (from its data sheet, with the source named), the
@@ -10,15 +12,14 @@ read boards; boards never import the reports.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import zoforge.boards as package
 from zoforge.errors import ConfigError
+from zoforge.references import resolve
 
-__all__ = ["Board", "register_board", "boards", "get_board", "TOOLCHAINS"]
+__all__ = ["Board", "BUILTIN", "register_board", "board_names", "boards", "get_board",
+           "TOOLCHAINS"]
 
 TOOLCHAINS = ("vivado", "nextpnr-ecp5")
 
@@ -88,8 +89,10 @@ class Board:
         return mhz
 
 
+#: The built-in boards: name -> import reference of its :class:`Board`.
+BUILTIN = {"ulx3s-85f": "zoforge.boards.ulx3s:BOARD", "zcu102": "zoforge.boards.zcu102:BOARD"}
+
 _BOARDS: dict[str, Board] = {}
-_INTERNAL = {"registry", "harness"}
 
 
 def register_board(board: Board) -> Board:
@@ -99,16 +102,30 @@ def register_board(board: Board) -> Board:
     return board
 
 
+def board_names() -> list[str]:
+    """The names of every board, sorted (importing none of them)."""
+    return sorted(set(BUILTIN) | set(_BOARDS))
+
+
+def _builtin(name: str) -> Board:
+    board = resolve(BUILTIN[name])
+    if board.name != name:
+        raise RuntimeError(f"board table: {BUILTIN[name]} is board {board.name!r}, not "
+                           f"{name!r}")
+    return register_board(board)
+
+
 def boards() -> dict[str, Board]:
-    """All boards, by name (imports every module of ``zoforge.boards``)."""
-    for info in pkgutil.iter_modules(package.__path__):
-        if not info.ispkg and info.name not in _INTERNAL and not info.name.startswith("_"):
-            importlib.import_module(f"zoforge.boards.{info.name}")
+    """All boards, by name (imports every built-in board's module)."""
+    for name in BUILTIN:
+        _builtin(name)
     return dict(sorted(_BOARDS.items()))
 
 
 def get_board(name: str) -> Board:
-    available = boards()
-    if name not in available:
-        raise ConfigError("--board", "one of " + ", ".join(available), name)
-    return available[name]
+    """The board ``name`` (importing only its own module)."""
+    if name in _BOARDS:
+        return _BOARDS[name]
+    if name in BUILTIN:
+        return _builtin(name)
+    raise ConfigError("--board", "one of " + ", ".join(board_names()), name)

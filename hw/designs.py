@@ -2,41 +2,43 @@
 offer.
 
 A :class:`Design` is a name, the configuration type(s) that describe every instance of it
-(one type, or several variants of one kind tagged e.g. by ``strategy``), and a function from
-a configuration value to an :class:`Elaborated` design. Registering one with
-:func:`register_design` is the only step that exposes it on the command line: flags are
-generated from its configuration types, ``--config FILE`` reads a saved configuration.
+(one type, or several variants of one kind tagged e.g. by ``strategy``), a function from a
+configuration value to an :class:`Elaborated` design and, for designs whose memories the
+user sizes, a function from a configuration to its memories (:class:`MemorySize`: words, bits
+and the configuration fields that size each; the command line refuses a design too large to
+generate and names those fields' flags). A design may also carry a co-simulation (``cosim``:
+``(config, options) -> JSON-able dict`` with at least ``bit_exact``, and ``cosim_options``,
+the configuration type of its run options) and its own switching-activity stimulus
+(``activity_bench``: ``(config, elaborated) -> (cocotb module, args)``) for the power report.
 
-A design may also carry a co-simulation (``cosim``: ``(config, options) -> JSON-able dict``
-with at least ``bit_exact``, and ``cosim_options``, the configuration type of its run
-options) and its own switching-activity stimulus (``activity_bench``:
-``(config, elaborated) -> (cocotb module, args)``) for the power report. The built-in
-designs' co-simulations live in :mod:`zoforge.sim`, above this layer, and are attached there
-with :func:`attach_cosim`; :func:`zoforge.sim.runners.designs` returns the designs with them
-attached. Each hardware area declares its designs in a module named ``designs`` inside its
-package (``zoforge.hw.rng.designs``, ...); those modules are discovered automatically.
+Any of these may be given as an import reference (``"package.module:attribute"``,
+:mod:`zoforge.references`), resolved when first read: listing the designs imports nothing,
+and using one imports only its own modules (``zoforge --help`` stays fast and torch-free).
+
+The built-in designs are the table :data:`BUILTIN` below; a line there (or a
+:func:`register_design` call, for a design defined elsewhere) is the only step that exposes
+a design on the command line: flags are generated from its configuration types,
+``--config FILE`` reads a saved configuration. Their co-simulations live in
+:mod:`zoforge.sim`, above this layer, in the table of :mod:`zoforge.sim.runners`, whose
+:func:`~zoforge.sim.runners.designs` returns the designs with them.
 
 Example::
 
-    register_design(Design("rng", "PeZO perturbation generator",
-                           configs=(OnTheFlyConfig, PregenConfig, GaussianConfig),
-                           elaborate=elaborate_generator))
+    register_design(Design("counter", "a counter", configs=(CounterConfig,),
+                           elaborate=elaborate_counter))
 """
 from __future__ import annotations
 
-import dataclasses
-import importlib
-import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-import zoforge.hw as hw_package
 from zoforge.config import Config, config_from_dict, load_config
 from zoforge.errors import ConfigError
+from zoforge.references import is_reference, resolve
 
-__all__ = ["Elaborated", "Design", "register_design", "attach_cosim", "designs",
+__all__ = ["Elaborated", "MemorySize", "Design", "BUILTIN", "register_design", "designs",
            "get_design"]
 
 
@@ -67,25 +69,81 @@ class Elaborated:
                     memory_files=sorted(self.memory_files))
 
 
-@dataclass(frozen=True)
+class MemorySize(NamedTuple):
+    """One memory of a design, as its configuration sizes it (before elaboration)."""
+
+    words: int
+    bits: int
+    sized_by: tuple[str, ...]   # the configuration fields its size grows with
+
+
+def _config_types(design: Design, value) -> tuple[type[Config], ...]:
+    """One configuration type, a sequence of them, or a mapping to them -> a tuple, all of
+    the design's kind."""
+    if isinstance(value, type):
+        types = (value,)
+    else:
+        types = tuple(value.values() if isinstance(value, Mapping) else value)
+    kinds = {t.kind for t in types}
+    if kinds != {design.name}:
+        raise RuntimeError(f"design {design.name!r}: its configuration types are of kind "
+                           f"{sorted(kinds)}, not {design.name!r}")
+    return types
+
+
+class _Resolved:
+    """A :class:`Design` attribute that may be given as an import reference: resolved (and
+    converted) when first read, then kept."""
+
+    def __init__(self, convert: Callable[[Design, Any], Any] = lambda design, value: value):
+        self.convert = convert
+
+    def __set_name__(self, owner, name: str):
+        self.name = name
+
+    def __get__(self, design, owner=None):
+        if design is None:
+            return self
+        value = design.__dict__[self.name]
+        if is_reference(value):
+            value = design.__dict__[self.name] = self.convert(design, resolve(value))
+        return value
+
+    def __set__(self, design, value):
+        design.__dict__[self.name] = (value if value is None or is_reference(value)
+                                      else self.convert(design, value))
+
+
 class Design:
-    """A registered design (see the module docstring)."""
+    """A registered design (see the module docstring). Every argument but ``name``,
+    ``help``, ``cosim_help`` and ``aliases`` may be an import reference."""
 
-    name: str
-    help: str
-    configs: tuple[type[Config], ...]
-    elaborate: Callable[[Config], Elaborated]
-    cosim: Callable[[Config, Config], dict] | None = None
-    cosim_options: type[Config] | None = None
-    cosim_help: str = ""
-    activity_bench: Callable[[Config, Elaborated], tuple[str, dict]] | None = None
-    aliases: tuple[str, ...] = ()
+    configs: tuple[type[Config], ...] = _Resolved(_config_types)
+    elaborate: Callable[[Config], Elaborated] = _Resolved()
+    memories: Callable[[Config], dict[str, MemorySize]] | None = _Resolved()
+    cosim: Callable[[Config, Config], dict] | None = _Resolved()
+    cosim_options: type[Config] | None = _Resolved()
+    activity_bench: Callable[[Config, Elaborated], tuple[str, dict]] | None = _Resolved()
 
-    def __post_init__(self):
-        kinds = {c.kind for c in self.configs}
-        if kinds != {self.name}:
-            raise RuntimeError(f"design {self.name!r}: its configuration types are of kind "
-                               f"{sorted(kinds)}, not {self.name!r}")
+    def __init__(self, name: str, help: str, configs, elaborate, *, memories=None,
+                 cosim=None, cosim_options=None, cosim_help: str = "", activity_bench=None,
+                 aliases: tuple[str, ...] = ()):
+        self.name, self.help, self.cosim_help, self.aliases = name, help, cosim_help, aliases
+        self.configs, self.elaborate, self.memories = configs, elaborate, memories
+        self.cosim, self.cosim_options = cosim, cosim_options
+        self.activity_bench = activity_bench
+
+    def __repr__(self) -> str:
+        return f"Design({self.name!r})"
+
+    @property
+    def has_cosim(self) -> bool:
+        """Whether the design has a co-simulation (without importing it)."""
+        return self.__dict__["cosim"] is not None
+
+    def replace(self, **changes) -> Design:
+        """A copy with ``changes`` (import references stay unresolved)."""
+        return Design(**dict(self.__dict__, **changes))
 
     def default_config(self) -> Config:
         return self.configs[0]()
@@ -97,7 +155,24 @@ class Design:
         return load_config(path, self.configs)
 
 
-_REGISTRY: dict[str, Design] = {}
+#: The built-in designs (their co-simulations: :data:`zoforge.sim.runners.COSIMS`).
+BUILTIN = (
+    Design("engine", "tiled INT8 GEMM engine (systolic array, AXI4-Lite/Stream)",
+           configs="zoforge.hw.pe.config:EngineConfig",
+           elaborate="zoforge.hw.pe.designs:elaborate_engine",
+           memories="zoforge.hw.pe.designs:engine_memories"),
+    Design("rng", "PeZO perturbation generator (on-the-fly, pre-generated pool, or the "
+                  "Gaussian baseline)",
+           configs="zoforge.golden.rng:GENERATOR_CONFIGS",
+           elaborate="zoforge.hw.rng.designs:elaborate_generator"),
+    Design("zo-layer", "ZO training layer (LoRA-FA or full weight): perturbed weight stream, "
+                       "P-RGE branches, update unit regenerating z",
+           configs="zoforge.golden.zolayer:LAYER_CONFIGS",
+           elaborate="zoforge.hw.zo.designs:elaborate_layer",
+           memories="zoforge.hw.zo.designs:layer_memories"),
+)
+
+_REGISTRY: dict[str, Design] = {design.name: design for design in BUILTIN}
 
 
 def register_design(design: Design) -> Design:
@@ -109,23 +184,8 @@ def register_design(design: Design) -> Design:
     return design
 
 
-def attach_cosim(name: str, run: Callable[[Config, Config], dict], options: type[Config],
-                 help: str, aliases: tuple[str, ...] = ()) -> None:
-    """Give registered design ``name`` its co-simulation (called by :mod:`zoforge.sim`)."""
-    design = designs()[name]
-    _REGISTRY[name] = dataclasses.replace(design, cosim=run, cosim_options=options,
-                                          cosim_help=help, aliases=aliases)
-
-
 def designs() -> dict[str, Design]:
-    """All registered designs, by name (imports every ``zoforge.hw.*.designs`` module)."""
-    for info in pkgutil.iter_modules(hw_package.__path__):
-        if info.ispkg:
-            try:
-                importlib.import_module(f"zoforge.hw.{info.name}.designs")
-            except ModuleNotFoundError as error:
-                if error.name != f"zoforge.hw.{info.name}.designs":
-                    raise
+    """All registered designs, by name (importing none of their modules)."""
     return dict(sorted(_REGISTRY.items()))
 
 

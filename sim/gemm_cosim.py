@@ -20,7 +20,6 @@ import numpy as np
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.files import cache_dir
-from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
 from zoforge.hw.pe.config import MAX_DIM, EngineConfig
 from zoforge.hw.pe.designs import engine_name
@@ -348,9 +347,3 @@ def cosim_engine(config: EngineConfig, options: GemmCosimOptions | None = None) 
         "build_s": round(info["build_s"], 2), "run_s": round(info["run_s"], 2),
         "simulator": info["simulator"], "config_hash": config.stable_hash(),
     }
-
-
-attach_cosim("engine", cosim_engine, GemmCosimOptions, aliases=("gemm",),
-             help="random GEMMs through the engine's RTL (cocotb + cocotbext-axi, or the "
-                  "Verilog-only bulk bench), checked bit-exact against the golden model; "
-                  "prints JSON")

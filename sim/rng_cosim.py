@@ -27,7 +27,6 @@ from amaranth.lib.wiring import In, Out
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GeneratorConfig, PregenConfig
-from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
 from zoforge.hw.rng.designs import design_name, generator_for
 from zoforge.sim.cosim import SIMULATORS, run_cocotb
@@ -231,8 +230,3 @@ def cosim_rng(config: GeneratorConfig, options: RngCosimOptions | None = None) -
     else:
         summary["failures"] = report["failures"]
     return summary
-
-
-attach_cosim("rng", cosim_rng, RngCosimOptions,
-             help="co-simulate one generator configuration against its golden model; prints "
-                  "JSON (bit_exact, cycles, cycles_per_s, simulator, ...)")

@@ -1,26 +1,54 @@
 """The registered designs with their co-simulations attached.
 
 :mod:`zoforge.hw.designs` registers designs without knowing about simulation (hardware sits
-below this layer); each co-simulation module of this package (``zoforge.sim.*_cosim``)
-attaches its runner to its design when imported. :func:`designs` imports them all, so it
-returns every design with whatever co-simulation it has.
+below this layer). :data:`COSIMS` is the table of the built-in designs' co-simulations (each
+a runner in a ``zoforge.sim.*_cosim`` module, with its options type, as import references:
+listing them imports nothing); :func:`designs` returns every registered design with its
+co-simulation. A co-simulation module is imported only when its design's co-simulation or
+options are first used.
 """
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
-import zoforge.sim as sim_package
 from zoforge.hw.designs import Design
 from zoforge.hw.designs import designs as registered_designs
 
-__all__ = ["designs"]
+__all__ = ["COSIMS", "designs"]
+
+#: Design name -> its co-simulation: the runner ``(config, options) -> dict``, the options'
+#: configuration type, the help of ``zoforge cosim DESIGN`` and other names for it.
+COSIMS: dict[str, dict] = {
+    "engine": dict(
+        cosim="zoforge.sim.gemm_cosim:cosim_engine",
+        cosim_options="zoforge.sim.gemm_cosim:GemmCosimOptions", aliases=("gemm",),
+        cosim_help="random GEMMs through the engine's RTL (cocotb + cocotbext-axi, or the "
+                   "Verilog-only bulk bench), checked bit-exact against the golden model; "
+                   "prints JSON"),
+    "rng": dict(
+        cosim="zoforge.sim.rng_cosim:cosim_rng",
+        cosim_options="zoforge.sim.rng_cosim:RngCosimOptions",
+        cosim_help="co-simulate one generator configuration against its golden model; "
+                   "prints JSON (bit_exact, cycles, cycles_per_s, simulator, ...)"),
+    "zo-layer": dict(
+        cosim="zoforge.sim.zo_cosim:cosim_layer",
+        cosim_options="zoforge.sim.zo_cosim:ZoCosimOptions",
+        cosim_help="ZO training steps of one layer on the RTL (cocotb + cocotbext-axi) "
+                   "against a synthetic regression target, checked bit-exact against the "
+                   "golden model (every branch, g and T after every update); prints JSON"),
+}
+
+# design name -> (the registered design, the same with its co-simulation)
+_ATTACHED: dict[str, tuple[Design, Design]] = {}
 
 
 def designs() -> dict[str, Design]:
-    """Every registered design, with the co-simulations of ``zoforge.sim.*_cosim``."""
-    registered_designs()
-    for info in pkgutil.iter_modules(sim_package.__path__):
-        if info.name.endswith("_cosim"):
-            importlib.import_module(f"zoforge.sim.{info.name}")
-    return registered_designs()
+    """Every registered design, with its co-simulation (importing none of their modules)."""
+    out = registered_designs()
+    for name, cosim in COSIMS.items():
+        design = out.get(name)
+        if design is None or design.has_cosim:
+            continue
+        known = _ATTACHED.get(name)
+        if known is None or known[0] is not design:
+            known = _ATTACHED[name] = (design, design.replace(**cosim))
+        out[name] = known[1]
+    return out

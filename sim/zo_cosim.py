@@ -23,7 +23,6 @@ from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import Formats, ZoLayerConfig
 from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squared_error
 from zoforge.golden.zolayer.model import LayerShape, ZoLayerGolden
-from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
 from zoforge.hw.pe.array import min_tile_interval
 from zoforge.hw.zo.designs import elaborate_layer
@@ -247,9 +246,3 @@ def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) ->
         "simulator": result.simulator, "build_s": round(result.build_s, 2),
         "run_s": round(result.run_s, 2), "config_hash": config.stable_hash(),
     }
-
-
-attach_cosim("zo-layer", cosim_layer, ZoCosimOptions,
-             help="ZO training steps of one layer on the RTL (cocotb + cocotbext-axi) "
-                  "against a synthetic regression target, checked bit-exact against the "
-                  "golden model (every branch, g and T after every update); prints JSON")

@@ -1,13 +1,17 @@
-"""Design ``engine``: the tiled INT8 GEMM engine, elaborated from an :class:`EngineConfig`."""
+"""Design ``engine``: the tiled INT8 GEMM engine, elaborated from an :class:`EngineConfig`
+(registered in :data:`zoforge.hw.designs.BUILTIN`)."""
 from __future__ import annotations
 
-from zoforge.hw.designs import Design, Elaborated, register_design
+from amaranth.hdl import Shape
+
+from zoforge.hw.designs import Elaborated, MemorySize
 
 from .buffers import engine_buffers
 from .config import EngineConfig
 from .engine import GemmEngine
+from .regmap import PARAM_TABLES
 
-__all__ = ["elaborate_engine", "engine_name", "DESIGN"]
+__all__ = ["elaborate_engine", "engine_name", "engine_memories", "memory_sizes"]
 
 BLOCKS = {
     "array": "R x C output-stationary systolic array of INT8 MAC processing elements",
@@ -34,6 +38,20 @@ def elaborate_engine(config: EngineConfig) -> Elaborated:
                       facts=engine.facts, blocks=dict(BLOCKS))
 
 
-DESIGN = register_design(Design(
-    "engine", "tiled INT8 GEMM engine (systolic array, AXI4-Lite/Stream)",
-    configs=(EngineConfig,), elaborate=elaborate_engine))
+#: The configuration fields each memory's size grows with.
+SIZED_BY = {"x_buffer": ("max_m", "max_k"), "w_buffer": ("max_k",),
+            "result_buffer": ("rows", "cols"),
+            **{table.memory: ("max_n",) for table in PARAM_TABLES.values()}}
+
+
+def memory_sizes(buffers: dict, sized_by: dict[str, tuple[str, ...]]) -> dict[str, MemorySize]:
+    """Memory name -> words, bits and the fields that size it, of a design's buffers (name ->
+    ``Buffer``, as :func:`~.buffers.engine_buffers` gives them)."""
+    return {name: MemorySize(buffer.depth, Shape.cast(buffer.shape).width * buffer.depth,
+                             sized_by[name])
+            for name, buffer in buffers.items()}
+
+
+def engine_memories(config: EngineConfig) -> dict[str, MemorySize]:
+    """The engine's memories, sized from its configuration (no elaboration)."""
+    return memory_sizes(engine_buffers(config), SIZED_BY)

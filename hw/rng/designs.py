@@ -1,4 +1,5 @@
-"""Design ``rng``: the PeZO generators, elaborated from their configurations.
+"""Design ``rng``: the PeZO generators, elaborated from their configurations (registered in
+:data:`zoforge.hw.designs.BUILTIN`).
 
 The configuration types (:class:`~zoforge.golden.rng.OnTheFlyConfig`,
 :class:`~zoforge.golden.rng.PregenConfig`, :class:`~zoforge.golden.rng.GaussianConfig`) live
@@ -7,9 +8,8 @@ beside the golden models; their defaults are the configurations of PeZO's Table 
 """
 from __future__ import annotations
 
-from zoforge.golden.rng import (GENERATOR_CONFIGS, GaussianConfig, GeneratorConfig,
-                                OnTheFlyConfig, PregenConfig)
-from zoforge.hw.designs import Design, Elaborated, register_design
+from zoforge.golden.rng import GaussianConfig, GeneratorConfig, OnTheFlyConfig, PregenConfig
+from zoforge.hw.designs import Elaborated, get_design
 from zoforge.hw.rng.gaussian import GaussianGenerator
 from zoforge.hw.rng.onthefly import OnTheFlyGenerator, lut_memory_init
 from zoforge.hw.rng.pregen import PregenGenerator
@@ -83,7 +83,5 @@ def elaborate_generator(config: GeneratorConfig) -> Elaborated:
                       blocks=dict(_BLOCKS[config.variant]))
 
 
-DESIGN = register_design(Design(
-    "rng", "PeZO perturbation generator (on-the-fly, pre-generated pool, or the Gaussian "
-           "baseline)",
-    configs=tuple(GENERATOR_CONFIGS.values()), elaborate=elaborate_generator))
+#: The registered design (:data:`zoforge.hw.designs.BUILTIN`).
+DESIGN = get_design("rng")

@@ -1,14 +1,17 @@
-"""Design ``zo-layer``: the ZO training layer, elaborated from a ZoLayerConfig."""
+"""Design ``zo-layer``: the ZO training layer, elaborated from a ZoLayerConfig (registered
+in :data:`zoforge.hw.designs.BUILTIN`)."""
 from __future__ import annotations
 
-from zoforge.golden.zolayer import LAYER_CONFIGS, ZoLayerConfig
-from zoforge.hw.designs import Design, Elaborated, register_design
+from zoforge.golden.zolayer import ZoLayerConfig
+from zoforge.hw.designs import Elaborated, MemorySize
+from zoforge.hw.pe.designs import memory_sizes
 from zoforge.hw.rng.designs import design_name as generator_name
 from zoforge.hw.rng.designs import memory_files as generator_memory_files
 
+from .buffers import layer_buffers
 from .layer import ZoLayer
 
-__all__ = ["layer_name", "elaborate_layer", "DESIGN"]
+__all__ = ["layer_name", "elaborate_layer", "layer_memories"]
 
 BLOCKS = {
     "array": "R x C output-stationary systolic array, 16-bit weight x 8-bit activation MACs",
@@ -52,7 +55,14 @@ def elaborate_layer(config: ZoLayerConfig) -> Elaborated:
                       memory_files=generator_memory_files(name, generator, generator.golden()))
 
 
-DESIGN = register_design(Design(
-    "zo-layer", "ZO training layer (LoRA-FA or full weight): perturbed weight stream, "
-                "P-RGE branches, update unit regenerating z",
-    configs=tuple(LAYER_CONFIGS.values()), elaborate=elaborate_layer))
+#: The configuration fields each memory's size grows with.
+SIZED_BY = {"x_buffer": ("max_m", "max_k"), "master": ("max_n", "max_k", "max_r"),
+            "update_accumulator": ("max_n", "max_k", "max_r"), "stage": ("max_k",),
+            "result_buffer": ("rows", "cols"), "w_frozen": ("max_n", "max_k"),
+            "a_frozen": ("max_r", "max_k"), "u_buffer": ("max_m", "max_r"),
+            "init_buffer": ("max_n", "max_m")}
+
+
+def layer_memories(config: ZoLayerConfig) -> dict[str, MemorySize]:
+    """The layer's memories, sized from its configuration (no elaboration)."""
+    return memory_sizes(layer_buffers(config, config.generator().golden().width), SIZED_BY)

@@ -57,8 +57,9 @@ def _peek_design(args: list[str]) -> str | None:
 
 
 def register(tree) -> None:
-    parser = tree.command("build", help="build a design for a board and report its resources, "
-                                        "Fmax and power", formatter_class=_Formatter)
+    from zoforge.boards.registry import board_names
+
+    parser = tree.command("build", formatter_class=_Formatter)
     parser.description = _DESCRIPTION
     parser.__class__ = _TwoStageParser
     parser.add_argument("--design", metavar="NAME", default=None,
@@ -68,7 +69,8 @@ def register(tree) -> None:
                         help="a saved design configuration (design.toml, as written by "
                              "`zoforge generate`); the design's flags override it")
     parser.add_argument("--board", default="zcu102", metavar="BOARD",
-                        help="target board: zcu102 (Vivado; default) or ulx3s-85f (nextpnr-ecp5)")
+                        help="target board, one of " + ", ".join(board_names())
+                             + " (default zcu102)")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="output folder (a writable folder, or one that can be created)")
     parser.add_argument("--clock-mhz", type=float, default=None,

@@ -1,36 +1,43 @@
 """``zoforge cosim DESIGN``: co-simulate a configuration against its golden model (JSON).
 
 Every registered design with a co-simulation appears here; its flags are generated from its
-configuration types and its run options. Exit code 1 if the RTL and the golden model
+configuration types and its run options, when ``zoforge cosim DESIGN`` is used (listing the
+designs imports none of them). Exit code 1 if the RTL and the golden model
 disagree. Checked before any work: the design's size (:mod:`zoforge.cli._limits`) and, for
 Verilator, a simulation cache (``$ZOFORGE_CACHE``) whose path has no spaces.
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 
 __all__ = ["register"]
 
 
 def register(tree) -> None:
-    from zoforge.cli._options import add_config_flags
     from zoforge.sim.runners import designs
 
-    parser = tree.command("cosim", help="co-simulate a generated design against its golden "
-                                        "model, value by value")
+    parser = tree.command("cosim")
     sub = parser.add_subparsers(dest="design", metavar="DESIGN")
     sub.required = True
     for design in designs().values():
-        if design.cosim is None:
+        if not design.has_cosim:
             continue
         for name in (design.name, *design.aliases):
             text = design.cosim_help if name == design.name else f"the same as `{design.name}`"
             design_parser = sub.add_parser(name, help=text, description=design.cosim_help)
-            add_config_flags(design_parser, design.configs)
-            options = design_parser.add_argument_group("co-simulation options")
-            add_config_flags(options, (design.cosim_options,), config_file=False)
+            design_parser.defer(functools.partial(_add_design_flags, design))
             design_parser.set_defaults(func=run, design_name=design.name)
+
+
+def _add_design_flags(design, parser) -> None:
+    """The flags of ``design``'s configuration and of its co-simulation's options."""
+    from zoforge.cli._options import add_config_flags
+
+    add_config_flags(parser, design.configs)
+    options = parser.add_argument_group("co-simulation options")
+    add_config_flags(options, (design.cosim_options,), config_file=False)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,34 +4,33 @@
 optionally ``--config FILE``); ``zoforge generate --config FILE [--out DIR]`` elaborates a
 saved configuration (the ``design.toml`` a previous run wrote; by default into the file's
 own folder). Every registered design appears here with flags generated from its
-configuration types.
+configuration types, when ``zoforge generate DESIGN`` is used (listing the designs imports
+none of them).
 
 Before any work: ``--out`` must be a writable folder or creatable (not an existing file, not
-empty), and the design's size within the limits of :mod:`zoforge.cli._limits` (the GEMM
-engine's memories: at most 65,536 words and 32 Mbit). Files are written atomically and
+empty), and the design's size within the limits of :mod:`zoforge.cli._limits` (a design's
+memories: at most 65,536 words and 32 Mbit). Files are written atomically and
 never through a symbolic link inside ``--out`` (one there is an error).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 from zoforge.errors import ConfigError
 
 __all__ = ["register"]
 
-_HELP = "write Verilog, memory files and the configuration (design.toml) of a design"
-
-
 def register(tree) -> None:
-    from zoforge.cli._options import add_config_flags
+    from zoforge.cli._limits import MAX_BITS, MAX_WORDS
     from zoforge.hw.designs import designs
 
-    parser = tree.command("generate", help=_HELP,
+    parser = tree.command("generate",
                           epilog="Reproduce a saved design: zoforge generate --config "
-                                 "DIR/design.toml [--out DIR2]. Limit: the engine's memories "
-                                 "hold at most 65536 words and 32 Mbit (larger ones take "
-                                 "minutes and gigabytes to generate).")
+                                 "DIR/design.toml [--out DIR2]. Limit: a design's memories "
+                                 f"hold at most {MAX_WORDS} words and {MAX_BITS >> 20} Mbit "
+                                 "(larger ones take minutes and gigabytes to generate).")
     parser.add_argument("--config", metavar="FILE", default=argparse.SUPPRESS,
                         help="a saved configuration (design.toml); names its design")
     parser.add_argument("--out", metavar="DIR", default=argparse.SUPPRESS,
@@ -40,10 +39,16 @@ def register(tree) -> None:
     for design in designs().values():
         design_parser = sub.add_parser(design.name, help=design.help,
                                        description=design.help)
-        add_config_flags(design_parser, design.configs)
-        design_parser.add_argument("--out", metavar="DIR", required=True,
-                                   help="output folder")
+        design_parser.defer(functools.partial(_add_design_flags, design))
     parser.set_defaults(func=run)
+
+
+def _add_design_flags(design, parser) -> None:
+    """The flags of ``design``'s configuration, and ``--out``."""
+    from zoforge.cli._options import add_config_flags
+
+    add_config_flags(parser, design.configs)
+    parser.add_argument("--out", metavar="DIR", required=True, help="output folder")
 
 
 def run(args: argparse.Namespace) -> int:

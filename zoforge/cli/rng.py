@@ -24,13 +24,20 @@ _DUMP_FLAGS = {"cycles": (("onthefly", "gaussian"), 8), "start": (("onthefly", "
 
 
 def register(tree) -> None:
-    from zoforge.cli._options import add_config_flags
-    from zoforge.golden.rng import GENERATOR_CONFIGS
-
     dump = tree.subcommand("rng", "dump", help="print a generator's golden stream as CSV",
                            formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                            epilog=f"A dump holds at most {MAX_DUMP_VALUES:,} values (rows x "
                                   "columns); it is computed and written in small chunks.")
+    dump.defer(_add_dump_flags)
+    dump.set_defaults(func=_dump)
+
+
+def _add_dump_flags(dump) -> None:
+    """The generators' configuration flags and the dump's own (the configuration types
+    import NumPy: added only when ``zoforge rng dump`` is used)."""
+    from zoforge.cli._options import add_config_flags
+    from zoforge.golden.rng import GENERATOR_CONFIGS
+
     add_config_flags(dump, tuple(GENERATOR_CONFIGS.values()))
     dump.add_argument("--cycles", type=int, default=argparse.SUPPRESS,
                       help="onthefly/gaussian: RNG cycles to print (default 8)")
@@ -40,7 +47,6 @@ def register(tree) -> None:
                       help="pregen: perturbation length d (default 100)")
     dump.add_argument("--count", type=int, default=argparse.SUPPRESS,
                       help="pregen: consecutive perturbations to print (default 2)")
-    dump.set_defaults(func=_dump)
 
 
 def _dump(args: argparse.Namespace) -> int:

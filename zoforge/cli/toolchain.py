@@ -4,16 +4,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from importlib import metadata
 
 
 def register(tree) -> None:
-    parser = tree.command("toolchain", help="show the simulators and synthesis tools found here")
+    parser = tree.command("toolchain")
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(func=run)
 
 
 def _version(distribution: str) -> str | None:
+    from importlib import metadata
+
     try:
         return metadata.version(distribution)
     except metadata.PackageNotFoundError:
