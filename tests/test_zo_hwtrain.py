@@ -196,7 +196,7 @@ def test_bad_hardware_training_configs_are_one_line_errors(tmp_path, changes, fl
     pytest.param("gaussian-hw", {"n_rng": 4, "bits": 10}, marks=pytest.mark.slow),
 ])
 def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra, simulator):
-    from zoforge.sim.zo_train_cosim import cosim_training
+    from zoforge.sim.zo_training import cosim_training
     cfg = _config(tmp_path, perturbation=perturbation, hidden=0, queries=2, **extra)
     result = cosim_training(cfg, steps=4, simulator=simulator, source_idle=0.2,
                             sink_backpressure=0.2)
