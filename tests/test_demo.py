@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from zoforge.cli import main
@@ -66,6 +67,9 @@ def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driv
     assert summary["accuracy_after"] != trainable.evaluate(trainable.theta, "train")[0]
     assert summary["accuracy_before_rtl"] == summary["accuracy_before"]
     assert summary["loss_golden"] == [step.golden.loss for step in result.steps]
+    for t, step in enumerate(result.steps):      # batch t: default_rng([seed 0, t]), 8 of 64
+        expected = np.random.default_rng([0, t]).choice(64, 8, replace=False)
+        assert np.array_equal(step.batch, expected), t
 
 
 def test_demo_bad_input_is_a_one_line_error(tmp_path, capsys):
