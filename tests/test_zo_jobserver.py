@@ -24,7 +24,7 @@ from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zo_cosim import (BACKENDS, ZoCosimOptions, cosim_layer, golden_run,
                                   layer_args, make_data, run_layer)
 from zoforge.sim.zo_jobserver import LayerServer, run_steps
-from zoforge.sim.zo_train_cosim import cosim_training
+from zoforge.sim.zo_training import cosim_training
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 STRATEGIES = ("onthefly", "pregen", "gaussian")

@@ -4,15 +4,15 @@ The model is ``--trainable hw-mlp --hidden 0``: a linear classifier over the fro
 sentence embeddings of the Rotten Tomatoes snippets (the encoder runs on the host, as on the
 ZCU102's ARM cores; its pooled embeddings are quantized to int8 and streamed in), trained by
 the generated ZO layer: perturbation generator, systolic array, update unit and AXI host
-interface in one design. Every step runs twice, side by side: in the golden trainer
-(PyTorch, :mod:`zoforge.golden.zo.hwmlp`) and on the Verilated RTL (one persistent job server,
-:class:`~zoforge.sim.zo_jobserver.LayerSession`); the host computes the losses and g from the
-RTL's own outputs. The step's g values and the master after the update must be equal.
+interface in one design. The training is the lock-step driver
+:class:`~zoforge.sim.zo_training.LockstepTraining` (every step in the golden trainer and on
+the Verilated RTL, one persistent job server, compared after every step: g values and master);
+this module only shows its progress, writes the design, the board report, ``summary.json``
+and the plot, and prints the summary.
 """
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -52,14 +52,12 @@ def run_training_demo(args, generator) -> int:
     from tqdm import tqdm
 
     from zoforge.boards.registry import get_board
-    from zoforge.golden.zo.features import build_trainable
-    from zoforge.golden.zo.train import batch_index, build_optimizer
+    from zoforge.errors import ConfigError
     from zoforge.hw.export import write_design
     from zoforge.hw.zo.designs import elaborate_layer
     from zoforge.sim.lint import lint_verilog
-    from zoforge.sim.zo_jobserver import LayerServer, LayerSession
+    from zoforge.sim.zo_training import LockstepOptions, LockstepTraining
 
-    from zoforge.errors import ConfigError
     if not 0 <= args.stalls < 1:
         raise ConfigError("--stalls", "a probability with 0 <= p < 1", args.stalls)
     cfg = demo_train_config(args, generator)
@@ -67,68 +65,41 @@ def run_training_demo(args, generator) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     _say(f"golden model: {cfg.model or 'MiniLM'} embeddings of Rotten Tomatoes (cached "
          "after the first run), int8 inputs, the ZO layer's integer step")
-    trainable, info = build_trainable(cfg)
-    optimizer = build_optimizer(cfg, trainable)
-    settings, host = optimizer.settings, optimizer.host
-    (master,) = trainable.masters(trainable.theta)
-    config = cfg.layer_design(features=master.shape[0], classes=info["num_classes"])
+    training = LockstepTraining(cfg)
+    config = training.design
+    features, padded = training.initial_master.shape
     _say(f"generate: zo-layer {config.rows}x{config.cols}, {config.variant} generator, "
-         f"{master.shape[0]} features -> {info['num_classes']} classes "
-         f"(padded to {master.shape[1]})")
+         f"{features} features -> {training.classes} classes (padded to {padded})")
     design = elaborate_layer(config)
     paths = write_design(design, args.out / "design")
     lint = lint_verilog(paths["verilog"].read_text(), design.name)
     print(f"    {paths['verilog']}; lint: {lint}")
-    accuracy_before = trainable.evaluate(trainable.theta, "test")[0]
 
     _say(f"co-simulate {cfg.steps} training steps on Verilator beside the golden model "
          f"(q={cfg.queries}, batch {cfg.batch}; first build ~1 min, cached after)")
-    loss_rtl, loss_golden, cycles, golden_s, rtl_s = [], [], [], 0.0, 0.0
-    mismatches, train_x = [], trainable.splits["train"]
     torch.set_num_threads(1)          # the golden step's time on one core, as documented
-    with LayerServer(config, source_idle=args.stalls, sink_backpressure=args.stalls,
-                     seed=1) as layer:
-        first_cycle = layer.cycle
-        session = LayerSession(layer, cfg.batch, master.shape[0], master.shape[1],
-                               eps_shift=settings.eps_shift, eta_mult=settings.eta_mult,
-                               eta_shift=settings.eta_shift)
-        session.load(master.numpy())
-        bar = tqdm(range(cfg.steps), unit="step", dynamic_ncols=True, disable=args.quiet)
-        for step in bar:
-            index = batch_index(cfg.seed, step, cfg.n_train, cfg.batch)
-            x, _, labels = train_x.batch(index)
-            tick = time.perf_counter()
-            loss_golden.append(optimizer.step(index))
-            golden_s += time.perf_counter() - tick
-            tick = time.perf_counter()
-            record = session.step(x.numpy(), labels.numpy(), cfg.queries, host.loss,
-                                  host.gradient)
-            rtl_s += time.perf_counter() - tick
-            loss_rtl.append(sum(record.losses) / len(record.losses))
-            cycles.append(record.cycles)
-            golden_master = trainable.masters(trainable.theta)[0].numpy()
-            if record.grads != optimizer.last_grads or not np.array_equal(record.master,
-                                                                           golden_master):
-                mismatches.append(step)
-            bar.set_postfix(loss=f"{loss_rtl[-1]:.4f}",
-                            exact="yes" if not mismatches else f"NO ({len(mismatches)})")
+    bar = tqdm(total=cfg.steps, unit="step", dynamic_ncols=True, disable=args.quiet)
+    mismatches = []
+
+    def show(step) -> None:
+        if not step.bit_exact:
+            mismatches.append(step.step)
+        bar.update(1)
+        bar.set_postfix(loss=f"{step.rtl.loss:.4f}",
+                        exact="yes" if not mismatches else f"NO ({len(mismatches)})")
+
+    try:
+        result = training.run(LockstepOptions(source_idle=args.stalls,
+                                              sink_backpressure=args.stalls, seed=1),
+                              on_step=show)
+    finally:
         bar.close()
-        sim_cycles = layer.cycle - first_cycle
-        test = trainable.splits["test"]
-        rtl_logits = session.outputs(test.x.numpy())[:, :info["num_classes"]]
-        accuracy_rtl = float((rtl_logits.argmax(1) == test.labels.numpy()).mean())
-    accuracy_after = trainable.evaluate(trainable.theta, "test")[0]
 
     report = None
     if not args.no_report:
         _say(f"board report: {board.name} (yosys estimate + activity model; a minute or two)")
         report = _board_report(board, design, args.out / "report")
-    run = {"report": report, "cycles": cycles, "golden_s": golden_s,
-           "mismatches": mismatches, "accuracy_rtl": accuracy_rtl,
-           "accuracy_before": accuracy_before, "accuracy_after": accuracy_after,
-           "loss_rtl": loss_rtl, "loss_golden": loss_golden,
-           "sim_cycles": sim_cycles, "settings": settings, "rtl_s": rtl_s}
-    return _summarise(args, cfg, config, design.name, lint, run)
+    return _summarise(args, cfg, design.name, lint, report, result)
 
 
 def _board_report(board, design, out: Path):
@@ -142,38 +113,42 @@ def _board_report(board, design, out: Path):
     return report
 
 
-def _summarise(args, cfg, config, name, lint, run: dict) -> int:
-    report, cycles = run["report"], run["cycles"]
-    steps = len(cycles)
-    cycles_per_step = sum(cycles) / steps if steps else 0.0
+def _summarise(args, cfg, name, lint, report, result) -> int:
+    """Write and print the summary of the :class:`~zoforge.sim.zo_training.TrainingResult`
+    ``result``; the exit status."""
+    steps = result.steps
+    count = len(steps)
+    cycles_per_step = sum(s.cycles for s in steps) / count if count else 0.0
+    golden_s, rtl_s = sum(s.golden_s for s in steps), sum(s.rtl_s for s in steps)
     fmax = report.fmax.fmax_mhz if report is not None and report.fmax else None
     power = report.power.total_w if report is not None and report.power else None
     at_fmax = cycles_per_step / (fmax * 1e6) if fmax else None
-    golden_step_s = run["golden_s"] / steps if steps else None
-    bit_exact = not run["mismatches"] and run["accuracy_rtl"] == run["accuracy_after"]
     summary = {
-        "bit_exact": bit_exact, "steps": steps, "loss_rtl": run["loss_rtl"],
-        "loss_golden": run["loss_golden"], "mismatched_steps": run["mismatches"],
-        "accuracy_before": run["accuracy_before"], "accuracy_after": run["accuracy_after"],
-        "accuracy_after_rtl": run["accuracy_rtl"], "cycles_per_step": cycles_per_step,
+        "bit_exact": result.bit_exact, "steps": count,
+        "loss_rtl": [s.rtl.loss for s in steps if s.rtl is not None],
+        "loss_golden": [s.golden.loss for s in steps],
+        "mismatched_steps": result.mismatched_steps, "failures": result.failures,
+        "accuracy_before": result.accuracy_before, "accuracy_after": result.accuracy_after,
+        "accuracy_before_rtl": result.accuracy_before_rtl,
+        "accuracy_after_rtl": result.accuracy_after_rtl, "cycles_per_step": cycles_per_step,
         "fmax_mhz": fmax, "fmax_source": report.fmax.source if fmax else None,
         "power_w": power, "power_source": report.power.source if power else None,
         "seconds_per_step_at_fmax": at_fmax,
         "joules_per_step_at_fmax": power * at_fmax if power and at_fmax else None,
-        "pytorch_seconds_per_step": golden_step_s,
-        "cosim_steps_per_s": steps / run["rtl_s"] if run["rtl_s"] else None,
-        "cosim_cycles_per_s": run["sim_cycles"] / run["rtl_s"] if run["rtl_s"] else None,
-        "lint_clean": lint.clean, "design": name, "config": config.to_dict(),
-        "settings": vars(run["settings"]), "train_config": cfg.to_dict(),
+        "pytorch_seconds_per_step": golden_s / count if count else None,
+        "cosim_steps_per_s": count / rtl_s if rtl_s else None,
+        "cosim_cycles_per_s": result.sim_cycles / rtl_s if rtl_s else None,
+        "lint_clean": lint.clean, "design": name, "config": result.design.to_dict(),
+        "settings": vars(result.settings), "train_config": cfg.to_dict(),
     }
-    _plot(args.out / "training.png", run["loss_rtl"], run["loss_golden"])
+    _plot(args.out / "training.png", summary["loss_rtl"], summary["loss_golden"])
     text = json.dumps(summary, indent=1)
     write_text(args.out / "summary.json", text + "\n")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         write_text(args.json, text + "\n", flag="--json")
     _print(summary, args.out)
-    return 0 if bit_exact and lint.clean else 1
+    return 0 if result.bit_exact and lint.clean else 1
 
 
 def _scaled(value, factor: float, spec: str) -> str:
@@ -184,8 +159,10 @@ def _print(s: dict, out: Path) -> None:
     print()
     print(f"bit-exact          {s['bit_exact']}: g values and master equal at every one of "
           f"{s['steps']} steps; test accuracy from the RTL's own outputs "
-          f"{s['accuracy_after_rtl']:.3f}")
-    if s["steps"]:
+          f"{_scaled(s['accuracy_after_rtl'], 1, '.3f')}")
+    for failure in s["failures"]:
+        print(f"RTL run failed     {failure}")
+    if s["loss_rtl"]:
         print(f"loss (RTL/golden)  first {s['loss_rtl'][0]:.4f}/{s['loss_golden'][0]:.4f}, "
               f"last {s['loss_rtl'][-1]:.4f}/{s['loss_golden'][-1]:.4f}")
     print(f"test accuracy      {s['accuracy_before']:.3f} -> {s['accuracy_after']:.3f}")
@@ -207,9 +184,10 @@ def _plot(path: Path, loss_rtl: list[float], loss_golden: list[float]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     figure, axis = plt.subplots(figsize=(7, 3.6))
-    steps = np.arange(1, len(loss_rtl) + 1)
-    axis.plot(steps, loss_golden, lw=2.5, alpha=0.5, label="golden (PyTorch)")
-    axis.plot(steps, loss_rtl, lw=0.8, ls="--", color="k", label="RTL (Verilator)")
+    axis.plot(np.arange(1, len(loss_golden) + 1), loss_golden, lw=2.5, alpha=0.5,
+              label="golden (PyTorch)")
+    axis.plot(np.arange(1, len(loss_rtl) + 1), loss_rtl, lw=0.8, ls="--", color="k",
+              label="RTL (Verilator)")
     axis.set(xlabel="step", ylabel="training loss (mean of the branches)",
              title="ZO fine-tuning on the simulated FPGA")
     axis.legend()
