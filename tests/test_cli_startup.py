@@ -26,8 +26,6 @@ DESIGNS = [design.name for design in BUILTIN]
 # What still imports torch, in areas this test does not own (issue 19: their modules are
 # being made lazy); not strict, so that the fix is not an error here.
 TORCH_AT_BUILD = {
-    ("train",): "zoforge/cli/train.py builds its flags from TrainConfig, whose module "
-                "(golden/zo/config.py) imports the torch optimizers",
     ("cosim", "zo-layer"): "sim/zo_cosim.py (the options type ZoCosimOptions) imports torch "
                            "at module level",
 }

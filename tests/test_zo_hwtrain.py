@@ -19,8 +19,8 @@ from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zo.features import build_trainable
 from zoforge.golden.zo.train import Interrupted, build_optimizer, train
 from zoforge.golden.zolayer.host import CrossEntropyHost
-from zoforge.golden.zolayer.network import (GRAD_FRAC, WEIGHT_FRAC, ZoNetwork,
-                                            padded_classes, step_settings)
+from zoforge.golden.zolayer.config import padded_classes
+from zoforge.golden.zolayer.network import GRAD_FRAC, WEIGHT_FRAC, ZoNetwork, step_settings
 from zoforge.sim import zo_training
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zo_jobserver import LayerSession

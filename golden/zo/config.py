@@ -25,10 +25,9 @@ from typing import ClassVar
 from zoforge.config import Config, FloatRange, IntRange, NonBlank, OneOf, param
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GaussianConfig, PregenConfig
-from zoforge.golden.zo.optimizers import METHODS
-from zoforge.golden.zo.perturbation import SOURCES, make_perturbation
+from zoforge.golden.zo.names import METHODS, SOURCE_NAMES
 from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
-from zoforge.golden.zolayer.network import padded_classes
+from zoforge.golden.zolayer.config import padded_classes
 
 __all__ = ["TrainConfig", "TRAINABLE_KINDS", "HEAD_INITS", "CHOICES", "RESUME_FREE",
            "NOT_RESULT", "MAX_THREADS", "MAX_STEP_SIZE", "APPLIES_TO", "inapplicable"]
@@ -37,7 +36,7 @@ TRAINABLE_KINDS = ("head", "lora-fa", "full", "hw-mlp")
 HARDWARE_METHOD = "hw-prge"         # the ZO layer's integer step (golden/zo/hwmlp.py)
 HEAD_INITS = ("zero", "prompt")
 #: The allowed values of the fields that take one of a list (the one list of each).
-CHOICES = {"method": METHODS + (HARDWARE_METHOD,), "perturbation": tuple(SOURCES),
+CHOICES = {"method": METHODS + (HARDWARE_METHOD,), "perturbation": SOURCE_NAMES,
            "trainable": TRAINABLE_KINDS, "head_init": HEAD_INITS}
 #: The fields that do not change a training's result: where it is written and cached, how
 #: it is shown, how often it is validated and checkpointed, its CPU threads. Every other
@@ -200,6 +199,7 @@ class TrainConfig(Config):
 
     def perturbation_source(self):
         """The configured :class:`~zoforge.golden.zo.perturbation.Perturbation` (fresh)."""
+        from zoforge.golden.zo.perturbation import make_perturbation   # torch: only here
         return make_perturbation(self.perturbation, seed=self.seed, n_rng=self.n_rng,
                                  bits=self.bits, pool_size=self.pool_size, banks=self.banks,
                                  pool_seed=self.pool_seed, terms=self.terms, chunk=self.chunk)

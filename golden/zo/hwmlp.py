@@ -22,7 +22,8 @@ from zoforge.errors import ConfigError
 from zoforge.golden.zo.optimizers import ZOOptimizer
 from zoforge.golden.zo.trainable import Trainable
 from zoforge.golden.zolayer.host import CrossEntropyHost
-from zoforge.golden.zolayer.network import ZoNetwork, padded_classes, step_settings
+from zoforge.golden.zolayer.config import padded_classes
+from zoforge.golden.zolayer.network import ZoNetwork, step_settings
 
 __all__ = ["HwMlpTrainable", "HardwarePRGE", "quantize_inputs"]
 

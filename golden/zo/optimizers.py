@@ -33,10 +33,10 @@ from __future__ import annotations
 import torch
 
 from zoforge.errors import ConfigError, check_choice
+from zoforge.golden.zo.names import METHODS
 
 __all__ = ["ZOOptimizer", "RGE", "Preconditioned", "METHODS", "make_optimizer"]
 
-METHODS = ("mezo", "prge", "hizoo", "pefoo", "pefoo-l")
 
 
 class ZOOptimizer:

@@ -40,6 +40,7 @@ import torch
 from zoforge.errors import check_choice, check_int_range
 from zoforge.golden.rng import GaussianConfig, GeneratorConfig, OnTheFlyConfig, PregenConfig
 from zoforge.golden.rng.norms import expected_gaussian_norm
+from zoforge.golden.zo.names import SOURCE_NAMES
 
 __all__ = ["Perturbation", "SOURCES", "make_perturbation", "expected_gaussian_norm",
            "scale_chunks_to_gaussian_norm"]
@@ -207,6 +208,8 @@ class GaussianHw(_Golden):
 
 SOURCES = {cls.name: cls for cls in (Gaussian, Rademacher, UniformNaive, UniformScaled,
                                      PezoOnTheFly, PezoPregen, GaussianHw)}
+if tuple(SOURCES) != SOURCE_NAMES:
+    raise RuntimeError(f"perturbation sources {tuple(SOURCES)} differ from names.SOURCE_NAMES")
 
 
 def make_perturbation(name: str, *, seed: int = 0, n_rng: int | None = None,

@@ -28,7 +28,7 @@ from zoforge.config import Config, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_choice
 from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
 
-__all__ = ["ZoLayerConfig", "LAYER_CONFIGS", "MODES", "Formats", "layer_config"]
+__all__ = ["ZoLayerConfig", "LAYER_CONFIGS", "MODES", "Formats", "layer_config", "padded_classes"]
 
 MODES = ("lora-fa", "full")
 
@@ -52,6 +52,12 @@ class Formats:
     def accumulator_bits(cls, z_width: int) -> int:
         """Bits of D = sum of up to MAX_QUERIES products g_i * z_i (never overflows)."""
         return cls.GRAD_BITS + z_width + (cls.MAX_QUERIES - 1).bit_length()
+
+
+
+def padded_classes(classes: int, rows: int) -> int:
+    """The last layer's width: ``classes`` rounded up to a multiple of ``rows``."""
+    return -(-classes // rows) * rows
 
 
 @dataclass(frozen=True)

@@ -49,12 +49,12 @@ import torch
 
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.gemm import RequantParams, quantize_multiplier, requantize
-from zoforge.golden.zolayer.config import Formats
+from zoforge.golden.zolayer.config import Formats, padded_classes
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, full_output,
                                           perturbed_operand, saturate)
 
-__all__ = ["ZoNetwork", "WEIGHT_FRAC", "GRAD_FRAC", "padded_classes", "StepSettings",
+__all__ = ["ZoNetwork", "WEIGHT_FRAC", "GRAD_FRAC", "StepSettings",
            "step_settings"]
 
 WEIGHT_FRAC = 12        # float weight = operand * 2^-WEIGHT_FRAC
@@ -95,11 +95,6 @@ def step_settings(lr: float, eps: float, queries: int, frac_bits: int) -> StepSe
         WEIGHT_FRAC + Formats.MASTER_FRAC - GRAD_FRAC - frac_bits)
     return StepSettings(eps_shift, eta_mult, eta_shift, used_eps, used_lr,
                         2.0 ** GRAD_FRAC / (2 * used_eps))
-
-
-def padded_classes(classes: int, rows: int) -> int:
-    """The last layer's width: ``classes`` rounded up to a multiple of ``rows``."""
-    return -(-classes // rows) * rows
 
 
 class ZoNetwork:
