@@ -33,7 +33,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, ValueChange, with_timeout
 from cocotb.utils import get_sim_time
 
-from zoforge.sim.benches.gemm import CLOCK_NS, EngineHarness
+from zoforge.sim.benches.engine_harness import CLOCK_NS, EngineHarness
 from zoforge.sim.cosim import bench_args, bench_dir, write_result
 
 ONES = 0xFFFFFFFF
