@@ -33,7 +33,7 @@ def engine_program(args: dict, data: dict):
                   Receive(), Idle(2), Read(reg["STATUS"]), Read(reg["CYCLES"]),
                   Read(reg["ARRAY_CYCLES"]), Write(reg["STATUS"], DONE), Read(reg["STATUS"])]
         replies = yield batch
-        frame, settled = replies[-8], replies[-7]
+        frame, settled = replies[-7], replies[-6]
         status, cycles, array_cycles, _, cleared = (reply.value for reply in replies[-5:])
         if status & 0b11 != DONE:
             raise HostCheckFailed(f"job {index}: STATUS {status:#x} after its output frame")
