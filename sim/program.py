@@ -108,23 +108,25 @@ def load_program(reference: str) -> Callable[[dict, dict], HostProgram]:
     return getattr(importlib.import_module(module), name)
 
 
+def _advance(program, replies) -> tuple[bool, object]:
+    """``(False, next batch)``, or ``(True, the program's value)`` once it has ended."""
+    try:
+        return False, program.send(replies)
+    except StopIteration as stop:
+        return True, stop.value
+
+
 def drive(program, execute: Callable[[list], list]):
     """Run ``program`` (a generator) to its end, each batch through ``execute``; its value."""
-    replies = None
-    while True:
-        try:
-            batch = program.send(replies)
-        except StopIteration as stop:
-            return stop.value
-        replies = execute(batch)
+    done, item = _advance(program, None)
+    while not done:
+        done, item = _advance(program, execute(item))
+    return item
 
 
 async def drive_async(program, execute):
     """:func:`drive` with an ``async`` ``execute`` (the cocotb bench)."""
-    replies = None
-    while True:
-        try:
-            batch = program.send(replies)
-        except StopIteration as stop:
-            return stop.value
-        replies = await execute(batch)
+    done, item = _advance(program, None)
+    while not done:
+        done, item = _advance(program, await execute(item))
+    return item
