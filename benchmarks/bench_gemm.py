@@ -12,11 +12,11 @@
      --copies times back to back in one run so that the window is long enough to average
      out this shared machine's scheduling noise;
    * cocotbext-axi (the same host program in zoforge.sim.benches.program): whole frames,
-     cocotb's GPI clock, awaiting completion; speed over the simulator process;
+     cocotb's GPI clock, awaiting completion;
    * per-cycle Python (zoforge.sim.benches.gemm_percycle): one `await RisingEdge` per
      cycle, handshakes by hand.
-   For the per-cycle bench speed = cycles per wall-clock second inside the simulator
-   process, measured by the bench. Each bench runs --repeat times; the best (as timeit reports) and the median
+   For the two cocotb benches speed = cycles per wall-clock second inside the simulator
+   process, measured by the bench (excluding the process start-up, printed as process s). Each bench runs --repeat times; the best (as timeit reports) and the median
    are printed, and the ratios to the per-cycle Python bench for both.
 
 Results are written to --out (JSON) as they come, so an interrupted run keeps them.

@@ -5,7 +5,8 @@
 (``in_bits``, ``lanes``), the stalls (``source_idle``, ``sink_backpressure``, ``seed``),
 ``max_cycles`` (most cycles of one operation; 0: none) and ``patterns`` (stall patterns in
 ``pause.npz``). The program's input arrays are ``in-<name>.npy`` in ``bench_dir()``; what it
-returns is stored as ``out-<name>.npy`` and ``write_result`` (with ``sim_cycles``).
+returns is stored as ``out-<name>.npy`` and ``write_result`` (with ``sim_cycles`` and
+``wall_s``, the seconds the program ran inside the simulator).
 
 cocotbext-axi's AxiLiteMaster and AxiStreamSource/Sink drive the ports and check the
 protocol. Stalls: with ``source_idle`` the input stream and the AXI4-Lite AW, W and AR
@@ -17,6 +18,7 @@ instead of hanging the run.
 """
 import itertools
 import random
+import time
 
 import cocotb
 import numpy as np
@@ -141,7 +143,9 @@ async def run_program(dut):
     await driver.reset()
     data = {path.stem[3:]: np.load(path) for path in folder.glob("in-*.npy")}
     program = load_program(settings["program"])(settings["args"], data)
+    started = time.perf_counter()
     arrays, results = await drive_async(program, driver.execute)
+    wall_s = time.perf_counter() - started
     for name, array in arrays.items():
         np.save(folder / f"out-{name}.npy", array)
-    write_result({**results, "sim_cycles": driver.cycle})
+    write_result({**results, "sim_cycles": driver.cycle, "wall_s": wall_s})
