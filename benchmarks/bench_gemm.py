@@ -6,19 +6,17 @@
    GEMMs of each size (all dimensions >= 4x the array's when size >= 4*max(R, C)), run back
    to back in one co-simulation; every result is checked bit-exact against the golden model.
 2. Co-simulation speed: the same job (--speed-size) through three testbenches:
-   * bulk Verilog (zoforge.sim.gemm_bulk + benches/gemm_bulk.sv): no Python or cocotb in
-     the simulation; the bench generates the clock, plays the host's register program and
-     $readmemh stream images, writes the output beats to a file. Speed = cycles per
-     wall-clock second of the whole simulation binary (start-up and file I/O included),
-     the job run --bulk-copies times back to back in one simulation so that the window is
-     long enough (~0.8 s) to average out this shared machine's scheduling noise;
-   * cocotbext-axi (zoforge.sim.benches.gemm): whole frames, cocotb's GPI clock, awaiting
-     completion;
+   * job server (zoforge.sim.backends, the engine's host program on the persistent
+     Verilator model driven from C++): no Python or cocotb per cycle. Speed = cycles per
+     wall-clock second from the process start (start-up included), the job run
+     --copies times back to back in one run so that the window is long enough to average
+     out this shared machine's scheduling noise;
+   * cocotbext-axi (the same host program in zoforge.sim.benches.program): whole frames,
+     cocotb's GPI clock, awaiting completion;
    * per-cycle Python (zoforge.sim.benches.gemm_percycle): one `await RisingEdge` per
      cycle, handshakes by hand.
    For the two cocotb benches speed = cycles per wall-clock second inside the simulator
-   process, measured by the bench (excluding the ~2 s process start-up, printed as
-   process s). Each bench runs --repeat times; the best (as timeit reports) and the median
+   process, measured by the bench (excluding the process start-up, printed as process s). Each bench runs --repeat times; the best (as timeit reports) and the median
    are printed, and the ratios to the per-cycle Python bench for both.
 
 Results are written to --out (JSON) as they come, so an interrupted run keeps them.
@@ -45,9 +43,9 @@ def main(argv=None) -> int:
     parser.add_argument("--speed-size", type=int, default=64)
     parser.add_argument("--simulator", default="verilator")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--bulk-copies", type=int, default=10,
-                        help="the speed job back to back this many times in one bulk run "
-                             "(one bulk run of one 128^3 job lasts only ~0.08 s)")
+    parser.add_argument("--copies", type=int, default=10,
+                        help="the speed job back to back this many times in one job-server "
+                             "run (one 128^3 job lasts only ~0.1 s there)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of each speed bench (best and median are reported)")
     parser.add_argument("--out", type=Path, default=Path("bench_gemm.json"))
@@ -82,12 +80,12 @@ def main(argv=None) -> int:
     speed_job = [random_job(rng, args.speed_size, args.speed_size, args.speed_size,
                             per_channel=True)]
     speeds = {}
-    benches = (("bulk Verilog", lambda: cosim.run_bulk(speed_job * args.bulk_copies)),
-               ("cocotbext-axi", lambda: cosim.run(speed_job, bench="zoforge.sim.benches.gemm")),
+    benches = (("job server", lambda: cosim.run(speed_job * args.copies, backend="jobserver")),
+               ("cocotbext-axi", lambda: cosim.run(speed_job, backend="cocotb")),
                ("per-cycle Python",
                 lambda: cosim.run(speed_job, bench="zoforge.sim.benches.gemm_percycle")))
     for step, (label, run) in enumerate(benches, start=2):
-        copies = args.bulk_copies if step == 2 else 1
+        copies = args.copies if step == 2 else 1
         print(f"[{step}/4] speed, {label}: {args.speed_size}^3 GEMM, {copies} per run, "
               f"{args.repeat} runs...", flush=True)
         runs = []
@@ -121,9 +119,9 @@ def main(argv=None) -> int:
               f"{ratios['cycles_per_s'][label]:>5.1f}x {row['median_cycles_per_s']:>10.0f} "
               f"{ratios['median_cycles_per_s'][label]:>5.1f}x {row['sim_cycles']:>10} "
               f"{row['process_s']:>9.2f} {str(row['bit_exact']):>6}")
-    print(f"co-simulation speed-up, bulk Verilog vs per-cycle Python (cycles/s): "
-          f"{ratios['cycles_per_s']['bulk Verilog']:.1f}x best of {args.repeat}, "
-          f"{ratios['median_cycles_per_s']['bulk Verilog']:.1f}x median")
+    print(f"co-simulation speed-up, job server vs per-cycle Python (cycles/s): "
+          f"{ratios['cycles_per_s']['job server']:.1f}x best of {args.repeat}, "
+          f"{ratios['median_cycles_per_s']['job server']:.1f}x median")
     print(f"results: {args.out}")
     return 0
 

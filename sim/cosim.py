@@ -10,14 +10,12 @@ in a per-run folder, never through per-cycle Python on the host:
 
 Golden comparison happens on the host, so the simulator process never imports torch.
 
-Builds are cached by a hash of the Verilog, the simulator and its options under
-``zoforge.files.cache_dir()`` (``$ZOFORGE_CACHE``, default ``~/.cache/zoforge``), and serialised with a file lock so that
-parallel test workers can share them.
+Builds are cached in the one simulation build cache (:mod:`zoforge.sim.build_cache`), keyed
+by the Verilog, the simulator and its options.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -29,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoforge.errors import ConfigError, check_choice
-from zoforge.files import (RESULT, atomic_write_text, cache_dir, clear_entry, file_lock,
-                           load_result, store_result)
+from zoforge.files import atomic_write_text
+from zoforge.sim.build_cache import cached_build
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
 
 __all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
@@ -90,27 +88,11 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
         elif vcd:
             build_args.append("--trace")
         build_args.extend(verilator_args or [])
-    # The environment is part of the key: a built model links against this environment's
-    # cocotb (rpath), so a build made from another checkout's venv must not be reused.
-    key = hashlib.sha256("\0".join([verilog, simulator, toplevel, *build_args,
-                                    json.dumps(sorted((extra_files or {}).items())),
-                                    sys.prefix]).encode()).hexdigest()[:16]
-    build_dir = cache_dir() / "sim" / f"{toplevel}-{simulator}-{key}"
-    build_dir.mkdir(parents=True, exist_ok=True)
-    source = build_dir / f"{toplevel}.v"
     runner = get_runner(simulator)
-    started = time.perf_counter()
-    with file_lock(build_dir / ".lock"):
-        # An entry is complete once its manifest is stored, after the build succeeded, and
-        # while every file has the size the manifest says; anything else (a build killed or
-        # failed half-way, a truncated file) is discarded and the model rebuilt, so an
-        # interrupted build never poisons the cache.
-        complete = _build_complete(build_dir, key)
+
+    def build(build_dir: Path, complete: bool) -> None:
+        source = build_dir / f"{toplevel}.v"
         if not complete:
-            if any(child.name != ".lock" for child in build_dir.iterdir()):
-                print(f"zoforge: rebuilding an incomplete simulation build ({build_dir.name})",
-                      file=sys.stderr)
-            clear_entry(build_dir)
             source.write_text(verilog)
             for name, text in (extra_files or {}).items():
                 (build_dir / name).write_text(text)
@@ -122,9 +104,10 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
         # needs its build step for the test step
         with _log_tail_on_error(build_dir / "build.log"):
             runner.build(**build_kwargs, log_file=build_dir / "build.log")
-        if not complete:
-            store_result(build_dir, {"key": key, "files": _file_sizes(build_dir)})
-    build_s = time.perf_counter() - started
+
+    build_dir, build_s = cached_build(f"{toplevel}-{simulator}", [
+        verilog, toplevel, *build_args, json.dumps(sorted((extra_files or {}).items()))],
+        build)
 
     temporary = data_dir is None
     data = Path(tempfile.mkdtemp(prefix="zoforge-cosim-")) if temporary else Path(data_dir)
@@ -194,20 +177,6 @@ def write_result(result: dict) -> None:
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-def _file_sizes(folder: Path) -> dict[str, int]:
-    """Relative path -> size of every file of a simulation build (not the lock, the logs or
-    the manifest itself)."""
-    skip = {".lock", "build.log", RESULT}
-    return {str(path.relative_to(folder)): path.stat().st_size
-            for path in sorted(folder.rglob("*")) if path.is_file() and path.name not in skip}
-
-
-def _build_complete(folder: Path, key: str) -> bool:
-    stored = load_result(folder)
-    return (isinstance(stored, dict) and stored.get("key") == key
-            and stored.get("files") == _file_sizes(folder))
-
 
 @contextlib.contextmanager
 def _log_tail_on_error(log_path: Path):

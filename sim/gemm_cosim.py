@@ -1,16 +1,17 @@
 """Host side of the GEMM engine co-simulation: stream packing, job running, golden check.
 
 The host packs whole jobs into the engine's stream formats (numpy, no per-cycle Python),
-the cocotb testbench :mod:`zoforge.sim.benches.gemm` plays them through the RTL with
-cocotbext-axi (AXI4-Lite registers, AXI4-Stream frames), and the host compares the
-returned words with :mod:`zoforge.golden.gemm` value by value.
+the engine's host program (:mod:`zoforge.sim.engine_host`) plays them through the RTL on
+either backend (:mod:`zoforge.sim.backends`: the Verilator job server, or cocotbext-axi on
+Verilator or Icarus), and the host compares the returned words with
+:mod:`zoforge.golden.gemm` value by value.
 
 Stream formats are documented in :mod:`zoforge.hw.pe.engine`.
 """
 from __future__ import annotations
 
-import hashlib
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -19,13 +20,14 @@ import numpy as np
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.files import cache_dir
+from zoforge.files import cache_dir, content_key
 from zoforge.hw.export import to_verilog
 from zoforge.hw.pe.config import MAX_DIM, EngineConfig
 from zoforge.hw.pe.designs import engine_name
 from zoforge.hw.pe.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine
+from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
+                                  resolve_backend, run_program)
 from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
-from zoforge.sim.gemm_bulk import run_bulk
 
 __all__ = ["GemmJob", "JobResult", "GemmCosim", "GemmCosimOptions", "cosim_engine",
            "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job"]
@@ -42,22 +44,20 @@ class GemmCosimOptions(Config):
     n: int = param(16, "columns of W (and Y)", IntRange(1, MAX_DIM))
     seed: int = param(0, "seed of the random operands", IntRange(0))
     simulator: str = param("verilator", "simulator", OneOf(SIMULATORS))
-    bench: str = param("cocotb", "cocotb: cocotbext-axi drives the AXI ports (checks the "
-                       "protocol); bulk: a Verilog testbench plays files from the host, no "
-                       "Python in the simulation loop (Verilator only, much faster)",
-                       OneOf(("cocotb", "bulk")))
+    backend: str = param("auto", "where the host program runs: " + BACKEND_HELP,
+                         OneOf(BACKEND_CHOICES))
     output: str = param("int8", "requantized int8 or raw int32 results", OneOf(("int8", "raw")))
     per_channel: bool = param(False, "per-output-column multiplier/shift (else per tensor)")
     relu: bool = param(False, "ReLU after requantization")
     bias: bool = param(True, "add a random bias")
-    backpressure: float = param(0.0, "probability that the output stream's tready is low in "
-                                "a cycle", FloatRange(0.0, 1.0, high_open=True))
+    backpressure: float = param(0.0, "probability that the output stream's (and AXI4-Lite "
+                                "B/R) ready is low in a cycle",
+                                FloatRange(0.0, 1.0, high_open=True))
     jobs: int = param(1, "back-to-back jobs of the same shape (different operands)",
                       IntRange(1, 1000))
 
     def check(self) -> None:
-        if self.bench == "bulk" and self.simulator != "verilator":
-            raise ConfigError("--simulator", "verilator with --bench bulk", self.simulator)
+        resolve_backend(self.backend, self.simulator)
 
 
 @dataclass
@@ -232,18 +232,67 @@ class GemmCosim:
             raise ConfigError("--k", "the same for x and w", f"{k} and {job.w.shape[0]}")
         self.check_shape(m, k, n)
 
+    @property
+    def target(self) -> BusTarget:
+        """The engine as a bus target: input beats of ``in_bytes``, output beats of C
+        32-bit lanes."""
+        found = re.search(r"\[(\d+):0\] s_axil__awaddr", self.verilog)
+        return BusTarget(self.verilog, self.top, lanes=self.cols,
+                         addr_bits=int(found.group(1)) + 1 if found else 16,
+                         in_bits=8 * self.in_bytes,
+                         verilator_args=tuple(_verilator_args(self.top)))
+
     def run(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
-            data_dir: Path | None = None, bench: str = "zoforge.sim.benches.gemm"):
+            data_dir: Path | None = None, backend: str = "auto",
+            patterns: dict[str, np.ndarray] | None = None, bench: str | None = None):
         """Run ``jobs`` back to back in one simulation; returns ``(job_results, info)``.
 
-        backpressure: probability that the output stream's ``tready`` is low in a cycle.
+        backpressure: probability that the output stream's ``tready`` (and AXI4-Lite B/R
+        ready) is low in a cycle; backend: ``auto``, ``jobserver`` or ``cocotb``
+        (:mod:`zoforge.sim.backends`; auto: the job server on Verilator); patterns: 0/1
+        stall patterns of the input ``source`` and the output ``sink`` (cocotb); bench: a
+        specialised cocotb bench module instead of the host program (it reads the jobs
+        from ``job<n>.npz`` and stores ``out<n>.npy``).
         """
         for job in jobs:
             self.check_job(job)
+        if bench is not None:
+            return self._run_bench(jobs, bench, data_dir)
+        if patterns is not None:
+            backend = "cocotb"
+        specs, data = [], {}
+        for index, job in enumerate(jobs):
+            spec, frame, tables = self.job_spec(job)
+            specs.append(spec)
+            data[f"job{index}_frame"] = frame_words(frame, self.in_bytes)
+            data.update({f"job{index}_{name}": table for name, table in tables.items()})
+        args = {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}
+        limit = max(job_limit_cycles(spec) for spec in specs)
+        arrays, result = run_program(
+            "zoforge.sim.engine_host:engine_program", args, data, self.target,
+            backend=resolve_backend(backend, self.simulator), simulator=self.simulator,
+            stalls=Stalls(sink_backpressure=backpressure, seed=seed, patterns=patterns),
+            max_cycles=int(limit / (1.0 - backpressure)), data_dir=data_dir)
+        if not result.passed:
+            raise RuntimeError(f"co-simulation failed: {'; '.join(result.failures)}")
+        outputs = [arrays[f"out{index}"] for index in range(len(jobs))]
+        sim_cycles = result.results["sim_cycles"]
+        # cocotb: the time inside the simulator; the job server: from its process start
+        wall = result.results.get("wall_s", result.run_s)
+        info = {"sim_cycles": sim_cycles, "wall_s": wall,
+                "cycles_per_s": sim_cycles / wall if wall else 0.0,
+                "build_s": result.build_s, "run_s": result.run_s,
+                "simulator": result.simulator}
+        return self.check_results(jobs, outputs, result.results["jobs"]), info
+
+    def _run_bench(self, jobs: list[GemmJob], bench: str, data_dir: Path | None):
         with scratch_folder(data_dir, "zoforge-gemm-") as data:
-            specs = [self._write_job(data, index, job) for index, job in enumerate(jobs)]
-            args = {"jobs": specs, "backpressure": backpressure, "seed": seed,
-                    "registers": REGISTERS, "regions": PARAM_REGIONS}
+            specs = []
+            for index, job in enumerate(jobs):
+                spec, frame, tables = self.job_spec(job)
+                np.savez(data / f"job{index}.npz", frame=frame, **tables)
+                specs.append(spec)
+            args = {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}
             result = run_cocotb(verilog=self.verilog, toplevel=self.top, test_module=bench,
                                 args=args, simulator=self.simulator, data_dir=data,
                                 verilator_args=_verilator_args(self.top))
@@ -254,11 +303,6 @@ class GemmCosim:
         info = dict(result.results.get("info", {}), build_s=result.build_s,
                     run_s=result.run_s, simulator=result.simulator)
         return self.check_results(jobs, outputs, result.results["jobs"]), info
-
-    def run_bulk(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
-                 data_dir: Path | None = None):
-        """Like :meth:`run`, through the Verilog-only bench (:mod:`zoforge.sim.gemm_bulk`)."""
-        return run_bulk(self, jobs, backpressure=backpressure, seed=seed, data_dir=data_dir)
 
     def check_results(self, jobs: list[GemmJob], outputs: list[np.ndarray],
                       stats: list[dict]) -> list[JobResult]:
@@ -297,10 +341,22 @@ class GemmCosim:
                 "first_panels": 1 + mt + (nt > 1), "out_beats": mt * nt * self.rows}
         return spec, frame, tables
 
-    def _write_job(self, data: Path, index: int, job: GemmJob) -> dict:
-        spec, frame, tables = self.job_spec(job)
-        np.savez(data / f"job{index}.npz", frame=frame, **tables)
-        return spec
+
+def frame_words(frame: np.ndarray, beat_bytes: int) -> np.ndarray:
+    """An input frame's bytes -> 32-bit words, each beat zero-padded to whole words (lane 0
+    in the low bits, as the job server and the program bench take them)."""
+    per_beat = -(-beat_bytes // 4)
+    beats = np.zeros((frame.size // beat_bytes, 4 * per_beat), np.uint8)
+    beats[:, :beat_bytes] = frame.reshape(-1, beat_bytes)
+    return beats.view("<u4").reshape(-1).astype(np.uint32)
+
+
+def job_limit_cycles(spec: dict) -> int:
+    """A bound no correct job reaches (one MAC per cycle, every beat stalled 20x): a job
+    still running then has stalled, and fails instead of hanging."""
+    m, k, n = spec["m"], spec["k"], spec["n"]
+    return 20 * (m * k * n + m * n) + 100_000
+
 
 def _verilator_args(top: str) -> list[str]:
     """Verilator options that make only the top's ports visible to VPI.
@@ -312,7 +368,7 @@ def _verilator_args(top: str) -> list[str]:
     text = "`verilator_config\n" + "".join(
         f'public_flat_rw -module "{top}" -var "{pattern}"\n'
         for pattern in ("clk", "rst", "irq", "s_axil__*", "s_axis__*", "m_axis__*"))
-    path = cache_dir() / "vlt" / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.vlt"
+    path = cache_dir() / "vlt" / f"{content_key(text)}.vlt"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
         path.write_text(text)
@@ -329,8 +385,8 @@ def cosim_engine(config: EngineConfig, options: GemmCosimOptions | None = None) 
     jobs = [random_job(rng, options.m, options.k, options.n, raw=options.output == "raw",
                        bias=options.bias, per_channel=options.per_channel, relu=options.relu)
             for _ in range(options.jobs)]
-    run = cosim.run_bulk if options.bench == "bulk" else cosim.run
-    results, info = run(jobs, backpressure=options.backpressure, seed=options.seed)
+    results, info = cosim.run(jobs, backpressure=options.backpressure, seed=options.seed,
+                              backend=options.backend)
     cycles = sum(r.cycles for r in results)
     ideal = sum(r.ideal_cycles for r in results)
     return {
@@ -338,7 +394,7 @@ def cosim_engine(config: EngineConfig, options: GemmCosimOptions | None = None) 
         "mismatches": sum(r.mismatches for r in results),
         "m": options.m, "k": options.k, "n": options.n, "rows": config.rows,
         "cols": config.cols, "pack": config.pack, "output": options.output,
-        "jobs": options.jobs, "bench": options.bench,
+        "jobs": options.jobs, "backend": resolve_backend(options.backend, options.simulator),
         "cycles": cycles, "ideal_cycles": ideal,
         "pe_utilization": round(ideal / cycles, 4) if cycles else 0.0,
         "array_cycles": sum(r.array_cycles for r in results),

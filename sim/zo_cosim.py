@@ -1,7 +1,8 @@
 """Co-simulation of the ZO layer (``zoforge cosim zo-layer``): ZO steps on the RTL, bit-exact.
 
-The testbench (:mod:`zoforge.sim.benches.zo_layer`) plays the host over AXI; this module
-makes the data (a synthetic regression: random int8 batches, frozen weights, a random
+The host program (:func:`zoforge.sim.zo_host.layer_program`) plays the ARM host over AXI on
+either backend (:mod:`zoforge.sim.backends`: the job server or the cocotbext-axi bench); this
+module makes the data (a synthetic regression: random int8 batches, frozen weights, a random
 target per step), runs the bench and replays the same steps on the golden model
 (:class:`~zoforge.golden.zolayer.model.ZoLayerGolden`), comparing every branch's outputs,
 every g and T after every update. The last step runs under the sequential schedule (every
@@ -9,32 +10,21 @@ forward pass recomputes the frozen products) to measure what P-RGE's sharing sav
 """
 from __future__ import annotations
 
-import tempfile
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import torch
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
-from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import Formats, ZoLayerConfig
 from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squared_error
-from zoforge.golden.zolayer.model import LayerShape, ZoLayerGolden
-from zoforge.hw.export import to_verilog
-from zoforge.hw.pe.array import min_tile_interval
-from zoforge.hw.zo.designs import elaborate_layer
-from zoforge.sim import zo_jobserver
-from zoforge.sim.cosim import SIMULATORS, CosimResult, run_cocotb
+from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BACKENDS, Stalls,
+                                  resolve_backend, run_program)
+from zoforge.sim.cosim import SIMULATORS, CosimResult
 
 __all__ = ["ZoCosimOptions", "cosim_layer", "run_layer", "predicted_cycles", "predicted_ratio",
            "golden_run", "make_data", "layer_args", "BACKENDS"]
 
-#: cocotb: the cocotbext-axi bench (Verilator or Icarus, Python every cycle); jobserver: the
-#: same host program on a persistent Verilator job server (:mod:`zoforge.sim.zo_jobserver`).
-BACKENDS = ("cocotb", "jobserver")
 
 
 @dataclass(frozen=True)
@@ -70,17 +60,15 @@ class ZoCosimOptions(Config):
     sink_backpressure: float = param(0.0, "probability that the output stream and the "
                                           "AXI4-Lite B/R channels hold ready low in a cycle",
                                      FloatRange(0, 1, high_open=True))
-    backend: str = param("cocotb", "cocotb (cocotbext-axi bench) or jobserver (the same host "
-                                   "program on a persistent Verilator model driven from C++, "
-                                   "no Python per cycle; Verilator only)", OneOf(BACKENDS))
+    backend: str = param("auto", "where the host program runs: " + BACKEND_HELP,
+                         OneOf(BACKEND_CHOICES))
 
     def check(self) -> None:
-        if self.backend == "jobserver" and self.simulator != "verilator":
-            raise ConfigError("--backend", "cocotb with --simulator " + self.simulator +
-                              " (the job server is Verilator-only)", self.backend)
+        resolve_backend(self.backend, self.simulator)
 
 
-def _shape(config: ZoLayerConfig, options: ZoCosimOptions) -> LayerShape:
+def _shape(config: ZoLayerConfig, options: ZoCosimOptions):
+    from zoforge.golden.zolayer.model import LayerShape   # imports torch: only when used
     r = options.r if config.mode == "lora-fa" else 0
     return LayerShape(options.m, options.k, options.n, r).checked(config)
 
@@ -103,6 +91,8 @@ def make_data(config: ZoLayerConfig, options: ZoCosimOptions) -> dict[str, np.nd
 def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
                data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The golden model's branches, g values, masters and plain branch for ``data``."""
+    import torch   # only to run the golden model (keeps the options cheap to import)
+    from zoforge.golden.zolayer.model import ZoLayerGolden
     golden = ZoLayerGolden(config, _shape(config, options))     # generator at reset
     if config.mode == "lora-fa":
         golden.load_frozen(torch.from_numpy(data["w"]), torch.from_numpy(data["a"]))
@@ -130,12 +120,13 @@ def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
             "grads": np.array(grads), "plain": golden.branch(0, 0).numpy()}
 
 
-def predicted_cycles(config: ZoLayerConfig, shape: LayerShape, q: int,
+def predicted_cycles(config: ZoLayerConfig, shape, q: int,
                      sequential: bool = False) -> float:
     """Cycles of one step predicted from operation counts: each R x C output tile of a
     compute job costs its K k-steps, but at least the array's tile spacing
     (:func:`~zoforge.hw.pe.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
     MACs / (R*C); and one cycle per word loaded or walked (batch load, update walks)."""
+    from zoforge.hw.pe.array import min_tile_interval   # the hardware's: only when used
     rows, cols = config.rows, config.cols
     m, k, n, r = shape.m, shape.k, shape.n, shape.r
     lora = config.mode == "lora-fa"
@@ -153,7 +144,7 @@ def predicted_cycles(config: ZoLayerConfig, shape: LayerShape, q: int,
     return passes * (load + frozen) + 2 * q * branch + update
 
 
-def predicted_ratio(config: ZoLayerConfig, shape: LayerShape, q: int) -> float:
+def predicted_ratio(config: ZoLayerConfig, shape, q: int) -> float:
     """Sequential / P-RGE cycles predicted from operation counts."""
     return (predicted_cycles(config, shape, q, sequential=True)
             / predicted_cycles(config, shape, q))
@@ -170,42 +161,30 @@ def layer_args(config: ZoLayerConfig, options: ZoCosimOptions, host: dict | None
                 "source_idle", "sink_backpressure", "seed")}}
 
 
+def _cycle_bound(args: dict) -> int:
+    """Generous most cycles of one operation of ``args``' shape (a hung job fails, a slow
+    one does not): 16x its multiply-accumulates at R x C per cycle, words and tile spacing,
+    slowed by the stalls."""
+    m, k, n, r = args["m"], args["k"], args["n"], args["r"]
+    work = m * k * (n + r) // (args["rows"] * args["cols"]) + (m + n + r) * k + 4 * m * (n + r)
+    return int((100_000 + 16 * work) / (1 - max(args["source_idle"], args["sink_backpressure"])))
+
+
 def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np.ndarray],
               host: dict | None = None) -> tuple[dict[str, np.ndarray], CosimResult]:
-    """Run the bench on ``data``: the RTL's branches, masters and plain branch (empty when
-    the bench failed) and the cocotb result (g values and job counters in ``results``).
+    """Run the host program (:func:`zoforge.sim.zo_host.layer_program`) on ``data``: the
+    RTL's branches, masters and plain branch (empty when the run failed) and the result (g
+    values, job counters and ``sim_cycles``, the clock cycles simulated, in ``results``).
     ``host``: the fields of a :class:`~zoforge.golden.zolayer.host.CrossEntropyHost` for a
     classification host (``data["labels"]``), else the regression host (``data["target"]``).
-    ``options.backend`` "jobserver" runs the same program on the job server. ``results``
-    also hold ``sim_cycles``, the clock cycles simulated."""
+    ``options.backend`` picks the backend (:mod:`zoforge.sim.backends`)."""
+    from zoforge.sim.zo_jobserver import layer_target   # elaborates: only when running
     args = layer_args(config, options, host)
-    if options.backend == "jobserver":
-        return zo_jobserver.run_layer(config, args, data)
-    elaborated = elaborate_layer(config)
-    verilog = to_verilog(elaborated.top, elaborated.name)
-    with tempfile.TemporaryDirectory(prefix="zoforge-zo-") as folder:
-        folder = Path(folder)
-        for name, array in data.items():
-            np.save(folder / f"{name}.npy", array)
-        result = run_cocotb(verilog=verilog, toplevel=elaborated.name,
-                            test_module="zoforge.sim.benches.zo_layer", args=args,
-                            simulator=options.simulator, data_dir=folder,
-                            extra_files=elaborated.memory_files)
-        rtl = {name: np.load(folder / f"{name}.npy") for name in ("branches", "masters",
-                                                                   "plain")} \
-            if result.passed else {}
-        if result.passed:
-            result.results["sim_cycles"] = _simulated_cycles(folder / "results.xml")
-    return rtl, result
-
-
-def _simulated_cycles(results_xml: Path) -> int:
-    """Clock cycles the cocotb run simulated (its test's simulated time / the bench's clock)."""
-    from zoforge.sim.benches.zo_layer import CLOCK_NS   # the bench's clock; imports cocotb
-    for prop in ET.parse(results_xml).getroot().iter("property"):
-        if prop.get("name") == "sim_time_duration":
-            return round(float(prop.get("value")) / CLOCK_NS)
-    return 0
+    return run_program("zoforge.sim.zo_host:layer_program", args, data, layer_target(config),
+                       backend=resolve_backend(options.backend, options.simulator),
+                       simulator=options.simulator, max_cycles=_cycle_bound(args),
+                       stalls=Stalls(options.source_idle, options.sink_backpressure,
+                                     options.seed))
 
 
 def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) -> dict:

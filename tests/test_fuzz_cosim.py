@@ -8,7 +8,7 @@ Simulator builds are the cost, so hypothesis only *draws* here (:func:`draw_exam
 batches: many generator configurations side by side in one build (``SideBySide``, as
 tests/test_rng_cosim.py does), and per engine configuration one build running all its jobs
 (shapes, per-channel, bias, ReLU, raw, extreme operands) under drawn stall patterns on both
-streams (``zoforge.sim.benches.gemm_fuzz``). Each drawn generator's reset state is also
+streams (the engine's host program in the cocotb bench, with stall patterns). Each drawn generator's reset state is also
 checked against the independent reference (tests/rng_reference.py). There is no shrinking
 (each step would be a build); a failure names the configurations, the first mismatch and,
 in the deep run, the seed that reproduces the draw.
@@ -17,7 +17,7 @@ Budgets. The default run is derandomized (the same draws every time, so its buil
 cached): per simulator one batch of generators (Verilator 12, Icarus 8) and 24 GEMM jobs on
 the engine configurations other tests build already. ``-m slow`` draws afresh each time:
 1040 generator configurations in 26 Verilator builds (and 500 on Icarus), 1125 GEMM jobs on
-25 drawn engine configurations through the bulk bench, and 12 drawn engines x 8 jobs under
+25 drawn engine configurations on the job server, and 12 drawn engines x 8 jobs under
 stall patterns through cocotbext-axi on each simulator.
 """
 from __future__ import annotations
@@ -40,7 +40,6 @@ from zoforge.hw.rng.onthefly import OnTheFlyCore, lut_memory_init
 from zoforge.sim.gemm_cosim import GemmCosim, random_job
 from zoforge.sim.rng_cosim import cosim_configs
 
-GEMM_BENCH = "zoforge.sim.benches.gemm_fuzz"
 
 
 def draw_examples(strategy, count: int, *, deep: bool) -> tuple[list, int | None]:
@@ -229,10 +228,9 @@ def cosimulate_engine(run, simulator: str) -> list:
     config, specs, sink, source, seed = run
     jobs = make_jobs(specs, seed)
     data = Path(tempfile.mkdtemp(prefix="zoforge-gemm-fuzz-"))
-    np.savez(data / "pause.npz", sink=np.array(sink, np.uint8),
-             source=np.array(source, np.uint8))
+    patterns = {"sink": np.array(sink, np.uint8), "source": np.array(source, np.uint8)}
     results, _ = GemmCosim(config, simulator=simulator).run(jobs, data_dir=data,
-                                                             bench=GEMM_BENCH)
+                                                             patterns=patterns)
     for job, result in zip(jobs, results):
         m, k, n = job.shape
         tiles = -(-m // config.rows) * -(-n // config.cols)
@@ -242,8 +240,8 @@ def cosimulate_engine(run, simulator: str) -> list:
             for r in results if not r.bit_exact]
 
 
-def cosimulate_engine_bulk(runs) -> list:
-    """Every run's jobs on its engine through the bulk bench, one simulation per engine
+def cosimulate_engine_on_server(runs) -> list:
+    """Every run's jobs on its engine on the job server, one simulation per engine
     (output back-pressure: the sink pattern's share of stalled cycles)."""
     by_engine = defaultdict(list)
     for config, specs, sink, _, seed in runs:
@@ -252,7 +250,8 @@ def cosimulate_engine_bulk(runs) -> list:
     for config, groups in by_engine.items():
         jobs = [job for group, _ in groups for job in group]
         backpressure = max(p for _, p in groups)
-        results, _ = GemmCosim(config).run_bulk(jobs, backpressure=backpressure)
+        results, _ = GemmCosim(config).run(jobs, backpressure=backpressure,
+                                           backend="jobserver")
         failed += [(config.to_dict(), r.shape, r.mismatches) for r in results
                    if not r.bit_exact]
     return failed
@@ -287,11 +286,11 @@ def test_engine_fuzz_deep_stall_patterns(simulator, capsys):
 
 
 @pytest.mark.slow
-def test_engine_fuzz_deep_bulk(capsys):
-    # 25 drawn engines x 45 jobs = 1125 GEMMs through the Verilog-only bench (Verilator)
+def test_engine_fuzz_deep_job_server(capsys):
+    # 25 drawn engines x 45 jobs = 1125 GEMMs on the job server (Verilator)
     started = time.perf_counter()
     runs, seed = draw_examples(engine_runs(engine_configs(), 45), 25, deep=True)
     assert sum(len(specs) for _, specs, _, _, _ in runs) >= 1000
-    failed = cosimulate_engine_bulk(runs)
-    engine_report(capsys, "through the bulk bench", runs, started, failed, seed)
+    failed = cosimulate_engine_on_server(runs)
+    engine_report(capsys, "on the job server", runs, started, failed, seed)
     assert not failed, (failed, f"hypothesis seed {seed}")

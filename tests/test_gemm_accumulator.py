@@ -8,8 +8,8 @@ K = 140 000 k-steps: random operands for the first and last steps, constant ones
 (checked here with Python integers), and the drained results must equal the golden model's
 wrapped ones, and also the wrap computed here by hand. One column stays in range as a
 control. The wrap of acc + bias at the end of the engine is tests/test_gemm_corners.py's
-(bulk bench, Verilator); its two jobs also run here through the cocotbext-axi bench on every
-simulator.
+(the job server, Verilator); its two jobs also run here through the cocotbext-axi backend on
+every simulator.
 """
 from __future__ import annotations
 
@@ -101,6 +101,7 @@ def test_accumulators_wrap_at_32_bits_like_the_golden_model(array_verilog, simul
 
 def test_acc_plus_bias_wraps_through_the_axi_bench(simulator):
     pairs = [overflow_job(raw) for raw in (True, False)]
-    results, _ = GemmCosim(**CORNER_CONFIG, simulator=simulator).run([j for j, _ in pairs])
+    results, _ = GemmCosim(**CORNER_CONFIG, simulator=simulator).run([j for j, _ in pairs],
+                                                                      backend="cocotb")
     for result, (_, expected) in zip(results, pairs):
         np.testing.assert_array_equal(result.output, expected)

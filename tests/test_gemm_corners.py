@@ -10,7 +10,7 @@ import pytest
 
 from zoforge.sim.gemm_cosim import GemmCosim, GemmJob
 
-CONFIG = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)   # tests/test_gemm_bulk.py's
+CONFIG = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)   # tests/test_gemm_jobserver.py's
 K = 32
 INT32 = 1 << 32
 
@@ -51,5 +51,5 @@ def overflow_job(raw: bool) -> tuple[GemmJob, np.ndarray]:
 def test_acc_plus_bias_wraps_at_32_bits_in_both_directions(raw):
     job, expected = overflow_job(raw)
     np.testing.assert_array_equal(job.golden(), expected)      # the golden model agrees
-    (result,), _ = GemmCosim(**CONFIG).run_bulk([job])
+    (result,), _ = GemmCosim(**CONFIG).run([job], backend="jobserver")
     np.testing.assert_array_equal(result.output, expected)

@@ -76,7 +76,9 @@ def test_output_backpressure_stalls_without_losing_data(run_a):
     stalled, _ = cosim.run([jobs[i] for i in picked], backpressure=0.6, seed=5)
     for index, result in zip(picked, stalled):
         assert result.bit_exact, (result.shape, result.mismatches)
-        assert result.cycles > results[index].cycles   # the stalls did happen
+        assert result.cycles >= results[index].cycles  # (a compute-bound job may absorb them)
+    # the stalls did happen
+    assert sum(r.cycles for r in stalled) > sum(results[i].cycles for i in picked)
 
 
 def test_wide_array_with_one_k_step_per_beat(simulator):

@@ -19,7 +19,8 @@ from zoforge.errors import ConfigError
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import CrossEntropyHost
-from zoforge.sim.jobserver import EXE, Command, JobServer, JobServerError, build_server
+from zoforge.sim.jobserver import EXE, JobServer, JobServerError, build_server
+from zoforge.sim.program import Read, Receive, Send
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zo_cosim import (BACKENDS, ZoCosimOptions, cosim_layer, golden_run,
                                   layer_args, make_data, run_layer)
@@ -67,7 +68,7 @@ def test_backends_agree_cycle_for_cycle(strategy, mode, classify):
         data["labels"] = np.random.default_rng(1).integers(0, 4, data["target"].shape[:2])
         del data["target"]
     runs = [run_layer(config, options.replace(backend=backend), data, host)
-            for backend in BACKENDS]
+            for backend in BACKENDS]       # cocotb, jobserver
     (rtl, result), (other_rtl, other) = runs
     assert result.passed and other.passed, (result.failures, other.failures)
     for name in ("branches", "masters", "plain"):
@@ -202,8 +203,8 @@ def test_protocol_on_a_loopback_with_heavy_stalls():
     with JobServer(LOOPBACK, "loopback", lanes=2, addr_bits=8, source_idle=0.6,
                    sink_backpressure=0.6, seed=3) as server:
         server.write(4, 0x8000_0011)
-        replies = server.exchange([Command.send(f) for f in frames] + [Command.read(4)] +
-                                  [Command.receive() for _ in frames] + [Command.read(8)])
+        replies = server.exchange([Send(f) for f in frames] + [Read(4)] +
+                                  [Receive() for _ in frames] + [Read(8)])
         assert int(replies[len(frames)].words[0]) == 0x8000_0011 and replies[-1].irq
         for frame, reply in zip(frames, replies[len(frames) + 1:-1]):
             np.testing.assert_array_equal(reply.words, (frame + 0x8000_0011) & 0xFFFFFFFF)

@@ -164,6 +164,26 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator)
     assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
 
 
+def test_stalls_happen_and_cost_cycles(simulator):
+    # Every backend of the simulator (Verilator: the job server and cocotb): the same
+    # results with and without stalls, and more cycles with them (they were not switched off).
+    config = layer_config(mode="full", **SMALL)
+    quiet = ZoCosimOptions(steps=1, q=1, seed=3, grad_shift=30, simulator=simulator)
+    data = make_data(config, quiet)
+    backends = ("jobserver", "cocotb") if simulator == "verilator" else ("cocotb",)
+    for backend in backends:
+        runs = [run_layer(config, quiet.replace(backend=backend, **stalls), data)
+                for stalls in ({}, dict(source_idle=0.3, sink_backpressure=0.3))]
+        (rtl, free), (stalled_rtl, stalled) = runs
+        assert free.passed and stalled.passed, (free.failures, stalled.failures)
+        for name in ("branches", "masters", "plain"):
+            np.testing.assert_array_equal(rtl[name], stalled_rtl[name], err_msg=name)
+        assert stalled.results["grads"] == free.results["grads"]
+        assert stalled.results["sim_cycles"] > free.results["sim_cycles"], backend
+        assert all(s > f for s, f in zip(stalled.results["step_cycles"],
+                                         free.results["step_cycles"])), backend
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("q", [1, 4])
 def test_rtl_query_counts(strategy, q, simulator):

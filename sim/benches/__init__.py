@@ -1,10 +1,10 @@
 """Testbenches: cocotb modules (imported in the simulator process) and the Verilog/C++
-sources of the Verilog-only benches, read with :func:`bench_text`."""
+sources of the job server, read with :func:`bench_text`."""
 from importlib import resources
 
 __all__ = ["DUT_PORTS", "bench_text"]
 
-#: The include file with a design's AXI port connections, shared by the Verilog-only benches.
+#: The include file with a design's AXI port connections, used by the job server's wrapper.
 DUT_PORTS = "axi_dut_ports.svh"
 
 

@@ -1,7 +1,6 @@
 // The port connections of a zoforge AXI design (clk, rst, irq, s_axil, s_axis, m_axis) to
 // the signals of the same names without the bus prefix; wstrb is always a whole word.
-// Included inside the instance's port list by the Verilog-only benches (gemm_bulk.sv,
-// jobserver.sv), so both connect a design the same way.
+// Included inside the instance's port list by the job server's wrapper (jobserver.sv).
       .clk(clk), .rst(rst), .irq(irq),
       .s_axil__awaddr(awaddr), .s_axil__awvalid(awvalid), .s_axil__awready(awready),
       .s_axil__wdata(wdata), .s_axil__wstrb(4'hF), .s_axil__wvalid(wvalid),

@@ -23,9 +23,9 @@ decides what is right (from the register table of docs/engine.md). In order:
    reads issued while the write response / read data channel is stalled.
 
 ``irq`` edges are recorded throughout (``irq_edges``: (cycle, value)), with the cycle
-windows of the jobs. Per job it stores ``out<n>.npy`` and the counters, as
-:mod:`zoforge.sim.benches.gemm` does, so the host checks every output against the golden
-model with the same code.
+windows of the jobs. Per job it stores ``out<n>.npy`` and the counters (run through
+:meth:`zoforge.sim.gemm_cosim.GemmCosim.run` with ``bench=``), so the host checks every
+output against the golden model with the same code as the host program's.
 """
 import cocotb
 import numpy as np
@@ -33,7 +33,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, ValueChange, with_timeout
 from cocotb.utils import get_sim_time
 
-from zoforge.sim.benches.gemm import CLOCK_NS, EngineHarness
+from zoforge.sim.benches.engine_harness import CLOCK_NS, EngineHarness
 from zoforge.sim.cosim import bench_args, bench_dir, write_result
 
 ONES = 0xFFFFFFFF

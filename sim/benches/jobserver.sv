@@ -5,14 +5,15 @@
 // ports (hw/bus.py): clk, rst, s_axil__*, s_axis__*, m_axis__*, irq. Amaranth joins a
 // port's path with "__", which Verilator would escape in C++ names; here they are plain.
 //
-// DUT (a macro) names the top module; LANES is the streams' width in 32-bit lanes (both
-// streams), ADDR_W the AXI4-Lite address width.
+// DUT (a macro) names the top module; LANES is the output stream's width in 32-bit lanes,
+// IN_BITS the input stream's width, ADDR_W the AXI4-Lite address width.
 `ifndef DUT
 `define DUT zo_layer
 `endif
 
 module jobserver_top #(
     parameter int LANES = 4,
+    parameter int IN_BITS = 32 * LANES,
     parameter int ADDR_W = 8
 ) (
     input logic clk,
@@ -34,7 +35,7 @@ module jobserver_top #(
     output logic [1:0] rresp,
     output logic rvalid,
     input logic rready,
-    input logic [32*LANES-1:0] s_tdata,
+    input logic [IN_BITS-1:0] s_tdata,
     input logic s_tvalid,
     input logic s_tlast,
     output logic s_tready,

@@ -16,8 +16,9 @@
 //   2 RESET a b                   rst high for a cycles, then low for b cycles
 //   3 WRITE a b                   AXI4-Lite write of b to address a -> [bresp]
 //   4 READ a                      AXI4-Lite read of address a -> [rdata, rresp]
-//   5 SEND [words]                queue one frame for the input stream (LANES words a beat,
-//                                 tlast on its last beat); streamed while later commands run
+//   5 SEND [words]                queue one frame for the input stream (IN_WORDS words a
+//                                 beat, tlast on its last beat); streamed while later
+//                                 commands run
 //   6 RECEIVE                     run until an output frame (tlast) is complete -> its words
 //   7 POLL a b c                  read a until (value & b) != 0, c idle cycles between
 //                                 reads -> [value]
@@ -25,7 +26,9 @@
 // Stalls draw one xorshift32 value per channel per cycle (the top 16 bits below the
 // threshold: stalled), as cocotbext-axi's pause generators draw one value per cycle.
 //
-// LANES (a macro) is the streams' width in 32-bit lanes; the model's prefix is Vtop.
+// LANES (a macro) is the output stream's width in 32-bit lanes, IN_WORDS the 32-bit words of
+// one input beat (the input stream's width rounded up; the unused bits are zero); the
+// model's prefix is Vtop.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +43,9 @@
 #ifndef LANES
 #define LANES 4
 #endif
+#ifndef IN_WORDS
+#define IN_WORDS LANES
+#endif
 
 namespace {
 
@@ -47,7 +53,9 @@ enum Op : uint32_t { QUIT, CONFIGURE, RESET, WRITE, READ, SEND, RECEIVE, POLL, I
 enum Status : uint32_t { OK, TIMEOUT, BAD };
 enum Channel { IN, AW, W, AR, OUT, B, R, CHANNELS };
 
-// tdata of 32 * LANES bits: IData (1 lane), QData (2 lanes) or VlWide (more).
+// tdata: CData/SData/IData (up to 32 bits), QData (up to 64) or VlWide (more).
+inline void put(CData& port, const uint32_t* words) { port = static_cast<CData>(words[0]); }
+inline void put(SData& port, const uint32_t* words) { port = static_cast<SData>(words[0]); }
 inline void put(IData& port, const uint32_t* words) { port = words[0]; }
 inline void put(QData& port, const uint32_t* words) {
     port = words[0] | static_cast<QData>(words[1]) << 32;
@@ -110,7 +118,7 @@ class Server {
             stall[ch] = thresholds[ch] && stalls[ch].stalled(thresholds[ch]);
         const bool in_valid = in_head_ < in_words_.size() && !stall[IN];
         top_->s_tvalid = in_valid;
-        top_->s_tlast = in_valid && in_head_ + LANES == in_ends_.front();
+        top_->s_tlast = in_valid && in_head_ + IN_WORDS == in_ends_.front();
         if (in_valid) put(top_->s_tdata, &in_words_[in_head_]);
         top_->awvalid = aw_ && !stall[AW];
         top_->awaddr = awaddr_;
@@ -148,7 +156,7 @@ class Server {
         top_->eval();
         ++cycle;
         if (in_fire) {
-            in_head_ += LANES;
+            in_head_ += IN_WORDS;
             if (in_head_ == in_ends_.front()) in_ends_.pop_front();
             if (in_head_ == in_words_.size()) {
                 in_words_.clear();
@@ -292,7 +300,7 @@ int main(int argc, char** argv) {
                 done = server.read(a, out[0], out[1]);
                 break;
             case SEND:
-                if (n == 0 || n % LANES) status = BAD;
+                if (n == 0 || n % IN_WORDS) status = BAD;
                 else server.send(payload.data(), n);
                 break;
             case RECEIVE:

@@ -1,0 +1,132 @@
+"""Host programs as data: bus operations in batches, run the same way on every backend.
+
+A design's co-simulation is written once, as a *host program*: a generator that yields a
+batch (a list) of bus operations and receives the list of their :class:`Reply` values, so
+that the host's own computation (g from the branch outputs, the next job's operands) runs
+between batches. It ends by returning ``(arrays, results)``: named numpy arrays and
+JSON-able results. :func:`zoforge.sim.backends.run_program` runs one on the persistent
+Verilator job server (a batch is one pipe exchange) or in the cocotb bench
+:mod:`zoforge.sim.benches.program` (cocotbext-axi, Verilator or Icarus).
+
+The operations (on a top with zoforge's bus ports, ``hw/bus.py``):
+
+* :class:`Write` / :class:`Read`: one AXI4-Lite write / read (reply words ``[bresp]`` /
+  ``[rdata, rresp]``);
+* :class:`Send`: queue one input-stream frame (whole beats, TLAST on the last); it streams
+  while the following operations run;
+* :class:`Receive`: wait for the next complete output frame (up to TLAST): its words;
+* :class:`Poll`: read an address until ``value & mask``, ``gap`` idle cycles between reads
+  (reply ``[value]``);
+* :class:`Idle`: let ``cycles`` clock cycles pass.
+
+Every reply also carries the clock cycle after the operation and the ``irq`` pin.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Callable, Generator, NamedTuple
+
+import numpy as np
+
+__all__ = ["Write", "Read", "Send", "Receive", "Poll", "Idle", "Operation", "Reply",
+           "HostProgram", "HostCheckFailed", "drive", "drive_async", "load_program",
+           "stream_words"]
+
+
+@dataclass(frozen=True)
+class Write:
+    address: int
+    value: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", int(self.value) & 0xFFFFFFFF)
+
+
+@dataclass(frozen=True)
+class Read:
+    address: int
+
+
+@dataclass(frozen=True)
+class Send:
+    """One input-stream frame; ``words`` are taken modulo 2^32 (uint32, beat-major)."""
+    words: np.ndarray = field(compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "words", stream_words(self.words))
+
+
+@dataclass(frozen=True)
+class Receive:
+    pass
+
+
+@dataclass(frozen=True)
+class Poll:
+    address: int
+    mask: int
+    gap: int
+
+
+@dataclass(frozen=True)
+class Idle:
+    cycles: int
+
+
+Operation = Write | Read | Send | Receive | Poll | Idle
+
+
+class Reply(NamedTuple):
+    cycle: int          # clock cycles simulated when the operation ended
+    irq: bool           # the irq pin then
+    words: np.ndarray   # uint32: see the operations
+
+    @property
+    def value(self) -> int:
+        """The first word (a read's data, a poll's last value)."""
+        return int(self.words[0])
+
+
+#: A host program: yields batches of operations, receives their replies, returns
+#: ``(arrays, results)``.
+HostProgram = Generator[list, list, tuple]
+
+
+class HostCheckFailed(RuntimeError):
+    """A host program saw the design misbehave (a wrong status, a missing frame)."""
+
+
+def stream_words(words) -> np.ndarray:
+    """Any integers -> flat uint32 words (modulo 2^32)."""
+    return (np.asarray(words, dtype=np.int64).reshape(-1) & 0xFFFFFFFF).astype(np.uint32)
+
+
+def load_program(reference: str) -> Callable[[dict, dict], HostProgram]:
+    """The program factory named ``module:function`` (called with ``(args, data)``)."""
+    module, _, name = reference.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _advance(program, replies) -> tuple[bool, object]:
+    """``(False, next batch)``, or ``(True, the program's value)`` once it has ended."""
+    try:
+        return False, program.send(replies)
+    except StopIteration as stop:
+        return True, stop.value
+
+
+def drive(program, execute: Callable[[list], list]):
+    """Run ``program`` (a generator) to its end, each batch through ``execute``; its value."""
+    done, item = _advance(program, None)
+    while not done:
+        done, item = _advance(program, execute(item))
+    return item
+
+
+async def drive_async(program, execute):
+    """:func:`drive` with an ``async`` ``execute`` (the cocotb bench)."""
+    done, item = _advance(program, None)
+    while not done:
+        done, item = _advance(program, await execute(item))
+    return item
