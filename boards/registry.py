@@ -128,4 +128,4 @@ def get_board(name: str) -> Board:
         return _BOARDS[name]
     if name in BUILTIN:
         return _builtin(name)
-    raise ConfigError("--board", "one of " + ", ".join(board_names()), name)
+    raise ConfigError("board", "one of " + ", ".join(board_names()), name)

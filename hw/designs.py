@@ -192,5 +192,5 @@ def designs() -> dict[str, Design]:
 def get_design(name: str) -> Design:
     available = designs()
     if name not in available:
-        raise ConfigError("--design", "one of " + ", ".join(available), name)
+        raise ConfigError("design", "one of " + ", ".join(available), name)
     return available[name]

@@ -205,7 +205,7 @@ def read_vivado_reports(folder: Path | str) -> VivadoReports:
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files", folder)
+        raise ConfigError("vivado_reports", "an existing folder of Vivado .rpt files", folder)
     reports = VivadoReports(folder=folder)
     files = sorted(folder.glob("*.rpt"))
 
@@ -230,5 +230,5 @@ def read_vivado_reports(folder: Path | str) -> VivadoReports:
             reports.files[role] = path.name
             reports.tool = reports.tool or parse_tool_version(text)
     if not reports.files:
-        raise ConfigError("--vivado-reports", "a folder holding Vivado reports (*.rpt)", folder)
+        raise ConfigError("vivado_reports", "a folder holding Vivado reports (*.rpt)", folder)
     return reports

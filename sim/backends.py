@@ -42,7 +42,7 @@ def resolve_backend(backend: str, simulator: str) -> str:
     if backend == "auto":
         return "jobserver" if simulator == "verilator" else "cocotb"
     if backend == "jobserver" and simulator != "verilator":
-        raise ConfigError("--backend", "cocotb or auto with --simulator " + simulator +
+        raise ConfigError("backend", "cocotb or auto with --simulator " + simulator +
                           " (the job server is Verilator-only)", backend)
     return backend
 

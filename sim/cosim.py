@@ -77,7 +77,7 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     check_choice("--simulator", simulator, SIMULATORS)
     apply_toolchain_env()
     if simulator not in available_simulators():
-        raise ConfigError("--simulator", "one installed here: " +
+        raise ConfigError("simulator", "one installed here: " +
                           (", ".join(available_simulators()) or "none found"), simulator)
     waves = saif or vcd
     build_args: list[str] = []

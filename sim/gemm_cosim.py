@@ -229,7 +229,7 @@ class GemmCosim:
     def check_job(self, job: GemmJob) -> None:
         m, k, n = job.shape
         if job.w.shape[0] != k:
-            raise ConfigError("--k", "the same for x and w", f"{k} and {job.w.shape[0]}")
+            raise ConfigError("k", "the same for x and w", f"{k} and {job.w.shape[0]}")
         self.check_shape(m, k, n)
 
     @property

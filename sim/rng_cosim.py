@@ -158,7 +158,7 @@ def cosim_configs(configs: Sequence[GeneratorConfig], cycles: int,
     RngCosimOptions(cycles=cycles)                    # validates --cycles
     for config, length in zip(configs, lengths):
         if isinstance(config, PregenConfig) and length >= 1 << config.length_bits:
-            raise ConfigError("--length", f"an integer with 1 <= value < 2^length_bits = "
+            raise ConfigError("length", f"an integer with 1 <= value < 2^length_bits = "
                               f"{1 << config.length_bits}", length)
     started = time.perf_counter()
     top = SideBySide(configs, lengths)

@@ -167,10 +167,10 @@ class LockstepTraining:
 
     def __init__(self, cfg: TrainConfig):
         if cfg.trainable != "hw-mlp" or cfg.hidden:
-            raise ConfigError("--hidden", "0 with --trainable hw-mlp (one ZO layer)",
+            raise ConfigError("hidden", "0 with --trainable hw-mlp (one ZO layer)",
                               f"{cfg.trainable}, hidden {cfg.hidden}")
         if cfg.seed:
-            raise ConfigError("--seed", "0 (the generated generator starts in its reset "
+            raise ConfigError("seed", "0 (the generated generator starts in its reset "
                               "state)", cfg.seed)
         self.cfg = cfg
         self.trainable, info = build_trainable(cfg)

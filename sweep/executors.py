@@ -38,13 +38,13 @@ def make_executor(name: str, jobs: int | None = None, scheduler: str | None = No
     check_choice("--executor", name, EXECUTORS)
     if name == "local":
         if scheduler is not None:
-            raise ConfigError("--scheduler", "given only with --executor dask", scheduler)
+            raise ConfigError("scheduler", "given only with --executor dask", scheduler)
         return LocalExecutor(jobs or os.cpu_count() or 1)
     if jobs is not None:
-        raise ConfigError("--jobs", "given only with --executor local (a Dask cluster runs "
+        raise ConfigError("jobs", "given only with --executor local (a Dask cluster runs "
                           "one task per worker thread)", jobs)
     if scheduler is None:
-        raise ConfigError("--scheduler", "a Dask scheduler address (tcp://HOST:PORT) with "
+        raise ConfigError("scheduler", "a Dask scheduler address (tcp://HOST:PORT) with "
                           "--executor dask", None)
     return DaskExecutor(scheduler)
 
@@ -102,7 +102,7 @@ class DaskExecutor:
             try:
                 self.client = distributed.Client(scheduler, timeout="30s")
             except (OSError, ValueError, TypeError) as error:
-                raise ConfigError("--scheduler", "the address of a running Dask scheduler",
+                raise ConfigError("scheduler", "the address of a running Dask scheduler",
                                   f"{scheduler}: {error}") from None
             self._own = True
 

@@ -248,7 +248,7 @@ class Store:
         found = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'"
                                  ).fetchone()[0]
         if found != str(SCHEMA_VERSION):
-            raise ConfigError("--store", f"a sweep store of schema version {SCHEMA_VERSION} "
+            raise ConfigError("store", f"a sweep store of schema version {SCHEMA_VERSION} "
                               "(or a new folder)", f"{self.path}: version {found}")
 
 
@@ -276,10 +276,10 @@ def _connect(path: Path, timeout_s: float) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous=FULL")
         db.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
     except sqlite3.DatabaseError as error:
-        raise ConfigError("--store", "a folder holding a zoforge sweep store (or a new "
+        raise ConfigError("store", "a folder holding a zoforge sweep store (or a new "
                           "folder)", f"{path}: {error}") from None
     if mode.lower() != "wal":
-        raise ConfigError("--store", "a folder on a file system with shared-memory locking "
+        raise ConfigError("store", "a folder on a file system with shared-memory locking "
                           "(SQLite WAL mode)", f"{path}: journal mode {mode}")
     return db
 

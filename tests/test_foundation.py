@@ -117,7 +117,7 @@ def test_cosim_harness_records_switching_activity():
 
 
 def test_cosim_rejects_unknown_simulator():
-    with pytest.raises(ConfigError, match="--simulator"):
+    with pytest.raises(ConfigError, match="simulator"):
         run_cocotb(verilog="", toplevel="x", test_module="x", simulator="modelsim")
 
 

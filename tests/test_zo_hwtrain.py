@@ -149,7 +149,7 @@ def test_step_settings_by_hand():
         with pytest.raises(ConfigError) as error:
             step_settings(**{"lr": 0.01, "eps": 2 ** -10, "queries": 4, "frac_bits": 7,
                              **kwargs})
-        assert str(error.value).startswith(flag) and "\n" not in str(error.value)
+        assert str(error.value).startswith(field) and "\n" not in str(error.value)
 
 
 def test_padded_classes():
@@ -229,14 +229,14 @@ def test_step_comparison_checks_the_g_values_and_the_master():
 
 
 def test_bad_lockstep_input_is_a_one_line_error(tmp_path):
-    for make, flag in ((lambda: LockstepTraining(_config(tmp_path, hidden=8)), "--hidden"),
-                       (lambda: LockstepTraining(_config(tmp_path, hidden=0, seed=1)),
-                        "--seed"),
-                       (lambda: LockstepOptions(simulator="icarus"), "--backend"),
-                       (lambda: LockstepOptions(source_idle=1.0), "--source-idle")):
+    for make, field in ((lambda: LockstepTraining(_config(tmp_path, hidden=8)), "hidden"),
+                        (lambda: LockstepTraining(_config(tmp_path, hidden=0, seed=1)),
+                         "seed"),
+                        (lambda: LockstepOptions(simulator="icarus"), "backend"),
+                        (lambda: LockstepOptions(source_idle=1.0), "source_idle")):
         with pytest.raises(ConfigError) as error:
             make()
-        assert str(error.value).startswith(flag) and "\n" not in str(error.value)
+        assert str(error.value).startswith(field) and "\n" not in str(error.value)
 
 
 def _expected_batch(seed: int, step: int, n_train: int, batch: int) -> np.ndarray:
