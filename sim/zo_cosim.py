@@ -25,7 +25,7 @@ from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squa
 from zoforge.golden.zolayer.model import LayerShape, ZoLayerGolden
 from zoforge.hw.designs import attach_cosim
 from zoforge.hw.export import to_verilog
-from zoforge.hw.pe.array import min_tile_interval
+from zoforge.hw.systolic.array import min_tile_interval
 from zoforge.hw.zo.designs import elaborate_layer
 from zoforge.sim import zo_jobserver
 from zoforge.sim.cosim import SIMULATORS, CosimResult, run_cocotb
@@ -135,7 +135,7 @@ def predicted_cycles(config: ZoLayerConfig, shape: LayerShape, q: int,
                      sequential: bool = False) -> float:
     """Cycles of one step predicted from operation counts: each R x C output tile of a
     compute job costs its K k-steps, but at least the array's tile spacing
-    (:func:`~zoforge.hw.pe.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
+    (:func:`~zoforge.hw.systolic.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
     MACs / (R*C); and one cycle per word loaded or walked (batch load, update walks)."""
     rows, cols = config.rows, config.cols
     m, k, n, r = shape.m, shape.k, shape.n, shape.r

@@ -1,34 +1,28 @@
 """The engine's on-chip memories (``amaranth.lib.memory``): shape, depth and port signatures
 of each, in one place for the top (which holds them) and the blocks that use their ports.
 
-The engine's :class:`~.tiles.Tiling` (:func:`engine_tiling`): X rows on the array's rows,
-W panels on its columns, ``pack`` k-steps per word. Addresses: X word ``Cat(word, mt)``,
+The engine's :class:`~zoforge.hw.systolic.tiles.Tiling` (:func:`engine_tiling`): X rows on
+the array's rows, W panels on its columns, ``pack`` k-steps per word. Addresses: X word ``Cat(word, mt)``,
 W word ``Cat(word, bank)`` (``word`` counts ``pack`` k-steps), result row ``Cat(row, bank)``,
 parameter row ``nt`` (one column tile per row).
 """
 from __future__ import annotations
 
-from amaranth import signed
 from amaranth.lib import data
 
-from zoforge.golden.gemm_widths import OPERAND_BITS
+from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
 
-from .config import EngineConfig
+from .config import DIM_BITS, EngineConfig
 from .regmap import PARAM_TABLES
-from .tiles import Buffer, Tiling, address_bits
 
-__all__ = ["Buffer", "engine_buffers", "engine_tiling", "address_bits", "operands"]
-
-
-def operands(count: int) -> data.ArrayLayout:
-    """``count`` INT8 operands (one byte each in the streams and buffers)."""
-    return data.ArrayLayout(signed(OPERAND_BITS), count)
+__all__ = ["engine_buffers", "engine_tiling"]
 
 
 def engine_tiling(config: EngineConfig) -> Tiling:
     """X (M x K) tiled by R on the rows, W (K x N) in panels of C on the columns."""
     return Tiling(rows=config.rows, cols=config.cols, weights_on="b",
-                  panel_words=config.panel_words, tiles=config.m_tiles, pack=config.pack,
+                  panel_words=config.panel_words, tiles=config.m_tiles, dim_bits=DIM_BITS,
+                  pack=config.pack,
                   acts_arrive=True)
 
 
