@@ -19,7 +19,7 @@ BLOCKS = {
     "requant": "bias add, requantization (multiplier, shift, round, saturate), ReLU",
     "regs": "control/status register file, per-column table writes",
     "axil": "AXI4-Lite target",
-    **{name: buffer.doc for name, buffer in engine_buffers(EngineConfig()).items()},
+    **{str(name): buffer.doc for name, buffer in engine_buffers(EngineConfig()).items()},
 }
 
 

@@ -52,7 +52,7 @@ from zoforge.hw.systolic.feeder import Feeder
 from zoforge.hw.systolic.output import OutputStage, SideRead
 from zoforge.hw.systolic.requant import RequantStream
 
-from .buffers import engine_buffers, engine_tiling
+from .buffers import Memory, engine_buffers, engine_tiling
 from .config import EngineConfig
 from .loader import Loader
 from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, PARAM_TABLES, REGISTERS
@@ -124,7 +124,7 @@ class GemmEngine(wiring.Component):
                      feeder.tile_done.eq(output.tile_done), regs.array_step.eq(feeder.valid),
                      regs.job_end.eq(output.job_end)]
         # memory ports
-        x_mem, w_mem, res_mem = (memories[n] for n in ("x_buffer", "w_buffer", "result_buffer"))
+        x_mem, w_mem, res_mem = (memories[n] for n in (Memory.X, Memory.W, Memory.RESULT))
         wiring.connect(m, loader.x_wr, x_mem.write_port())
         wiring.connect(m, loader.w_wr, w_mem.write_port())
         wiring.connect(m, feeder.x_rd, x_mem.read_port())

@@ -16,7 +16,7 @@ from zoforge.hw.systolic.bus import AxiStreamSignature
 from zoforge.hw.systolic.signatures import JobSignature, PanelSignature
 from zoforge.hw.systolic.tiles import address_bits
 
-from .buffers import engine_buffers, engine_tiling
+from .buffers import Memory, engine_buffers, engine_tiling
 from .config import DIM_BITS, EngineConfig
 
 __all__ = ["Loader"]
@@ -30,8 +30,8 @@ class Loader(wiring.Component):
             "job": In(JobSignature(DIM_BITS)),
             "s_axis": In(AxiStreamSignature(8 * config.in_bytes)),
             "panels": Out(PanelSignature(engine_tiling(config))),
-            "x_wr": In(buffers["x_buffer"].write_port()),
-            "w_wr": In(buffers["w_buffer"].write_port()),
+            "x_wr": In(buffers[Memory.X].write_port()),
+            "w_wr": In(buffers[Memory.W].write_port()),
         })
 
     def elaborate(self, platform):

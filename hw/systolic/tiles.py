@@ -17,10 +17,10 @@ of the array each operand feeds and how wide it is:
   R), every activation resident before the job starts.
 
 The blocks of this package built from a tiling, shared by both designs:
-:class:`~.feeder.Feeder` (banks and activation buffers -> array), :class:`~.drain.Drain` (array -> result banks),
-:class:`~.output.OutputStage` (result banks -> rows for the requantizer, its rows -> a
-stream) and :func:`tile_order` (the result rows' order, for the output stage and the ZO
-layer's result sink).
+:class:`~.feeder.Feeder` (banks and activation buffers -> array), :class:`~.drain.Drain`
+(array -> result banks), :class:`~.output.OutputStage` (result banks -> rows for the
+requantizer, its rows -> a stream) and :func:`tile_order` (the result rows' order, for
+the output stage and the ZO layer's result sink).
 
 Memory addresses: weight bank word ``Cat(word, bank)``, activation word ``Cat(word,
 tile)`` (``word`` counts ``pack`` k-steps), result row ``Cat(row, bank)``.
