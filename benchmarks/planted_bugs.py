@@ -44,7 +44,7 @@ class Bug:
 
 BUGS = (
     Bug("requant-33-bit-sum", "requantizer keeps acc + bias at 33 bits instead of wrapping",
-        "hw/pe/requant.py",
+        "hw/systolic/requant.py",
         (('total = reg(signed(ACC_BITS), 1, "sum")',
           'total = reg(signed(ACC_BITS + 1), 1, "sum")'),),
         ("tests/test_gemm_corners.py",
@@ -59,8 +59,8 @@ BUGS = (
         ("tests/test_engine_registers.py::"
          "test_irq_stays_low_with_irq_en_0_and_follows_done_with_irq_en_1",)),
     Bug("partial-wstrb-applied", "a write with strobes low writes the whole word, answered OKAY",
-        "hw/pe/axil.py",
-        (("self.wr_en.eq(take_write & full_word)", "self.wr_en.eq(take_write)"),
+        "hw/systolic/axil.py",
+        (("regs.wr_en.eq(take_write & full_word)", "regs.wr_en.eq(take_write)"),
          ("bus.bresp.eq(Mux(full_word, OKAY, SLVERR))", "bus.bresp.eq(OKAY)")),
         ("tests/test_engine_registers.py::test_partial_writes_change_nothing_and_answer_slverr",)),
     Bug("pefoo-uses-new-D", "PeFoo updates theta with the new D_t instead of D_{t-1}",

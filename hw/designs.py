@@ -38,7 +38,7 @@ from zoforge.config import Config, config_from_dict, load_config
 from zoforge.errors import ConfigError
 from zoforge.references import is_reference, resolve
 
-__all__ = ["Elaborated", "MemorySize", "Design", "BUILTIN", "register_design", "designs",
+__all__ = ["Elaborated", "MemorySize", "memory_sizes", "Design", "BUILTIN", "register_design", "designs",
            "get_design"]
 
 
@@ -75,6 +75,14 @@ class MemorySize(NamedTuple):
     words: int
     bits: int
     sized_by: tuple[str, ...]   # the configuration fields its size grows with
+
+
+def memory_sizes(buffers: Mapping, sized_by: Mapping[str, tuple[str, ...]]
+                 ) -> dict[str, MemorySize]:
+    """Memory name -> :class:`MemorySize` of a design's buffers (name -> a library
+    ``Buffer`` with ``depth`` and ``bits``) and the fields that size each."""
+    return {name: MemorySize(buffer.depth, buffer.bits, sized_by[name])
+            for name, buffer in buffers.items()}
 
 
 def _config_types(design: Design, value) -> tuple[type[Config], ...]:

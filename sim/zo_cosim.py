@@ -124,9 +124,9 @@ def predicted_cycles(config: ZoLayerConfig, shape, q: int,
                      sequential: bool = False) -> float:
     """Cycles of one step predicted from operation counts: each R x C output tile of a
     compute job costs its K k-steps, but at least the array's tile spacing
-    (:func:`~zoforge.hw.pe.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
+    (:func:`~zoforge.hw.systolic.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
     MACs / (R*C); and one cycle per word loaded or walked (batch load, update walks)."""
-    from zoforge.hw.pe.array import min_tile_interval   # the hardware's: only when used
+    from zoforge.hw.systolic.array import min_tile_interval   # the hardware's: only when used
     rows, cols = config.rows, config.cols
     m, k, n, r = shape.m, shape.k, shape.n, shape.r
     lora = config.mode == "lora-fa"

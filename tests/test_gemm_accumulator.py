@@ -24,7 +24,7 @@ from test_gemm_corners import CONFIG as CORNER_CONFIG
 from test_gemm_corners import overflow_job
 from zoforge.golden.gemm import gemm_int32
 from zoforge.hw.export import to_verilog
-from zoforge.hw.pe.array import SystolicArray
+from zoforge.hw.systolic.array import SystolicArray
 from zoforge.sim.cosim import run_cocotb
 from zoforge.sim.gemm_cosim import GemmCosim
 

@@ -1,4 +1,4 @@
-"""RequantStream (hw/pe/requant.py) in Amaranth's simulator against
+"""RequantStream (hw/systolic/requant.py) in Amaranth's simulator against
 ``zoforge.golden.gemm.requantize``: random idle cycles on the input stream and random
 back-pressure on the output stream, rows that saturate at both ends, shifts 0 and 47, ReLU,
 raw output, per-tensor and per-column parameters, with and without bias."""
@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from zoforge.golden.gemm import RequantParams, requantize
 from zoforge.golden.gemm_widths import SHIFT_MAX
-from zoforge.hw.pe.requant import LATENCY, RequantStream, output_layout
+from zoforge.hw.systolic.requant import LATENCY, RequantStream, output_layout
 
 LANES = 3
 ROWS = 120
@@ -65,9 +65,9 @@ def simulate(acc, bias, mult, shift, mode, tensor, seed):
 
     async def configure_and_send(ctx):
         for name, value in zip(("bias_en", "per_channel", "raw", "relu"), mode):
-            ctx.set(getattr(dut, name), value)
-        ctx.set(dut.tensor_mult, tensor[0])
-        ctx.set(dut.tensor_shift, tensor[1])
+            ctx.set(getattr(dut.mode, name), value)
+        ctx.set(dut.mode.tensor_mult, tensor[0])
+        ctx.set(dut.mode.tensor_shift, tensor[1])
         cycle = 0
         for r in range(count):
             while rng.random() < 0.3:                          # idle input

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from zoforge.hw.pe.array import SystolicArray
-from zoforge.hw.pe.pe import ProcessingElement
+from zoforge.hw.systolic.array import SystolicArray
+from zoforge.hw.systolic.pe import ProcessingElement
 
 
 def test_pe_accumulates_and_wraps_at_32_bits():

@@ -244,7 +244,7 @@ def test_generated_verilog_is_lint_clean(strategy, mode):
 def test_registers_are_documented():
     text = (Path(__file__).parent.parent / "docs" / "zo-layer.md").read_text()
     for name, register in REGISTERS.items():
-        assert f"| `{name}` | 0x{register.address:02X} | {register.access} |" in text, name
+        assert f"| `{name}` | 0x{register.address:02X} | {register.kind} |" in text, name
     for name, code in JOBS.items():
         assert f"| `{name}` | {code} |" in text, name
 

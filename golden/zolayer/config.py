@@ -26,6 +26,7 @@ from typing import ClassVar
 
 from zoforge.config import Config, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_choice
+from zoforge.golden.gemm_widths import SHIFT_MAX
 from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
 
 __all__ = ["ZoLayerConfig", "LAYER_CONFIGS", "MODES", "Formats", "layer_config", "padded_classes"]
@@ -40,11 +41,10 @@ class Formats:
     WEIGHT_BITS = 16        # the (perturbed) trainable operand fed to the array
     MASTER_BITS = 24        # trainable master copy
     MASTER_FRAC = 8         # master LSBs below the operand's LSB
-    ACC_BITS = 32           # accumulators and branch outputs (wrap modulo 2^32)
     GRAD_BITS = 16          # projected gradients g_i (signed)
     MAX_QUERIES = 16        # queries per step the update accumulator is sized for
     ETA_MULT_BITS = 16      # eta / q = eta_mult * 2^-eta_shift
-    ETA_SHIFT_MAX = 47       # (as the requantizer's shift)
+    ETA_SHIFT_MAX = SHIFT_MAX   # (the requantizer's shift: one rounding shifter design)
     EPS_SHIFT_MAX = 31      # perturbation = z >> eps_shift
     MAX_Z_BITS = 24         # generator values: D * eta_mult stays below 2^63
 

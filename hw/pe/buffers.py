@@ -1,34 +1,39 @@
 """The engine's on-chip memories (``amaranth.lib.memory``): shape, depth and port signatures
 of each, in one place for the top (which holds them) and the blocks that use their ports.
 
-The engine's :class:`~.tiles.Tiling` (:func:`engine_tiling`): X rows on the array's rows,
-W panels on its columns, ``pack`` k-steps per word. Addresses: X word ``Cat(word, mt)``,
-W word ``Cat(word, bank)`` (``word`` counts ``pack`` k-steps), result row ``Cat(row, bank)``,
-parameter row ``nt`` (one column tile per row).
+The engine's :class:`~zoforge.hw.systolic.tiles.Tiling` (:func:`engine_tiling`): X rows on
+the array's rows, W panels on its columns, ``pack`` k-steps per word. Addresses: X word
+``Cat(word, mt)``, W word ``Cat(word, bank)`` (``word`` counts ``pack`` k-steps), result
+row ``Cat(row, bank)``, parameter row ``nt`` (one column tile per row).
 """
 from __future__ import annotations
 
-from amaranth import signed
+from enum import StrEnum
+
 from amaranth.lib import data
 
-from zoforge.golden.gemm_widths import OPERAND_BITS
+from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
 
-from .config import EngineConfig
+from .config import DIM_BITS, EngineConfig
 from .regmap import PARAM_TABLES
-from .tiles import Buffer, Tiling, address_bits
 
-__all__ = ["Buffer", "engine_buffers", "engine_tiling", "address_bits", "operands"]
+__all__ = ["Memory", "engine_buffers", "engine_tiling"]
 
 
-def operands(count: int) -> data.ArrayLayout:
-    """``count`` INT8 operands (one byte each in the streams and buffers)."""
-    return data.ArrayLayout(signed(OPERAND_BITS), count)
+class Memory(StrEnum):
+    """The engine's operand and result memories (the value is the submodule's name); the
+    per-column tables are named by :data:`~.regmap.PARAM_TABLES`."""
+
+    X = "x_buffer"
+    W = "w_buffer"
+    RESULT = "result_buffer"
 
 
 def engine_tiling(config: EngineConfig) -> Tiling:
     """X (M x K) tiled by R on the rows, W (K x N) in panels of C on the columns."""
     return Tiling(rows=config.rows, cols=config.cols, weights_on="b",
-                  panel_words=config.panel_words, tiles=config.m_tiles, pack=config.pack,
+                  panel_words=config.panel_words, tiles=config.m_tiles, dim_bits=DIM_BITS,
+                  pack=config.pack,
                   acts_arrive=True)
 
 
@@ -36,10 +41,10 @@ def engine_buffers(config: EngineConfig) -> dict[str, Buffer]:
     """The memories of an engine, by submodule name."""
     tiling = engine_tiling(config)
     buffers = {
-        "x_buffer": tiling.act_buffer(doc="activation (X) buffer, max_m x max_k bytes"),
-        "w_buffer": tiling.weight_banks(
+        Memory.X: tiling.act_buffer(doc="activation (X) buffer, max_m x max_k bytes"),
+        Memory.W: tiling.weight_banks(
             doc="double-buffered weight (W) panel buffer, 2 x max_k x C bytes"),
-        "result_buffer": tiling.result_banks(
+        Memory.RESULT: tiling.result_banks(
             doc="double-buffered result tile buffer, 2 x R rows of C int32"),
     }
     for table in PARAM_TABLES.values():

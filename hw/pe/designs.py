@@ -2,16 +2,14 @@
 (registered in :data:`zoforge.hw.designs.BUILTIN`)."""
 from __future__ import annotations
 
-from amaranth.hdl import Shape
-
-from zoforge.hw.designs import Elaborated, MemorySize
+from zoforge.hw.designs import Elaborated, MemorySize, memory_sizes
 
 from .buffers import engine_buffers
 from .config import EngineConfig
 from .engine import GemmEngine
 from .regmap import PARAM_TABLES
 
-__all__ = ["elaborate_engine", "engine_name", "engine_memories", "memory_sizes"]
+__all__ = ["elaborate_engine", "engine_name", "engine_memories"]
 
 BLOCKS = {
     "array": "R x C output-stationary systolic array of INT8 MAC processing elements",
@@ -23,7 +21,7 @@ BLOCKS = {
     "requant": "bias add, requantization (multiplier, shift, round, saturate), ReLU",
     "regs": "control/status register file, per-column table writes",
     "axil": "AXI4-Lite target",
-    **{name: buffer.doc for name, buffer in engine_buffers(EngineConfig()).items()},
+    **{str(name): buffer.doc for name, buffer in engine_buffers(EngineConfig()).items()},
 }
 
 
@@ -42,14 +40,6 @@ def elaborate_engine(config: EngineConfig) -> Elaborated:
 SIZED_BY = {"x_buffer": ("max_m", "max_k"), "w_buffer": ("max_k",),
             "result_buffer": ("rows", "cols"),
             **{table.memory: ("max_n",) for table in PARAM_TABLES.values()}}
-
-
-def memory_sizes(buffers: dict, sized_by: dict[str, tuple[str, ...]]) -> dict[str, MemorySize]:
-    """Memory name -> words, bits and the fields that size it, of a design's buffers (name ->
-    ``Buffer``, as :func:`~.buffers.engine_buffers` gives them)."""
-    return {name: MemorySize(buffer.depth, Shape.cast(buffer.shape).width * buffer.depth,
-                             sized_by[name])
-            for name, buffer in buffers.items()}
 
 
 def engine_memories(config: EngineConfig) -> dict[str, MemorySize]:

@@ -23,17 +23,19 @@ reused for every column panel; W panels are double-buffered (two banks of ``max_
 bytes), so panel nt+1 streams in while panel nt is being computed; results are
 double-buffered too (two banks of R rows), so a tile drains while the previous one streams
 out. Tiles are computed back to back (nt outer, mt inner), each for ``pack * ceil(K/pack)``
-cycles, at least :attr:`~zoforge.hw.pe.array.SystolicArray.min_tile_interval` apart.
+cycles, at least :attr:`~zoforge.hw.systolic.array.SystolicArray.min_tile_interval`
+apart.
 
 Verilog ports: ``clk``, ``rst``, ``irq`` and the bus members joined by ``__``
-(``s_axil__awaddr``, ``s_axis__tdata``, ``m_axis__tready``, ...; see :mod:`zoforge.hw.bus`).
+(``s_axil__awaddr``, ``s_axis__tdata``, ``m_axis__tready``, ...; see
+:mod:`zoforge.hw.systolic.bus`).
 
 Blocks (the top only holds them and the memories of :mod:`.buffers`, and connects them):
-:class:`~.axil.AxiLiteTarget` and :class:`~.registers.RegisterFile`,
-:class:`~.loader.Loader` (input stream -> X buffer, W banks), :class:`~.feeder.Feeder`
-(buffers -> array, the weights as a stream), :class:`~.array.SystolicArray`,
-:class:`~.drain.Drain` (array -> result banks), :class:`~.output.OutputStage` (result banks
--> rows for :class:`~.requant.RequantStream`, its rows -> ``m_axis``).
+the engine's own :class:`~.registers.RegisterFile` and :class:`~.loader.Loader` (input
+stream -> X buffer, W banks), and from :mod:`zoforge.hw.systolic` the AXI4-Lite target,
+the feeder (buffers -> array, the weights as a stream), the array, the drain (array ->
+result banks), the output stage (result banks -> rows for the requantizer, its rows ->
+``m_axis``) and the requantizer.
 """
 from __future__ import annotations
 
@@ -42,19 +44,19 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS
-from zoforge.hw.bus import AxiLiteSignature, AxiStreamSignature
+from zoforge.hw.systolic.array import SystolicArray, min_tile_interval
+from zoforge.hw.systolic.axil import AxiLiteTarget
+from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
+from zoforge.hw.systolic.drain import Drain
+from zoforge.hw.systolic.feeder import Feeder
+from zoforge.hw.systolic.output import OutputStage, SideRead
+from zoforge.hw.systolic.requant import RequantStream
 
-from .array import SystolicArray
-from .axil import AxiLiteTarget
-from .buffers import engine_buffers, engine_tiling
+from .buffers import Memory, engine_buffers, engine_tiling
 from .config import EngineConfig
-from .drain import Drain
-from .feeder import Feeder
 from .loader import Loader
-from .output import OutputStage, SideRead
 from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, PARAM_TABLES, REGISTERS
-from .registers import ModeSignature, RegisterFile
-from .requant import RequantStream
+from .registers import RegisterFile
 
 __all__ = ["GemmEngine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS",
            "ADDR_BITS"]
@@ -89,7 +91,7 @@ class GemmEngine(wiring.Component):
         return {"rows": self.rows, "cols": self.cols, "pack": self.pack, "max_m": self.max_m,
                 "max_k": self.max_k, "max_n": self.max_n, "in_bytes": self.in_bytes,
                 "out_lanes": self.cols, "acc_bits": ACC_BITS, "mult_bits": MULT_BITS,
-                "min_tile_interval": 2 * self.rows + self.cols}
+                "min_tile_interval": min_tile_interval(self.rows, self.cols)}
 
     def elaborate(self, platform):
         m = Module()
@@ -113,9 +115,8 @@ class GemmEngine(wiring.Component):
         wiring.connect(m, wiring.flipped(self.s_axil), axil.bus)
         wiring.connect(m, wiring.flipped(self.s_axis), loader.s_axis)
         wiring.connect(m, output.m_axis, wiring.flipped(self.m_axis))
-        m.d.comb += [regs.wr_en.eq(axil.wr_en), regs.wr_addr.eq(axil.wr_addr),
-                     regs.wr_data.eq(axil.wr_data), regs.rd_addr.eq(axil.rd_addr),
-                     axil.rd_data.eq(regs.rd_data), self.irq.eq(regs.irq)]
+        wiring.connect(m, axil.regs, regs.port)
+        m.d.comb += self.irq.eq(regs.irq)
         # sequencing
         wiring.connect(m, regs.job, loader.job, feeder.job, output.job)
         wiring.connect(m, loader.panels, feeder.panels)
@@ -123,7 +124,7 @@ class GemmEngine(wiring.Component):
                      feeder.tile_done.eq(output.tile_done), regs.array_step.eq(feeder.valid),
                      regs.job_end.eq(output.job_end)]
         # memory ports
-        x_mem, w_mem, res_mem = (memories[n] for n in ("x_buffer", "w_buffer", "result_buffer"))
+        x_mem, w_mem, res_mem = (memories[n] for n in (Memory.X, Memory.W, Memory.RESULT))
         wiring.connect(m, loader.x_wr, x_mem.write_port())
         wiring.connect(m, loader.w_wr, w_mem.write_port())
         wiring.connect(m, feeder.x_rd, x_mem.read_port())
@@ -141,6 +142,5 @@ class GemmEngine(wiring.Component):
                      drain.res.eq(array.res_out), array.shift.eq(drain.shift)]
         wiring.connect(m, output.rows, requant.i)
         wiring.connect(m, requant.o, output.results)
-        m.d.comb += [getattr(requant, name).eq(getattr(regs.mode, name))
-                     for name in ModeSignature().members]
+        wiring.connect(m, regs.mode, requant.mode)
         return m

@@ -3,9 +3,8 @@
 The stream carries, each panel as ``ceil(K / pack)`` beats: W panel 0, X panels
 0 .. ceil(M/R)-1, W panels 1 .. ceil(N/C)-1 (formats in :mod:`.engine`). X panels stay for
 the whole job; W panel nt goes to bank ``nt % 2``, taken only while a bank is free
-(``tready`` low otherwise). Its :class:`~.tiles.PanelSignature` tells the feeder what is
-loaded.
-``job.start`` clears all state.
+(``tready`` low otherwise). Its :class:`~zoforge.hw.systolic.signatures.PanelSignature`
+tells the feeder what is loaded. ``job.start`` clears all state.
 """
 from __future__ import annotations
 
@@ -13,14 +12,14 @@ from amaranth import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.bus import AxiStreamSignature
+from zoforge.hw.systolic.bus import AxiStreamSignature
+from zoforge.hw.systolic.signatures import JobSignature, PanelSignature
+from zoforge.hw.systolic.tiles import address_bits
 
-from .buffers import address_bits, engine_buffers, engine_tiling
+from .buffers import Memory, engine_buffers, engine_tiling
 from .config import DIM_BITS, EngineConfig
-from .registers import JobSignature
-from .tiles import PanelSignature
 
-__all__ = ["Loader", "PanelSignature"]
+__all__ = ["Loader"]
 
 
 class Loader(wiring.Component):
@@ -28,11 +27,11 @@ class Loader(wiring.Component):
         self.config = config
         buffers = engine_buffers(config)
         super().__init__({
-            "job": In(JobSignature()),
+            "job": In(JobSignature(DIM_BITS)),
             "s_axis": In(AxiStreamSignature(8 * config.in_bytes)),
             "panels": Out(PanelSignature(engine_tiling(config))),
-            "x_wr": In(buffers["x_buffer"].write_port()),
-            "w_wr": In(buffers["w_buffer"].write_port()),
+            "x_wr": In(buffers[Memory.X].write_port()),
+            "w_wr": In(buffers[Memory.W].write_port()),
         })
 
     def elaborate(self, platform):

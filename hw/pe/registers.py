@@ -1,44 +1,27 @@
 """The engine's control/status register file, decoded from the register map (:mod:`.regmap`).
 
-Its register side matches :class:`~.axil.AxiLiteTarget` (``wr_en``/``wr_addr``/``wr_data``,
-``rd_addr``/``rd_data``, reads combinational). It tells the rest of the engine about the job
-(:class:`JobSignature`) and the output mode (:class:`ModeSignature`), writes the per-column
-parameter tables, and keeps STATUS, the cycle counters and ``irq``.
+Its ``port`` (:class:`~zoforge.hw.systolic.axil.RegisterPortSignature`) takes the AXI4-Lite
+target's writes and reads. It tells the rest of the engine about the job
+(:class:`~zoforge.hw.systolic.signatures.JobSignature`; ``start`` the cycle after the CTRL
+write, ``busy`` from the cycle after ``start`` until the job's last output beat) and the
+output mode (:class:`~zoforge.hw.systolic.signatures.ModeSignature`), writes the
+per-column parameter tables, and keeps STATUS, the cycle counters and ``irq``.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Signal, unsigned
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import MULT_BITS, SHIFT_BITS
+from zoforge.hw.systolic.axil import RegisterPortSignature
+from zoforge.hw.systolic.signatures import JobSignature, ModeSignature
 
 from .buffers import engine_buffers
 from .config import DIM_BITS, EngineConfig
 from .regmap import (ADDR_BITS, COUNTER_BITS, CTRL_BITS, PARAM_TABLES, REGION_SHIFT,
                      REGISTER_MAP, STATUS_BITS)
 
-__all__ = ["RegisterFile", "JobSignature", "ModeSignature"]
-
-
-class JobSignature(wiring.Signature):
-    """The current job, as the register file drives it: ``start`` (one cycle, the cycle
-    after the CTRL write; the sequencers clear their state), ``busy`` (from the cycle after
-    ``start`` until the job's last output beat) and the dimensions M, K, N."""
-
-    def __init__(self):
-        super().__init__({"start": Out(1), "busy": Out(1), "m": Out(DIM_BITS),
-                          "k": Out(DIM_BITS), "n": Out(DIM_BITS)})
-
-
-class ModeSignature(wiring.Signature):
-    """The output mode (CTRL bits, per-tensor MULT/SHIFT), named as the requantizer's
-    configuration inputs."""
-
-    def __init__(self):
-        super().__init__({"bias_en": Out(1), "per_channel": Out(1), "raw": Out(1),
-                          "relu": Out(1), "tensor_mult": Out(unsigned(MULT_BITS)),
-                          "tensor_shift": Out(unsigned(SHIFT_BITS))})
+__all__ = ["RegisterFile"]
 
 
 class RegisterFile(wiring.Component):
@@ -49,9 +32,8 @@ class RegisterFile(wiring.Component):
         self.config = config
         buffers = engine_buffers(config)
         super().__init__({
-            "wr_en": In(1), "wr_addr": In(ADDR_BITS), "wr_data": In(32),
-            "rd_addr": In(ADDR_BITS), "rd_data": Out(32),
-            "job": Out(JobSignature()), "mode": Out(ModeSignature()),
+            "port": In(RegisterPortSignature(ADDR_BITS)),
+            "job": Out(JobSignature(DIM_BITS)), "mode": Out(ModeSignature()),
             "array_step": In(1),   # the array takes a k-step (counted in ARRAY_CYCLES)
             "job_end": In(1),      # the job's last output beat leaves (busy ends)
             "irq": Out(1),
@@ -81,9 +63,10 @@ class RegisterFile(wiring.Component):
         values = {**stored, **counters,
                   **{name: Const(value, 32) for name, value in self.info.items()}}
 
-        data = self.wr_data
-        with m.If(self.wr_en):
-            with m.Switch(self.wr_addr):
+        port = self.port
+        data = port.wr_data
+        with m.If(port.wr_en):
+            with m.Switch(port.wr_addr):
                 for name, register in REGISTER_MAP.items():
                     with m.Case(register.address):
                         if register.kind == "ctrl":
@@ -98,10 +81,10 @@ class RegisterFile(wiring.Component):
                         elif register.kind == "config":
                             with m.If(~busy):
                                 m.d.sync += stored[name].eq(data)
-        with m.Switch(self.rd_addr):
+        with m.Switch(port.rd_addr):
             for name, register in REGISTER_MAP.items():
                 with m.Case(register.address):
-                    m.d.comb += self.rd_data.eq(words.get(register.kind, values.get(name)))
+                    m.d.comb += port.rd_data.eq(words.get(register.kind, values.get(name)))
         self._tables(m, busy)
 
         for name, counter in counters.items():
@@ -122,7 +105,8 @@ class RegisterFile(wiring.Component):
         the bus decode, drives the LUT-RAM write enables): region ``wr_addr[12:]``, word
         ``row * 2^lane_bits + lane``; lane j of the table row gets the word."""
         wr_en, wr_addr, wr_data = Signal(), Signal(ADDR_BITS), Signal(32)
-        m.d.sync += [wr_en.eq(self.wr_en), wr_addr.eq(self.wr_addr), wr_data.eq(self.wr_data)]
+        port = self.port
+        m.d.sync += [wr_en.eq(port.wr_en), wr_addr.eq(port.wr_addr), wr_data.eq(port.wr_data)]
         lane_bits = (self.config.cols - 1).bit_length()
         index = wr_addr[2:REGION_SHIFT]
         lane, row = index[:lane_bits], index[lane_bits:]

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from amaranth import signed, unsigned
 from amaranth.hdl import Shape
 
-from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
+from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
+from zoforge.hw.systolic.regmap import Register, addresses
 
 from .config import DIM_BITS
 
@@ -36,14 +37,6 @@ KINDS = {
 
 
 @dataclass(frozen=True)
-class Register:
-    address: int
-    kind: str      # a key of KINDS
-    width: int
-    doc: str
-
-
-@dataclass(frozen=True)
 class ParamTable:
     """A per-column parameter table: a 4 KiB region of words, held in ``memory``, read
     into the requantizer's input field ``field``."""
@@ -65,7 +58,8 @@ REGISTER_MAP: dict[str, Register] = {
     "K": Register(0x10, "config", DIM_BITS, "columns of X, rows of W"),
     "N": Register(0x14, "config", DIM_BITS, "columns of W and Y"),
     "MULT": Register(0x18, "config", MULT_BITS, "per-tensor requantization multiplier"),
-    "SHIFT": Register(0x1C, "config", SHIFT_BITS, "per-tensor requantization shift (0..47)"),
+    "SHIFT": Register(0x1C, "config", SHIFT_BITS,
+                      f"per-tensor requantization shift (0..{SHIFT_MAX})"),
     "CYCLES": Register(0x20, "counter", COUNTER_BITS,
                        "cycles of the last/current job (start to last output beat)"),
     "ARRAY_CYCLES": Register(0x24, "counter", COUNTER_BITS,
@@ -86,6 +80,6 @@ CTRL_BITS = {"start": 0, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
 STATUS_BITS = {"busy": 0, "done": 1}
 
 #: Register byte addresses, by name (the host's view).
-REGISTERS = {name: register.address for name, register in REGISTER_MAP.items()}
+REGISTERS = addresses(REGISTER_MAP)
 #: Parameter region base addresses, by name.
 PARAM_REGIONS = {name: table.address for name, table in PARAM_TABLES.items()}

@@ -1,12 +1,15 @@
 """The ZO layer's control: its register file (:mod:`.registers`) and the job in flight.
 
-The register side matches :class:`~zoforge.hw.pe.axil.AxiLiteTarget` (``wr_en``/``wr_addr``/
-``wr_data``, ``rd_addr``/``rd_data``, reads combinational). A CTRL write with the start bit
-while idle starts a job: ``busy`` rises, and the job (one-hot ``job``, its flags ``minus``,
-``plain``) is registered from the written word. The cycle after the write is ``launch``
-(a register): the units clear their state and the generator gets its ``save``/``restore``
-pulse; from the next cycle on (``active``) they work, until one of them reports the job's
-last action (``finish``), which ends ``busy`` and sets ``done``.
+The register side is ``port`` (:class:`~zoforge.hw.systolic.axil.RegisterPortSignature`,
+from the AXI4-Lite target). A CTRL write with the start bit while idle starts a job:
+``busy`` rises, and the job (one bit per job code, its flags ``minus``, ``plain``) is
+registered from the written word. The cycle after the write is ``launch`` (a register):
+the units clear their state and the generator gets its ``save``/``restore`` pulse
+(``generator``); from the next cycle on (``active``) they work, until one of them reports
+the job's last action (``finish``), which ends ``busy`` and sets ``done``. The layer's
+units see the job as ``job`` (:class:`LayerJobSignature`); a compute job's tile
+sequencers as ``tiles`` (:class:`~zoforge.hw.systolic.signatures.JobSignature`) and its
+requantizer as ``mode`` (``bias_en`` in a branch: the init XW; raw but in ``frozen_a``).
 
 The job's walk over words (registered, valid from the cycle after ``launch``): ``inner``
 (k-steps) and ``outer`` (features, or tokens for ``load_x``) of the words a job loads,
@@ -23,6 +26,7 @@ job                                                    inner  outer
 =====================================================  =====  ======
 
 A compute job's feeder and output stage see M, ``inner`` and ``outer`` as M, K and N.
+Compute jobs: :data:`COMPUTE_JOBS`.
 """
 from __future__ import annotations
 
@@ -31,24 +35,36 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import ZoLayerConfig
-from zoforge.hw.pe.tiles import DIM_BITS
+from zoforge.hw.rng.source import SnapshotSignature
+from zoforge.hw.systolic.axil import RegisterPortSignature
+from zoforge.hw.systolic.signatures import JobSignature, ModeSignature
 
-from .registers import ADDR_BITS, CTRL_FIELDS, JOBS, LORA_JOBS, REGISTERS
+from .registers import ADDR_BITS, CTRL_FIELDS, DIM_BITS, JOBS, LORA_JOBS, REGISTERS
 
-__all__ = ["LayerControl", "job_layout", "settings_layout"]
+__all__ = ["LayerControl", "LayerJobSignature", "settings_layout", "COMPUTE_JOBS"]
 
 COUNTERS = ("CYCLES", "ARRAY_CYCLES", "STEP_CYCLES")
+#: The jobs that run the array (the feeder, drain and output stage).
+COMPUTE_JOBS = ("branch", "frozen_w", "frozen_a")
 
 
-def job_layout() -> data.StructLayout:
-    """One bit per job (:data:`~.registers.JOBS`), one-hot."""
-    return data.StructLayout({name: 1 for name in JOBS})
+class LayerJobSignature(wiring.Signature):
+    """The job in flight, as the layer's units see it (the control's view): ``launch`` (one
+    cycle: clear your state), ``active`` (from the next cycle to the job's end), one bit per
+    job code (:data:`~.registers.JOBS`, one-hot), the flags ``minus`` and ``plain``, and
+    the walk ``inner`` x ``outer`` (see the module docstring)."""
+
+    def __init__(self):
+        super().__init__({"launch": Out(1), "active": Out(1),
+                          **{name: Out(1) for name in JOBS},
+                          "minus": Out(1), "plain": Out(1),
+                          "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
 
 
 def settings_layout() -> data.StructLayout:
     """The read-write registers but IRQ_EN (lower-case names), as the units use them."""
-    return data.StructLayout({name.lower(): reg.bits for name, reg in REGISTERS.items()
-                              if reg.access == "rw" and name != "IRQ_EN"})
+    return data.StructLayout({name.lower(): reg.width for name, reg in REGISTERS.items()
+                              if reg.kind == "rw" and name != "IRQ_EN"})
 
 
 class LayerControl(wiring.Component):
@@ -56,14 +72,13 @@ class LayerControl(wiring.Component):
         self.config = config
         self.lora = config.mode == "lora-fa"
         super().__init__({
-            "wr_en": In(1), "wr_addr": In(ADDR_BITS), "wr_data": In(32),
-            "rd_addr": In(ADDR_BITS), "rd_data": Out(32),
+            "port": In(RegisterPortSignature(ADDR_BITS)),
             "irq": Out(1),
-            "job": Out(job_layout()),
-            "busy": Out(1), "launch": Out(1), "active": Out(1),
-            "save": Out(1), "restore": Out(1), "minus": Out(1), "plain": Out(1),
+            "job": Out(LayerJobSignature()),
+            "tiles": Out(JobSignature(DIM_BITS)),
+            "mode": Out(ModeSignature()),
+            "generator": Out(SnapshotSignature()),
             "settings": Out(settings_layout()),
-            "inner": Out(DIM_BITS), "outer": Out(DIM_BITS),
             "array_step": In(1),     # the array takes a k-step (ARRAY_CYCLES)
             "finish": In(1),         # the job's last action happens in this cycle
         })
@@ -77,16 +92,16 @@ class LayerControl(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        job, settings = self.job, self.settings
+        job, settings, port = self.job, self.settings, self.port
         busy, done, unavailable, irq_en = Signal(), Signal(), Signal(), Signal()
         code = Signal(CTRL_FIELDS["job"][1])
         start = Signal()
-        counters = {name: Signal(REGISTERS[name].bits, name=name.lower()) for name in COUNTERS}
+        counters = {name: Signal(REGISTERS[name].width, name=name.lower())
+                    for name in COUNTERS}
         stored = {name: settings[name.lower()] for name, reg in REGISTERS.items()
-                  if reg.access == "rw" and name != "IRQ_EN"}
+                  if reg.kind == "rw" and name != "IRQ_EN"}
         stored["IRQ_EN"] = irq_en
-        m.d.comb += [self.irq.eq(done & irq_en), self.busy.eq(busy),
-                     self.active.eq(busy & ~self.launch)]
+        m.d.comb += [self.irq.eq(done & irq_en), job.active.eq(busy & ~job.launch)]
 
         def field(value, name):
             offset, width = CTRL_FIELDS[name]
@@ -98,46 +113,48 @@ class LayerControl(wiring.Component):
                          counters["STEP_CYCLES"].eq(counters["STEP_CYCLES"] + 1)]
         with m.If(self.array_step):
             m.d.sync += counters["ARRAY_CYCLES"].eq(counters["ARRAY_CYCLES"] + 1)
-        wdata = self.wr_data
+        wdata = port.wr_data
         written = field(wdata, "job")
 
         def write(name):
-            return self.wr_en & (self.wr_addr == REGISTERS[name].address)
+            return port.wr_en & (port.wr_addr == REGISTERS[name].address)
 
         start_request = write("CTRL") & field(wdata, "start")
         clear_done = write("STATUS") & wdata[1]
         m.d.comb += start.eq(start_request & ~busy)
         with m.If(start):
-            m.d.sync += [code.eq(written), self.minus.eq(field(wdata, "minus")),
-                         self.plain.eq(field(wdata, "plain"))]
-            m.d.sync += [job[name].eq(written == value) for name, value in JOBS.items()]
-        with m.If(self.wr_en):
-            with m.Switch(self.wr_addr):
+            m.d.sync += [code.eq(written), job.minus.eq(field(wdata, "minus")),
+                         job.plain.eq(field(wdata, "plain"))]
+            m.d.sync += [getattr(job, name).eq(written == value)
+                         for name, value in JOBS.items()]
+        with m.If(port.wr_en):
+            with m.Switch(port.wr_addr):
                 with m.Case(REGISTERS["STEP_CYCLES"].address):
                     m.d.sync += counters["STEP_CYCLES"].eq(0)
                 for name, target in stored.items():
                     with m.Case(REGISTERS[name].address):
                         with m.If(~busy):
-                            m.d.sync += target.eq(wdata[:REGISTERS[name].bits])
+                            m.d.sync += target.eq(wdata[:REGISTERS[name].width])
         read_values = {**stored, **counters,
                        **{name: Const(value, 32) for name, value in self.info.items()},
                        "STATUS": Cat(busy, done, unavailable),
-                       "CTRL": Cat(Const(0, 1), code, Const(0, 2), self.minus, self.plain)}
-        with m.Switch(self.rd_addr):
+                       "CTRL": Cat(Const(0, 1), code, Const(0, 2), job.minus, job.plain)}
+        with m.Switch(port.rd_addr):
             for name, reg in REGISTERS.items():
                 with m.Case(reg.address):
-                    m.d.comb += self.rd_data.eq(read_values[name])
+                    m.d.comb += port.rd_data.eq(read_values[name])
 
         # the job: launch and the generator's pulses one cycle after the CTRL write
-        m.d.sync += [self.launch.eq(start),
-                     self.save.eq(start & field(wdata, "save")),
-                     self.restore.eq(start & field(wdata, "restore"))]
-        available = Cat(job[name] for name in JOBS if self.lora or name not in LORA_JOBS).any()
-        finish = self.finish | (self.launch & ~available)
+        m.d.sync += [job.launch.eq(start),
+                     self.generator.save.eq(start & field(wdata, "save")),
+                     self.generator.restore.eq(start & field(wdata, "restore"))]
+        available = Cat(getattr(job, name) for name in JOBS
+                        if self.lora or name not in LORA_JOBS).any()
+        finish = self.finish | (job.launch & ~available)
         with m.If(start):
             m.d.sync += [unavailable.eq(0), counters["CYCLES"].eq(0),
                          counters["ARRAY_CYCLES"].eq(0)]
-        with m.If(self.launch & ~available):
+        with m.If(job.launch & ~available):
             m.d.sync += unavailable.eq(1)
         # busy from the start to the finish, done (sticky) from the finish to a start or a
         # write of 1 to STATUS bit 1; a finish comes only while busy, a start only while idle
@@ -146,10 +163,20 @@ class LayerControl(wiring.Component):
 
         # the job's walk (see the module docstring), registered: valid after launch
         k_t = settings.rank if self.lora else settings.k
-        over_k = Cat(job[name] for name in ("load_x", "load_w", "load_a", "frozen_w",
-                                            "frozen_a")).any()
-        m.d.sync += [self.inner.eq(Mux(over_k, settings.k, k_t)),
-                     self.outer.eq(Mux(job.load_x, settings.m,
-                                       Mux(job.load_a | job.frozen_a, settings.rank,
-                                           settings.n)))]
+        over_k = Cat(getattr(job, name) for name in ("load_x", "load_w", "load_a", "frozen_w",
+                                                     "frozen_a")).any()
+        m.d.sync += [job.inner.eq(Mux(over_k, settings.k, k_t)),
+                     job.outer.eq(Mux(job.load_x, settings.m,
+                                      Mux(job.load_a | job.frozen_a, settings.rank,
+                                          settings.n)))]
+
+        # a compute job's tiles and output mode: XW is the branches' init (bias), U the
+        # only requantized result
+        compute = Cat(getattr(job, name) for name in COMPUTE_JOBS).any()
+        tiles, mode = self.tiles, self.mode
+        m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & compute),
+                     tiles.m.eq(settings.m), tiles.k.eq(job.inner), tiles.n.eq(job.outer),
+                     mode.bias_en.eq(job.branch), mode.per_channel.eq(0),
+                     mode.raw.eq(~job.frozen_a), mode.relu.eq(0),
+                     mode.tensor_mult.eq(settings.mult), mode.tensor_shift.eq(settings.shift)]
         return m

@@ -3,12 +3,11 @@ in :data:`zoforge.hw.designs.BUILTIN`)."""
 from __future__ import annotations
 
 from zoforge.golden.zolayer import ZoLayerConfig
-from zoforge.hw.designs import Elaborated, MemorySize
-from zoforge.hw.pe.designs import memory_sizes
+from zoforge.hw.designs import Elaborated, MemorySize, memory_sizes
 from zoforge.hw.rng.designs import design_name as generator_name
 from zoforge.hw.rng.designs import memory_files as generator_memory_files
 
-from .buffers import layer_buffers
+from .buffers import Memory, layer_buffers
 from .layer import ZoLayer
 
 __all__ = ["layer_name", "elaborate_layer", "layer_memories"]
@@ -17,8 +16,8 @@ BLOCKS = {
     "array": "R x C output-stationary systolic array, 16-bit weight x 8-bit activation MACs",
     "fetch": "weight panels -> perturbation (master >> 8 plus/minus z >> eps_shift, "
              "saturating) -> staging banks",
-    "feeder": "staging and token buffers -> array, one k-step per cycle (shared with the "
-              "GEMM engine)",
+    "feeder": "staging and token buffers -> array, one k-step per cycle (the systolic "
+              "library's)",
     "drain": "array shift chains -> result banks (shared with the GEMM engine)",
     "output": "result banks and init -> rows for the requantizer (shared with the GEMM "
               "engine)",
@@ -30,14 +29,10 @@ BLOCKS = {
     "generator": "the perturbation generator (with save/restore)",
     "control": "control/status registers, the job in flight",
     "regs": "AXI4-Lite target",
-    "master": "trained matrix master copy, 24-bit",
-    "update_accumulator": "update accumulator D",
-    "stage": "double-buffered staging of the perturbed weight panel",
-    "x_buffer": "token (activation) buffer",
-    "result_buffer": "double-buffered result tile buffer",
+    "z_switch": "the generator's stream to the panel fetch (branch) or the update unit",
+    "master_ports": "the master copy's and D's ports, shared by the loader, panel fetch, "
+                    "update unit and reader",
 }
-_LORA_BLOCKS = {"w_frozen": "frozen W", "a_frozen": "frozen A",
-                "u_buffer": "U = requant(X·A)", "init_buffer": "XW, the branches' init"}
 
 
 def layer_name(config: ZoLayerConfig) -> str:
@@ -49,7 +44,9 @@ def layer_name(config: ZoLayerConfig) -> str:
 def elaborate_layer(config: ZoLayerConfig) -> Elaborated:
     top = ZoLayer(config)
     name = layer_name(config)
-    blocks = dict(BLOCKS, **(_LORA_BLOCKS if top.lora else {}))
+    buffers = layer_buffers(config, top.z_width)
+    blocks = dict(BLOCKS, **{memory.value: buffers[memory].doc for memory in Memory
+                             if memory in buffers})
     generator = config.generator()
     return Elaborated(top=top, name=name, config=config, facts=top.facts, blocks=blocks,
                       memory_files=generator_memory_files(name, generator, generator.golden()))

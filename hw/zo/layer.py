@@ -29,17 +29,19 @@ PerturbUnit` on the way, into a double-buffered staging memory that every token 
 panel reuses; the next panel is fetched while the current one is computed, so the
 perturbation costs no cycles. The master copy is never written with a perturbation.
 
-Blocks (the top holds them and the memories of :mod:`.buffers`, and connects them; the
-tile sequencing is the GEMM engine's, built from the layer's :class:`~zoforge.hw.pe.tiles.
-Tiling`): :class:`~zoforge.hw.pe.axil.AxiLiteTarget` and :class:`~.control.LayerControl`
-(registers, the job in flight), :class:`~.loader.LayerLoader` (input stream -> memories),
+Blocks (the top holds them and the memories of :mod:`.buffers`, and joins their signatures
+with ``wiring.connect``; the tile sequencing is the GEMM engine's, from
+:mod:`zoforge.hw.systolic`, built from the layer's :class:`~zoforge.hw.systolic.tiles.
+Tiling`): the AXI4-Lite target and :class:`~.control.LayerControl` (registers, the job in
+flight: :class:`~.control.LayerJobSignature` to the units, the tiles' job and the
+requantizer's mode), :class:`~.loader.LayerLoader` (input stream -> memories),
 :class:`~.fetch.PanelFetch` (weight panels -> :class:`~.perturb.PerturbUnit` -> staging),
-:class:`~zoforge.hw.pe.feeder.Feeder` (staging and token buffers -> array),
-:class:`~zoforge.hw.pe.array.SystolicArray`, :class:`~zoforge.hw.pe.drain.Drain`,
-:class:`~zoforge.hw.pe.output.OutputStage` (result banks + init -> requantizer -> rows),
-:class:`~zoforge.hw.pe.requant.RequantStream`, :class:`~.sink.ResultSink` (rows -> output
-stream, init or U buffer), :class:`~.update.UpdateUnit`, :class:`~.reader.MasterReader`
-and the generator.
+the feeder (staging and token buffers -> array), the array, the drain, the output stage
+(result banks + init -> requantizer -> rows) and the requantizer,
+:class:`~.sink.ResultSink` (rows -> output stream, init or U buffer),
+:class:`~.update.UpdateUnit`, :class:`~.reader.MasterReader`, the generator
+(:class:`~zoforge.hw.rng.source.PerturbationSource`) and what the units share
+(:mod:`.share`: the generator's stream, the master copy's and D's ports).
 """
 from __future__ import annotations
 
@@ -48,22 +50,22 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
-from zoforge.hw.bus import AxiLiteSignature, AxiStreamSignature
-from zoforge.hw.pe.array import SystolicArray
-from zoforge.hw.pe.axil import AxiLiteTarget
-from zoforge.hw.pe.drain import Drain
-from zoforge.hw.pe.feeder import Feeder
-from zoforge.hw.pe.output import OutputStage, SideRead
-from zoforge.hw.pe.requant import RequantStream
-from zoforge.hw.pe.tiles import DIM_BITS
-from zoforge.hw.rng.designs import generator_for
+from zoforge.hw.rng.source import PerturbationSource
+from zoforge.hw.systolic.array import SystolicArray, min_tile_interval
+from zoforge.hw.systolic.axil import AxiLiteTarget
+from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
+from zoforge.hw.systolic.drain import Drain
+from zoforge.hw.systolic.feeder import Feeder
+from zoforge.hw.systolic.output import OutputStage, SideRead
+from zoforge.hw.systolic.requant import RequantStream
 
-from .buffers import layer_buffers, layer_tiling, trained_rows
+from .buffers import Memory, layer_buffers, layer_tiling, trained_rows
 from .control import LayerControl
 from .fetch import PanelFetch
 from .loader import LayerLoader
 from .reader import MasterReader
-from .registers import ADDR_BITS
+from .registers import ADDR_BITS, DIM_BITS
+from .share import MasterPorts, ZSwitch
 from .sink import ResultSink
 from .update import UpdateUnit
 
@@ -94,7 +96,7 @@ class ZoLayer(wiring.Component):
                 "weight_bits": Formats.WEIGHT_BITS, "master_bits": Formats.MASTER_BITS,
                 "accumulator_bits": Formats.accumulator_bits(self.z_width),
                 "z_lanes": self.z_lanes, "z_width": self.z_width,
-                "min_tile_interval": 2 * self.rows + self.cols}
+                "min_tile_interval": min_tile_interval(self.rows, self.cols)}
 
     def elaborate(self, platform):
         m = Module()
@@ -105,8 +107,7 @@ class ZoLayer(wiring.Component):
         for name, memory in memories.items():
             m.submodules[name] = memory
         acts = {"x_rd": cfg.max_k, **({"u_rd": cfg.max_r} if self.lora else {})}
-        side = ({"init_buffer": SideRead("bias", buffers["init_buffer"], "row")}
-                if self.lora else {})
+        side = {"init_rd": SideRead("bias", buffers[Memory.INIT], "row")} if self.lora else {}
         m.submodules.regs = axil = AxiLiteTarget(ADDR_BITS)
         m.submodules.control = control = LayerControl(cfg)
         m.submodules.loader = loader = LayerLoader(tiling, buffers, self.lanes, cfg.max_k)
@@ -118,121 +119,85 @@ class ZoLayer(wiring.Component):
         m.submodules.requant = requant = RequantStream(self.cols)
         m.submodules.sink = sink = ResultSink(tiling, buffers, trained_rows(cfg))
         m.submodules.update = update = UpdateUnit(
-            R, self.z_lanes, self.z_width, DIM_BITS, buffers["master"].addr_bits)
-        m.submodules.reader = reader = MasterReader(buffers["master"], R, self.lanes)
-        m.submodules.generator = generator = generator_for(self.generator_config)
+            R, self.z_lanes, self.z_width, DIM_BITS, buffers[Memory.MASTER].addr_bits)
+        m.submodules.reader = reader = MasterReader(buffers[Memory.MASTER], R, self.lanes)
+        m.submodules.generator = generator = PerturbationSource(self.generator_config)
+        m.submodules.z_switch = z_switch = ZSwitch(self.z_lanes * self.z_width)
+        m.submodules.master_ports = shared = MasterPorts(buffers)
+        job = control.job
 
-        # host side: registers, the job
+        # host side: registers, the job to every unit, the generator's snapshot
         wiring.connect(m, wiring.flipped(self.s_axil), axil.bus)
-        m.d.comb += [control.wr_en.eq(axil.wr_en), control.wr_addr.eq(axil.wr_addr),
-                     control.wr_data.eq(axil.wr_data), control.rd_addr.eq(axil.rd_addr),
-                     axil.rd_data.eq(control.rd_data), self.irq.eq(control.irq)]
-        job, settings = control.job, control.settings
-        launch, active = control.launch, control.active
-        inner, outer = control.inner, control.outer
-        compute = job.branch | job.frozen_w | job.frozen_a
-        updating = job.accumulate | job.apply
-        m.d.comb += control.finish.eq(loader.done | update.done | reader.done | sink.done)
+        wiring.connect(m, axil.regs, control.port)
+        wiring.connect(m, job, loader.job, fetch.job, sink.job, reader.job, z_switch.job,
+                       shared.job)
+        wiring.connect(m, control.tiles, feeder.job, output.job, sink.tiles)
+        wiring.connect(m, control.mode, requant.mode)
+        wiring.connect(m, control.generator, generator.control)
+        m.d.comb += [self.irq.eq(control.irq), control.array_step.eq(feeder.valid),
+                     control.finish.eq(loader.done | update.done | reader.done | sink.done),
+                     fetch.eps_shift.eq(control.settings.eps_shift)]
 
-        # loads
+        # loads; the generator to the panel fetch or the update unit
         wiring.connect(m, wiring.flipped(self.s_axis), loader.s_axis)
-        m.d.comb += [loader.start.eq(launch), loader.active.eq(active), loader.job.eq(job),
-                     loader.inner.eq(inner), loader.outer.eq(outer)]
-        wiring.connect(m, loader.x_buffer_wr, memories["x_buffer"].write_port())
-        if self.lora:
-            for name in ("w_frozen", "a_frozen"):
-                wiring.connect(m, getattr(loader, f"{name}_wr"), memories[name].write_port())
+        wiring.connect(m, generator.out, z_switch.z)
+        wiring.connect(m, z_switch.fetch, fetch.z)
+        wiring.connect(m, z_switch.update, update.z)
 
         # compute: panel fetch -> staging -> feeder -> array -> drain -> output -> requant
-        m.d.comb += [fetch.start.eq(launch), fetch.active.eq(active & compute),
-                     fetch.inner.eq(inner), fetch.outer.eq(outer), fetch.branch.eq(job.branch),
-                     fetch.frozen_a.eq(job.frozen_a),
-                     fetch.perturb.eq(job.branch & ~control.plain),
-                     fetch.minus.eq(control.minus), fetch.eps_shift.eq(settings.eps_shift)]
-        wiring.connect(m, fetch.stage_wr, memories["stage"].write_port())
+        # -> sink
         wiring.connect(m, fetch.panels, feeder.panels)
-        if self.lora:
-            wiring.connect(m, fetch.w_rd, memories["w_frozen"].read_port())
-            wiring.connect(m, fetch.a_rd, memories["a_frozen"].read_port())
-        for unit in (feeder, output):
-            m.d.comb += [unit.job.start.eq(launch), unit.job.busy.eq(active & compute),
-                         unit.job.m.eq(settings.m), unit.job.k.eq(inner),
-                         unit.job.n.eq(outer)]
-        wiring.connect(m, feeder.w_rd, memories["stage"].read_port())
-        for name in acts:
-            memory = memories["x_buffer" if name == "x_rd" else "u_buffer"]
-            wiring.connect(m, getattr(feeder, name), memory.read_port())
         if self.lora:
             m.d.comb += feeder.act_select.eq(job.branch)          # a branch multiplies U
         m.d.comb += [array.a.eq(feeder.w.payload), array.b.eq(feeder.x),
                      array.valid.eq(feeder.valid), array.first.eq(feeder.first),
-                     array.last.eq(feeder.last), drain.start.eq(launch),
+                     array.last.eq(feeder.last), drain.start.eq(job.launch),
                      drain.capture.eq(feeder.last), drain.res.eq(array.res_out),
                      array.shift.eq(drain.shift), output.drained.eq(drain.drained),
-                     feeder.tile_done.eq(output.tile_done),
-                     control.array_step.eq(feeder.valid)]
-        wiring.connect(m, drain.res_wr, memories["result_buffer"].write_port())
-        wiring.connect(m, output.res_rd, memories["result_buffer"].read_port())
-        if self.lora:
-            wiring.connect(m, output.init_buffer, memories["init_buffer"].read_port())
+                     feeder.tile_done.eq(output.tile_done)]
         wiring.connect(m, output.rows, requant.i)
         wiring.connect(m, requant.o, output.results)
-        m.d.comb += [requant.bias_en.eq(job.branch), requant.per_channel.eq(0),
-                     requant.raw.eq(~job.frozen_a), requant.relu.eq(0),
-                     requant.tensor_mult.eq(settings.mult),
-                     requant.tensor_shift.eq(settings.shift)]
-        # rows: to the output stream (branch), the init buffer (XW) or the U buffer
         wiring.connect(m, output.m_axis, sink.results)
-        m.d.comb += [sink.start.eq(launch), sink.job.eq(job), sink.m.eq(settings.m),
-                     sink.n.eq(outer)]
+
+        # the update unit (accumulate, apply)
+        settings = control.settings
+        m.d.comb += [update.start.eq(job.launch & (job.accumulate | job.apply)),
+                     update.apply.eq(job.apply), update.inner.eq(job.inner),
+                     update.outer.eq(job.outer), update.g.eq(settings.grad),
+                     update.eta_mult.eq(settings.eta_mult),
+                     update.eta_shift.eq(settings.eta_shift)]
+
+        # the memories' ports: (unit, its port, memory); "_rd" read ports, "_wr" write ports
+        ports_of = [(loader, "x_buffer_wr", Memory.X), (fetch, "stage_wr", Memory.STAGE),
+                    (feeder, "w_rd", Memory.STAGE), (feeder, "x_rd", Memory.X),
+                    (drain, "res_wr", Memory.RESULT), (output, "res_rd", Memory.RESULT),
+                    (update, "d_rd", Memory.ACCUMULATOR)]
         if self.lora:
-            wiring.connect(m, sink.init_wr, memories["init_buffer"].write_port())
-            wiring.connect(m, sink.u_wr, memories["u_buffer"].write_port())
-
-        # the generator: save/restore with the job's launch; it feeds the perturbation
-        # (branches) or the update unit (accumulate)
-        m.d.comb += [generator.save.eq(control.save), generator.restore.eq(control.restore)]
-        if hasattr(generator, "start"):          # the pool: one endless perturbation
-            m.d.comb += [generator.start.eq(generator.idle),
-                         generator.length.eq((1 << len(generator.length)) - 1)]
-        m.d.comb += [fetch.z.payload.eq(generator.out.payload),
-                     fetch.z.valid.eq(generator.out.valid & job.branch),
-                     update.z.payload.eq(generator.out.payload),
-                     update.z.valid.eq(generator.out.valid & ~job.branch),
-                     generator.out.ready.eq(Mux(job.branch, fetch.z.ready, update.z.ready))]
-
-        # the update unit (accumulate, apply) and the master reader (read_master)
-        m.d.comb += [update.start.eq(launch & updating), update.apply.eq(job.apply),
-                     update.inner.eq(inner), update.outer.eq(outer),
-                     update.g.eq(settings.grad), update.eta_mult.eq(settings.eta_mult),
-                     update.eta_shift.eq(settings.eta_shift),
-                     reader.start.eq(launch), reader.active.eq(active & job.read_master),
-                     reader.inner.eq(inner), reader.outer.eq(outer)]
-
-        # the master copy and D: the loads and the update write them, the panel fetch, the
-        # update unit and the reader read the master copy
-        t_rd, t_wr = memories["master"].read_port(), memories["master"].write_port()
-        wiring.connect(m, update.d_rd, memories["update_accumulator"].read_port())
-        d_wr = memories["update_accumulator"].write_port()
-        reading = job.read_master
-        readers = [(reading, reader.t_rd), (updating, update.t_rd)]
-        address, enable = fetch.t_rd.addr, fetch.t_rd.en
-        for selected, port in reversed(readers):
-            address, enable = Mux(selected, port.addr, address), Mux(selected, port.en, enable)
-        m.d.comb += [t_rd.addr.eq(address), t_rd.en.eq(enable)]
-        m.d.comb += [port.data.eq(t_rd.data)
-                     for port in (reader.t_rd, update.t_rd, fetch.t_rd)]
-        for memory_port, ours, theirs in ((t_wr, update.t_wr, loader.master_wr),
-                                          (d_wr, update.d_wr, loader.update_accumulator_wr)):
-            m.d.comb += [memory_port.addr.eq(Mux(updating, ours.addr, theirs.addr)),
-                         memory_port.data.eq(Mux(updating, ours.data.as_value(),
-                                                 theirs.data.as_value())),
-                         memory_port.en.eq(Mux(updating, ours.en, theirs.en))]
+            ports_of += [(loader, "w_frozen_wr", Memory.W_FROZEN),
+                         (loader, "a_frozen_wr", Memory.A_FROZEN),
+                         (fetch, "w_rd", Memory.W_FROZEN), (fetch, "a_rd", Memory.A_FROZEN),
+                         (feeder, "u_rd", Memory.U), (output, "init_rd", Memory.INIT),
+                         (sink, "init_wr", Memory.INIT), (sink, "u_wr", Memory.U)]
+        for unit, port, memory in ports_of:
+            memory = memories[memory]
+            wiring.connect(m, getattr(unit, port), (memory.read_port() if port.endswith("_rd")
+                                                    else memory.write_port()))
+        # the master copy and D, shared (:class:`~.share.MasterPorts`)
+        wiring.connect(m, shared.t_rd, memories[Memory.MASTER].read_port())
+        wiring.connect(m, shared.t_wr, memories[Memory.MASTER].write_port())
+        wiring.connect(m, shared.d_wr, memories[Memory.ACCUMULATOR].write_port())
+        wiring.connect(m, shared.reader_t_rd, reader.t_rd)
+        wiring.connect(m, shared.update_t_rd, update.t_rd)
+        wiring.connect(m, shared.fetch_t_rd, fetch.t_rd)
+        wiring.connect(m, shared.update_t_wr, update.t_wr)
+        wiring.connect(m, shared.update_d_wr, update.d_wr)
+        wiring.connect(m, shared.loader_t_wr, loader.master_wr)
+        wiring.connect(m, shared.loader_d_wr, loader.update_accumulator_wr)
 
         # the output stream: the master reader's or the sink's
         for name in ("tvalid", "tlast", "tdata"):
             m.d.comb += getattr(self.m_axis, name).eq(
-                Mux(reading, getattr(reader.m_axis, name), getattr(sink.m_axis, name)))
+                Mux(job.read_master, getattr(reader.m_axis, name), getattr(sink.m_axis, name)))
         m.d.comb += [reader.m_axis.tready.eq(self.m_axis.tready),
                      sink.m_axis.tready.eq(self.m_axis.tready)]
         return m

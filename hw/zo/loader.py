@@ -3,11 +3,11 @@
 One word per beat (lane l in bits ``[32l, 32l+32)``, values in the low bits), in the word
 orders of :mod:`.layer`: ``load_x`` token tiles of C (outer) by k-steps (inner) into the
 token buffer; ``load_w`` / ``load_a`` / ``load_master`` panels of R features by k-steps
-(:class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` from the control) into the frozen
-W, A or the master copy, where ``load_master`` also clears the update accumulator D.
-``tready`` is high from the cycle after ``start`` (while ``active``) to the job's last word
-(``done``). The master and accumulator ports are the parent's to share (it muxes them with
-the update unit's).
+(:class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
+:class:`~.control.LayerJobSignature`) into the frozen W, A or the master copy, where
+``load_master`` also clears the update accumulator D. ``tready`` is high from the cycle
+after ``launch`` (while ``active``) to the job's last word (``done``). The master and
+accumulator ports are shared with the update unit (:class:`~.share.MasterPorts`).
 """
 from __future__ import annotations
 
@@ -16,10 +16,12 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.bus import AxiStreamSignature
-from zoforge.hw.pe.tiles import DIM_BITS, Buffer, Tiling, address_bits
+from zoforge.hw.systolic.bus import AxiStreamSignature
+from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
 
-from .control import job_layout
+from .buffers import Memory
+from .control import LayerJobSignature
+from .registers import DIM_BITS
 from .walk import PanelWalk
 
 __all__ = ["LayerLoader", "LOAD_JOBS"]
@@ -33,15 +35,14 @@ class LayerLoader(wiring.Component):
 
     def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, x_words: int):
         self.tiling, self.lanes = tiling, lanes
-        self.frozen = "w_frozen" in buffers
-        written = ["x_buffer", "master", "update_accumulator"]
-        written += ["w_frozen", "a_frozen"] if self.frozen else []
+        self.frozen = Memory.W_FROZEN in buffers
+        written = [Memory.X, Memory.MASTER, Memory.ACCUMULATOR]
+        written += [Memory.W_FROZEN, Memory.A_FROZEN] if self.frozen else []
         self.ports = {name: buffers[name] for name in written}
         self.flat_bits = max(buffers[name].addr_bits for name in written[1:])
         self.x_word_bits = address_bits(x_words)
         super().__init__({
-            "start": In(1), "active": In(1), "job": In(job_layout()),
-            "inner": In(DIM_BITS), "outer": In(DIM_BITS),
+            "job": In(LayerJobSignature()),
             "s_axis": In(AxiStreamSignature(32 * lanes)),
             **{f"{name}_wr": In(buffer.write_port()) for name, buffer in self.ports.items()},
             "done": Out(1),
@@ -55,18 +56,18 @@ class LayerLoader(wiring.Component):
         m.submodules.walk = walk = PanelWalk(R, DIM_BITS, self.flat_bits)
         m.submodules.x_walk = x_walk = PanelWalk(C, DIM_BITS, 1)
         loaded = Signal()
-        loading = Cat(job[name] for name in LOAD_JOBS).any()
-        with m.If(self.start):
+        loading = Cat(getattr(job, name) for name in LOAD_JOBS).any()
+        with m.If(job.launch):
             m.d.sync += loaded.eq(0)
-        m.d.comb += self.s_axis.tready.eq(self.active & loading & ~loaded)
+        m.d.comb += self.s_axis.tready.eq(job.active & loading & ~loaded)
         beat = self.s_axis.tvalid & self.s_axis.tready
         lane = [self.s_axis.tdata[32 * l:32 * (l + 1)] for l in range(self.lanes)]
         for w in (walk, x_walk):
-            m.d.comb += [w.restart.eq(self.start), w.inner.eq(self.inner),
-                         w.outer.eq(self.outer)]
+            m.d.comb += [w.restart.eq(job.launch), w.inner.eq(job.inner),
+                         w.outer.eq(job.outer)]
         m.d.comb += [walk.advance.eq(beat), x_walk.advance.eq(beat & job.load_x)]
         # one expression, not an assignment under m.If (X on Icarus until the first beat):
-        # see tile_done in zoforge.hw.pe.output
+        # see tile_done in zoforge.hw.systolic.output
         m.d.comb += self.done.eq(beat & Mux(job.load_x, x_walk.last, walk.last))
         with m.If(self.done):
             m.d.sync += loaded.eq(1)
@@ -85,5 +86,5 @@ class LayerLoader(wiring.Component):
             for port, name in ((self.w_frozen_wr, "load_w"), (self.a_frozen_wr, "load_a")):
                 m.d.comb += [port.addr.eq(walk.flat),
                              port.data.eq(Cat(l[:Formats.ACT_BITS] for l in lane[:R])),
-                             port.en.eq(beat & job[name])]
+                             port.en.eq(beat & getattr(job, name))]
         return m

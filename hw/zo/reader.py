@@ -1,8 +1,9 @@
 """Master reader (``read_master``): the trained matrix's master copy out on the output
 stream, one word per beat in :class:`~.walk.PanelWalk` order (``inner`` x ``outer``), lane i
 the 24-bit value sign-extended to 32 bits, ``tlast`` on the last word. The read port is the
-parent's to share; a word read waits in it while the stream is stalled. ``start`` clears
-the walk, ``active`` enables it, ``done`` pulses with the last beat.
+parent's to share; a word read waits in it while the stream is stalled. The ``job``
+(:class:`~.control.LayerJobSignature`): ``launch`` clears the walk, ``active`` in a
+``read_master`` job enables it; ``done`` pulses with the last beat.
 """
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.bus import AxiStreamSignature
-from zoforge.hw.pe.tiles import DIM_BITS, Buffer
+from zoforge.hw.systolic.bus import AxiStreamSignature
+from zoforge.hw.systolic.tiles import Buffer
 
+from .control import LayerJobSignature
+from .registers import DIM_BITS
 from .walk import PanelWalk
 
 __all__ = ["MasterReader"]
@@ -23,7 +26,7 @@ class MasterReader(wiring.Component):
         self.rows, self.lanes = rows, lanes
         self.addr_bits = master.addr_bits
         super().__init__({
-            "start": In(1), "active": In(1), "inner": In(DIM_BITS), "outer": In(DIM_BITS),
+            "job": In(LayerJobSignature()),
             "t_rd": In(master.read_port()),
             "m_axis": Out(AxiStreamSignature(32 * lanes)),
             "done": Out(1),
@@ -31,15 +34,15 @@ class MasterReader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        axis = self.m_axis
+        axis, job = self.m_axis, self.job
         m.submodules.walk = walk = PanelWalk(self.rows, DIM_BITS, self.addr_bits)
         read_all = Signal()
         adv = ~axis.tvalid | axis.tready
-        issue = self.active & ~read_all & adv
-        m.d.comb += [walk.restart.eq(self.start), walk.advance.eq(issue),
-                     walk.inner.eq(self.inner), walk.outer.eq(self.outer),
+        issue = job.active & job.read_master & ~read_all & adv
+        m.d.comb += [walk.restart.eq(job.launch), walk.advance.eq(issue),
+                     walk.inner.eq(job.inner), walk.outer.eq(job.outer),
                      self.t_rd.addr.eq(walk.flat), self.t_rd.en.eq(adv)]
-        with m.If(self.start):
+        with m.If(job.launch):
             m.d.sync += [read_all.eq(0), axis.tvalid.eq(0)]
         with m.Elif(adv):
             m.d.sync += [axis.tvalid.eq(issue), axis.tlast.eq(issue & walk.last)]

@@ -1,26 +1,26 @@
 """The ZO layer's register map: one table, read by the hardware, the co-simulation and docs.
 
-32-bit registers on AXI4-Lite (byte addresses). ``access``: ``rw`` (written only while idle,
-read back), ``r`` (read only; writes ignored), ``w1`` (special, see ``doc``). Jobs start by
+32-bit registers on AXI4-Lite (byte addresses), :class:`~zoforge.hw.systolic.regmap.Register`
+entries whose ``kind`` is one of :data:`KINDS`. Jobs start by
 writing CTRL with bit 0 set while idle; the job code and the generator/sign flags are taken
 from the same write.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from zoforge.golden.gemm_widths import MULT_BITS, SHIFT_BITS, SHIFT_MAX
+from zoforge.golden.zolayer.config import Formats
+from zoforge.hw.systolic.regmap import Register
 
-__all__ = ["Register", "REGISTERS", "JOBS", "LORA_JOBS", "CTRL_FIELDS", "ADDR_BITS", "address",
-           "ctrl_word"]
+__all__ = ["REGISTERS", "KINDS", "JOBS", "LORA_JOBS", "CTRL_FIELDS", "ADDR_BITS", "DIM_BITS",
+           "address", "ctrl_word"]
 
 ADDR_BITS = 8
+DIM_BITS = 16            # width of the M, K, N and RANK registers
+COUNTER_BITS = 32
 
-
-@dataclass(frozen=True)
-class Register:
-    address: int
-    access: str
-    bits: int
-    doc: str
+#: Kinds of register: what a write does and what a read returns.
+KINDS = {"rw": "written only while idle, read back", "r": "read only; writes ignored",
+         "w1": "special, see the register's doc"}
 
 
 REGISTERS = {
@@ -30,20 +30,24 @@ REGISTERS = {
     "STATUS": Register(0x04, "w1", 3, "bit0 busy, bit1 done (sticky; write 1 clears), "
                                       "bit2 the last job is not available in this mode"),
     "IRQ_EN": Register(0x08, "rw", 1, "irq = done & IRQ_EN"),
-    "M": Register(0x0C, "rw", 16, "tokens M (a multiple of C)"),
-    "K": Register(0x10, "rw", 16, "input features K"),
-    "N": Register(0x14, "rw", 16, "output features N (a multiple of R)"),
-    "RANK": Register(0x18, "rw", 16, "LoRA rank r (a multiple of R; lora-fa)"),
-    "MULT": Register(0x1C, "rw", 16, "requantization multiplier of U = requant(X·A)"),
-    "SHIFT": Register(0x20, "rw", 6, "requantization shift of U (0..47)"),
-    "EPS_SHIFT": Register(0x24, "rw", 5, "eps = 2^-EPS_SHIFT: perturbation z >> EPS_SHIFT"),
-    "GRAD": Register(0x28, "rw", 16, "projected gradient g of the next accumulate (signed)"),
-    "ETA_MULT": Register(0x2C, "rw", 16, "eta / q = ETA_MULT * 2^-ETA_SHIFT"),
-    "ETA_SHIFT": Register(0x30, "rw", 6, "(0..47)"),
-    "CYCLES": Register(0x34, "r", 32, "cycles of the last job (start write to done)"),
-    "ARRAY_CYCLES": Register(0x38, "r", 32, "cycles the array was fed a k-step in it"),
-    "STEP_CYCLES": Register(0x3C, "w1", 32, "busy cycles since the last write to it "
-                                            "(any write clears it): one ZO step's cycles"),
+    "M": Register(0x0C, "rw", DIM_BITS, "tokens M (a multiple of C)"),
+    "K": Register(0x10, "rw", DIM_BITS, "input features K"),
+    "N": Register(0x14, "rw", DIM_BITS, "output features N (a multiple of R)"),
+    "RANK": Register(0x18, "rw", DIM_BITS, "LoRA rank r (a multiple of R; lora-fa)"),
+    "MULT": Register(0x1C, "rw", MULT_BITS, "requantization multiplier of U = requant(X·A)"),
+    "SHIFT": Register(0x20, "rw", SHIFT_BITS, f"requantization shift of U (0..{SHIFT_MAX})"),
+    "EPS_SHIFT": Register(0x24, "rw", Formats.EPS_SHIFT_MAX.bit_length(),
+                          "eps = 2^-EPS_SHIFT: perturbation z >> EPS_SHIFT"),
+    "GRAD": Register(0x28, "rw", Formats.GRAD_BITS,
+                     "projected gradient g of the next accumulate (signed)"),
+    "ETA_MULT": Register(0x2C, "rw", Formats.ETA_MULT_BITS, "eta / q = ETA_MULT * 2^-ETA_SHIFT"),
+    "ETA_SHIFT": Register(0x30, "rw", Formats.ETA_SHIFT_MAX.bit_length(),
+                          f"(0..{Formats.ETA_SHIFT_MAX})"),
+    "CYCLES": Register(0x34, "r", COUNTER_BITS, "cycles of the last job (start write to done)"),
+    "ARRAY_CYCLES": Register(0x38, "r", COUNTER_BITS, "cycles the array was fed a k-step in it"),
+    "STEP_CYCLES": Register(0x3C, "w1", COUNTER_BITS, "busy cycles since the last write to it "
+                                                      "(any write clears it): one ZO step's "
+                                                      "cycles"),
     "INFO": Register(0x40, "r", 32, "rows | cols << 8 | full << 16"),
     "MAX_M": Register(0x44, "r", 32, "token buffer capacity"),
     "MAX_K": Register(0x48, "r", 32, "input feature capacity"),

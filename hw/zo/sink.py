@@ -1,11 +1,12 @@
 """Result sink: where a compute job's rows go once requantized (the output stage's stream,
-:class:`~zoforge.hw.pe.output.OutputStage`): a ``branch``'s to the output stream, the
+:class:`~zoforge.hw.systolic.output.OutputStage`): a ``branch``'s to the output stream, the
 ``frozen_w`` rows (XW, raw int32) into the init buffer at ``Cat(row, tile, panel)`` and the
 ``frozen_a`` rows (U = requant(X·A), int8) into the U buffer at ``Cat(feature, tile)``, the
 feature being the row's (panel offset + row). The buffers take a row every cycle; only the
-output stream pushes back. ``done`` pulses with the job's last row; ``start`` clears the
-position (:func:`~zoforge.hw.pe.tiles.tile_order` over M and ``n`` features, the order in
-which the output stage read the rows).
+output stream pushes back. ``done`` pulses with the job's last row; the ``job``'s
+``launch`` (:class:`~.control.LayerJobSignature`) clears the position
+(:func:`~zoforge.hw.systolic.tiles.tile_order` over the ``tiles`` job's M tokens and N
+features, the order in which the output stage read the rows).
 """
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.bus import AxiStreamSignature
-from zoforge.hw.pe.tiles import DIM_BITS, Buffer, Tiling, address_bits, tile_order
+from zoforge.hw.systolic.bus import AxiStreamSignature
+from zoforge.hw.systolic.signatures import JobSignature
+from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits, tile_order
 
-from .control import job_layout
+from .buffers import Memory
+from .control import LayerJobSignature
+from .registers import DIM_BITS
 
 __all__ = ["ResultSink"]
 
@@ -29,15 +33,15 @@ class ResultSink(wiring.Component):
 
     def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], u_words: int):
         self.tiling = tiling
-        self.frozen = "init_buffer" in buffers
+        self.frozen = Memory.INIT in buffers
         self.u_word_bits = address_bits(u_words)
         stream_bits = ACC_BITS * tiling.cols
         super().__init__({
-            "start": In(1), "job": In(job_layout()), "m": In(DIM_BITS), "n": In(DIM_BITS),
+            "job": In(LayerJobSignature()), "tiles": In(JobSignature(DIM_BITS)),
             "results": In(AxiStreamSignature(stream_bits)),
             "m_axis": Out(AxiStreamSignature(stream_bits)),
-            **({"init_wr": In(buffers["init_buffer"].write_port()),
-                "u_wr": In(buffers["u_buffer"].write_port())} if self.frozen else {}),
+            **({"init_wr": In(buffers[Memory.INIT].write_port()),
+                "u_wr": In(buffers[Memory.U].write_port())} if self.frozen else {}),
             "done": Out(1),
         })
 
@@ -48,7 +52,7 @@ class ResultSink(wiring.Component):
                      axis.tvalid.eq(results.tvalid & job.branch),
                      axis.tdata.eq(results.tdata), axis.tlast.eq(results.tlast)]
         row = results.tvalid & results.tready
-        cursor = tile_order(m, self.tiling, row, self.m, self.n)
+        cursor = tile_order(m, self.tiling, row, self.tiles.m, self.tiles.n)
         m.d.comb += self.done.eq(row & results.tlast)
         if self.frozen:
             lanes = [results.tdata[ACC_BITS * j:ACC_BITS * (j + 1)]
@@ -61,4 +65,4 @@ class ResultSink(wiring.Component):
                 self.u_wr.data.eq(Cat(lane[:Formats.ACT_BITS] for lane in lanes)),
                 self.u_wr.en.eq(row & job.frozen_a),
             ]
-        return ResetInserter(self.start)(m)
+        return ResetInserter(job.launch)(m)

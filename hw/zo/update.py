@@ -29,7 +29,7 @@ Pipeline, per lane, in cycles after the issue (registers at the end of each)::
                                                           its upper bits), written; D = 0
 
 (The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
-:class:`~zoforge.hw.pe.requant.RequantStream`.)
+:class:`~zoforge.hw.systolic.requant.RequantStream`.)
 """
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ Per lane, with the semantics of :func:`zoforge.golden.gemm.requantize`::
     data = sum if raw else sign_extend_32(y)
 
 ``bias`` is used when ``bias_en``; ``mult``/``shift`` come from the payload (``per_channel``)
-or from ``tensor_mult``/``tensor_shift``. Shifts above 47 (outside the golden model's
+or from ``tensor_mult``/``tensor_shift`` (the members of ``mode``,
+:class:`~.signatures.ModeSignature`). Shifts above 47 (outside the golden model's
 range) give 0. The configuration inputs must not change while payloads are in flight.
 
 Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, shift 0)::
@@ -28,6 +29,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
+
+from .signatures import ModeSignature
 
 __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
@@ -63,8 +66,7 @@ class RequantStream(wiring.Component):
         super().__init__({
             "i": In(stream.Signature(input_layout(lanes))),
             "o": Out(stream.Signature(output_layout(lanes))),
-            "bias_en": In(1), "per_channel": In(1), "raw": In(1), "relu": In(1),
-            "tensor_mult": In(unsigned(MULT_BITS)), "tensor_shift": In(unsigned(SHIFT_BITS)),
+            "mode": In(ModeSignature()),
         })
 
     def elaborate(self, platform):
@@ -90,18 +92,18 @@ class RequantStream(wiring.Component):
 
     def _lane(self, m: Module, j: int) -> None:
         """The registers of lane ``j``."""
-        p = self.i.payload
+        p, mode = self.i.payload, self.mode
 
         def reg(shape, stage, name):
             return Signal(shape, name=f"{name}_s{stage}_{j}")
 
         # 1: bias add; the multiplier pre-scaled by 2^(7 - shift % 8), so that the shift that
         # remains is by a multiple of 8
-        mult = Mux(self.raw, 1, Mux(self.per_channel, p.mult[j], self.tensor_mult))
-        shift = Mux(self.raw, 0, Mux(self.per_channel, p.shift[j], self.tensor_shift))
+        mult = Mux(mode.raw, 1, Mux(mode.per_channel, p.mult[j], mode.tensor_mult))
+        shift = Mux(mode.raw, 0, Mux(mode.per_channel, p.shift[j], mode.tensor_shift))
         total = reg(signed(ACC_BITS), 1, "sum")
         scaled, coarse1 = reg(MULT_BITS + 7, 1, "scaled"), reg(SHIFT_BITS - 3, 1, "coarse")
-        m.d.sync += [total.eq(p.acc[j] + Mux(self.bias_en, p.bias[j], 0)),
+        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)),
                      scaled.eq(mult << ~shift[:3]), coarse1.eq(shift[3:])]
         # 2: partial products, 16 x 23 bits (one DSP48E2 each)
         product_bits = _HALF + len(scaled)
@@ -120,6 +122,6 @@ class RequantStream(wiring.Component):
         inside = ones | (zeros & (t[:8] != 0xFF))
         sign = t[-1]
         y = Signal(signed(8), name=f"y_{j}")
-        m.d.comb += y.eq(Mux(self.relu & sign, 0,
+        m.d.comb += y.eq(Mux(mode.relu & sign, 0,
                              Mux(inside, t[1:_WINDOW] + t[0], Mux(sign, -128, 127))))
-        m.d.sync += self.o.payload.data[j].eq(Mux(self.raw, t[1:ACC_BITS + 1], y))
+        m.d.sync += self.o.payload.data[j].eq(Mux(mode.raw, t[1:ACC_BITS + 1], y))

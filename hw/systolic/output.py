@@ -19,10 +19,10 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS
-from zoforge.hw.bus import AxiStreamSignature
 
+from .bus import AxiStreamSignature
 from .requant import input_layout, output_layout
-from .registers import JobSignature
+from .signatures import JobSignature
 from .tiles import Buffer, Tiling, tile_order
 
 __all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES"]
@@ -51,7 +51,7 @@ class OutputStage(wiring.Component):
         self.side_reads = dict(side_reads or {})
         cols = tiling.cols
         super().__init__({
-            "job": In(JobSignature()),
+            "job": In(JobSignature(tiling.dim_bits)),
             "drained": In(1),        # a result bank has been filled
             "tile_done": Out(1),     # a result bank has been read out
             "res_rd": In(tiling.result_banks().read_port()),

@@ -1,4 +1,4 @@
-"""Tiles on an R x C systolic array: what the GEMM engine and the ZO layer have in common.
+"""Tiles on an R x C systolic array: the geometry every design on the array shares.
 
 A job multiplies *activations* by *weights* over K k-steps, one k-step per cycle. Weights
 come in **panels** (the outer loop): one weight operand per array lane on the weights'
@@ -8,18 +8,19 @@ is multiplied with every panel, so a tile of results is (activation tile, weight
 tiles in the order panel outer, activation tile inner. A :class:`Tiling` says which side
 of the array each operand feeds and how wide it is:
 
-* the GEMM engine (:mod:`.engine`): activations X on the array's rows (``a``, M tiled by
-  R), weight panels W on its columns (``b``, N tiled by C), INT8 both, ``pack`` k-steps per
-  buffer word, X panels arriving while the job runs (:attr:`Tiling.acts_arrive`);
+* the GEMM engine (:mod:`zoforge.hw.pe.engine`): activations X on the array's rows (``a``,
+  M tiled by R), weight panels W on its columns (``b``, N tiled by C), INT8 both, ``pack``
+  k-steps per buffer word, X panels arriving while the job runs
+  (:attr:`Tiling.acts_arrive`);
 * the ZO layer (:mod:`zoforge.hw.zo.layer`): transposed products, weight panels (16-bit
   features) on the rows, activation tiles (int8 tokens) on the columns (M tiled by C, N by
   R), every activation resident before the job starts.
 
-The blocks built from a tiling, shared by both tops: :class:`~.feeder.Feeder` (banks and
-activation buffers -> array), :class:`~.drain.Drain` (array -> result banks),
-:class:`~.output.OutputStage` (result banks -> rows for the requantizer, its rows -> a
-stream) and :func:`tile_order` (the result rows' order, for the output stage and the ZO
-layer's result sink).
+The blocks of this package built from a tiling, shared by both designs:
+:class:`~.feeder.Feeder` (banks and activation buffers -> array), :class:`~.drain.Drain`
+(array -> result banks), :class:`~.output.OutputStage` (result banks -> rows for the
+requantizer, its rows -> a stream) and :func:`tile_order` (the result rows' order, for
+the output stage and the ZO layer's result sink).
 
 Memory addresses: weight bank word ``Cat(word, bank)``, activation word ``Cat(word,
 tile)`` (``word`` counts ``pack`` k-steps), result row ``Cat(row, bank)``.
@@ -29,17 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amaranth import Module, Signal, Value, signed
-from amaranth.hdl import ShapeLike
-from amaranth.lib import data, wiring
+from amaranth.hdl import Shape, ShapeLike
+from amaranth.lib import data
 from amaranth.lib.memory import Memory, ReadPort, WritePort
-from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
 
-from .config import DIM_BITS
-
-__all__ = ["Buffer", "Tiling", "PanelSignature", "TileOrder", "tile_order",
-           "address_bits", "DIM_BITS", "WEIGHT_SIDES"]
+__all__ = ["Buffer", "Tiling", "TileOrder", "tile_order", "address_bits", "WEIGHT_SIDES"]
 
 WEIGHT_SIDES = ("a", "b")
 
@@ -62,6 +59,11 @@ class Buffer:
     def addr_bits(self) -> int:
         return address_bits(self.depth)
 
+    @property
+    def bits(self) -> int:
+        """Its size in bits (words x word width)."""
+        return Shape.cast(self.shape).width * self.depth
+
     def memory(self) -> Memory:
         """The memory itself, with 2^addr_bits >= depth words (a one-word buffer gets two:
         Amaranth gives a one-word memory a 0-bit address, the ports here have 1 bit)."""
@@ -82,8 +84,10 @@ class Tiling:
     ``weights_on``: the array input the weight panels feed, ``"b"`` (columns: the engine) or
     ``"a"`` (rows: the ZO layer); the activations feed the other. ``panel_words``: buffer
     words of one panel at the largest K (the depth of a weight bank); ``tiles``: activation
-    tiles that fit an activation buffer; ``acts_arrive``: activation tiles arrive while the
-    job runs (the feeder waits for them, :class:`PanelSignature` counts them).
+    tiles that fit an activation buffer; ``dim_bits``: width of the job's dimensions M, K,
+    N (the design's registers, :class:`~.signatures.JobSignature`); ``acts_arrive``:
+    activation tiles arrive while the job runs (the feeder waits for them,
+    :class:`~.signatures.PanelSignature` counts them).
     """
 
     rows: int
@@ -91,6 +95,7 @@ class Tiling:
     weights_on: str
     panel_words: int
     tiles: int
+    dim_bits: int
     weight_bits: int = OPERAND_BITS
     act_bits: int = OPERAND_BITS
     pack: int = 1
@@ -147,33 +152,19 @@ class Tiling:
         return Buffer(self.result_row(), 2 << address_bits(self.rows), doc)
 
 
-class PanelSignature(wiring.Signature):
-    """Loaded operands (the supplier's view): ``w_banks`` weight banks holding a complete
-    panel, not yet released; the feeder pulses ``w_release`` when it is done with the older
-    one. With :attr:`Tiling.acts_arrive`, ``x_panels`` counts the job's complete activation
-    tiles."""
-
-    def __init__(self, tiling: Tiling):
-        members = {"w_banks": Out(2), "w_release": In(1)}
-        if tiling.acts_arrive:
-            members["x_panels"] = Out(tiling.tile_bits + 1)
-        super().__init__(members)
-
-
 @dataclass(frozen=True)
 class TileOrder:
     """The position of a result row (see :func:`tile_order`)."""
 
     row: Signal            # 0 .. R-1 within the tile, top row first
     tile: Signal           # activation tile (inner)
-    panel: Signal          # weight panel (outer), modulo 2^panel_bits
+    panel: Signal          # weight panel (outer), modulo 2^dim_bits
     first_weight: Signal   # the panel's first weight
     tile_end: Value        # the row is its tile's last
     job_end: Value         # the row is the job's last
 
 
-def tile_order(m: Module, tiling: Tiling, advance, m_dim, n_dim,
-               panel_bits: int = DIM_BITS) -> TileOrder:
+def tile_order(m: Module, tiling: Tiling, advance, m_dim, n_dim) -> TileOrder:
     """Adds to ``m`` the counters of the result rows' order and returns them: rows within a
     tile, activation tiles (inner, steps of :attr:`Tiling.act_lanes` up to ``m_dim``),
     weight panels (outer, steps of :attr:`Tiling.weight_lanes` up to ``n_dim``); ``advance``
@@ -184,13 +175,13 @@ def tile_order(m: Module, tiling: Tiling, advance, m_dim, n_dim,
     t = tiling
     row = Signal(address_bits(t.rows), name="row")
     tile = Signal(t.tile_bits, name="tile")
-    panel = Signal(panel_bits, name="panel")
+    panel = Signal(t.dim_bits, name="panel")
     # the next tile's first activation and the next panel's first weight, in registers of
     # their own: each end test is one comparison (a dimension plus a step fits
-    # DIM_BITS + 1 bits)
-    m1 = Signal(DIM_BITS + 1, init=t.act_lanes, name="next_act")
-    n0 = Signal(DIM_BITS + 1, name="first_weight")
-    n1 = Signal(DIM_BITS + 1, init=t.weight_lanes, name="next_weight")
+    # dim_bits + 1 bits)
+    m1 = Signal(t.dim_bits + 1, init=t.act_lanes, name="next_act")
+    n0 = Signal(t.dim_bits + 1, name="first_weight")
+    n1 = Signal(t.dim_bits + 1, init=t.weight_lanes, name="next_weight")
     tile_end = row == t.rows - 1
     tiles_end = m1 >= m_dim
     with m.If(advance):

@@ -19,7 +19,7 @@ weights of the same k-step as the stream ``w`` (``w.valid`` = ``valid``). The to
 ``x`` and ``w`` to the array's ``a``/``b`` as the tiling says. The array cannot wait, so
 ``w`` is always ready: a block that transforms the weights on their way to the array must
 take one payload per cycle and, if it adds latency, ``x`` and the flags need the same
-delay. ``job`` (:class:`~.registers.JobSignature`): ``m`` activations, ``k`` k-steps,
+delay. ``job`` (:class:`~.signatures.JobSignature`): ``m`` activations, ``k`` k-steps,
 ``n`` weights; ``job.start`` clears all state.
 """
 from __future__ import annotations
@@ -28,8 +28,8 @@ from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .registers import JobSignature
-from .tiles import DIM_BITS, PanelSignature, Tiling, address_bits
+from .signatures import JobSignature, PanelSignature
+from .tiles import Tiling, address_bits
 
 __all__ = ["Feeder", "weight_stream"]
 
@@ -44,7 +44,7 @@ class Feeder(wiring.Component):
         self.tiling, self.min_gap = tiling, min_gap
         self.act_ports = dict(act_ports or {"x_rd": tiling.panel_words})
         members = {
-            "job": In(JobSignature()),
+            "job": In(JobSignature(tiling.dim_bits)),
             "panels": In(PanelSignature(tiling)),
             "w_rd": In(tiling.weight_banks().read_port()),
             **{name: In(tiling.act_buffer(words).read_port())
@@ -66,14 +66,14 @@ class Feeder(wiring.Component):
         word = Signal(t.word_bits)
         lane = Signal(range(P)) if P > 1 else Const(0, 1)   # k-step within the word
         mt = Signal(t.tile_bits)
-        nt = Signal(DIM_BITS)
+        nt = Signal(t.dim_bits)
         # the next word's first k-step, the next tile's first activation and the next
         # panel's first weight, in registers of their own: each end test is one comparison
-        # (a dimension plus a step fits DIM_BITS + 1 bits)
-        k1 = Signal(DIM_BITS + 1, init=P)
+        # (a dimension plus a step fits dim_bits + 1 bits)
+        k1 = Signal(t.dim_bits + 1, init=P)
         first_word = Signal(init=1)                        # the tile's first word (k1 == P)
-        m1 = Signal(DIM_BITS + 1, init=t.act_lanes)
-        n1 = Signal(DIM_BITS + 1, init=t.weight_lanes)
+        m1 = Signal(t.dim_bits + 1, init=t.act_lanes)
+        n1 = Signal(t.dim_bits + 1, init=t.weight_lanes)
         gap = Signal(range(min_gap + 1), init=min_gap)      # cycles since the last begin
         in_flight = Signal(2)       # tiles begun whose result bank is not yet read out
 

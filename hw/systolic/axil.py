@@ -2,7 +2,8 @@
 
 Writes: the address and data channels are taken together (``awready``/``wready`` high in the
 cycle both are valid and no response is pending, so they may arrive in either order); the
-write reaches the register file as a one-cycle ``wr_en`` pulse, but only for full-word writes
+write reaches the register file (``regs``, :class:`RegisterPortSignature`) as a one-cycle
+``wr_en`` pulse, but only for full-word writes
 (``wstrb == 0b1111``). A partial write (any strobe low) changes nothing and is answered
 SLVERR: AXI4-Lite lets a target either use the strobes, or ignore them and write the whole
 word, or reject the strobe patterns it does not support with an error response; this target
@@ -14,39 +15,55 @@ from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.bus import AxiLiteSignature
+from .bus import AxiLiteSignature
 
-__all__ = ["AxiLiteTarget", "OKAY", "SLVERR"]
+__all__ = ["AxiLiteTarget", "RegisterPortSignature", "OKAY", "SLVERR"]
 
 OKAY, SLVERR = 0b00, 0b10      # AXI response codes (bresp / rresp)
 
 
+class RegisterPortSignature(wiring.Signature):
+    """A register file's port (the bus target's view): single-cycle writes ``wr_en`` /
+    ``wr_addr`` / ``wr_data``, reads ``rd_addr`` -> ``rd_data`` (combinational)."""
+
+    def __init__(self, addr_bits: int):
+        self.addr_bits = addr_bits
+        super().__init__({"wr_en": Out(1), "wr_addr": Out(addr_bits), "wr_data": Out(32),
+                          "rd_addr": Out(addr_bits), "rd_data": In(32)})
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.addr_bits == self.addr_bits
+
+    def __repr__(self):
+        return f"RegisterPortSignature({self.addr_bits})"
+
+
 class AxiLiteTarget(wiring.Component):
-    """``bus`` (AXI4-Lite, 32-bit data) on one side, register-file ports on the other."""
+    """``bus`` (AXI4-Lite, 32-bit data) on one side, the register file's port ``regs`` on
+    the other."""
 
     def __init__(self, addr_bits: int):
         self.addr_bits = addr_bits
         super().__init__({
             "bus": In(AxiLiteSignature(addr_bits)),
-            "wr_en": Out(1), "wr_addr": Out(addr_bits), "wr_data": Out(32),
-            "rd_addr": Out(addr_bits), "rd_data": In(32),
+            "regs": Out(RegisterPortSignature(addr_bits)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        bus = self.bus
+        bus, regs = self.bus, self.regs
         take_write = bus.awvalid & bus.wvalid & ~bus.bvalid
         full_word = bus.wstrb == 0b1111
         m.d.comb += [bus.awready.eq(take_write), bus.wready.eq(take_write),
-                     self.wr_en.eq(take_write & full_word),
-                     self.wr_addr.eq(bus.awaddr), self.wr_data.eq(bus.wdata)]
+                     regs.wr_en.eq(take_write & full_word),
+                     regs.wr_addr.eq(bus.awaddr), regs.wr_data.eq(bus.wdata)]
         with m.If(take_write):
             m.d.sync += [bus.bvalid.eq(1), bus.bresp.eq(Mux(full_word, OKAY, SLVERR))]
         with m.Elif(bus.bready):
             m.d.sync += bus.bvalid.eq(0)
-        m.d.comb += [bus.arready.eq(~bus.rvalid), self.rd_addr.eq(bus.araddr)]
+        m.d.comb += [bus.arready.eq(~bus.rvalid), regs.rd_addr.eq(bus.araddr)]
         with m.If(bus.arvalid & ~bus.rvalid):
-            m.d.sync += [bus.rdata.eq(self.rd_data), bus.rvalid.eq(1)]
+            m.d.sync += [bus.rdata.eq(regs.rd_data), bus.rvalid.eq(1)]
         with m.Elif(bus.rready):
             m.d.sync += bus.rvalid.eq(0)
         return m

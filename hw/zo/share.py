@@ -1,0 +1,81 @@
+"""What the layer's units share, given to the unit the job in flight needs:
+
+* :class:`ZSwitch`: the generator's transfers to the panel fetch (a ``branch``: the
+  perturbation) or to the update unit (``accumulate``: the same z again);
+* :class:`MasterPorts`: the master copy T's read port to the reader (``read_master``), the
+  update unit (``accumulate``, ``apply``) or the panel fetch (other jobs), and the write
+  ports of T and of the update accumulator D to the update unit or the loader
+  (``load_master``).
+
+Both are multiplexers only (no registers): a unit that is not selected sees its port's
+data but its requests go nowhere.
+"""
+from __future__ import annotations
+
+from amaranth import Module, Mux
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.hw.systolic.tiles import Buffer
+
+from .buffers import Memory
+from .control import LayerJobSignature
+
+__all__ = ["ZSwitch", "MasterPorts", "T_READERS", "WRITERS"]
+
+#: The units that read T, and the units that write T and D, each with the port name prefix.
+T_READERS = ("reader", "update", "fetch")
+WRITERS = ("update", "loader")
+
+
+class ZSwitch(wiring.Component):
+    """``z`` (the generator's stream) to ``fetch`` in a branch, else to ``update``."""
+
+    def __init__(self, z_bits: int):
+        signature = stream.Signature(z_bits)
+        super().__init__({"job": In(LayerJobSignature()), "z": In(signature),
+                          "fetch": Out(signature), "update": Out(signature)})
+
+    def elaborate(self, platform):
+        m = Module()
+        branch = self.job.branch
+        for out, selected in ((self.fetch, branch), (self.update, ~branch)):
+            m.d.comb += [out.payload.eq(self.z.payload), out.valid.eq(self.z.valid & selected)]
+        m.d.comb += self.z.ready.eq(Mux(branch, self.fetch.ready, self.update.ready))
+        return m
+
+
+class MasterPorts(wiring.Component):
+    """The memories' side: ``t_rd``, ``t_wr``, ``d_wr``; the units' side: ``{unit}_t_rd``
+    for the :data:`T_READERS`, ``{unit}_t_wr`` and ``{unit}_d_wr`` for the :data:`WRITERS`
+    (``buffers``: the layer's memories)."""
+
+    def __init__(self, buffers: dict[Memory, Buffer]):
+        master, accumulator = buffers[Memory.MASTER], buffers[Memory.ACCUMULATOR]
+        super().__init__({
+            "job": In(LayerJobSignature()),
+            "t_rd": In(master.read_port()), "t_wr": In(master.write_port()),
+            "d_wr": In(accumulator.write_port()),
+            **{f"{unit}_t_rd": Out(master.read_port()) for unit in T_READERS},
+            **{f"{unit}_t_wr": Out(master.write_port()) for unit in WRITERS},
+            **{f"{unit}_d_wr": Out(accumulator.write_port()) for unit in WRITERS},
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        job = self.job
+        updating = job.accumulate | job.apply
+        # T's reads: the reader's, the update unit's, else the panel fetch's
+        address, enable = self.fetch_t_rd.addr, self.fetch_t_rd.en
+        for selected, port in ((updating, self.update_t_rd), (job.read_master, self.reader_t_rd)):
+            address, enable = Mux(selected, port.addr, address), Mux(selected, port.en, enable)
+        m.d.comb += [self.t_rd.addr.eq(address), self.t_rd.en.eq(enable)]
+        m.d.comb += [getattr(self, f"{unit}_t_rd").data.eq(self.t_rd.data) for unit in T_READERS]
+        # T's and D's writes: the update unit's while updating, else the loader's
+        for memory in ("t_wr", "d_wr"):
+            port, ours, theirs = (getattr(self, name) for name in
+                                  (memory, f"update_{memory}", f"loader_{memory}"))
+            m.d.comb += [port.addr.eq(Mux(updating, ours.addr, theirs.addr)),
+                         port.data.eq(Mux(updating, ours.data.as_value(), theirs.data.as_value())),
+                         port.en.eq(Mux(updating, ours.en, theirs.en))]
+        return m
