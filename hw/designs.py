@@ -166,9 +166,9 @@ class Design:
 #: The built-in designs (their co-simulations: :data:`zoforge.sim.runners.COSIMS`).
 BUILTIN = (
     Design("engine", "tiled INT8 GEMM engine (systolic array, AXI4-Lite/Stream)",
-           configs="zoforge.hw.pe.config:EngineConfig",
-           elaborate="zoforge.hw.pe.designs:elaborate_engine",
-           memories="zoforge.hw.pe.designs:engine_memories"),
+           configs="zoforge.hw.engine.config:EngineConfig",
+           elaborate="zoforge.hw.engine.designs:elaborate_engine",
+           memories="zoforge.hw.engine.designs:engine_memories"),
     Design("rng", "PeZO perturbation generator (on-the-fly, pre-generated pool, or the "
                   "Gaussian baseline)",
            configs="zoforge.golden.rng:GENERATOR_CONFIGS",
@@ -176,8 +176,8 @@ BUILTIN = (
     Design("zo-layer", "ZO training layer (LoRA-FA or full weight): perturbed weight stream, "
                        "P-RGE branches, update unit regenerating z",
            configs="zoforge.golden.zolayer:LAYER_CONFIGS",
-           elaborate="zoforge.hw.zo.designs:elaborate_layer",
-           memories="zoforge.hw.zo.designs:layer_memories"),
+           elaborate="zoforge.hw.zolayer.designs:elaborate_layer",
+           memories="zoforge.hw.zolayer.designs:layer_memories"),
 )
 
 _REGISTRY: dict[str, Design] = {design.name: design for design in BUILTIN}

@@ -3,7 +3,7 @@
 Jobs run back to back without reset: per job, write the dimension and requantization
 registers and the per-column tables over AXI4-Lite, queue the job's input frame, start the
 engine (CTRL), collect the output frame (up to TLAST: the frame must be exactly the job's
-output, which :func:`zoforge.sim.gemm_cosim.unpack_output` checks), wait two cycles (done
+output, which :func:`zoforge.sim.engine_cosim.unpack_output` checks), wait two cycles (done
 and irq follow the last beat), sample irq, read STATUS and the cycle counters, clear done
 and read STATUS again. Each job is one batch. ``args``: ``registers``, ``regions`` (the
 engine's address map) and ``jobs`` (per job: ``m, k, n, ctrl, mult, shift, tables``);

@@ -18,8 +18,8 @@ __all__ = ["COSIMS", "designs"]
 #: configuration type, the help of ``zoforge cosim DESIGN`` and other names for it.
 COSIMS: dict[str, dict] = {
     "engine": dict(
-        cosim="zoforge.sim.gemm_cosim:cosim_engine",
-        cosim_options="zoforge.sim.gemm_cosim:GemmCosimOptions", aliases=("gemm",),
+        cosim="zoforge.sim.engine_cosim:cosim_engine",
+        cosim_options="zoforge.sim.engine_cosim:EngineCosimOptions",
         cosim_help="random GEMMs through the engine's RTL (job server or cocotbext-axi), "
                    "checked bit-exact against the golden model; prints JSON"),
     "rng": dict(

@@ -3,7 +3,7 @@
 The ARM host of a training run, as generators of bus-operation batches:
 :class:`LayerHost` is the register and job interface (``write(name, value)``,
 ``read(name)``, ``job(name, words, receive, **flags)``; names from
-:mod:`zoforge.hw.zo.registers`); a job is one batch (stream the words, write CTRL, collect
+:mod:`zoforge.hw.zolayer.registers`); a job is one batch (stream the words, write CTRL, collect
 the output frame, poll STATUS done, read CYCLES and ARRAY_CYCLES, clear done).
 :class:`LayerSteps` is the program one step at a time: load the frozen weights and the
 master copy, then per step load the batch, compute the frozen products, run each query's
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoforge.golden.zolayer.host import CrossEntropyHost, projected_gradient, squared_error
-from zoforge.hw.zo.layouts import branch_output, master_output, panel_words, token_words
-from zoforge.hw.zo.registers import address, ctrl_word
+from zoforge.hw.zolayer.layouts import branch_output, master_output, panel_words, token_words
+from zoforge.hw.zolayer.registers import address, ctrl_word
 from zoforge.sim.program import Poll, Read, Receive, Send, Write
 
 __all__ = ["LayerHost", "LayerSteps", "StepRecord", "layer_program", "host_functions",

@@ -15,8 +15,8 @@ import numpy as np
 
 from zoforge.golden.zolayer import ZoLayerConfig
 from zoforge.hw.export import to_verilog
-from zoforge.hw.zo.designs import elaborate_layer
-from zoforge.hw.zo.registers import ADDR_BITS
+from zoforge.hw.zolayer.designs import elaborate_layer
+from zoforge.hw.zolayer.registers import ADDR_BITS
 from zoforge.sim.backends import BusTarget
 from zoforge.sim.jobserver import JobServer
 from zoforge.sim.program import drive

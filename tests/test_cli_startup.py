@@ -133,10 +133,10 @@ def test_a_group_commands_sub_command_gets_its_flags_when_used():
 def test_design_fields_given_as_references_are_imported_when_first_read():
     code = ("import sys\nfrom zoforge.hw.designs import get_design\n"
             "design = get_design('engine')\n"
-            "before = 'zoforge.hw.pe.config' in sys.modules\n"
+            "before = 'zoforge.hw.engine.config' in sys.modules\n"
             "design.configs\n"
-            "print(before, 'zoforge.hw.pe.config' in sys.modules, "
-            "'zoforge.hw.pe.designs' in sys.modules)")
+            "print(before, 'zoforge.hw.engine.config' in sys.modules, "
+            "'zoforge.hw.engine.designs' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert proc.stdout.split() == ["False", "True", "False"]

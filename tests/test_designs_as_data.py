@@ -23,12 +23,12 @@ from zoforge.config import (Config, FloatRange, IntRange, Mersenne, OneOf, confi
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GENERATOR_CONFIGS, OnTheFlyConfig, PregenConfig
 from zoforge.hw.designs import Design, Elaborated, designs, register_design
-from zoforge.hw.pe.config import EngineConfig
-from zoforge.sim.gemm_cosim import GemmCosimOptions
+from zoforge.hw.engine.config import EngineConfig
+from zoforge.sim.engine_cosim import EngineCosimOptions
 from zoforge.sim.rng_cosim import RngCosimOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-ALL_TYPES = (*GENERATOR_CONFIGS.values(), EngineConfig, RngCosimOptions, GemmCosimOptions)
+ALL_TYPES = (*GENERATOR_CONFIGS.values(), EngineConfig, RngCosimOptions, EngineCosimOptions)
 
 
 # -- configurations -----------------------------------------------------------------------

@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""The engine's register map: docs/engine.md's table against ``hw/pe/regmap.py``, and the
+"""The engine's register map: docs/engine.md's table against ``hw/engine/regmap.py``, and the
 generated engine against that table from the bus side (cocotb + cocotbext-axi, one build
 per simulator, every check in one simulation: ``zoforge.sim.benches.engine_registers``).
 
@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 from zoforge.hw.systolic.axil import OKAY, SLVERR
-from zoforge.hw.pe.config import EngineConfig
-from zoforge.hw.pe.regmap import (CTRL_BITS, KINDS, PARAM_TABLES, REGISTER_MAP,
+from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.engine.regmap import (CTRL_BITS, KINDS, PARAM_TABLES, REGISTER_MAP,
                                   STATUS_BITS)
-from zoforge.hw.pe.registers import RegisterFile
+from zoforge.hw.engine.registers import RegisterFile
 from zoforge.sim.benches.engine_registers import ONES, PATTERN, STROBES   # what it writes
-from zoforge.sim.gemm_cosim import GemmCosim, random_job
+from zoforge.sim.engine_cosim import EngineCosim, random_job
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "engine.md"
 # rows != cols != pack and three different buffer limits, so that INFO and MAX_* fields
@@ -144,7 +144,7 @@ def _jobs() -> list:
 
 @pytest.fixture(scope="module")
 def bus(simulator):
-    cosim = GemmCosim(CONFIG, simulator=simulator)
+    cosim = EngineCosim(CONFIG, simulator=simulator)
     results, info = cosim.run(_jobs(), bench=BENCH)
     return results, info
 

@@ -14,7 +14,7 @@ from zoforge.sim.selftest import Counter
 
 
 def test_everything_lives_under_the_zoforge_namespace():
-    for name in ("zoforge.hw", "zoforge.hw.rng", "zoforge.hw.pe", "zoforge.sim",
+    for name in ("zoforge.hw", "zoforge.hw.rng", "zoforge.hw.engine", "zoforge.sim",
                  "zoforge.golden", "zoforge.boards", "zoforge.reports", "zoforge.cli"):
         assert importlib.util.find_spec(name) is not None, name
     # Installing zoforge must not shadow generically named top-level packages.

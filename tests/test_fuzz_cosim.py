@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 
 import rng_reference as ref
 from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
-from zoforge.hw.pe.config import EngineConfig
+from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.rng.onthefly import OnTheFlyCore, lut_memory_init
-from zoforge.sim.gemm_cosim import GemmCosim, random_job
+from zoforge.sim.engine_cosim import EngineCosim, random_job
 from zoforge.sim.rng_cosim import cosim_configs
 
 
@@ -192,7 +192,7 @@ def engine_configs(draw) -> EngineConfig:
                         max_n=draw(st.sampled_from((max(cols, 8), 16))))
 
 
-# the default run's engines are built by other tests already (tests/test_gemm_cosim.py,
+# the default run's engines are built by other tests already (tests/test_engine_cosim.py,
 # tests/test_engine_registers.py): only the jobs and stall patterns are drawn
 BUILT_ENGINES = (EngineConfig(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32),
                  EngineConfig(rows=3, cols=2, pack=1, max_m=20, max_k=24, max_n=14))
@@ -229,7 +229,7 @@ def cosimulate_engine(run, simulator: str) -> list:
     jobs = make_jobs(specs, seed)
     data = Path(tempfile.mkdtemp(prefix="zoforge-gemm-fuzz-"))
     patterns = {"sink": np.array(sink, np.uint8), "source": np.array(source, np.uint8)}
-    results, _ = GemmCosim(config, simulator=simulator).run(jobs, data_dir=data,
+    results, _ = EngineCosim(config, simulator=simulator).run(jobs, data_dir=data,
                                                              patterns=patterns)
     for job, result in zip(jobs, results):
         m, k, n = job.shape
@@ -250,7 +250,7 @@ def cosimulate_engine_on_server(runs) -> list:
     for config, groups in by_engine.items():
         jobs = [job for group, _ in groups for job in group]
         backpressure = max(p for _, p in groups)
-        results, _ = GemmCosim(config).run(jobs, backpressure=backpressure,
+        results, _ = EngineCosim(config).run(jobs, backpressure=backpressure,
                                            backend="jobserver")
         failed += [(config.to_dict(), r.shape, r.mismatches) for r in results
                    if not r.bit_exact]

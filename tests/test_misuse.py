@@ -174,7 +174,7 @@ CASES = [
     ("cosim-engine-m-zero", ["cosim", "engine", "--m", "0"], "--m"),
     ("cosim-engine-too-large", ["cosim", "engine", "--max-m", "8192", "--max-k", "8192"],
      "--max-m"),
-    ("cosim-gemm-backpressure-nan", ["cosim", "gemm", "--backpressure", "nan"],
+    ("cosim-gemm-backpressure-nan", ["cosim", "engine", "--backpressure", "nan"],
      "--backpressure"),
     ("cosim-engine-backend-bulk", ["cosim", "engine", "--backend", "bulk"], "--backend"),
     ("cosim-engine-jobserver-icarus", ["cosim", "engine", "--backend", "jobserver",

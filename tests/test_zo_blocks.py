@@ -14,8 +14,8 @@ from amaranth.sim import Simulator
 
 from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.model import applied_update, perturbed_operand
-from zoforge.hw.zo.perturb import LATENCY, PerturbUnit
-from zoforge.hw.zo.update import UpdateUnit
+from zoforge.hw.zolayer.perturb import LATENCY, PerturbUnit
+from zoforge.hw.zolayer.update import UpdateUnit
 
 ROWS, Z_LANES, Z_WIDTH = 3, 5, 12
 M_MIN, M_MAX = -(1 << 23), (1 << 23) - 1

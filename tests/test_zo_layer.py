@@ -16,8 +16,8 @@ from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import projected_gradient, squared_error
 from zoforge.golden.zolayer.model import LayerShape
 from zoforge.hw.export import to_verilog
-from zoforge.hw.zo.designs import elaborate_layer
-from zoforge.hw.zo.registers import JOBS, REGISTERS
+from zoforge.hw.zolayer.designs import elaborate_layer
+from zoforge.hw.zolayer.registers import JOBS, REGISTERS
 from zoforge.sim.lint import lint_verilog
 from zoforge.sim.zo_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                   predicted_cycles, predicted_ratio, run_layer)

@@ -6,7 +6,7 @@ import torch
 
 from zoforge.errors import ConfigError
 from zoforge.golden import data as data_mod
-from zoforge.golden.gemm import gemm_int32
+from zoforge.golden.engine import gemm_int32
 from zoforge.golden.models import (bert_layer, frozen_linear, hidden_states, mean_pool,
                                    tiny_encoder, tokenize)
 from zoforge.golden.zo.hwarith import int8_linear, quantize_symmetric

@@ -2,7 +2,7 @@
 
 Sub-packages (each a top-level folder of the repository, mapped by ``setup.py``):
 
-``zoforge.hw``       Amaranth hardware generators (``hw.rng``: PeZO generators, ``hw.pe``: engine)
+``zoforge.hw``       Amaranth hardware generators (``hw.rng``: PeZO generators, ``hw.engine``: engine)
 ``zoforge.golden``   bit-exact NumPy/PyTorch models of the hardware, and the ZO trainers
 ``zoforge.sim``      cocotb co-simulation harness, testbenches and Verilator lint
 ``zoforge.boards``   FPGA boards (ZCU102, ECP5) and their capacities

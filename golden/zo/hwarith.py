@@ -6,7 +6,7 @@
   copy when a copy axis is present): ``scale = max|t| / 127`` (1 if t is all zero),
   ``q = clamp(round_half_even(t / scale), -127, 127)``;
 * the bias becomes int32 in the accumulator's scale: ``round_half_even(b / (sx * sw))``;
-* :func:`zoforge.golden.gemm.gemm_int32` accumulates exactly in 32 bits (bias included);
+* :func:`zoforge.golden.engine.gemm_int32` accumulates exactly in 32 bits (bias included);
 * the accumulators are dequantized for the float parts of the model (LayerNorm, softmax,
   GELU, the loss): ``y = acc * sx * sw``.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from zoforge.golden.gemm import gemm_int32
+from zoforge.golden.engine import gemm_int32
 
 __all__ = ["quantize_symmetric", "int8_linear"]
 

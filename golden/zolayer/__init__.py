@@ -1,4 +1,4 @@
-"""Golden model of the ZO training layer (LoRA-FA or full-weight), bit-exact with ``hw/zo``.
+"""Golden model of the ZO training layer (LoRA-FA or full-weight), bit-exact with ``hw/zolayer``.
 
 * :mod:`.config` the layer's configuration (``zo-layer``, one variant per generator) and its
   number formats (torch-free, shared with the hardware);

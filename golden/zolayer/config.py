@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from zoforge.config import Config, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_choice
-from zoforge.golden.gemm_widths import SHIFT_MAX
+from zoforge.golden.engine_widths import SHIFT_MAX
 from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
 
 __all__ = ["ZoLayerConfig", "LAYER_CONFIGS", "MODES", "Formats", "layer_config", "padded_classes"]

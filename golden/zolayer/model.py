@@ -1,4 +1,4 @@
-"""The ZO training layer's integer arithmetic (PyTorch), bit-exact with :mod:`zoforge.hw.zo`.
+"""The ZO training layer's integer arithmetic (PyTorch), bit-exact with :mod:`zoforge.hw.zolayer`.
 
 Shapes are the natural ones (the hardware's tile order is its own business): activations
 ``X`` ``(M, K)`` int8; in ``lora-fa`` mode frozen ``W`` ``(K, N)`` and ``A`` ``(K, r)`` int8
@@ -24,7 +24,7 @@ matrix is called T (``K_t x N``, K_t = r or K); formats are
   T itself is never written with a perturbation.
 * **Frozen products** (lora-fa, once per batch): ``XW = wrap32(X · W)`` and
   ``U = requantize(wrap32(X · A), mult, shift)`` (int8, the GEMM engine's per-tensor
-  rounding half up and saturation, :func:`zoforge.golden.gemm.requantize`).
+  rounding half up and saturation, :func:`zoforge.golden.engine.requantize`).
 * **Update**, from the host's projected gradients ``g_i`` (signed 16-bit) after the
   branches of query i: the generator is restored to query i's start and the same ``z_i`` is
   regenerated, ``D += g_i * z_i`` (exact; D has
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import torch
 
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.golden.gemm import RequantParams, gemm_int32, requantize, wrap_signed
+from zoforge.golden.engine import RequantParams, gemm_int32, requantize, wrap_signed
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 
 __all__ = ["LayerShape", "ZoLayerGolden", "saturate", "perturbed_operand", "applied_update",
@@ -63,7 +63,7 @@ def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
 
 def perturbed_operand(master: torch.Tensor, z: torch.Tensor | None, sign: int,
                       eps_shift: int) -> torch.Tensor:
-    """The operand the array sees (:class:`~zoforge.hw.zo.perturb.PerturbUnit`):
+    """The operand the array sees (:class:`~zoforge.hw.zolayer.perturb.PerturbUnit`):
     ``master >> 8``, or with ``sign`` +1/-1 ``clamp((master >> 8) + sign * (z >> eps_shift),
     -2^15, 2^15 - 1)`` (int64 tensors, arithmetic shifts)."""
     base = master >> Formats.MASTER_FRAC
@@ -74,7 +74,7 @@ def perturbed_operand(master: torch.Tensor, z: torch.Tensor | None, sign: int,
 
 def applied_update(master: torch.Tensor, accumulator: torch.Tensor, eta_mult: int,
                    eta_shift: int) -> torch.Tensor:
-    """The update unit's apply step (:class:`~zoforge.hw.zo.update.UpdateUnit`):
+    """The update unit's apply step (:class:`~zoforge.hw.zolayer.update.UpdateUnit`):
     ``clamp(master - ((D * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift), int24)``."""
     delta = (accumulator * eta_mult + ((1 << eta_shift) >> 1)) >> eta_shift
     return saturate(master - delta, Formats.MASTER_BITS)

@@ -9,13 +9,13 @@ The network (full-weight layers, :func:`~zoforge.golden.zolayer.model.full_outpu
 ``widths = (F, H..., N)``; no hidden width gives the linear classifier ``F x N``. ``N`` is the
 class count rounded up to a multiple of the array's rows R (the padding columns are trained
 like the others but never read by the loss). Requantization is the GEMM engine's
-(:func:`zoforge.golden.gemm.requantize`: round half up, saturate to int8, then ReLU).
+(:func:`zoforge.golden.engine.requantize`: round half up, saturate to int8, then ReLU).
 
 **Scales** (host-side facts fixed when the network is made; the hardware sees integers):
 weights are ``operand * 2^-WEIGHT_FRAC`` (master ``* 2^-(WEIGHT_FRAC + 8)``); the input is
 ``x_int * input_scale``; each hidden layer's requantization is calibrated once, on the
 initial weights and a calibration batch, so that twice the largest ReLU output maps to 127
-(``mult / 2^shift`` from :func:`~zoforge.golden.gemm.quantize_multiplier`); the logits'
+(``mult / 2^shift`` from :func:`~zoforge.golden.engine.quantize_multiplier`); the logits'
 scale follows from those.
 
 **Float settings to integers** (:func:`step_settings`, the host's choice, reported back):
@@ -48,7 +48,7 @@ from typing import Sequence
 import torch
 
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.golden.gemm import RequantParams, quantize_multiplier, requantize
+from zoforge.golden.engine import RequantParams, quantize_multiplier, requantize
 from zoforge.golden.zolayer.config import Formats, padded_classes
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, full_output,

@@ -1,5 +1,5 @@
 """The systolic building blocks, shared by the designs on the array (the GEMM engine
-:mod:`zoforge.hw.pe`, the ZO layer :mod:`zoforge.hw.zo`); this package imports no design.
+:mod:`zoforge.hw.engine`, the ZO layer :mod:`zoforge.hw.zolayer`); this package imports no design.
 
 * :mod:`.pe`, :mod:`.array`: the processing element and the R x C output-stationary array;
 * :mod:`.tiles`: :class:`~.tiles.Tiling` (a design's geometry: sides, widths, dimensions),

@@ -17,7 +17,7 @@ from amaranth import Cat, Const, Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
+from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .pe import ProcessingElement
 

@@ -18,7 +18,7 @@ from amaranth import Cat, Module, ResetInserter, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import ACC_BITS
+from zoforge.golden.engine_widths import ACC_BITS
 
 from .bus import AxiStreamSignature
 from .requant import input_layout, output_layout

@@ -1,6 +1,6 @@
 """One processing element (PE) of the output-stationary systolic array.
 
-Integer semantics (see :mod:`zoforge.golden.gemm`): ``a`` and ``b`` are signed integers of
+Integer semantics (see :mod:`zoforge.golden.engine`): ``a`` and ``b`` are signed integers of
 ``a_bits`` and ``b_bits`` (INT8 by default; the ZO layer feeds 16-bit weights on ``a``); their
 product (exact) is added to a 32-bit signed accumulator that wraps modulo 2^32.
 
@@ -20,7 +20,7 @@ from amaranth import Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
+from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 __all__ = ["ProcessingElement"]
 

@@ -1,5 +1,5 @@
 """The register-map type: one entry of a design's table of 32-bit registers (the engine's
-:mod:`zoforge.hw.pe.regmap`, the ZO layer's :mod:`zoforge.hw.zo.registers`). A design's
+:mod:`zoforge.hw.engine.regmap`, the ZO layer's :mod:`zoforge.hw.zolayer.registers`). A design's
 map is a ``dict`` of register name -> :class:`Register`, read by its register file, its
 host (the co-simulation) and its docs page; the design says what each ``kind`` means.
 """

@@ -1,6 +1,6 @@
 """Bias add and INT8 requantization of one result row (``lanes`` lanes), on streams.
 
-Per lane, with the semantics of :func:`zoforge.golden.gemm.requantize`::
+Per lane, with the semantics of :func:`zoforge.golden.engine.requantize`::
 
     sum  = acc + bias                              # 32-bit, wraps modulo 2^32
     prod = sum * mult                              # exact, 48-bit signed
@@ -28,7 +28,7 @@ from amaranth import C, Cat, EnableInserter, Module, Mux, Signal, signed, unsign
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
+from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 
 from .signatures import ModeSignature
 

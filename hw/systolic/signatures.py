@@ -14,7 +14,7 @@ from amaranth import unsigned
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import MULT_BITS, SHIFT_BITS
+from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS
 
 from .tiles import Tiling
 

@@ -8,11 +8,11 @@ is multiplied with every panel, so a tile of results is (activation tile, weight
 tiles in the order panel outer, activation tile inner. A :class:`Tiling` says which side
 of the array each operand feeds and how wide it is:
 
-* the GEMM engine (:mod:`zoforge.hw.pe.engine`): activations X on the array's rows (``a``,
+* the GEMM engine (:mod:`zoforge.hw.engine.engine`): activations X on the array's rows (``a``,
   M tiled by R), weight panels W on its columns (``b``, N tiled by C), INT8 both, ``pack``
   k-steps per buffer word, X panels arriving while the job runs
   (:attr:`Tiling.acts_arrive`);
-* the ZO layer (:mod:`zoforge.hw.zo.layer`): transposed products, weight panels (16-bit
+* the ZO layer (:mod:`zoforge.hw.zolayer.layer`): transposed products, weight panels (16-bit
   features) on the rows, activation tiles (int8 tokens) on the columns (M tiled by C, N by
   R), every activation resident before the job starts.
 
@@ -34,7 +34,7 @@ from amaranth.hdl import Shape, ShapeLike
 from amaranth.lib import data
 from amaranth.lib.memory import Memory, ReadPort, WritePort
 
-from zoforge.golden.gemm_widths import ACC_BITS, OPERAND_BITS
+from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 __all__ = ["Buffer", "Tiling", "TileOrder", "tile_order", "address_bits", "WEIGHT_SIDES"]
 

@@ -1,6 +1,6 @@
 """cocotb testbench: the GEMM engine's registers from the bus side (cocotbext-axi).
 
-Run through :meth:`zoforge.sim.gemm_cosim.GemmCosim.run` with
+Run through :meth:`zoforge.sim.engine_cosim.EngineCosim.run` with
 ``bench="zoforge.sim.benches.engine_registers"`` and exactly four jobs (``job0..3.npz``). The
 bench only drives the bus and records what it sees; ``tests/test_engine_registers.py``
 decides what is right (from the register table of docs/engine.md). In order:
@@ -24,7 +24,7 @@ decides what is right (from the register table of docs/engine.md). In order:
 
 ``irq`` edges are recorded throughout (``irq_edges``: (cycle, value)), with the cycle
 windows of the jobs. Per job it stores ``out<n>.npy`` and the counters (run through
-:meth:`zoforge.sim.gemm_cosim.GemmCosim.run` with ``bench=``), so the host checks every
+:meth:`zoforge.sim.engine_cosim.EngineCosim.run` with ``bench=``), so the host checks every
 output against the golden model with the same code as the host program's.
 """
 import cocotb

@@ -1,6 +1,6 @@
 """cocotb testbench: very long dot products through the systolic array (``SystolicArray``).
 
-The host (``tests/test_gemm_accumulator.py``) gives one tile of K k-steps as three parts:
+The host (``tests/test_engine_accumulator.py``) gives one tile of K k-steps as three parts:
 ``prefix.npz`` and ``suffix.npz`` (``a [steps, R]``, ``b [steps, C]``, driven one step per
 cycle from Python) and, between them, ``middle`` steps of the constant operands ``a_const`` /
 ``b_const`` (held on the ports while the simulator runs on its own: no Python per cycle, so

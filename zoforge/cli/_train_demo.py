@@ -54,7 +54,7 @@ def run_training_demo(args, generator) -> int:
     from zoforge.boards.registry import get_board
     from zoforge.errors import ConfigError
     from zoforge.hw.export import write_design
-    from zoforge.hw.zo.designs import elaborate_layer
+    from zoforge.hw.zolayer.designs import elaborate_layer
     from zoforge.sim.lint import lint_verilog
     from zoforge.sim.zo_training import LockstepOptions, LockstepTraining
 

@@ -43,7 +43,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS
+from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS
 from zoforge.hw.systolic.array import SystolicArray, min_tile_interval
 from zoforge.hw.systolic.axil import AxiLiteTarget
 from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
@@ -58,7 +58,7 @@ from .loader import Loader
 from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, PARAM_TABLES, REGISTERS
 from .registers import RegisterFile
 
-__all__ = ["GemmEngine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS",
+__all__ = ["Engine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS",
            "ADDR_BITS"]
 
 
@@ -70,7 +70,7 @@ def check_engine_parameters(rows: int, cols: int, pack: int, max_m: int, max_k: 
     return dict(config.to_dict(), in_bytes=config.in_bytes)
 
 
-class GemmEngine(wiring.Component):
+class Engine(wiring.Component):
     """The engine top, from an :class:`EngineConfig` (or its fields as keywords)."""
 
     def __init__(self, config: EngineConfig | None = None, **fields):

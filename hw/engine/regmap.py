@@ -1,5 +1,5 @@
 """The engine's register map, as data: the one source for the register file
-(:mod:`.registers`), the host (``zoforge.sim.gemm_cosim``) and docs/engine.md.
+(:mod:`.registers`), the host (``zoforge.sim.engine_cosim``) and docs/engine.md.
 
 32-bit registers at byte addresses (:data:`REGISTER_MAP`); per-column parameter tables in
 4 KiB regions (:data:`PARAM_TABLES`), column n at word ``(n // C) * 2^ceil(log2 C) + n % C``.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from amaranth import signed, unsigned
 from amaranth.hdl import Shape
 
-from zoforge.golden.gemm_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
+from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
 from zoforge.hw.systolic.regmap import Register, addresses
 
 from .config import DIM_BITS

@@ -2,7 +2,7 @@
 from Python on every clock cycle (AXI4-Lite and AXI4-Stream handshakes by hand, one
 ``await RisingEdge`` per cycle, output sampled every cycle).
 
-Only ``benchmarks/bench_gemm.py`` uses it; its output files and results have the same
+Only ``benchmarks/bench_engine.py`` uses it; its output files and results have the same
 format as :mod:`.gemm`, so the host checks both the same way.
 """
 import time

@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from zoforge.errors import ConfigError
-from zoforge.golden.gemm import (EngineLinear, RequantParams, engine_gemm, gemm_int32,
+from zoforge.golden.engine import (EngineLinear, RequantParams, engine_gemm, gemm_int32,
                                  quantize_multiplier, requantize)
 
 
@@ -19,7 +19,7 @@ def _reference_requant(acc: int, mult: int, shift: int, relu: bool) -> int:
 
 @given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 9), st.integers(0, 2**31 - 1))
 @settings(max_examples=25, deadline=None)
-def test_gemm_int32_is_the_exact_integer_product(m, k, n, seed):
+def test_engine_int32_is_the_exact_integer_product(m, k, n, seed):
     gen = torch.Generator().manual_seed(seed)
     x = torch.randint(-128, 128, (m, k), generator=gen, dtype=torch.int8)
     w = torch.randint(-128, 128, (k, n), generator=gen, dtype=torch.int8)

@@ -11,8 +11,8 @@ import pytest
 from zoforge.config import field_of
 from zoforge.errors import ConfigError
 from zoforge.hw.export import to_verilog
-from zoforge.hw.pe.engine import GemmEngine, check_engine_parameters
-from zoforge.sim.gemm_cosim import GemmCosim, GemmJob, random_job
+from zoforge.hw.engine.engine import Engine, check_engine_parameters
+from zoforge.sim.engine_cosim import EngineCosim, EngineJob, random_job
 from zoforge.sim.lint import lint_verilog
 
 # Every co-simulation here runs on each simulator (the ``simulator`` fixture of
@@ -22,7 +22,7 @@ CONFIG_A = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)
 CONFIG_B = dict(rows=2, cols=3, pack=1, max_m=16, max_k=16, max_n=16)
 
 
-def _mixed_jobs(seed: int, limit: int, count: int) -> list[GemmJob]:
+def _mixed_jobs(seed: int, limit: int, count: int) -> list[EngineJob]:
     rng = np.random.default_rng(seed)
     jobs = [random_job(rng, 1, 1, 1, raw=True),                     # the smallest GEMM
             random_job(rng, limit, limit, limit, extreme=True),     # the largest, saturating
@@ -38,7 +38,7 @@ def _mixed_jobs(seed: int, limit: int, count: int) -> list[GemmJob]:
 
 @pytest.fixture(scope="module")
 def run_a(simulator):
-    cosim = GemmCosim(**CONFIG_A, simulator=simulator)
+    cosim = EngineCosim(**CONFIG_A, simulator=simulator)
     jobs = _mixed_jobs(seed=11, limit=32, count=12)
     results, info = cosim.run(jobs)
     return cosim, jobs, results, info
@@ -82,7 +82,7 @@ def test_output_backpressure_stalls_without_losing_data(run_a):
 
 
 def test_wide_array_with_one_k_step_per_beat(simulator):
-    cosim = GemmCosim(**CONFIG_B, simulator=simulator)
+    cosim = EngineCosim(**CONFIG_B, simulator=simulator)
     jobs = _mixed_jobs(seed=12, limit=16, count=4)
     results, _ = cosim.run(jobs)
     assert all(r.bit_exact for r in results), [(r.shape, r.mismatches) for r in results]
@@ -90,8 +90,8 @@ def test_wide_array_with_one_k_step_per_beat(simulator):
 
 @pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, dict(rows=8, cols=8, pack=2)])
 def test_generated_verilog_is_lint_clean(config):
-    engine = GemmEngine(**config)
-    top = f"gemm_engine_{engine.rows}x{engine.cols}"
+    engine = Engine(**config)
+    top = f"engine_{engine.rows}x{engine.cols}"
     result = lint_verilog(to_verilog(engine, top), top)
     assert result.clean, str(result)
 
@@ -101,7 +101,7 @@ def test_generated_verilog_is_lint_clean(config):
     (dict(rows=4, max_m=2), "max_m"), (dict(cols=8, max_n=2000), "max_n"),
     (dict(max_k=0), "max_k")])
 def test_bad_engine_parameters_name_the_flag(kwargs, flag):
-    # GemmEngine.__init__ runs exactly this check first (constructing one that fails would
+    # Engine.__init__ runs exactly this check first (constructing one that fails would
     # leave Amaranth warning about an unused elaboratable).
     params = dict(dict(rows=8, cols=8, pack=2, max_m=256, max_k=256, max_n=256), **kwargs)
     with pytest.raises(ConfigError) as info:
@@ -111,7 +111,7 @@ def test_bad_engine_parameters_name_the_flag(kwargs, flag):
 
 
 def test_jobs_beyond_the_buffers_are_rejected_before_simulating():
-    cosim = GemmCosim(**CONFIG_A)
+    cosim = EngineCosim(**CONFIG_A)
     rng = np.random.default_rng(0)
     for shape, flag in (((33, 4, 4), "m"), ((4, 33, 4), "k"), ((4, 4, 33), "n")):
         with pytest.raises(ConfigError) as info:
@@ -122,7 +122,7 @@ def test_jobs_beyond_the_buffers_are_rejected_before_simulating():
 def test_one_column_tile_engine(simulator):
     """max_n <= cols: the per-column tables hold one word (found by the misuse tests: the
     engine did not elaborate)."""
-    cosim = GemmCosim(rows=2, cols=2, pack=1, max_m=8, max_k=8, max_n=2, simulator=simulator)
+    cosim = EngineCosim(rows=2, cols=2, pack=1, max_m=8, max_k=8, max_n=2, simulator=simulator)
     rng = np.random.default_rng(3)
     jobs = [random_job(rng, 5, 7, 2, per_channel=True, bias=True),
             random_job(rng, 8, 8, 1, raw=True)]

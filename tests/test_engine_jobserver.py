@@ -3,7 +3,7 @@
 One small engine build (3 x 2 array, pack 2, 32^3 buffers; the input beat is 6 bytes, not a
 whole number of words), cached: random shapes that are not multiples of the tile, M < R,
 N < C, K = 1, extreme operands, raw and requantized output, back-to-back jobs without
-reset, output back-pressure, and ``zoforge cosim gemm --backend jobserver``. The job server
+reset, output back-pressure, and ``zoforge cosim engine --backend jobserver``. The job server
 is Verilator's, so the comparison with the cocotbext-axi backend runs on every simulator:
 the same program must see the same outputs and counters on Icarus too.
 """
@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from zoforge.sim.gemm_cosim import GemmCosim, random_job
+from zoforge.sim.engine_cosim import EngineCosim, random_job
 
 CONFIG = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)
 
@@ -33,7 +33,7 @@ def _jobs(seed: int, count: int):
 
 @pytest.fixture(scope="module")
 def free_run():
-    cosim = GemmCosim(**CONFIG)
+    cosim = EngineCosim(**CONFIG)
     jobs = _jobs(seed=21, count=10)
     results, info = cosim.run(jobs, backend="jobserver")
     assert info["simulator"] == "verilator (jobserver)"
@@ -85,7 +85,7 @@ def test_a_wrong_output_is_detected(free_run):
 
 def test_cli_job_server_backend(capsys):
     from zoforge.cli import main
-    code = main(["cosim", "gemm", "--backend", "jobserver", "--rows", "3", "--cols", "2",
+    code = main(["cosim", "engine", "--backend", "jobserver", "--rows", "3", "--cols", "2",
                  "--max-m", "32", "--max-k", "32", "--max-n", "32", "--m", "11", "--k", "7",
                  "--n", "5", "--jobs", "3", "--per-channel", "--backpressure", "0.3"])
     report = json.loads(capsys.readouterr().out)
@@ -95,7 +95,7 @@ def test_cli_job_server_backend(capsys):
 
 def test_job_server_needs_verilator(capsys):
     from zoforge.cli import main
-    assert main(["cosim", "gemm", "--backend", "jobserver", "--simulator", "icarus"]) == 2
+    assert main(["cosim", "engine", "--backend", "jobserver", "--simulator", "icarus"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("zoforge: error: --backend") and "\n" not in error
 
@@ -106,7 +106,7 @@ def test_agrees_with_the_cocotbext_axi_bench_cycle_for_cycle(free_run, simulator
     # simulator runs the cocotb bench.
     cosim, jobs, results, _ = free_run
     picked = [0, 2, 3, 6, 9]
-    other = GemmCosim(**CONFIG, simulator=simulator)
+    other = EngineCosim(**CONFIG, simulator=simulator)
     reference, _ = other.run([jobs[i] for i in picked], backend="cocotb")
     for index, expected in zip(picked, reference):
         assert np.array_equal(results[index].output, expected.output)
@@ -116,17 +116,17 @@ def test_agrees_with_the_cocotbext_axi_bench_cycle_for_cycle(free_run, simulator
 
 def test_a_hung_job_is_an_error_not_a_result(monkeypatch):
     # a bound of 50 cycles per operation: the first job's output frame never comes in time
-    import zoforge.sim.gemm_cosim as gemm_cosim
-    monkeypatch.setattr(gemm_cosim, "job_limit_cycles", lambda spec: 50)
+    import zoforge.sim.engine_cosim as engine_cosim
+    monkeypatch.setattr(engine_cosim, "job_limit_cycles", lambda spec: 50)
     with pytest.raises(RuntimeError, match="RECEIVE ran out of cycles"):
-        GemmCosim(**CONFIG).run(_jobs(3, 0)[1:2], backend="jobserver")
+        EngineCosim(**CONFIG).run(_jobs(3, 0)[1:2], backend="jobserver")
 
 
 def test_runs_leave_no_temporary_folder_behind(tmp_path, monkeypatch):
     """Both backends' scratch folders are removed after a passing run (issue 13)."""
     import tempfile
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    cosim = GemmCosim(**CONFIG)
+    cosim = EngineCosim(**CONFIG)
     jobs = _jobs(7, 2)
     server, _ = cosim.run(jobs, backend="jobserver")
     axi, _ = cosim.run(jobs, backend="cocotb")

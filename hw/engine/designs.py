@@ -6,7 +6,7 @@ from zoforge.hw.designs import Elaborated, MemorySize, memory_sizes
 
 from .buffers import engine_buffers
 from .config import EngineConfig
-from .engine import GemmEngine
+from .engine import Engine
 from .regmap import PARAM_TABLES
 
 __all__ = ["elaborate_engine", "engine_name", "engine_memories"]
@@ -27,11 +27,11 @@ BLOCKS = {
 
 def engine_name(config: EngineConfig) -> str:
     """The Verilog top name."""
-    return f"gemm_engine_{config.rows}x{config.cols}"
+    return f"engine_{config.rows}x{config.cols}"
 
 
 def elaborate_engine(config: EngineConfig) -> Elaborated:
-    engine = GemmEngine(config)
+    engine = Engine(config)
     return Elaborated(top=engine, name=engine_name(config), config=config,
                       facts=engine.facts, blocks=dict(BLOCKS))
 

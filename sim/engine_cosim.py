@@ -4,9 +4,9 @@ The host packs whole jobs into the engine's stream formats (numpy, no per-cycle 
 the engine's host program (:mod:`zoforge.sim.engine_host`) plays them through the RTL on
 either backend (:mod:`zoforge.sim.backends`: the Verilator job server, or cocotbext-axi on
 Verilator or Icarus), and the host compares the returned words with
-:mod:`zoforge.golden.gemm` value by value.
+:mod:`zoforge.golden.engine` value by value.
 
-Stream formats are documented in :mod:`zoforge.hw.pe.engine`.
+Stream formats are documented in :mod:`zoforge.hw.engine.engine`.
 """
 from __future__ import annotations
 
@@ -22,19 +22,19 @@ from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.files import cache_dir, content_key
 from zoforge.hw.export import to_verilog
-from zoforge.hw.pe.config import MAX_DIM, EngineConfig
-from zoforge.hw.pe.designs import engine_name
-from zoforge.hw.pe.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, GemmEngine
+from zoforge.hw.engine.config import MAX_DIM, EngineConfig
+from zoforge.hw.engine.designs import engine_name
+from zoforge.hw.engine.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, Engine
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
                                   resolve_backend, run_program)
 from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
 
-__all__ = ["GemmJob", "JobResult", "GemmCosim", "GemmCosimOptions", "cosim_engine",
+__all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
            "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job"]
 
 
 @dataclass(frozen=True)
-class GemmCosimOptions(Config):
+class EngineCosimOptions(Config):
     """How ``zoforge cosim engine`` (alias ``gemm``) runs random GEMMs through the engine."""
 
     kind: ClassVar[str] = "cosim-engine"
@@ -61,7 +61,7 @@ class GemmCosimOptions(Config):
 
 
 @dataclass
-class GemmJob:
+class EngineJob:
     """One GEMM for the engine: int8 ``x [M,K]``, ``w [K,N]``, optional int32 ``bias [N]``.
 
     ``multiplier``/``shift`` (int or length-N arrays) select the requantized INT8 output;
@@ -90,7 +90,7 @@ class GemmJob:
     def golden(self) -> np.ndarray:
         """The engine's expected result (int32 raw, else int8), from the golden model."""
         import torch   # torch only to compute expected results (keeps `zoforge --help` fast)
-        from zoforge.golden.gemm import RequantParams, engine_gemm
+        from zoforge.golden.engine import RequantParams, engine_gemm
         bias = None if self.bias is None else torch.from_numpy(np.asarray(self.bias, np.int64))
         params = None if self.raw else RequantParams(
             torch.as_tensor(np.asarray(self.multiplier), dtype=torch.int64),
@@ -175,7 +175,7 @@ def param_table(values, n: int, cols: int) -> np.ndarray:
 
 def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = False,
                bias: bool = True, per_channel: bool = False, relu: bool = False,
-               extreme: bool = False) -> GemmJob:
+               extreme: bool = False) -> EngineJob:
     """Random operands; ``extreme`` draws only -128/127 (and saturating scales)."""
     if extreme:
         x = rng.choice(np.array([-128, 127], np.int8), size=(m, k))
@@ -188,8 +188,8 @@ def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = 
     typical = 128 * 128 * math.sqrt(k) / (1.0 if extreme else 3.0)
     b = rng.integers(-typical, typical, size=n).astype(np.int32) if bias else None
     if raw:
-        return GemmJob(x, w, b)
-    from zoforge.golden.gemm import quantize_multiplier   # imports torch: only when used
+        return EngineJob(x, w, b)
+    from zoforge.golden.engine import quantize_multiplier   # imports torch: only when used
     if per_channel:
         scales = 127.0 / typical * np.exp(rng.uniform(-1.5, 1.5, size=n))
         pairs = [quantize_multiplier(float(s)) for s in scales]
@@ -198,15 +198,15 @@ def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = 
     else:
         p = quantize_multiplier(127.0 / typical * float(np.exp(rng.uniform(-1, 1))))
         mult, shift = p.multiplier, p.shift
-    return GemmJob(x, w, b, mult, shift, relu)
+    return EngineJob(x, w, b, mult, shift, relu)
 
 
-class GemmCosim:
+class EngineCosim:
     """Builds one engine configuration and runs lists of jobs through its co-simulation."""
 
     def __init__(self, config: EngineConfig | None = None, *, simulator: str = "verilator",
                  **fields):
-        """``config``, or its fields as keywords (``GemmCosim(rows=4, cols=4, ...)``)."""
+        """``config``, or its fields as keywords (``EngineCosim(rows=4, cols=4, ...)``)."""
         self.config = config if config is not None else EngineConfig(**fields)
         self.rows, self.cols, self.pack = self.config.rows, self.config.cols, self.config.pack
         self.in_bytes = self.config.in_bytes
@@ -217,7 +217,7 @@ class GemmCosim:
     @property
     def verilog(self) -> str:
         if self._verilog is None:
-            self._verilog = to_verilog(GemmEngine(self.config), self.top)
+            self._verilog = to_verilog(Engine(self.config), self.top)
         return self._verilog
 
     def check_shape(self, m: int, k: int, n: int) -> None:
@@ -226,7 +226,7 @@ class GemmCosim:
         check_int_range("--k", k, 1, self.config.max_k)
         check_int_range("--n", n, 1, self.config.max_n)
 
-    def check_job(self, job: GemmJob) -> None:
+    def check_job(self, job: EngineJob) -> None:
         m, k, n = job.shape
         if job.w.shape[0] != k:
             raise ConfigError("k", "the same for x and w", f"{k} and {job.w.shape[0]}")
@@ -242,7 +242,7 @@ class GemmCosim:
                          in_bits=8 * self.in_bytes,
                          verilator_args=tuple(_verilator_args(self.top)))
 
-    def run(self, jobs: list[GemmJob], *, backpressure: float = 0.0, seed: int = 0,
+    def run(self, jobs: list[EngineJob], *, backpressure: float = 0.0, seed: int = 0,
             data_dir: Path | None = None, backend: str = "auto",
             patterns: dict[str, np.ndarray] | None = None, bench: str | None = None):
         """Run ``jobs`` back to back in one simulation; returns ``(job_results, info)``.
@@ -285,7 +285,7 @@ class GemmCosim:
                 "simulator": result.simulator}
         return self.check_results(jobs, outputs, result.results["jobs"]), info
 
-    def _run_bench(self, jobs: list[GemmJob], bench: str, data_dir: Path | None):
+    def _run_bench(self, jobs: list[EngineJob], bench: str, data_dir: Path | None):
         with scratch_folder(data_dir, "zoforge-gemm-") as data:
             specs = []
             for index, job in enumerate(jobs):
@@ -304,7 +304,7 @@ class GemmCosim:
                     run_s=result.run_s, simulator=result.simulator)
         return self.check_results(jobs, outputs, result.results["jobs"]), info
 
-    def check_results(self, jobs: list[GemmJob], outputs: list[np.ndarray],
+    def check_results(self, jobs: list[EngineJob], outputs: list[np.ndarray],
                       stats: list[dict]) -> list[JobResult]:
         """Each job's output words (uint32) against the golden model, with its counters."""
         job_results = []
@@ -320,7 +320,7 @@ class GemmCosim:
                 irq=job_stats["irq"], output=output, expected=expected))
         return job_results
 
-    def job_spec(self, job: GemmJob) -> tuple[dict, np.ndarray, dict[str, np.ndarray]]:
+    def job_spec(self, job: EngineJob) -> tuple[dict, np.ndarray, dict[str, np.ndarray]]:
         """``(spec, frame, tables)``: the job's register values and stream/table data."""
         m, k, n = job.shape
         frame = pack_input_stream(job.x, job.w, self.rows, self.cols, self.pack)
@@ -375,11 +375,11 @@ def _verilator_args(top: str) -> list[str]:
     return ["--no-public-flat-rw", str(path)]
 
 
-def cosim_engine(config: EngineConfig, options: GemmCosimOptions | None = None) -> dict:
+def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None) -> dict:
     """Random GEMMs through the engine's RTL, checked bit-exact against the golden model;
     a JSON-able summary (``bit_exact``, cycles, PE utilization, speed)."""
-    options = options or GemmCosimOptions()
-    cosim = GemmCosim(config, simulator=options.simulator)
+    options = options or EngineCosimOptions()
+    cosim = EngineCosim(config, simulator=options.simulator)
     cosim.check_shape(options.m, options.k, options.n)
     rng = np.random.default_rng(options.seed)
     jobs = [random_job(rng, options.m, options.k, options.n, raw=options.output == "raw",

@@ -1,4 +1,4 @@
-"""Golden model of the GEMM engine's integer arithmetic (PyTorch), bit-exact with ``hw/pe``.
+"""Golden model of the GEMM engine's integer arithmetic (PyTorch), bit-exact with ``hw/engine``.
 
 The engine computes ``Y = requant(X·W + bias)`` for INT8 operands. Its integer semantics:
 
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.golden.gemm_widths import (ACC_BITS, MULT_BITS, OPERAND_BITS, SHIFT_BITS,
+from zoforge.golden.engine_widths import (ACC_BITS, MULT_BITS, OPERAND_BITS, SHIFT_BITS,
                                         SHIFT_MAX)
 
 __all__ = ["OPERAND_BITS", "ACC_BITS", "MULT_BITS", "SHIFT_BITS", "SHIFT_MAX", "RequantParams",

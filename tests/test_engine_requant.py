@@ -1,5 +1,5 @@
 """RequantStream (hw/systolic/requant.py) in Amaranth's simulator against
-``zoforge.golden.gemm.requantize``: random idle cycles on the input stream and random
+``zoforge.golden.engine.requantize``: random idle cycles on the input stream and random
 back-pressure on the output stream, rows that saturate at both ends, shifts 0 and 47, ReLU,
 raw output, per-tensor and per-column parameters, with and without bias."""
 import numpy as np
@@ -7,8 +7,8 @@ import pytest
 import torch
 from amaranth.sim import Simulator
 
-from zoforge.golden.gemm import RequantParams, requantize
-from zoforge.golden.gemm_widths import SHIFT_MAX
+from zoforge.golden.engine import RequantParams, requantize
+from zoforge.golden.engine_widths import SHIFT_MAX
 from zoforge.hw.systolic.requant import LATENCY, RequantStream, output_layout
 
 LANES = 3

@@ -14,7 +14,7 @@ from amaranth import Cat, Module, Mux, ResetInserter
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.gemm_widths import ACC_BITS
+from zoforge.golden.engine_widths import ACC_BITS
 from zoforge.golden.zolayer.config import Formats
 from zoforge.hw.systolic.bus import AxiStreamSignature
 from zoforge.hw.systolic.signatures import JobSignature

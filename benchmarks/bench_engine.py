@@ -1,6 +1,6 @@
 """GEMM engine benchmark: PE utilization and co-simulation speed (printed, never asserted).
 
-    .venv/bin/python benchmarks/bench_gemm.py [--rows 8 --cols 8 --sizes 32,64,128]
+    .venv/bin/python benchmarks/bench_engine.py [--rows 8 --cols 8 --sizes 32,64,128]
 
 1. PE utilization = ideal_cycles / cycles with ideal = ceil(M*K*N / (R*C)), for square
    GEMMs of each size (all dimensions >= 4x the array's when size >= 4*max(R, C)), run back
@@ -13,7 +13,7 @@
      out this shared machine's scheduling noise;
    * cocotbext-axi (the same host program in zoforge.sim.benches.program): whole frames,
      cocotb's GPI clock, awaiting completion;
-   * per-cycle Python (zoforge.sim.benches.gemm_percycle): one `await RisingEdge` per
+   * per-cycle Python (zoforge.sim.benches.engine_percycle): one `await RisingEdge` per
      cycle, handshakes by hand.
    For the two cocotb benches speed = cycles per wall-clock second inside the simulator
    process, measured by the bench (excluding the process start-up, printed as process s). Each bench runs --repeat times; the best (as timeit reports) and the median
@@ -30,8 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
-from zoforge.hw.pe.config import EngineConfig
-from zoforge.sim.gemm_cosim import GemmCosim, random_job
+from zoforge.hw.engine.config import EngineConfig
+from zoforge.sim.engine_cosim import EngineCosim, random_job
 
 
 def main(argv=None) -> int:
@@ -48,15 +48,15 @@ def main(argv=None) -> int:
                              "run (one 128^3 job lasts only ~0.1 s there)")
     parser.add_argument("--repeat", type=int, default=3,
                         help="runs of each speed bench (best and median are reported)")
-    parser.add_argument("--out", type=Path, default=Path("bench_gemm.json"))
+    parser.add_argument("--out", type=Path, default=Path("bench_engine.json"))
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     limit = max(sizes + [args.speed_size])
-    cosim = GemmCosim(EngineConfig(rows=args.rows, cols=args.cols, pack=args.pack,
+    cosim = EngineCosim(EngineConfig(rows=args.rows, cols=args.cols, pack=args.pack,
                                    max_m=limit, max_k=limit, max_n=limit),
                       simulator=args.simulator)
     rng = np.random.default_rng(args.seed)
-    record: dict = {"command": " ".join(["benchmarks/bench_gemm.py"] + sys.argv[1:]),
+    record: dict = {"command": " ".join(["benchmarks/bench_engine.py"] + sys.argv[1:]),
                     "rows": args.rows, "cols": args.cols, "pack": args.pack}
 
     def save():
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     benches = (("job server", lambda: cosim.run(speed_job * args.copies, backend="jobserver")),
                ("cocotbext-axi", lambda: cosim.run(speed_job, backend="cocotb")),
                ("per-cycle Python",
-                lambda: cosim.run(speed_job, bench="zoforge.sim.benches.gemm_percycle")))
+                lambda: cosim.run(speed_job, bench="zoforge.sim.benches.engine_percycle")))
     for step, (label, run) in enumerate(benches, start=2):
         copies = args.copies if step == 2 else 1
         print(f"[{step}/4] speed, {label}: {args.speed_size}^3 GEMM, {copies} per run, "

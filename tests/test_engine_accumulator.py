@@ -1,4 +1,4 @@
-"""The PE accumulators wrap at 32 bits in RTL, as ``golden.gemm`` says (``gemm_int32``).
+"""The PE accumulators wrap at 32 bits in RTL, as ``golden.engine`` says (``gemm_int32``).
 
 The engine's buffers stop at K = 2^15, where |sum| <= 2^29 can never leave the int32 range,
 so the accumulator's own wrap-around is checked on the systolic array itself (Verilog of
@@ -7,7 +7,7 @@ K = 140 000 k-steps: random operands for the first and last steps, constant ones
 (the simulator runs those on its own). The exact sums of the tile cross +2^31 and -2^31
 (checked here with Python integers), and the drained results must equal the golden model's
 wrapped ones, and also the wrap computed here by hand. One column stays in range as a
-control. The wrap of acc + bias at the end of the engine is tests/test_gemm_corners.py's
+control. The wrap of acc + bias at the end of the engine is tests/test_engine_corners.py's
 (the job server, Verilator); its two jobs also run here through the cocotbext-axi backend on
 every simulator.
 """
@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 import torch
 
-from test_gemm_corners import CONFIG as CORNER_CONFIG
-from test_gemm_corners import overflow_job
-from zoforge.golden.gemm import gemm_int32
+from test_engine_corners import CONFIG as CORNER_CONFIG
+from test_engine_corners import overflow_job
+from zoforge.golden.engine import gemm_int32
 from zoforge.hw.export import to_verilog
 from zoforge.hw.systolic.array import SystolicArray
 from zoforge.sim.cosim import run_cocotb
-from zoforge.sim.gemm_cosim import GemmCosim
+from zoforge.sim.engine_cosim import EngineCosim
 
 ROWS, COLS = 3, 3
 K = 140_000
@@ -101,7 +101,7 @@ def test_accumulators_wrap_at_32_bits_like_the_golden_model(array_verilog, simul
 
 def test_acc_plus_bias_wraps_through_the_axi_bench(simulator):
     pairs = [overflow_job(raw) for raw in (True, False)]
-    results, _ = GemmCosim(**CORNER_CONFIG, simulator=simulator).run([j for j, _ in pairs],
+    results, _ = EngineCosim(**CORNER_CONFIG, simulator=simulator).run([j for j, _ in pairs],
                                                                       backend="cocotb")
     for result, (_, expected) in zip(results, pairs):
         np.testing.assert_array_equal(result.output, expected)

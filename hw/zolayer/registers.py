@@ -7,7 +7,7 @@ from the same write.
 """
 from __future__ import annotations
 
-from zoforge.golden.gemm_widths import MULT_BITS, SHIFT_BITS, SHIFT_MAX
+from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS, SHIFT_MAX
 from zoforge.golden.zolayer.config import Formats
 from zoforge.hw.systolic.regmap import Register
 
@@ -56,7 +56,7 @@ REGISTERS = {
 }
 
 #: Job codes (CTRL bits 1-4). Loads take words from the input stream, compute jobs read the
-#: on-chip buffers; see :mod:`zoforge.hw.zo.layer` for the word orders.
+#: on-chip buffers; see :mod:`zoforge.hw.zolayer.layer` for the word orders.
 JOBS = {"load_x": 1, "load_w": 2, "load_a": 3, "load_master": 4, "frozen_w": 5,
         "frozen_a": 6, "branch": 7, "accumulate": 8, "apply": 9, "read_master": 10}
 #: Jobs that exist only in lora-fa mode.
