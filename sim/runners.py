@@ -28,8 +28,8 @@ COSIMS: dict[str, dict] = {
         cosim_help="co-simulate one generator configuration against its golden model; "
                    "prints JSON (bit_exact, cycles, cycles_per_s, simulator, ...)"),
     "zo-layer": dict(
-        cosim="zoforge.sim.zo_cosim:cosim_layer",
-        cosim_options="zoforge.sim.zo_cosim:ZoCosimOptions",
+        cosim="zoforge.sim.zolayer_cosim:cosim_layer",
+        cosim_options="zoforge.sim.zolayer_cosim:ZoCosimOptions",
         cosim_help="ZO training steps of one layer on the RTL (job server or cocotbext-axi) "
                    "against a synthetic regression target, checked bit-exact against the "
                    "golden model (every branch, g and T after every update); prints JSON"),

@@ -11,12 +11,12 @@ g values and the master after the update are equal. Equal at every step means th
 is the exact prediction of the hardware's.
 
 Backends (:class:`LockstepOptions`): ``jobserver`` steps one persistent Verilator process
-(:class:`~zoforge.sim.zo_jobserver.LayerSession`) right after each golden step; the host
+(:class:`~zoforge.sim.zolayer_jobserver.LayerSession`) right after each golden step; the host
 computes the losses and g from the RTL's own outputs, and the test accuracies before and after
 training are also counted from the RTL's own unperturbed outputs on the test split.
 ``cocotb`` (Verilator or Icarus; the RTL cannot be stepped from this process) runs the golden
 steps, then the whole run on the cocotb bench
-(:func:`zoforge.sim.zo_cosim.run_layer`), then compares step by step with the same
+(:func:`zoforge.sim.zolayer_cosim.run_layer`), then compares step by step with the same
 :func:`compare_step`; it has no RTL test accuracies.
 """
 from __future__ import annotations
@@ -38,8 +38,8 @@ from zoforge.golden.zolayer import ZoLayerConfig
 from zoforge.golden.zolayer.network import StepSettings
 from zoforge.sim.cosim import SIMULATORS
 from zoforge.sim.jobserver import JobServerError
-from zoforge.sim.zo_cosim import BACKENDS, ZoCosimOptions, run_layer
-from zoforge.sim.zo_jobserver import LayerServer, LayerSession
+from zoforge.sim.zolayer_cosim import BACKENDS, ZoCosimOptions, run_layer
+from zoforge.sim.zolayer_jobserver import LayerServer, LayerSession
 
 __all__ = ["LockstepOptions", "LockstepTraining", "StepOutcome", "StepResult",
            "TrainingResult", "compare_step", "CHECKS", "accuracy", "cosim_training"]

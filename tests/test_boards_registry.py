@@ -73,7 +73,7 @@ def test_utilization_percent_and_device_without_a_resource():
 
 
 def test_unknown_board_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"--board must be one of .*zcu102"):
+    with pytest.raises(ConfigError, match=r"^board must be one of .*zcu102"):
         get_board("zcu104")
 
 

@@ -1,7 +1,7 @@
 """Caches that heal (issue 13): a simulation build and a synthesis killed with SIGKILL
 half-way, and a truncated or emptied entry of each of those caches, are each followed by a
 normal run that succeeds with the result of a run on a clean cache. (The feature cache and
-checkpoints: ``tests/test_zo_train.py``; the job server's build: ``test_zo_jobserver.py``.)
+checkpoints: ``tests/test_zo_train.py``; the job server's build: ``test_zolayer_jobserver.py``.)
 
 Every run here uses its own ``ZOFORGE_CACHE`` so that nothing is shared with other tests.
 """

@@ -73,9 +73,9 @@ def test_parsers_reject_other_text(parser):
 
 
 def test_missing_or_empty_folder_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="--vivado-reports"):
+    with pytest.raises(ConfigError, match="vivado_reports"):
         read_vivado_reports(tmp_path / "missing")
-    with pytest.raises(ConfigError, match="--vivado-reports"):
+    with pytest.raises(ConfigError, match="vivado_reports"):
         read_vivado_reports(tmp_path)
 
 

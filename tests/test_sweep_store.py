@@ -86,7 +86,7 @@ def test_release_hands_back_claims(store):
 
 def test_a_folder_that_is_not_a_store_is_a_one_line_error(tmp_path):
     (tmp_path / "sweep.db").write_text("not a database at all" * 100)
-    with pytest.raises(ConfigError, match="--store must be a folder holding a zoforge sweep"):
+    with pytest.raises(ConfigError, match="store must be a folder holding a zoforge sweep"):
         Store(tmp_path)
 
 

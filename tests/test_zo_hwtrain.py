@@ -23,7 +23,7 @@ from zoforge.golden.zolayer.config import padded_classes
 from zoforge.golden.zolayer.network import GRAD_FRAC, WEIGHT_FRAC, ZoNetwork, step_settings
 from zoforge.sim import zo_training
 from zoforge.sim.toolchain import available_simulators
-from zoforge.sim.zo_jobserver import LayerSession
+from zoforge.sim.zolayer_jobserver import LayerSession
 from zoforge.sim.zo_training import (LockstepOptions, LockstepTraining, StepOutcome, StepResult,
                                      TrainingResult, compare_step, cosim_training)
 
@@ -149,7 +149,7 @@ def test_step_settings_by_hand():
         with pytest.raises(ConfigError) as error:
             step_settings(**{"lr": 0.01, "eps": 2 ** -10, "queries": 4, "frac_bits": 7,
                              **kwargs})
-        assert str(error.value).startswith(field) and "\n" not in str(error.value)
+        assert str(error.value).startswith(flag) and "\n" not in str(error.value)
 
 
 def test_padded_classes():

@@ -12,7 +12,7 @@ import argparse
 
 from zoforge.errors import ConfigError
 
-__all__ = ["as_flag", "command_parser", "actions"]
+__all__ = ["as_flag", "flag_of", "command_parser", "actions"]
 
 
 def actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
@@ -48,8 +48,14 @@ def command_parser(parser: argparse.ArgumentParser,
 
 def as_flag(error: ConfigError, parser: argparse.ArgumentParser,
             args: argparse.Namespace) -> ConfigError:
-    """``error`` naming the flag of its field, if the command has one."""
-    for action in actions(command_parser(parser, args)):
+    """``error`` naming the flag of its field, if the command ``args`` ran has one."""
+    return flag_of(error, command_parser(parser, args))
+
+
+def flag_of(error: ConfigError, parser: argparse.ArgumentParser) -> ConfigError:
+    """``error`` naming the flag of its field, if ``parser`` (a command's own parser) has
+    one (e.g. an error raised while that parser is still parsing)."""
+    for action in actions(parser):
         if action.dest == error.parameter and action.option_strings:
             flags = [s for s in action.option_strings if s.startswith("--")]
             return error.renamed((flags or action.option_strings)[0])

@@ -35,12 +35,13 @@ class _TwoStageParser(ArgumentParser):
         name = _peek_design(list(args or []))
         if name and self._design_added is None:
             # imported here for start-up time: only `build --design NAME` needs the designs
+            from zoforge.cli._flags import flag_of
             from zoforge.cli._options import add_config_flags
             from zoforge.hw.designs import get_design
             try:
                 design = get_design(name)
             except ConfigError as error:
-                self.error(str(error))
+                self.error(str(flag_of(error, self)))
             group = self.add_argument_group(f"parameters of design '{name}'")
             add_config_flags(group, design.configs, config_file=False)
             self._design_added = name
@@ -149,19 +150,19 @@ def _check_vivado_reports(folder: Path) -> None:
     hold no numbers is a one-line error."""
     from zoforge.reports.vivado import read_vivado_reports
     if not folder.is_dir():
-        raise ConfigError("--vivado-reports", "an existing folder of Vivado .rpt files", folder)
+        raise ConfigError("vivado_reports", "an existing folder of Vivado .rpt files", folder)
     try:
         reports = read_vivado_reports(folder)
     except ConfigError:
         raise
     except (OSError, UnicodeDecodeError, ValueError, IndexError, KeyError, TypeError) as error:
-        raise ConfigError("--vivado-reports", "a folder of readable Vivado text reports (.rpt)",
+        raise ConfigError("vivado_reports", "a folder of readable Vivado text reports (.rpt)",
                           f"{folder}: {type(error).__name__}: "
                           f"{str(error).splitlines()[0] if str(error) else ''}") from None
     empty = [name for role, name in reports.files.items()
              if not _has_numbers(getattr(reports, role))]
     if empty:
-        raise ConfigError("--vivado-reports", "a folder of Vivado reports (report_utilization, "
+        raise ConfigError("vivado_reports", "a folder of Vivado reports (report_utilization, "
                           "report_timing_summary, report_power)",
                           f"{folder}: no numbers found in {', '.join(empty)}")
 
@@ -183,7 +184,7 @@ def _design_config(args: argparse.Namespace):
         design = get_design(args.design)
         return design, config_from_args(args, design.configs)
     if args.config is None:
-        raise ConfigError("--design", "one of " + ", ".join(designs()) + " (or give "
+        raise ConfigError("design", "one of " + ", ".join(designs()) + " (or give "
                           "--config FILE)")
     config = load_config(args.config, [t for d in designs().values() for t in d.configs])
     return get_design(config.kind), config

@@ -2,13 +2,13 @@
 
 Usage::
 
-    python benchmarks/bench_zo_cosim_speed.py [--strategy onthefly] [--sizes 16 32 64]
+    python benchmarks/bench_zolayer_cosim_speed.py [--strategy onthefly] [--sizes 16 32 64]
                                               [--q 2] [--steps 4] [--stalls 0.0]
                                               [--backends cocotb jobserver]
 
 For each size S (M = K = N = S, r = max(R, S / 4), the default zo-layer design: 4 x 4 array,
 LoRA-FA, 64/64/64/16 capacities) and each backend it co-simulates two runs of the same
-host program (:func:`zoforge.sim.zo_cosim.run_layer`): one P-RGE step and ``1 + steps``
+host program (:func:`zoforge.sim.zolayer_cosim.run_layer`): one P-RGE step and ``1 + steps``
 P-RGE steps (each run also loads the weights, runs one sequential step and a plain branch).
 It prints
 
@@ -34,8 +34,8 @@ import numpy as np
 
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import layer_config
-from zoforge.sim.zo_cosim import BACKENDS, ZoCosimOptions, golden_run, make_data, run_layer
-from zoforge.sim.zo_jobserver import LayerServer
+from zoforge.sim.zolayer_cosim import BACKENDS, ZoCosimOptions, golden_run, make_data, run_layer
+from zoforge.sim.zolayer_jobserver import LayerServer
 
 MODEL_CYCLES = 500_000
 

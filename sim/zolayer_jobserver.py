@@ -1,12 +1,12 @@
 """The ZO layer on the job server, step by step: :class:`LayerServer`, :class:`LayerSession`.
 
-The host program is :mod:`zoforge.sim.zo_host`'s (the one every backend runs); this module
+The host program is :mod:`zoforge.sim.zolayer_host`'s (the one every backend runs); this module
 runs its pieces synchronously on a persistent :class:`~zoforge.sim.jobserver.JobServer`, so
 a caller can compare each step with the golden model as it goes (the demo).
 :class:`LayerServer` is the layer's server with ``write(name, value)``, ``read(name)`` and
 ``job(name, words, receive, **flags)`` (each job one batch: its cycles run in C++, the pipe
 is crossed once); :class:`LayerSession` is the program one step at a time (``load``,
-``frozen``, ``branch``, ``step`` -> :class:`~zoforge.sim.zo_host.StepRecord`, ``outputs``);
+``frozen``, ``branch``, ``step`` -> :class:`~zoforge.sim.zolayer_host.StepRecord`, ``outputs``);
 :func:`run_steps` is the whole co-simulation program on a server. Verilator only.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from zoforge.hw.zolayer.registers import ADDR_BITS
 from zoforge.sim.backends import BusTarget
 from zoforge.sim.jobserver import JobServer
 from zoforge.sim.program import drive
-from zoforge.sim.zo_host import LayerHost, LayerSteps, StepRecord, layer_program
+from zoforge.sim.zolayer_host import LayerHost, LayerSteps, StepRecord, layer_program
 
 __all__ = ["LayerServer", "LayerSession", "StepRecord", "run_steps", "layer_target"]
 
@@ -72,7 +72,7 @@ class LayerServer:
         return self.run(self.host.read(name))
 
     def job(self, name: str, words=None, receive: bool = False, **flags) -> np.ndarray | None:
-        """Run one job (see :meth:`zoforge.sim.zo_host.LayerHost.job`)."""
+        """Run one job (see :meth:`zoforge.sim.zolayer_host.LayerHost.job`)."""
         return self.run(self.host.job(name, words, receive, **flags))
 
     def close(self, kill: bool = False) -> None:
@@ -87,7 +87,7 @@ class LayerServer:
 
 class LayerSession:
     """The host's side of a training run on ``layer`` (full or lora-fa, shape ``m, k, n``
-    (and ``r``)): :class:`~zoforge.sim.zo_host.LayerSteps` run step by step."""
+    (and ``r``)): :class:`~zoforge.sim.zolayer_host.LayerSteps` run step by step."""
 
     def __init__(self, layer: LayerServer, m: int, k: int, n: int, r: int = 0, *,
                  eps_shift: int, eta_mult: int, eta_shift: int, mult: int = 1 << 15,
@@ -114,18 +114,18 @@ class LayerSession:
 
     def step(self, x: np.ndarray, target, queries: int, loss, gradient,
              sequential: bool = False) -> StepRecord:
-        """One ZO step (see :meth:`zoforge.sim.zo_host.LayerSteps.step`)."""
+        """One ZO step (see :meth:`zoforge.sim.zolayer_host.LayerSteps.step`)."""
         return self.layer.run(self.steps.step(x, target, queries, loss, gradient,
                                               sequential))
 
     def outputs(self, x: np.ndarray) -> np.ndarray:
-        """Unperturbed outputs for ``x`` (see :meth:`~zoforge.sim.zo_host.LayerSteps.outputs`)."""
+        """Unperturbed outputs for ``x`` (see :meth:`~zoforge.sim.zolayer_host.LayerSteps.outputs`)."""
         return self.layer.run(self.steps.outputs(x))
 
 
 def run_steps(layer: LayerServer, args: dict, data: dict[str, np.ndarray]
               ) -> tuple[dict[str, np.ndarray], dict]:
-    """:func:`~zoforge.sim.zo_host.layer_program` on ``layer``'s server (``args``, ``data``:
+    """:func:`~zoforge.sim.zolayer_host.layer_program` on ``layer``'s server (``args``, ``data``:
     the program's); its arrays and results, plus ``sim_cycles``."""
     rtl, results = layer.run(layer_program(args, data, layer.host))
     return rtl, {**results, "sim_cycles": layer.cycle}

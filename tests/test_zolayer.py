@@ -19,7 +19,7 @@ from zoforge.hw.export import to_verilog
 from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import JOBS, REGISTERS
 from zoforge.sim.lint import lint_verilog
-from zoforge.sim.zo_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
+from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                   predicted_cycles, predicted_ratio, run_layer)
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_zo_layer.py [--strategy onthefly] [--rows 4] [--cols 4]
+    python benchmarks/bench_zolayer.py [--strategy onthefly] [--rows 4] [--cols 4]
                                         [--cases 16,16,16,4,2 64,64,64,16,4 ...] [--full]
 
 For each case ``M,K,N,r,q`` it co-simulates one layer (Verilator + cocotb) for one P-RGE
@@ -22,7 +22,7 @@ import sys
 
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import layer_config
-from zoforge.sim.zo_cosim import ZoCosimOptions, cosim_layer
+from zoforge.sim.zolayer_cosim import ZoCosimOptions, cosim_layer
 
 DEFAULT_CASES = ("16,16,16,4,2", "64,64,64,16,4", "64,128,64,16,4", "128,64,64,32,2",
                  "64,64,64,32,1")

@@ -15,7 +15,7 @@ recomputing the frozen products, for the cycle comparison) and a plain (unpertur
 at the end.
 
 Each method is a generator: run it with :func:`~zoforge.sim.program.drive` (the job server:
-:class:`~zoforge.sim.zo_jobserver.LayerSession`) or inside a program (``yield from``).
+:class:`~zoforge.sim.zolayer_jobserver.LayerSession`) or inside a program (``yield from``).
 """
 from __future__ import annotations
 
@@ -177,8 +177,8 @@ def host_functions(args: dict):
 
 def layer_program(args: dict, data: dict[str, np.ndarray], host: LayerHost | None = None):
     """The ZO layer's co-simulation (a host program): ``args`` from
-    :func:`zoforge.sim.zo_cosim.layer_args`, ``data`` from
-    :func:`zoforge.sim.zo_cosim.make_data` (one batch per step; the last step runs
+    :func:`zoforge.sim.zolayer_cosim.layer_args`, ``data`` from
+    :func:`zoforge.sim.zolayer_cosim.make_data` (one batch per step; the last step runs
     sequentially). Returns the arrays ``branches``, ``masters``, ``plain`` and the results
     ``grads``, ``step_cycles``, ``jobs``, ``irq``."""
     host = host or LayerHost(args["lanes"])

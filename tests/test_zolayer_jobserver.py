@@ -22,9 +22,9 @@ from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.sim.jobserver import EXE, JobServer, JobServerError, build_server
 from zoforge.sim.program import Read, Receive, Send
 from zoforge.sim.toolchain import available_simulators
-from zoforge.sim.zo_cosim import (BACKENDS, ZoCosimOptions, cosim_layer, golden_run,
+from zoforge.sim.zolayer_cosim import (BACKENDS, ZoCosimOptions, cosim_layer, golden_run,
                                   layer_args, make_data, run_layer)
-from zoforge.sim.zo_jobserver import LayerServer, run_steps
+from zoforge.sim.zolayer_jobserver import LayerServer, run_steps
 from zoforge.sim.zo_training import cosim_training
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
@@ -142,7 +142,7 @@ def test_a_silent_child_times_out_and_is_killed():
 def test_bad_input_is_a_one_line_error():
     with pytest.raises(ConfigError) as error:
         ZoCosimOptions(backend="jobserver", simulator="icarus")
-    assert str(error.value).startswith("--backend") and "\n" not in str(error.value)
+    assert str(error.value).startswith("backend") and "\n" not in str(error.value)
     config = layer_config(**SMALL)
     with LayerServer(config) as layer:
         with pytest.raises(ValueError, match="whole beats of 4 words"):

@@ -1,6 +1,6 @@
 """Co-simulation of the ZO layer (``zoforge cosim zo-layer``): ZO steps on the RTL, bit-exact.
 
-The host program (:func:`zoforge.sim.zo_host.layer_program`) plays the ARM host over AXI on
+The host program (:func:`zoforge.sim.zolayer_host.layer_program`) plays the ARM host over AXI on
 either backend (:mod:`zoforge.sim.backends`: the job server or the cocotbext-axi bench); this
 module makes the data (a synthetic regression: random int8 batches, frozen weights, a random
 target per step), runs the bench and replays the same steps on the golden model
@@ -172,15 +172,15 @@ def _cycle_bound(args: dict) -> int:
 
 def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np.ndarray],
               host: dict | None = None) -> tuple[dict[str, np.ndarray], CosimResult]:
-    """Run the host program (:func:`zoforge.sim.zo_host.layer_program`) on ``data``: the
+    """Run the host program (:func:`zoforge.sim.zolayer_host.layer_program`) on ``data``: the
     RTL's branches, masters and plain branch (empty when the run failed) and the result (g
     values, job counters and ``sim_cycles``, the clock cycles simulated, in ``results``).
     ``host``: the fields of a :class:`~zoforge.golden.zolayer.host.CrossEntropyHost` for a
     classification host (``data["labels"]``), else the regression host (``data["target"]``).
     ``options.backend`` picks the backend (:mod:`zoforge.sim.backends`)."""
-    from zoforge.sim.zo_jobserver import layer_target   # elaborates: only when running
+    from zoforge.sim.zolayer_jobserver import layer_target   # elaborates: only when running
     args = layer_args(config, options, host)
-    return run_program("zoforge.sim.zo_host:layer_program", args, data, layer_target(config),
+    return run_program("zoforge.sim.zolayer_host:layer_program", args, data, layer_target(config),
                        backend=resolve_backend(options.backend, options.simulator),
                        simulator=options.simulator, max_cycles=_cycle_bound(args),
                        stalls=Stalls(options.source_idle, options.sink_backpressure,
