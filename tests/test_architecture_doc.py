@@ -7,7 +7,6 @@ import ast
 import importlib.util
 import re
 
-import pytest
 
 from test_structure import FOLDERS, LAYERS, ROOT
 from zoforge.references import resolve

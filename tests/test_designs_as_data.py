@@ -4,7 +4,6 @@ document's example runs as it stands."""
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -225,21 +224,6 @@ def test_every_registered_design_round_trips_its_default_configuration(tmp_path)
         config = design.default_config()
         path = dump_config(config, tmp_path / f"{name}.toml")
         assert design.load_config(path) == config
-
-
-# -- the architecture document's example ---------------------------------------------------
-
-def test_the_architecture_example_runs(tmp_path):
-    from zoforge.reports.pipeline import Progress
-
-    text = (ROOT / "docs" / "architecture.md").read_text()
-    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
-    assert len(blocks) == 1 and "argparse" not in blocks[0]
-    namespace = {"OUT": tmp_path / "engine-report", "QUIET": Progress(quiet=True)}
-    exec(compile(blocks[0], "docs/architecture.md", "exec"), namespace)
-    report = namespace["report"]
-    assert report.resources.total["LUT"] > 0 and report.fmax.fmax_mhz > 0
-    assert report.power.total_w > 0
 
 
 def test_build_takes_a_saved_configuration(tmp_path, capsys):

@@ -20,7 +20,7 @@ from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import JOBS, REGISTERS
 from zoforge.sim.lint import lint_verilog
 from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
-                                  predicted_cycles, predicted_ratio, run_layer)
+                                       predicted_cycles, predicted_ratio, run_layer)
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 STRATEGIES = ("onthefly", "pregen", "gaussian")

@@ -49,7 +49,7 @@ import torch
 
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.engine import RequantParams, quantize_multiplier, requantize
-from zoforge.golden.zolayer.config import Formats, padded_classes
+from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, full_output,
                                           perturbed_operand, saturate)

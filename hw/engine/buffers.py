@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from amaranth.lib import data
 
-from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
+from zoforge.hw.systolic.tiles import Buffer, Tiling
 
 from .config import DIM_BITS, EngineConfig
 from .regmap import PARAM_TABLES
