@@ -6,8 +6,8 @@ fixtures that run a co-simulation test on the simulators zoforge supports.
   newcomer's ``./scripts/test.sh``) leaves it out, CI runs it (``-m "not slow"``), and
   ``-m icarus`` runs only those.
 * ``every_simulator``: the same two, both in the default run: the fast representatives that
-  keep the second simulator in every default run (the harness round trip, the engine, the
-  generators, the ZO layer).
+  keep the second simulator in every default run (the harness round trip, a one-column
+  engine, the ZO layer's stall test).
 
 Both are module-scoped so that a module's build fixtures can depend on them. A simulator
 that is not installed here is a visible skip naming what to install (CI installs both, see

@@ -95,7 +95,7 @@ def test_the_example_runs(tmp_path):
 
     blocks = re.findall(r"```python\n(.*?)```", TEXT, re.DOTALL)
     assert len(blocks) == 1 and "argparse" not in blocks[0]
-    namespace = {"OUT": tmp_path / "engine-report", "QUIET": Progress(quiet=True)}
+    namespace = {"OUT": tmp_path / "example", "QUIET": Progress(quiet=True)}
     exec(compile(blocks[0], "docs/architecture.md", "exec"), namespace)
     report = namespace["report"]
     assert report.resources.total["LUT"] > 0 and report.fmax.fmax_mhz > 0

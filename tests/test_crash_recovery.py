@@ -116,7 +116,7 @@ def test_a_verilator_build_killed_mid_compile_is_rebuilt(tmp_path, clean_rng):
 
 
 @pytest.mark.parametrize("simulator, damage", [
-    ("verilator", "truncate-model"), ("icarus", "truncate-model"),
+    pytest.param("verilator", "truncate-model", marks=(pytest.mark.slow, pytest.mark.ci)), ("icarus", "truncate-model"),
     ("icarus", "truncate-manifest"), ("icarus", "empty-manifest")])
 def test_a_damaged_simulation_build_is_rebuilt(tmp_path, clean_rng, simulator, damage):
     built, clean = clean_rng(simulator)

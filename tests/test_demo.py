@@ -36,8 +36,10 @@ def driver_runs(monkeypatch):
 
 @pytest.mark.parametrize("generator", [
     ["--strategy", "onthefly", "--n-rng", "7", "--bits", "6"],
-    ["--strategy", "pregen", "--banks", "4", "--pool-size", "255", "--bits", "8"],
-    ["--strategy", "gaussian", "--n-rng", "4", "--bits", "9", "--terms", "2"],
+    pytest.param(["--strategy", "pregen", "--banks", "4", "--pool-size", "255", "--bits", "8"],
+                 marks=(pytest.mark.slow, pytest.mark.ci)),
+    pytest.param(["--strategy", "gaussian", "--n-rng", "4", "--bits", "9", "--terms", "2"],
+                 marks=(pytest.mark.slow, pytest.mark.ci)),
 ])
 def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driver_runs):
     """lr 0.1: after 5 steps the classifier's test and training accuracies differ, so the

@@ -96,11 +96,11 @@ def test_lint_reports_real_problems(verilog, expected):
     assert any(expected in line for line in result.messages)
 
 
-def test_cosim_harness_round_trip(simulator):
+def test_cosim_harness_round_trip(every_simulator):
     verilog = to_verilog(Counter(), "counter")
     result = run_cocotb(verilog=verilog, toplevel="counter",
                         test_module="zoforge.sim.benches.selftest", args={"cycles": 300},
-                        simulator=simulator)
+                        simulator=every_simulator)
     assert result.passed, result.failures
     assert result.results["count"] == 300 % 256
 

@@ -165,9 +165,9 @@ def run_generator_fuzz(capsys, simulator: str, count: int, batch: int, cycles: i
 
 
 def test_generator_fuzz(simulator, capsys):
-    # Verilator: 12 configurations, some wide (b up to 20); Icarus: 8 narrower ones
+    # Verilator: 8 configurations, some wide (b up to 20); Icarus: 8 narrower ones
     if simulator == "verilator":
-        run_generator_fuzz(capsys, simulator, 12, 12, 800, deep=False)
+        run_generator_fuzz(capsys, simulator, 8, 8, 800, deep=False)
     else:
         run_generator_fuzz(capsys, simulator, 8, 8, 600, deep=False, wide=False)
 

@@ -129,6 +129,8 @@ def test_sigkill_at_a_random_point_resumes_and_runs_every_point_once(reference, 
     assert comparable(folder) == comparable(reference), f"seed {seed}"
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_two_sweep_processes_share_one_store(reference, tmp_path):
     folder = tmp_path / "shared"
     command = [*ZOFORGE, "sweep", "--preset", "tiny", "--store", str(folder), "--jobs", "1",
@@ -142,6 +144,8 @@ def test_two_sweep_processes_share_one_store(reference, tmp_path):
     assert comparable(folder) == comparable(reference)
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_the_same_sweep_on_a_local_dask_cluster(reference, tmp_path):
     from distributed import LocalCluster
 

@@ -152,8 +152,12 @@ def test_predicted_cycles_by_hand():
 
 # -- RTL against the golden model ---------------------------------------------------------
 
-@pytest.mark.parametrize("strategy", STRATEGIES)
-@pytest.mark.parametrize("mode", ["lora-fa", "full"])
+# every strategy in lora-fa and one in full mode by default (the designs the other default
+# tests build); the other two full-mode designs under -m slow
+@pytest.mark.parametrize("strategy, mode", [
+    ("onthefly", "lora-fa"), ("pregen", "lora-fa"), ("gaussian", "lora-fa"), ("pregen", "full"),
+    pytest.param("onthefly", "full", marks=(pytest.mark.slow, pytest.mark.ci)),
+    pytest.param("gaussian", "full", marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator):
     config = layer_config(strategy, mode=mode, **SMALL)
     summary = cosim_layer(config, ZoCosimOptions(steps=2, q=2, seed=5, source_idle=0.3,
@@ -164,13 +168,14 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator)
     assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
 
 
-def test_stalls_happen_and_cost_cycles(simulator):
-    # Every backend of the simulator (Verilator: the job server and cocotb): the same
+def test_stalls_happen_and_cost_cycles(every_simulator):
+    # Both simulators in the default run (the Icarus representative of the ZO layer), every
+    # backend of each (Verilator: the job server and cocotb): the same
     # results with and without stalls, and more cycles with them (they were not switched off).
-    config = layer_config(mode="full", **SMALL)
-    quiet = ZoCosimOptions(steps=1, q=1, seed=3, grad_shift=30, simulator=simulator)
+    config = layer_config("onthefly", mode="lora-fa", **SMALL)   # built for cocotb elsewhere too
+    quiet = ZoCosimOptions(steps=1, q=1, seed=3, grad_shift=30, simulator=every_simulator)
     data = make_data(config, quiet)
-    backends = ("jobserver", "cocotb") if simulator == "verilator" else ("cocotb",)
+    backends = ("jobserver", "cocotb") if every_simulator == "verilator" else ("cocotb",)
     for backend in backends:
         runs = [run_layer(config, quiet.replace(backend=backend, **stalls), data)
                 for stalls in ({}, dict(source_idle=0.3, sink_backpressure=0.3))]
@@ -249,7 +254,7 @@ def test_registers_are_documented():
         assert f"| `{name}` | {code} |" in text, name
 
 
-@pytest.mark.parametrize("mode", ["lora-fa", "full"])
+@pytest.mark.parametrize("mode", [pytest.param("lora-fa", marks=(pytest.mark.slow, pytest.mark.ci)), "full"])
 def test_rtl_many_panels_reuse_the_staging_banks(mode, simulator):
     """Four feature panels and four token tiles: each staging bank is refilled while the
     other one is being computed (a panel must not start in a bank still in use); a rank

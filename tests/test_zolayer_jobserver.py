@@ -45,8 +45,9 @@ def _reaped(pid: int) -> bool:
 
 # -- the ZO layer ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("strategy, mode, classify", [("onthefly", "lora-fa", False),
-                                                      ("pregen", "full", True)])
+@pytest.mark.parametrize("strategy, mode, classify", [
+    ("onthefly", "lora-fa", False),
+    pytest.param("pregen", "full", True, marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_backends_agree_cycle_for_cycle(strategy, mode, classify):
     config = layer_config(strategy, mode=mode, **SMALL)
     options = ZoCosimOptions(steps=2, q=2, seed=7, grad_shift=30)
@@ -216,6 +217,8 @@ def test_an_interrupted_build_is_redone(tmp_path, monkeypatch):
         np.testing.assert_array_equal(server.receive(), [[1, 2]])
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_a_truncated_server_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("ZOFORGE_CACHE", str(tmp_path))      # not the cache other tests use
     entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)

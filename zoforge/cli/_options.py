@@ -85,8 +85,8 @@ def config_from_args(args: argparse.Namespace, types: Sequence[type[Config]],
     """The configuration from ``--config FILE`` (if given and ``use_file``) overridden by
     the given flags.
 
-    Errors name the flag for a value given as a flag, and the key and file for a value
-    read from the file.
+    Errors name the field of a value given as a flag (the command line shows it as the
+    flag, :mod:`zoforge.cli._flags`), and the key and file of a value read from the file.
     """
     base: dict = {}
     source = getattr(args, "config", None) if use_file else None
@@ -100,7 +100,7 @@ def config_from_args(args: argparse.Namespace, types: Sequence[type[Config]],
         variants = {t.variant: t for t in types}
         variant = values.get(tag, types[0].variant)
         if variant not in variants:
-            raise ConfigError(flag_name(tag), "one of " + ", ".join(variants), variant)
+            raise ConfigError(tag, "one of " + ", ".join(variants), variant)
         if flags.get(tag, variant) != base.get(tag, variant):
             # another variant than the file's: keep only the fields it shares with the file's
             shared = {f.name for f in dataclasses.fields(variants[variant])}
@@ -111,14 +111,12 @@ def config_from_args(args: argparse.Namespace, types: Sequence[type[Config]],
             if name != tag and name not in names:
                 users = [t.variant for t in types
                          if name in {f.name for f in dataclasses.fields(t)}]
-                raise ConfigError(flag_name(name), "used only with " + " or ".join(
+                raise ConfigError(name, "used only with " + " or ".join(
                     f"{flag_name(tag)} {u}" for u in users), f"{flag_name(tag)} {variant}")
     try:
         return config_from_dict(values, types)
-    except ConfigError as error:
-        if error.parameter.startswith("key "):
-            raise
-        field = error.parameter.removeprefix("--").replace("-", "_")
-        from_file = source is not None and field in base and field not in flags
-        raise ConfigError(f"{field} in {source}" if from_file else flag_name(field),
-                          error.allowed, error.got) from None
+    except ConfigError as error:      # a field: main() shows it as its flag (cli/_flags.py)
+        field = error.parameter
+        if source is not None and field in base and field not in flags:
+            raise ConfigError(f"{field} in {source}", error.allowed, error.got) from None
+        raise
