@@ -91,6 +91,8 @@ def test_the_hardware_library_imports_no_design():
 
 
 def test_the_example_runs(tmp_path):
+    # (its report is the one tests/test_reports_pinned.py builds, its engine the one
+    # tests/test_engine_jobserver.py runs: the synthesis and the build are shared)
     from zoforge.reports.pipeline import Progress
 
     blocks = re.findall(r"```python\n(.*?)```", TEXT, re.DOTALL)

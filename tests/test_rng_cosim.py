@@ -98,8 +98,10 @@ def test_pool_pointer_crossed_several_perturbations_and_wraps(report):
 
 
 def test_cosim_rng_command_prints_json(capsys, simulator):
-    assert main(["cosim", "rng", "--n-rng", "3", "--bits", "4", "--snapshot", "--cycles",
-                 "300", "--simulator", simulator]) == 0
+    # the generator of docs/architecture.md's example (tests/test_architecture_doc.py): one
+    # build for both
+    assert main(["cosim", "rng", "--n-rng", "3", "--bits", "5", "--cycles", "300",
+                 "--simulator", simulator]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["bit_exact"] is True and report["cycles"] == 300
     assert report["simulator"] == simulator and report["cycles_per_s"] > 0
