@@ -3,7 +3,7 @@
 An entry lives under ``cache_dir()/sim/<name>-<key>``, ``key`` being
 :func:`zoforge.files.content_key` of everything the build reads (sources, tool arguments,
 memory files) and of this environment (``sys.prefix``: a cocotb model links against this
-venv's cocotb). Builds of one entry are serialised with its lock, so parallel test workers
+venv's cocotb; the C++ optimisation level, :func:`~zoforge.sim.toolchain.cxx_opt`). Builds of one entry are serialised with its lock, so parallel test workers
 share them. An entry is complete once its manifest (``result.json``: the key and the size of
 every file) is stored after the build succeeded, and while every file still has that size;
 anything else (a build killed or failed half-way, a truncated file) is cleared and rebuilt,
@@ -18,6 +18,7 @@ from typing import Callable
 
 from zoforge.files import RESULT, clear_entry, content_key, entry_dir, load_result, locked, \
     store_result
+from zoforge.sim.toolchain import cxx_opt
 
 __all__ = ["cached_build"]
 
@@ -31,7 +32,7 @@ def cached_build(name: str, parts: list[str], build: Callable[[Path, bool], None
     ``build(entry, complete)`` runs under the entry's lock: it builds into ``entry`` when
     ``complete`` is False (the entry then holds nothing but its lock) and may run a cheap
     up-to-date step when True (cocotb's runner needs its build step before a test)."""
-    key = content_key(*parts, sys.prefix)
+    key = content_key(*parts, sys.prefix, cxx_opt())
     entry = entry_dir("sim", f"{name}-{key}")
     started = time.perf_counter()
     with locked(entry):

