@@ -221,7 +221,7 @@ def test_rtl_master_saturates_at_both_ends(simulator):
 def test_rtl_update_regenerates_the_forward_perturbation(simulator):
     """Full mode with X = I, eps = 1, eta = 1: Y+ - Y- = 2 z and T_before - T_after = g z,
     read from the RTL's own outputs (no golden model involved)."""
-    config = layer_config(mode="full", **SMALL)
+    config = layer_config("pregen", mode="full", **SMALL)    # the stall test's full design
     options = ZoCosimOptions(steps=1, q=1, m=8, k=8, n=8, eps_shift=0, eta_mult=1,
                              eta_shift=0, grad_shift=30, simulator=simulator)
     data = make_data(config, options)

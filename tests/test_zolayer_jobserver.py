@@ -66,7 +66,7 @@ def test_backends_agree_cycle_for_cycle(strategy, mode, classify):
 
 
 def test_one_process_serves_every_step_and_is_reaped():
-    config = layer_config("gaussian", mode="full", **SMALL)
+    config = layer_config("gaussian", mode="lora-fa", **SMALL)   # a design other tests build
     options = ZoCosimOptions(steps=5, q=2, seed=11, grad_shift=30, source_idle=0.2,
                              sink_backpressure=0.2)
     data = make_data(config, options)
