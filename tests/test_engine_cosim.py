@@ -8,6 +8,7 @@ with and without bias), back-to-back jobs without reset, and output back-pressur
 import numpy as np
 import pytest
 
+from engine_checks import assert_jobs_bit_exact
 from zoforge.config import field_of
 from zoforge.errors import ConfigError
 from zoforge.hw.export import to_verilog
@@ -46,14 +47,7 @@ def run_a(simulator):
 
 def test_random_shapes_are_bit_exact_back_to_back(run_a):
     cosim, jobs, results, info = run_a
-    assert len(results) == len(jobs)
-    for job, result in zip(jobs, results):
-        assert result.bit_exact, (result.shape, result.mismatches)
-        assert result.irq
-        assert result.cycles >= result.ideal_cycles
-        m, k, n = job.shape
-        tiles = -(-m // cosim.rows) * -(-n // cosim.cols)
-        assert result.array_cycles == tiles * -(-k // cosim.pack) * cosim.pack
+    assert_jobs_bit_exact(cosim, jobs, results)
     assert info["sim_cycles"] > sum(r.cycles for r in results)
 
 

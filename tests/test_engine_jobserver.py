@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from engine_checks import assert_jobs_bit_exact
 from zoforge.sim.engine_cosim import EngineCosim, random_job
 
 CONFIG = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)
@@ -42,14 +43,7 @@ def free_run():
 
 def test_random_shapes_are_bit_exact_back_to_back(free_run):
     cosim, jobs, results, info = free_run
-    assert len(results) == len(jobs)
-    for job, result in zip(jobs, results):
-        assert result.bit_exact, (result.shape, result.mismatches)
-        assert result.irq
-        m, k, n = job.shape
-        tiles = -(-m // cosim.rows) * -(-n // cosim.cols)
-        assert result.array_cycles == tiles * -(-k // cosim.pack) * cosim.pack
-        assert result.cycles >= result.ideal_cycles
+    assert_jobs_bit_exact(cosim, jobs, results)
     assert info["sim_cycles"] > sum(r.cycles for r in results)
     assert any(r.output.dtype == np.int8 and r.output.min() == -128 for r in results)
 
