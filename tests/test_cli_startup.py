@@ -116,6 +116,12 @@ def test_a_group_commands_sub_command_gets_its_flags_when_used():
     assert "zoforge.golden.rng" not in _probe(["rng", "--help"])["modules"]
 
 
+def _printed(code: str) -> list[str]:
+    """The words ``code`` prints when run in a fresh interpreter."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.split()
+
+
 def test_design_fields_given_as_references_are_imported_when_first_read():
     code = ("import sys\nfrom zoforge.hw.designs import get_design\n"
             "design = get_design('engine')\n"
@@ -123,9 +129,7 @@ def test_design_fields_given_as_references_are_imported_when_first_read():
             "design.configs\n"
             "print(before, 'zoforge.hw.engine.config' in sys.modules, "
             "'zoforge.hw.engine.designs' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert proc.stdout.split() == ["False", "True", "False"]
+    assert _printed(code) == ["False", "True", "False"]
 
 
 def test_a_board_is_imported_only_when_used():
@@ -133,9 +137,7 @@ def test_a_board_is_imported_only_when_used():
             "names = board_names()\nget_board('zcu102')\n"
             "print(','.join(names), 'zoforge.boards.ulx3s' in sys.modules, "
             "'zoforge.boards.zcu102' in sys.modules)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert proc.stdout.split() == ["ulx3s-85f,zcu102", "False", "True"]
+    assert _printed(code) == ["ulx3s-85f,zcu102", "False", "True"]
 
 
 # -- a design's size limit is its registration's ------------------------------------------
