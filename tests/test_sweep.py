@@ -104,6 +104,10 @@ def _done(folder: Path) -> int:
         return 0
 
 
+# end to end (CI runs it); the default run's representatives of the store's crash safety are
+# tests/test_sweep_store.py (claims, the lease of a dead process, heartbeats, failures)
+@pytest.mark.slow
+@pytest.mark.ci
 def test_sigkill_at_a_random_point_resumes_and_runs_every_point_once(reference, tmp_path):
     seed = time.time_ns() % 10_000
     rng = random.Random(seed)
