@@ -25,9 +25,9 @@ The engine computes ``Y = requant(X·W + bias)`` for INT8 operands. Its integer 
   ``multiplier / 2^shift ≈ s`` and 16 significant bits (multiplier in [2^15, 2^16)), except
   for scales below 2^-32 (multiplier < 2^15 at the largest shift, 47) and ``s = 0``.
 
-``torch.matmul`` on int8 tensors wraps at 8 bits, so :func:`gemm_int32` upcasts: it uses a
-float64 matmul, which is exact here (every partial sum is an integer below 2^53 in
-magnitude for K < 2^38).
+``torch.matmul`` on int8 tensors wraps at 8 bits, so :func:`gemm_int32` upcasts: float32
+matmuls over k-slices of at most 1024 (every partial sum an integer of magnitude at most
+2^24, exact in float32), summed in int64 (:func:`exact_int8_matmul`).
 """
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ from zoforge.golden.engine_widths import (ACC_BITS, MULT_BITS, OPERAND_BITS, SHI
                                         SHIFT_MAX)
 
 __all__ = ["OPERAND_BITS", "ACC_BITS", "MULT_BITS", "SHIFT_BITS", "SHIFT_MAX", "RequantParams",
-           "gemm_int32", "wrap_signed", "requantize", "quantize_multiplier", "engine_gemm",
-           "EngineLinear"]
+           "gemm_int32", "exact_int8_matmul", "wrap_signed", "requantize",
+           "quantize_multiplier", "engine_gemm", "EngineLinear"]
 
 
 @dataclass(frozen=True)
@@ -97,10 +97,26 @@ def gemm_int32(x, w, bias=None) -> torch.Tensor:
     if x.shape[-1] != w.shape[0]:
         raise ConfigError("x/w", "matrices with x.shape[-1] == w.shape[0]",
                           f"{tuple(x.shape)} and {tuple(w.shape)}")
-    acc = torch.matmul(x.to(torch.float64), w.to(torch.float64)).to(torch.int64)
+    acc = exact_int8_matmul(x, w)
     if bias is not None:
         acc = acc + torch.as_tensor(bias).to(torch.int64)
     return wrap_signed(acc).to(torch.int32)
+
+
+#: Depth of one float32 partial product: 1024 int8 products sum to at most 2^24 in
+#: magnitude, which float32 holds exactly whatever the summation order.
+_F32_EXACT_DEPTH = 1024
+
+
+def exact_int8_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``x @ w`` of int8 ``[..., M, K]`` and ``[K, N]`` as exact int64: float32 matmuls over
+    slices of at most 1024 k-steps (each exact, see ``_F32_EXACT_DEPTH``), summed in int64."""
+    out = None
+    for start in range(0, max(x.shape[-1], 1), _F32_EXACT_DEPTH):
+        part = torch.matmul(x[..., start:start + _F32_EXACT_DEPTH].to(torch.float32),
+                            w[start:start + _F32_EXACT_DEPTH].to(torch.float32)).to(torch.int64)
+        out = part if out is None else out + part
+    return out
 
 
 def requantize(acc, params: RequantParams, relu: bool = False) -> torch.Tensor:

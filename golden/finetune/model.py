@@ -1,0 +1,317 @@
+"""MiniLM in the accelerator's arithmetic: calibration, quantized maps, and the host's forward.
+
+**Host and units.** The encoder's float parts (embeddings, attention scores and softmax,
+LayerNorm, GELU, residuals, mean pooling, the loss) run on the host in float32:
+:func:`zoforge.golden.models.bert_layer`, one function for the golden run and the
+co-simulation. Every linear map is a call (:mod:`.calls`) made by the host's ``linear``
+callback (:class:`IntegerLinears`): quantize the float input to int8, call a unit,
+dequantize the int8 result. ``key``, ``attn_out``, ``ffn_in``, ``ffn_out`` and the head run
+on the GEMM engine; ``query`` and ``value`` (:data:`~.config.ADAPTED`) on the ZO layer,
+which computes the frozen ``X·W`` and the adapter ``U·Tp`` together.
+
+**Quantization** (post-training, on ``calibration`` training examples through the float
+model, padding tokens included):
+
+* weights (smoothed, below): int8 per output channel, ``s_w[n] = max_k |W[n, k]| / 127``,
+  ``w = clamp(round_half_even(W / s_w), -127, 127)``;
+* smoothing (SmoothQuant, Xiao et al. 2023): BERT's few outlier features would take a
+  per-tensor int8 input's whole range, so each map's input channel k is divided by
+  ``s_k = max|x_k|^0.5 / max_n|W[n, k]|^0.5`` on the host and W's column k multiplied by it
+  (the product is unchanged; A is multiplied the same way);
+* activations: int8 per tensor, ``s_x = percentile(|x / s|, ACT_PERCENTILE) / 127`` of each
+  map's (smoothed) input, ``x = clamp(round_half_even(x / s / s_x), ±127)``;
+* bias: int32 ``round_half_even(b / (s_x s_w[n]))``; output: the engine's requantizer
+  (:func:`~zoforge.golden.engine.requantize`, per column ``mult/2^shift ≈ s_x s_w[n] /
+  s_y[n]``) to int8 in per-column scales ``s_y[n] = max |y[:, n]| / 127`` (the requantizer
+  is per column anyway, so BERT's outlier features keep their range without costing the
+  others theirs); the head is raw (int32 logits times ``s_x s_w[n]``);
+* LoRA-FA: ``A`` (``K x r``, uniform in ``±1/sqrt(K)`` from the seed, frozen) int8 per
+  tensor; ``U = requant(X·A)`` in ``s_u = percentile(|x A|) / 127``; the trained operand
+  ``Tp`` (int16, master ``T >> 8``) adds ``U·Tp`` to the accumulators of ``X·W``, so B's
+  float value is ``Tp * s_x s_w[n] / s_u`` (:attr:`Adapter.column_scale`). On the ZO
+  layer the host adds the bias and applies the same requantizer to the int32 result.
+
+The float twin (:class:`FloatLinears`) is the same model with every map in float32 and the
+adapter's B = ``Tp_f * column_scale`` for a float operand ``Tp_f`` (same parametrization,
+no rounding anywhere): the "same in float" of the accuracy comparison.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoforge.errors import ConfigError
+from zoforge.golden.engine import RequantParams, quantize_multiplier, requantize
+from zoforge.golden.finetune.calls import AdapterCall, EngineCall
+from zoforge.golden.finetune.config import ADAPTED, FinetuneConfig
+from zoforge.golden.models import LAYER_LINEARS, bert_layer, mean_pool
+
+__all__ = ["ACT_PERCENTILE", "QuantLinear", "Adapter", "QuantModel", "IntegerLinears",
+           "FloatLinears", "quantize_activation", "smoothing", "SMOOTH_ALPHA", "check_model_limits", "adapter_names"]
+
+ACT_PERCENTILE = 99.99
+SMOOTH_ALPHA = 0.5      # SmoothQuant's migration strength (Xiao et al., 2023)
+
+
+def _scale(values: list[torch.Tensor], percentile: float | None = None) -> float:
+    """Per-tensor scale: the ``percentile`` (default :data:`ACT_PERCENTILE`) of ``|values|``
+    over 127 (1 where it is 0)."""
+    flat = torch.cat([v.reshape(-1) for v in values]).abs().double().numpy()
+    q = ACT_PERCENTILE if percentile is None else percentile
+    peak = float(np.percentile(flat, q)) if flat.size else 0.0
+    return peak / 127 if peak > 0 else 1.0
+
+
+def smoothing(inputs: list[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
+    """SmoothQuant's per-input-channel factors ``s_k = max|x_k|^a / max_n|W[n, k]|^(1-a)``
+    (``a`` = :data:`SMOOTH_ALPHA`; 1 where a channel is all zero)."""
+    x_peak = torch.cat([x.reshape(-1, x.shape[-1]) for x in inputs]).abs().double().amax(0)
+    w_peak = weight.abs().amax(0)
+    s = x_peak ** SMOOTH_ALPHA / w_peak.clamp_min(1e-12) ** (1 - SMOOTH_ALPHA)
+    return torch.where((x_peak > 0) & (w_peak > 0), s, torch.ones_like(s))
+
+
+def _column_scales(values: list[torch.Tensor]) -> torch.Tensor:
+    """Per-column output scales: ``max |y[:, n]| / 127`` over the calibration outputs."""
+    flat = torch.cat([v.reshape(-1, v.shape[-1]) for v in values]).abs().double()
+    peak = flat.amax(0)
+    return torch.where(peak > 0, peak / 127, torch.ones_like(peak))
+
+
+def quantize_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """``clamp(round_half_even(x / scale), -127, 127)`` as int8."""
+    return torch.round(x.double() / scale).clamp(-127, 127).to(torch.int8)
+
+
+@dataclass
+class QuantLinear:
+    """One linear map in engine form: int8 ``weight (K, N)`` with per-column scales, int32
+    ``bias``, the input scale and (``out_scale`` not None) the int8 output's requantizer."""
+
+    weight: torch.Tensor
+    weight_scale: torch.Tensor           # float64 (N,)
+    smooth: torch.Tensor                 # float64 (K,): the host divides x by it
+    bias: torch.Tensor                   # int32 (N,)
+    in_scale: float
+    out_scale: torch.Tensor | None       # float64 (N,): the int8 output's scale per column
+    params: RequantParams | None
+    float_weight: torch.Tensor           # float32 (N, K), the model's
+    float_bias: torch.Tensor
+
+    @classmethod
+    def of(cls, module: torch.nn.Linear, inputs: list[torch.Tensor],
+           out_scale: torch.Tensor | None) -> "QuantLinear":
+        """Quantize ``module`` for the calibration ``inputs`` (see the module docstring)."""
+        w = module.weight.detach().double()
+        smooth = smoothing(inputs, w)
+        x_scale = _scale([x / smooth.to(x.dtype) for x in inputs])
+        w = w * smooth[None, :]
+        peak = w.abs().amax(dim=1)
+        w_scale = torch.where(peak > 0, peak / 127, torch.ones_like(peak))
+        weight = torch.round(w / w_scale[:, None]).clamp(-127, 127).to(torch.int8).T
+        acc_scale = x_scale * w_scale
+        bias = torch.round(module.bias.detach().double() / acc_scale).to(torch.int32)
+        params = None if out_scale is None else quantize_multiplier(acc_scale / out_scale)
+        return cls(weight.contiguous(), w_scale, smooth, bias, x_scale, out_scale, params,
+                   module.weight.detach().float(), module.bias.detach().float())
+
+    def quantize_input(self, x: torch.Tensor) -> torch.Tensor:
+        """The host's int8 input: ``quantize_activation(x / smooth, in_scale)``."""
+        return quantize_activation(x.double() / self.smooth, self.in_scale)
+
+    @property
+    def acc_scale(self) -> torch.Tensor:
+        """The accumulators' scale per column, ``s_x s_w[n]``."""
+        return self.in_scale * self.weight_scale
+
+    def engine_call(self, name: str, x: torch.Tensor) -> EngineCall:
+        mult, shift = (None, None) if self.params is None else \
+            self.params.per_column(self.weight.shape[1])
+        return EngineCall(name, x, self.weight, self.bias, mult, shift)
+
+    def output(self, acc: torch.Tensor) -> torch.Tensor:
+        """The host's requantization of int32 accumulators (ZO-layer results): bias added,
+        then the engine's requantizer (int8)."""
+        return requantize(acc + self.bias.to(torch.int64), self.params)
+
+
+@dataclass
+class Adapter:
+    """LoRA-FA on one map: its frozen map, A in float and int8, U's requantizer."""
+
+    name: str
+    linear: QuantLinear
+    a_float: torch.Tensor                # float32 (K, r)
+    a: torch.Tensor                      # int8 (K, r)
+    u_scale: float
+    u_params: RequantParams
+
+    @property
+    def column_scale(self) -> torch.Tensor:
+        """B's float value per operand unit, per output column: ``s_x s_w[n] / s_u``."""
+        return self.linear.acc_scale / self.u_scale
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """The trained matrix ``(r, N)``."""
+        return self.a.shape[1], self.linear.weight.shape[1]
+
+
+def adapter_names(blocks: int) -> list[str]:
+    """The adapted maps in forward order (the generator's order): ``block0.query``, ..."""
+    return [f"block{b}.{name}" for b in range(blocks) for name in ADAPTED]
+
+
+def check_model_limits(cfg: FinetuneConfig, model) -> None:
+    """``blocks`` and ``seq_len`` within the loaded model's (one-line errors)."""
+    layers = model.config.num_hidden_layers
+    if cfg.blocks > layers:
+        raise ConfigError("blocks", f"an integer with 1 <= value <= {layers} (the model's "
+                          "encoder blocks)", cfg.blocks)
+    positions = model.config.max_position_embeddings
+    if cfg.seq_len > positions:
+        raise ConfigError("seq_len", f"an integer with 2 <= value <= {positions} (the "
+                          "model's positions)", cfg.seq_len)
+
+
+class QuantModel:
+    """The first ``cfg.blocks`` blocks of ``model`` quantized on the calibration batch
+    ``(ids, mask)``, with the adapters and the frozen head ``head`` (``nn.Linear``, on the
+    float model's pooled features)."""
+
+    def __init__(self, cfg: FinetuneConfig, model, ids, mask, head: torch.nn.Linear):
+        check_model_limits(cfg, model)
+        self.cfg, self.model = cfg, model
+        self.blocks = list(model.encoder.layer[:cfg.blocks])
+        self.head_float = head
+        stats: dict[str, list[torch.Tensor]] = {}
+        generator = torch.Generator().manual_seed(cfg.seed)
+        self.a_float = {}
+        for b, layer in enumerate(self.blocks):
+            for name in ADAPTED:
+                k = layer.get_submodule(LAYER_LINEARS[name]).in_features
+                self.a_float[f"block{b}.{name}"] = ((torch.rand(cfg.rank, k, generator=generator)
+                                                    * 2 - 1) * k ** -0.5).T.contiguous()
+        with torch.no_grad():
+            pooled = self._float_forward(ids, mask, stats)
+            stats["head.in"] = [pooled]
+        self.linears: dict[str, QuantLinear] = {}
+        for b, layer in enumerate(self.blocks):
+            for name, path in LAYER_LINEARS.items():
+                key = f"block{b}.{name}"
+                self.linears[key] = QuantLinear.of(layer.get_submodule(path),
+                                                   stats[key + ".in"],
+                                                   _column_scales(stats[key + ".out"]))
+        self.head = QuantLinear.of(head, stats["head.in"], None)
+        self.adapters: dict[str, Adapter] = {}
+        for key in adapter_names(cfg.blocks):
+            linear = self.linears[key]
+            a_smooth = self.a_float[key].double() * linear.smooth[:, None]
+            peak = float(a_smooth.abs().max())
+            a_scale = peak / 127 if peak > 0 else 1.0
+            a = torch.round(a_smooth / a_scale).clamp(-127, 127).to(torch.int8)
+            u_scale = _scale(stats[key + ".u"])
+            self.adapters[key] = Adapter(key, linear, self.a_float[key], a, u_scale,
+                                         quantize_multiplier(linear.in_scale * a_scale
+                                                             / u_scale))
+
+    def _float_forward(self, ids, mask, stats) -> torch.Tensor:
+        """The float model's pooled features, recording every map's input and output."""
+        h = self.model.embeddings(input_ids=ids)
+        for b, layer in enumerate(self.blocks):
+            modules = {name: layer.get_submodule(path) for name, path in LAYER_LINEARS.items()}
+
+            def linear(name, x, b=b, modules=modules):
+                key = f"block{b}.{name}"
+                y = F.linear(x, modules[name].weight, modules[name].bias)
+                stats.setdefault(key + ".in", []).append(x)
+                stats.setdefault(key + ".out", []).append(y)
+                if key in self.a_float:
+                    stats.setdefault(key + ".u", []).append(x @ self.a_float[key])
+                return y
+            h = bert_layer(layer, h, mask, linear)
+        return mean_pool(h, mask)
+
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return self.model.embeddings(input_ids=ids)
+
+    def forward(self, ids, mask, linears) -> torch.Tensor:
+        """float64 logits ``(B, classes)`` with every map computed by ``linears``
+        (:class:`IntegerLinears` or :class:`FloatLinears`); autograd where enabled."""
+        h = self.embed(ids)
+        for b, layer in enumerate(self.blocks):
+            h = bert_layer(layer, h, mask,
+                           lambda name, x, b=b: linears(f"block{b}.{name}", x))
+        return linears.head(mean_pool(h, mask))
+
+    def logits(self, ids, mask, linears) -> torch.Tensor:
+        """:meth:`forward` without autograd."""
+        with torch.no_grad():
+            return self.forward(ids, mask, linears)
+
+
+class IntegerLinears:
+    """The host's ``linear`` callback in the accelerator's arithmetic: every map one call to
+    ``units`` (a :class:`~zoforge.golden.finetune.calls.GoldenUnits` or the RTL's), the
+    adapters with ``masters`` (name -> int64 ``(r, N)``), perturbation ``sign`` and
+    ``eps_shift``; the first adapter call of a perturbed pass saves (``+``) or restores
+    (``-``) the generator."""
+
+    def __init__(self, model: QuantModel, units, masters: dict[str, torch.Tensor],
+                 sign: int = 0, eps_shift: int = 0):
+        self.model, self.units, self.masters = model, units, masters
+        self.sign, self.eps_shift = sign, eps_shift
+        self.first = True
+
+    def __call__(self, key: str, x: torch.Tensor) -> torch.Tensor:
+        linear = self.model.linears[key]
+        shape = x.shape
+        xq = linear.quantize_input(x.reshape(-1, shape[-1]))
+        adapter = self.model.adapters.get(key)
+        if adapter is None:
+            y = self.units(linear.engine_call(key, xq))
+        else:
+            first, self.first = self.first, False
+            y = linear.output(self.units(AdapterCall(
+                key, xq, linear.weight, adapter.a, self.masters[key],
+                int(adapter.u_params.multiplier), int(adapter.u_params.shift), self.sign,
+                self.eps_shift, save=first and self.sign > 0,
+                restore=first and self.sign < 0)))
+        return (y.double() * linear.out_scale).float().reshape(*shape[:-1], -1)
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        head = self.model.head
+        xq = head.quantize_input(pooled)
+        return self.units(head.engine_call("head", xq)).double() * head.acc_scale
+
+
+class FloatLinears:
+    """The float twin of :class:`IntegerLinears`: float32 maps; each adapter adds
+    ``(x A)(Tp_f * column_scale)`` with ``Tp_f = T_f + sign * z * 2^-eps_shift``, ``z`` the
+    next perturbation from ``draw(name, shape)`` (the same stream, in the same order)."""
+
+    def __init__(self, model: QuantModel, masters: dict[str, torch.Tensor], draw=None,
+                 sign: int = 0, eps_shift: int = 0):
+        self.model, self.masters, self.draw = model, masters, draw
+        self.sign, self.eps_shift = sign, eps_shift
+
+    def __call__(self, key: str, x: torch.Tensor) -> torch.Tensor:
+        linear = self.model.linears[key]
+        y = F.linear(x, linear.float_weight, linear.float_bias)
+        adapter = self.model.adapters.get(key)
+        if adapter is None:
+            return y
+        operand = self.masters[key]
+        if self.sign:
+            operand = operand + self.sign * self.draw(adapter.shape).double() \
+                * 2.0 ** -self.eps_shift
+        b = (operand * adapter.column_scale[None, :]).float()
+        return y + (x @ adapter.a_float) @ b
+
+    def head(self, pooled: torch.Tensor) -> torch.Tensor:
+        head = self.model.head_float
+        return F.linear(pooled, head.weight, head.bias).double()

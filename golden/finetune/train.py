@@ -1,0 +1,248 @@
+"""ZO fine-tuning of the adapters in the accelerator's arithmetic, its float twin, and the
+first-order ceiling.
+
+:func:`prepare` loads the model and the data (offline), fits the frozen head (a logistic
+regression on the float model's pooled training features, full-batch L-BFGS: the linear
+probe the adapters start from) and calibrates the :class:`~.model.QuantModel`.
+
+**One ZO step** (:class:`ZoFinetune`, ``arithmetic`` ``"int8"`` or ``"float"``; the batch of
+step ``t`` is :func:`zoforge.golden.zo.train.batch_index` ``(seed, t)``)::
+
+    work = masters
+    for i in range(q):
+        l+ = loss(forward with +eps z)   # adapters in forward order draw from the one
+        l- = loss(forward with -eps z)   #   generator; first call saves / restores it
+        g  = clamp(round((l+ - l-) * gain), int16)            (float: unrounded)
+        for each adapter j in order: work_j = update(work_j, g, z_j regenerated)
+    masters = work
+
+``lr``/``eps`` become the ZO layer's integer settings with
+:func:`zoforge.golden.zolayer.network.step_settings` (B in weight units ``operand * 2^-12``).
+int8: every call goes to ``units`` (:class:`~.calls.GoldenUnits`, or the co-simulation's
+RTL units), the update is the ZO layer's (rounded after every query). float: the same
+stream of ``z`` integers, ``Tp_f = T_f ± z 2^-eps_shift`` and
+``T_f -= eta_mult 2^-eta_shift g z / 2^8`` in operand units, nothing rounded.
+
+:func:`backprop_finetune` is the first-order ceiling: the same float adapters (B in the
+same parametrization), the same head and batches, Adam on the cross-entropy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from zoforge.golden.data import load_dataset, split
+from zoforge.golden.finetune.calls import GoldenUnits, UpdateCall
+from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.golden.finetune.model import (FloatLinears, IntegerLinears, QuantModel,
+                                           adapter_names, check_model_limits)
+from zoforge.golden.models import hidden_states, load_encoder, mean_pool, tokenize
+from zoforge.golden.zo.train import batch_index
+from zoforge.golden.zolayer.config import Formats
+from zoforge.golden.zolayer.host import mean_cross_entropy, saturate_gradient
+from zoforge.golden.zolayer.model import draw_perturbation
+from zoforge.golden.zolayer.network import StepSettings, step_settings
+
+HEAD_L2 = 1e-2
+
+__all__ = ["Prepared", "prepare", "ZoFinetune", "StepRecord", "accuracy", "backprop_finetune",
+           "float_accuracy"]
+
+
+@dataclass
+class Prepared:
+    """What every run of one configuration shares: token ids, masks and labels of the
+    splits, the quantized model and the class names."""
+
+    cfg: FinetuneConfig
+    model: QuantModel
+    train: tuple[torch.Tensor, torch.Tensor, np.ndarray]
+    test: tuple[torch.Tensor, torch.Tensor, np.ndarray]
+    label_names: list[str]
+
+
+def _fit_head(features: torch.Tensor, labels: np.ndarray, classes: int) -> torch.nn.Linear:
+    """Logistic regression (L2 ``HEAD_L2`` on standardized features, L-BFGS, 200
+    iterations) on ``features``."""
+    torch.manual_seed(0)
+    head = torch.nn.Linear(features.shape[1], classes)
+    torch.nn.init.zeros_(head.weight)
+    torch.nn.init.zeros_(head.bias)
+    target = torch.as_tensor(labels)
+    mean, std = features.mean(0), features.std(0).clamp_min(1e-6)
+    x = (features - mean) / std
+    optimizer = torch.optim.LBFGS(head.parameters(), max_iter=200, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimizer.zero_grad()
+        loss = F.cross_entropy(head(x), target) + HEAD_L2 * head.weight.pow(2).sum()
+        loss.backward()
+        return loss
+    optimizer.step(closure)
+    with torch.no_grad():                     # fold the standardization into the head
+        weight = head.weight / std
+        bias = head.bias - weight @ mean
+    folded = torch.nn.Linear(features.shape[1], classes)
+    with torch.no_grad():
+        folded.weight.copy_(weight)
+        folded.bias.copy_(bias)
+    folded.requires_grad_(False)
+    return folded
+
+
+def prepare(cfg: FinetuneConfig, model_and_tokenizer=None) -> Prepared:
+    """Load, split, tokenize, fit the head and quantize (see the module docstring)."""
+    model, tokenizer = model_and_tokenizer or load_encoder(cfg.model)
+    check_model_limits(cfg, model)
+    data = load_dataset()
+    splits = split(data, cfg.split_seed, cfg.n_train, 0, cfg.n_test)
+    train = (*tokenize(tokenizer, splits.train.texts, cfg.seq_len), splits.train.labels)
+    test = (*tokenize(tokenizer, splits.test.texts, cfg.seq_len), splits.test.labels)
+    with torch.no_grad():
+        hidden = hidden_states(model, train[0], train[1], cfg.blocks)
+        features = mean_pool(hidden, train[1])
+    head = _fit_head(features, train[2], data.num_classes)
+    ids, mask = train[0][:cfg.calibration], train[1][:cfg.calibration]
+    quant = QuantModel(cfg, model, ids, mask, head)
+    return Prepared(cfg, quant, train, test, data.label_names)
+
+
+def accuracy(logits: torch.Tensor, labels) -> float:
+    return float((logits.argmax(-1).numpy() == np.asarray(labels)).mean())
+
+
+@dataclass
+class StepRecord:
+    """One step: its batch, the branches' losses (``+``, ``-`` per query), the g values and
+    the masters after the step."""
+
+    step: int
+    batch: np.ndarray
+    losses: list[float]
+    grads: list
+    masters: dict[str, torch.Tensor] = field(repr=False)
+
+    @property
+    def loss(self) -> float:
+        return float(np.mean(self.losses))
+
+
+class ZoFinetune:
+    """The ZO fine-tuning of ``prepared``'s adapters in ``arithmetic`` (module docstring);
+    ``units`` runs the int8 calls (default: a fresh :class:`GoldenUnits`)."""
+
+    def __init__(self, prepared: Prepared, arithmetic: str = "int8", units=None):
+        cfg = prepared.cfg
+        self.prepared, self.cfg, self.model = prepared, cfg, prepared.model
+        self.arithmetic = arithmetic
+        generator = cfg.generator().golden()
+        self.settings: StepSettings = step_settings(cfg.lr, cfg.eps, cfg.queries,
+                                                    generator.frac_bits)
+        self.units = units if units is not None else GoldenUnits(generator, cfg.layer_rows)
+        self.generator = generator if units is None else None
+        self.names = adapter_names(cfg.blocks)
+        dtype = torch.int64 if arithmetic == "int8" else torch.float64
+        self.masters = {name: torch.zeros(self.model.adapters[name].shape, dtype=dtype)
+                        for name in self.names}
+        self.step_index = 0
+
+    # -- the host's side -------------------------------------------------------------------
+    def linears(self, masters, sign: int = 0):
+        e = self.settings.eps_shift
+        if self.arithmetic == "int8":
+            return IntegerLinears(self.model, self.units, masters, sign, e)
+        return FloatLinears(self.model, masters, self._draw, sign, e)
+
+    def _draw(self, shape) -> torch.Tensor:
+        return draw_perturbation(self.generator, self.cfg.layer_rows, *shape)
+
+    def loss(self, ids, mask, labels, masters, sign: int) -> float:
+        return mean_cross_entropy(self.model.logits(ids, mask, self.linears(masters, sign))
+                                  .numpy(), labels)
+
+    def gradient(self, loss_plus: float, loss_minus: float):
+        difference = (loss_plus - loss_minus) * self.settings.gain
+        if self.arithmetic == "int8":
+            return saturate_gradient(round(difference))
+        return difference
+
+    def update(self, name: str, master: torch.Tensor, g, restore: bool) -> torch.Tensor:
+        s = self.settings
+        if self.arithmetic == "int8":
+            return self.units(UpdateCall(name, master, int(g), s.eta_mult, s.eta_shift,
+                                         restore))
+        if restore:
+            self.generator.restore(self._saved)
+        eta = s.eta_mult * 2.0 ** -s.eta_shift / 2 ** Formats.MASTER_FRAC
+        return master - eta * g * self._draw(master.shape).double()
+
+    # -- a step ----------------------------------------------------------------------------
+    def batch(self, step: int) -> np.ndarray:
+        return batch_index(self.cfg.seed, step, self.cfg.n_train, self.cfg.batch)
+
+    def step(self) -> StepRecord:
+        """One ZO step (module docstring) on the next batch."""
+        index = self.batch(self.step_index)
+        ids, mask, labels = (t[index] for t in self.prepared.train)
+        work = {name: t.clone() for name, t in self.masters.items()}
+        losses, grads = [], []
+        for _ in range(self.cfg.queries):
+            if self.generator is not None:
+                self._saved = self.generator.save()
+            loss_plus = self.loss(ids, mask, labels, self.masters, +1)
+            if self.arithmetic == "float":
+                self.generator.restore(self._saved)
+            loss_minus = self.loss(ids, mask, labels, self.masters, -1)
+            g = self.gradient(loss_plus, loss_minus)
+            for j, name in enumerate(self.names):
+                work[name] = self.update(name, work[name], g, restore=j == 0)
+            losses += [loss_plus, loss_minus]
+            grads.append(g)
+        self.masters = work
+        record = StepRecord(self.step_index, index, losses, grads, work)
+        self.step_index += 1
+        return record
+
+    def evaluate(self, split: str = "test", batch: int = 64) -> float:
+        """Accuracy of the unperturbed model on ``split`` (golden units)."""
+        ids, mask, labels = getattr(self.prepared, split)
+        units = GoldenUnits(self.cfg.generator().golden(), self.cfg.layer_rows)
+        out = []
+        for start in range(0, len(labels), batch):
+            part = slice(start, start + batch)
+            linears = (IntegerLinears(self.model, units, self.masters)
+                       if self.arithmetic == "int8" else FloatLinears(self.model,
+                                                                      self.masters))
+            out.append(self.model.logits(ids[part], mask[part], linears))
+        return accuracy(torch.cat(out), labels)
+
+
+def float_accuracy(prepared: Prepared, split: str = "test", batch: int = 64) -> float:
+    """The float encoder with the head (no adapters): the probe's own accuracy."""
+    return ZoFinetune(prepared, "float").evaluate(split, batch)
+
+
+def backprop_finetune(prepared: Prepared, steps: int, lr: float = 1e-3,
+                      on_step=None) -> ZoFinetune:
+    """The first-order ceiling (module docstring): Adam on the float adapters' operands
+    ``T_f`` for ``steps`` steps of the same batches; returns the trained float twin."""
+    twin = ZoFinetune(prepared, "float")
+    params = {name: t.clone().requires_grad_(True) for name, t in twin.masters.items()}
+    optimizer = torch.optim.Adam(params.values(), lr=lr)
+    for step in range(steps):
+        index = twin.batch(step)
+        ids, mask, labels = (t[index] for t in prepared.train)
+        with torch.enable_grad():
+            logits = prepared.model.forward(ids, mask, FloatLinears(prepared.model, params))
+            loss = F.cross_entropy(logits, torch.as_tensor(labels))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        if on_step is not None:
+            on_step(step, float(loss))
+    twin.masters = {name: t.detach() for name, t in params.items()}
+    return twin
+
