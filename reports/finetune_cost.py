@@ -416,6 +416,7 @@ def step_time_energy(step: StepCost, mhz: float, power_w: float,
 def memory_bits(engine: EngineConfig, layer: ZoLayerConfig) -> dict[str, int]:
     """On-chip memory bits of each unit (its memories' ``bits``, sized from the
     configuration) and their sum."""
+    # the designs' modules import the generators and blocks (~80 ms): only when used
     from zoforge.hw.engine.designs import engine_memories
     from zoforge.hw.zolayer.designs import layer_memories
     engine_bits = sum(size.bits for size in engine_memories(engine).values())
@@ -522,6 +523,7 @@ def measure_engine_jobs(engine: EngineConfig, shapes: list[tuple[int, int, int, 
     """CYCLES of one random job per ``(m, k, n, raw)`` on the engine's RTL (the Verilator
     job server; raw jobs int32, the others int8 per-channel), every result checked
     bit-exact."""
+    # the co-simulation (and Verilator's set-up) only when measuring
     import numpy as np
     from zoforge.sim.engine_cosim import EngineCosim, random_job
     rng = np.random.default_rng(seed)
@@ -537,6 +539,7 @@ def measure_adapter_jobs(layer: ZoLayerConfig, m: int, k: int, n: int, r: int,
                          seed: int = 0) -> list[tuple[str, int]]:
     """(job, CYCLES) of one adapter call and one update walk on the ZO layer's RTL (the
     job server), random int8 data and master."""
+    # the co-simulation (and Verilator's set-up) only when measuring
     import numpy as np
     from zoforge.hw.zolayer.layouts import panel_words, token_words
     from zoforge.sim.zolayer_host import LayerSteps
