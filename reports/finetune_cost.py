@@ -41,7 +41,8 @@ __all__ = ["ModelShape", "CallCost", "StepCost", "RooflineRow", "ADAPTER_CALL", 
            "zo_job_cycles", "zo_job_bytes", "adapter_call", "update_walk", "step_calls",
            "predicted_step_cycles", "roofline", "memory_bits", "step_time_energy",
            "zo_peak_memory", "backprop_peak_memory", "measure_engine_jobs",
-           "measure_adapter_jobs", "MAX_BLOCKS", "ATTENTION_MAPS"]
+           "measure_adapter_jobs", "MAX_BLOCKS", "ATTENTION_MAPS", "UnitsClockPower",
+           "units_clock_power"]
 
 CYCLE_MODEL = "cycle-model"
 COSIM = "co-simulation"
@@ -118,7 +119,8 @@ class CallCost:
     """One kind of call of the step: ``count`` calls per step, each ``cycles`` (of its
     ``unit``: ``engine`` or ``zo-layer``), streaming ``stream_bytes`` (as the streams are
     built) or ``payload_bytes`` (the values at their width) to and from DDR, and
-    ``table_words`` AXI4-Lite writes. ``jobs``: (job, cycles) of the call's jobs."""
+    ``table_words`` AXI4-Lite writes. ``jobs``: (job, cycles) of the call's jobs, one
+    after the other; ``job_stream_bytes`` and ``job_payload_bytes``: each job's bytes."""
 
     name: str
     unit: str
@@ -129,6 +131,8 @@ class CallCost:
     payload_bytes: int
     table_words: int = 0
     jobs: tuple[tuple[str, float], ...] = ()
+    job_stream_bytes: tuple[int, ...] = ()
+    job_payload_bytes: tuple[int, ...] = ()
     source: str = CYCLE_MODEL
 
     @property
@@ -222,7 +226,8 @@ def _engine_call(name: str, config: EngineConfig, m: int, k: int, n: int, count:
     moved = engine_job_bytes(config, m, k, n, raw=raw, per_channel=not raw)
     cycles = engine_job_cycles(config, m, k, n)
     return CallCost(name, "engine", (m, k, n), count, cycles, moved["stream_bytes"],
-                    moved["payload_bytes"], moved["table_words"], ((name, cycles),))
+                    moved["payload_bytes"], moved["table_words"], ((name, cycles),),
+                    (moved["stream_bytes"],), (moved["payload_bytes"],))
 
 
 # ---------------------------------------------------------------------- the ZO layer
@@ -278,7 +283,8 @@ def _zo_call(name: str, config: ZoLayerConfig, jobs: tuple[str, ...], m: int, k:
     cycles = [(job, zo_job_cycles(config, job, m, k, n, r)) for job in jobs]
     moved = [zo_job_bytes(config, job, m, k, n, r) for job in jobs]
     return CallCost(name, "zo-layer", (m, k, n, r), count, sum(c for _, c in cycles),
-                    sum(s for s, _ in moved), sum(p for _, p in moved), 0, tuple(cycles))
+                    sum(s for s, _ in moved), sum(p for _, p in moved), 0, tuple(cycles),
+                    tuple(s for s, _ in moved), tuple(p for _, p in moved))
 
 
 def adapter_call(config: ZoLayerConfig, m: int, k: int, n: int, r: int, count: int = 1,
@@ -363,38 +369,43 @@ def predicted_step_cycles(shape: ModelShape, engine: EngineConfig | None = None,
 
 @dataclass(frozen=True)
 class RooflineRow:
-    """One call kind at ``mhz`` and ``ddr_bytes_per_s``: seconds per call computing and
-    streaming, the larger one, and which bound it."""
+    """One call kind at a clock and DDR bandwidth, seconds per call: ``compute_s`` (its
+    cycles), ``memory_s`` (all its bytes), ``time_s`` (the sum over its jobs, which run one
+    after the other, of max(job compute, job bytes)) and ``bound``: ``compute``,
+    ``memory`` or ``mixed`` (some of its jobs memory-bound: the ZO layer's loads)."""
 
     name: str
     unit: str
     count: int
     compute_s: float
     memory_s: float
+    time_s: float
+    bound: str
     bytes_per_cycle: float
-
-    @property
-    def time_s(self) -> float:
-        return max(self.compute_s, self.memory_s)
-
-    @property
-    def bound(self) -> str:
-        return "memory" if self.memory_s > self.compute_s else "compute"
 
 
 def roofline(step: StepCost, mhz: float, ddr_bytes_per_s: float,
              payload: bool = False) -> list[RooflineRow]:
-    """Per call kind: compute time (cycles / f) against DDR time (stream bytes, or
-    payload bytes, / bandwidth), assuming the DMA streams while the unit computes."""
+    """Per call kind, each job's time = max(cycles / f, bytes / bandwidth) (stream bytes,
+    or ``payload`` bytes): a job's streams move while it computes (the engine streams its
+    panels while the array works; a ZO-layer load job is all stream), jobs do not overlap.
+    ``ddr_bytes_per_s``: the board's :attr:`~zoforge.boards.registry.Board.ddr_bytes_per_s`
+    (theoretical peak)."""
     if not mhz > 0:
         raise ConfigError("mhz", "a frequency > 0", mhz)
     if not ddr_bytes_per_s > 0:
         raise ConfigError("ddr_bytes_per_s", "a bandwidth > 0", ddr_bytes_per_s)
+    hz = mhz * 1e6
     rows = []
     for call in step.calls:
-        moved = call.payload_bytes if payload else call.stream_bytes
-        rows.append(RooflineRow(call.name, call.unit, call.count, call.cycles / (mhz * 1e6),
-                                moved / ddr_bytes_per_s, moved / call.cycles))
+        moved = call.job_payload_bytes if payload else call.job_stream_bytes
+        compute = [cycles / hz for _, cycles in call.jobs]
+        memory = [b / ddr_bytes_per_s for b in moved]
+        slow = [m > c for c, m in zip(compute, memory)]
+        bound = "memory" if all(slow) else "mixed" if any(slow) else "compute"
+        rows.append(RooflineRow(call.name, call.unit, call.count, sum(compute), sum(memory),
+                                sum(map(max, compute, memory)), bound,
+                                sum(moved) / call.cycles))
     return rows
 
 
@@ -411,6 +422,40 @@ def step_time_energy(step: StepCost, mhz: float, power_w: float,
         bound = sum(row.count * row.time_s for row in roofline(step, mhz, ddr_bytes_per_s))
         out.update(roofline_s=bound, roofline_j=bound * power_w)
     return out
+
+
+@dataclass(frozen=True)
+class UnitsClockPower:
+    """The two units on one device: the clock both meet (the lower Fmax) and the power with
+    both running (the board's static power once plus each unit's dynamic power), each
+    with its source label, and the clock the power was estimated at."""
+
+    fmax_mhz: float
+    fmax_source: str
+    power_w: float
+    power_source: str
+    power_at_mhz: float
+
+
+def units_clock_power(engine_report, layer_report) -> UnitsClockPower:
+    """:class:`UnitsClockPower` from the ``zoforge build`` reports
+    (:class:`~zoforge.reports.model.Report`) of the engine and the ZO layer, on one board
+    and clock (ConfigError otherwise, or when a report lacks Fmax or power)."""
+    reports = (engine_report, layer_report)
+    for name, report in zip(("engine report", "layer report"), reports):
+        if report.fmax is None or report.power is None:
+            raise ConfigError(name, "a report with Fmax and power (zoforge build without "
+                              "--no-power)", report.design)
+    if engine_report.board.name != layer_report.board.name or \
+            engine_report.power.frequency_mhz != layer_report.power.frequency_mhz:
+        raise ConfigError("layer report", f"on board {engine_report.board.name} at "
+                          f"{engine_report.power.frequency_mhz:g} MHz like the engine's",
+                          f"{layer_report.board.name} at {layer_report.power.frequency_mhz:g}")
+    fmax = min(reports, key=lambda report: report.fmax.fmax_mhz).fmax
+    static = engine_report.power.static_w
+    dynamic = sum(report.power.dynamic_w for report in reports)
+    return UnitsClockPower(fmax.fmax_mhz, fmax.source, static + dynamic,
+                           engine_report.power.source, engine_report.power.frequency_mhz)
 
 
 def memory_bits(engine: EngineConfig, layer: ZoLayerConfig) -> dict[str, int]:

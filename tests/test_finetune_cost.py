@@ -114,10 +114,18 @@ def test_step_grows_with_work():
 
 def test_roofline_and_time():
     step = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER)
-    slow = roofline(step, 100.0, 1.0)                       # 1 byte/s: all memory-bound
+    slow = roofline(step, 100.0, 1.0)                       # 1 byte/s
     fast = roofline(step, 100.0, 1e15)
-    assert all(row.bound == "memory" for row in slow)
+    assert {row.name: row.bound for row in slow} == {
+        "query/value adapter call": "mixed",                # the frozen jobs stream nothing
+        "key/attn_out": "memory", "ffn_in chunk (1/2)": "memory", "ffn_out": "memory",
+        "head": "memory", "update walk": "mixed"}           # accumulate, apply: on chip
     assert all(row.bound == "compute" for row in fast)
+    call = slow[0]            # per job max(compute, memory): frozen_w, frozen_a compute
+    assert call.memory_s == 16 * (64 + 16 + 16 + 32 + 32)
+    assert call.time_s - call.memory_s == pytest.approx((170 + 74) / 100e6, rel=1e-6)
+    walk = slow[-1]           # load_master and read_master stream; accumulate, apply not
+    assert walk.time_s - walk.memory_s == pytest.approx((22 + 23) / 100e6, rel=1e-6)
     row = next(r for r in slow if r.name == "head")
     assert row.time_s == row.memory_s == next(c for c in step.calls
                                               if c.name == "head").stream_bytes
