@@ -66,13 +66,14 @@ def cost_tables(shape: ModelShape, board_name: str, mhz: float,
     rows = {row.name: row for row in roofline(step, mhz, bandwidth)}
     print(f"\n| call | unit | shape | per step | cycles each ({CYCLE_MODEL}) | cycles per "
           f"step | stream bytes each | payload bytes each | bytes/cycle | bound at {mhz:g} "
-          "MHz |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "MHz | s per step (roofline) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for call in step.calls:
         row = rows[call.name]
         print(f"| {call.name} | {call.unit} | {'x'.join(map(str, call.shape))} | {call.count} "
               f"| {call.cycles:,.0f} | {call.total_cycles:,.0f} | {call.stream_bytes:,} | "
-              f"{call.payload_bytes:,} | {row.bytes_per_cycle:.2f} | {row.bound} |")
+              f"{call.payload_bytes:,} | {row.bytes_per_cycle:.2f} | {row.bound} | "
+              f"{row.count * row.time_s:.4f} |")
     share = step.unit_cycles("zo-layer") / step.cycles
     print(f"\nstep: {step.cycles:,.0f} cycles ({CYCLE_MODEL}; ZO layer {100 * share:.1f} %), "
           f"{step.stream_bytes / 1e6:,.1f} MB streamed ({step.payload_bytes / 1e6:,.1f} MB "

@@ -35,7 +35,7 @@ from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.systolic.array import min_tile_interval
 
-__all__ = ["ModelShape", "CallCost", "StepCost", "RooflineRow", "ADAPTER_CALL", "UPDATE_WALK",
+__all__ = ["ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow", "ADAPTER_CALL", "UPDATE_WALK",
            "ENGINE_JOB_EXTRA", "ZO_JOB_EXTRA", "CYCLE_MODEL", "COSIM",
            "model_engine_config", "model_layer_config", "engine_job_cycles", "engine_job_bytes",
            "zo_job_cycles", "zo_job_bytes", "adapter_call", "update_walk", "step_calls",
@@ -351,11 +351,26 @@ def step_calls(shape: ModelShape, engine: EngineConfig | None = None,
     return calls
 
 
-def predicted_step_cycles(shape: ModelShape, engine: EngineConfig | None = None,
-                          layer: ZoLayerConfig | None = None) -> StepCost:
+def model_shape(**fields) -> ModelShape:
+    """A :class:`ModelShape` from keyword fields (an unknown name is a ConfigError)."""
+    names = ModelShape.__dataclass_fields__
+    for name in fields:
+        if name not in names:
+            raise ConfigError("model shape field", "one of " + ", ".join(names), name)
+    return ModelShape(**fields)
+
+
+def predicted_step_cycles(shape: ModelShape | None = None, engine: EngineConfig | None = None,
+                          layer: ZoLayerConfig | None = None, **fields) -> StepCost:
     """One step's cost (``.cycles``, ``.calls``, ``.stream_bytes``, ...) from the cycle
-    model; ``engine``/``layer`` default to :func:`model_engine_config` /
-    :func:`model_layer_config` of ``shape``."""
+    model, for ``shape`` or the :class:`ModelShape` of ``fields``
+    (``predicted_step_cycles(blocks=6, seq_len=128, batch=4)``); ``engine``/``layer``
+    default to :func:`model_engine_config` / :func:`model_layer_config` of the shape."""
+    if shape is None:
+        shape = model_shape(**fields)
+    elif fields:
+        raise ConfigError("shape", "given either as a ModelShape or as fields, not both",
+                          ", ".join(fields))
     engine = engine or model_engine_config(shape)
     layer = layer or model_layer_config(shape)
     calls = step_calls(shape, engine, layer)

@@ -78,23 +78,31 @@ def test_tiny_bytes_by_hand():
     assert walk.stream_bytes == 2 * 16 * 16 and walk.payload_bytes == 2 * 192
 
 
-# CYCLES measured on the RTL (job server, benchmarks/bench_finetune_cost.py): the model's
-# shapes at M = 32 tokens on the 8 x 8 engine and the 4 x 4 layer.
-ENGINE_MEASURED = {(32, 384, 384): 74151, (32, 384, 768): 147879, (32, 1536, 384): 296487,
-                   (2, 384, 2): 807}
-LAYER_MEASURED = {"load_w": 36865, "load_a": 769, "load_master": 769, "load_x": 3073,
-                  "frozen_w": 295322, "frozen_a": 6554, "branch": 9629, "accumulate": 774,
-                  "apply": 775, "read_master": 770}
+# CYCLES measured on the RTL (job server; docs/finetune-cost.md, benchmarks/
+# bench_finetune_cost.py --check-batch 4 --check-seq-len 128 / 16 --check-rank 8 / 16):
+# the model's shapes at M = 512 (r = 8) and M = 64 (r = 16) tokens, 8 x 8 engine and
+# 4 x 4 layer sized for the tokens; none of them used to fit the model's fixed cycles.
+ENGINE_MEASURED = {(512, 384, 384): 1180071, (512, 384, 768): 2359719,
+                   (512, 1536, 384): 4720167, (4, 384, 2): 807, (64, 384, 384): 147879,
+                   (64, 384, 768): 295335, (64, 1536, 384): 591399}
+LAYER_MEASURED = {
+    (512, 8): {"load_w": 36865, "load_a": 769, "load_master": 769, "load_x": 49153,
+               "frozen_w": 4719002, "frozen_a": 98714, "branch": 153629, "accumulate": 774,
+               "apply": 775, "read_master": 770},
+    (64, 16): {"load_w": 36865, "load_a": 1537, "load_master": 1537, "load_x": 6145,
+               "frozen_w": 590234, "frozen_a": 24986, "branch": 25385, "accumulate": 1542,
+               "apply": 1543, "read_master": 1538}}
 
 
 def test_model_reproduces_recorded_cosimulation():
-    engine = EngineConfig(max_m=32, max_k=1536, max_n=768)
     for (m, k, n), cycles in ENGINE_MEASURED.items():
+        engine = model_engine_config(ModelShape(batch=max(m // 16, 1), seq_len=16))
         assert abs(engine_job_cycles(engine, m, k, n) / cycles - 1) <= 0.01, (m, k, n)
-    layer = layer_config("onthefly", rows=4, cols=4, mode="lora-fa", max_m=32, max_k=384,
-                         max_n=384, max_r=8)
-    for job, cycles in LAYER_MEASURED.items():
-        assert abs(zo_job_cycles(layer, job, 32, 384, 384, 8) / cycles - 1) <= 0.01, job
+    for (m, r), jobs in LAYER_MEASURED.items():
+        layer = model_layer_config(ModelShape(batch=m // 16, seq_len=16, rank=r))
+        for job, cycles in jobs.items():
+            predicted = zo_job_cycles(layer, job, m, 384, 384, r)
+            assert abs(predicted / cycles - 1) <= 0.01, (m, r, job)
 
 
 def test_step_grows_with_work():
@@ -190,6 +198,15 @@ def test_bad_shapes_are_one_line_errors(fields, parameter):
     with pytest.raises(ConfigError) as error:
         ModelShape(**fields)
     assert error.value.parameter == parameter and "\n" not in str(error.value)
+
+
+def test_shape_from_fields():
+    assert predicted_step_cycles(blocks=1, seq_len=16, batch=2).shape == \
+        ModelShape(blocks=1, seq_len=16, batch=2)
+    with pytest.raises(ConfigError, match="model shape field"):
+        predicted_step_cycles(block=1)
+    with pytest.raises(ConfigError, match="shape"):
+        predicted_step_cycles(TINY, blocks=1)
 
 
 def test_units_too_small_for_the_model():
