@@ -9,13 +9,13 @@ prices it from operation counts:
   :func:`zo_job_cycles`, and their sum over the step, :func:`predicted_step_cycles`. The
   structure is the hardware's (stream beats, tiles at least ``2R + C`` apart, one word per
   cycle for loads and walks); the few fixed cycles per job (pipeline fill and drain) are
-  :data:`ENGINE_JOB_EXTRA` and :data:`ZO_JOB_EXTRA`, read from co-simulation of small
+  :func:`engine_job_extra` and :data:`ZO_JOB_EXTRA`, read from co-simulation of small
   shapes. :func:`measure_engine_jobs` and :func:`measure_adapter_jobs` run the same jobs
   on the RTL (the job server) for the check (``benchmarks/bench_finetune_cost.py``);
 * **DDR traffic and roofline**: the bytes each call streams, as the streams are built
   (``stream_bytes``: whole beats, an int8 in a 32-bit lane of the ZO layer counts 4 bytes)
   and as packed values (``payload_bytes``), and :func:`roofline`: time = max(compute
-  cycles / f, bytes / DDR bandwidth) per call, with the board's DDR fact;
+  cycles / f, bytes / DDR bandwidth) per job, with the board's DDR fact;
 * **on-chip memory bits** of both units (:func:`memory_bits`);
 * **time and energy per step** at a given clock and power (:func:`step_time_energy`);
 * **peak memory, ZO against backprop LoRA** (:func:`zo_peak_memory`,
@@ -35,8 +35,8 @@ from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.systolic.array import min_tile_interval
 
-__all__ = ["ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow", "ADAPTER_CALL", "UPDATE_WALK",
-           "ENGINE_JOB_EXTRA", "ZO_JOB_EXTRA", "CYCLE_MODEL", "COSIM",
+__all__ = ["ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow", "ADAPTER_CALL",
+           "UPDATE_WALK", "engine_job_extra", "ZO_JOB_EXTRA", "CYCLE_MODEL", "COSIM",
            "model_engine_config", "model_layer_config", "engine_job_cycles", "engine_job_bytes",
            "zo_job_cycles", "zo_job_bytes", "adapter_call", "update_walk", "step_calls",
            "predicted_step_cycles", "roofline", "memory_bits", "step_time_energy",
@@ -52,11 +52,14 @@ ATTENTION_MAPS = ("query", "value", "key", "attn_out")   # adapted first: query,
 ADAPTER_CALL = ("load_w", "load_a", "load_master", "load_x", "frozen_w", "frozen_a", "branch")
 UPDATE_WALK = ("load_master", "accumulate", "apply", "read_master")
 
-#: Engine: cycles of a job beyond its panels and tiles (the array's skew and drain, the
-#: result banks, the requantizer's stages and the output beats of the last tile):
-#: ``3R + C + 7``; fitted on 4x4, 8x4 and 4x8 engines (jobs 5x7x3 .. 64x128x64, exact)
-#: and 8x8 (8x16x8 exact).
-ENGINE_JOB_EXTRA = "3*rows + cols + 7"
+
+def engine_job_extra(rows: int, cols: int) -> int:
+    """Engine: cycles of a job after its last tile's k-steps (the array's skew and drain,
+    the result banks, the requantizer's stages, the last tile's R output beats):
+    ``3R + C + 7``, read off co-simulations of 4x4, 8x4 and 4x8 engines (jobs 5x7x3 to
+    64x128x64, exact) and the 8x8 (8x16x8, exact)."""
+    return 3 * rows + cols + 7
+
 #: ZO layer (4 x 4, fitted on M, K, N, r = 16..32, 64..384, 32..384, 8..16): cycles beyond
 #: a job's words or tiles. Loads: one cycle; compute jobs: the first panel's fetch (K or
 #: r words) plus these; branch tiles also take half a cycle more each (see
@@ -117,7 +120,8 @@ class ModelShape:
 @dataclass(frozen=True)
 class CallCost:
     """One kind of call of the step: ``count`` calls per step, each ``cycles`` (of its
-    ``unit``: ``engine`` or ``zo-layer``), streaming ``stream_bytes`` (as the streams are
+    ``unit``: ``engine`` or ``zo-layer``; ``shape``: M, K, N, with r for an adapter call,
+    K, N, r for an update walk), streaming ``stream_bytes`` (as the streams are
     built) or ``payload_bytes`` (the values at their width) to and from DDR, and
     ``table_words`` AXI4-Lite writes. ``jobs``: (job, cycles) of the call's jobs, one
     after the other; ``job_stream_bytes`` and ``job_payload_bytes``: each job's bytes."""
@@ -195,13 +199,13 @@ def engine_job_cycles(config: EngineConfig, m: int, k: int, n: int) -> int:
     ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack * ceil(K/pack)`` k-steps
     but at least ``2R + C`` apart (the later panels stream in meanwhile: a beat carries
     ``pack`` k-steps, the array takes one per cycle), then the last tile drains and
-    leaves (:data:`ENGINE_JOB_EXTRA`). Raw or requantized, per-channel or not: the same.
+    leaves (:func:`engine_job_extra`). Raw or requantized, per-channel or not: the same.
     """
     rows, cols, pack = config.rows, config.cols, config.pack
     panel = _ceil(k, pack)
     tiles = _ceil(m, rows) * _ceil(n, cols)
     tile = max(pack * panel, min_tile_interval(rows, cols))
-    return 2 * panel + (tiles - 1) * tile + pack * panel + 3 * rows + cols + 7
+    return 2 * panel + (tiles - 1) * tile + pack * panel + engine_job_extra(rows, cols)
 
 
 def engine_job_bytes(config: EngineConfig, m: int, k: int, n: int, raw: bool = False,
@@ -282,7 +286,8 @@ def _zo_call(name: str, config: ZoLayerConfig, jobs: tuple[str, ...], m: int, k:
              r: int, count: int) -> CallCost:
     cycles = [(job, zo_job_cycles(config, job, m, k, n, r)) for job in jobs]
     moved = [zo_job_bytes(config, job, m, k, n, r) for job in jobs]
-    return CallCost(name, "zo-layer", (m, k, n, r), count, sum(c for _, c in cycles),
+    shape = (k, n, r) if jobs == UPDATE_WALK else (m, k, n, r)   # a walk has no tokens
+    return CallCost(name, "zo-layer", shape, count, sum(c for _, c in cycles),
                     sum(s for s, _ in moved), sum(p for _, p in moved), 0, tuple(cycles),
                     tuple(s for s, _ in moved), tuple(p for _, p in moved))
 
