@@ -5,6 +5,8 @@ co-simulated cycle counts recorded for the model's shapes, monotonicity, the boa
 bad input). ``-m slow``: the model against a fresh co-simulation of one engine shape and
 one adapter call plus update walk.
 """
+from types import SimpleNamespace as NS
+
 import pytest
 
 from zoforge.boards.registry import Board, get_board
@@ -17,8 +19,9 @@ from zoforge.reports.finetune_cost import (ADAPTER_CALL, UPDATE_WALK, ModelShape
                                            measure_adapter_jobs, measure_engine_jobs,
                                            memory_bits, model_engine_config,
                                            model_layer_config, predicted_step_cycles,
-                                           roofline, step_time_energy, update_walk,
-                                           zo_job_bytes, zo_job_cycles, zo_peak_memory)
+                                           roofline, step_time_energy, units_clock_power,
+                                           update_walk, zo_job_bytes, zo_job_cycles,
+                                           zo_peak_memory)
 
 # A tiny model: 1 block, 2 sequences of 4 tokens (M = 8), hidden 16, FFN 32, rank 4, q = 1,
 # on a 4 x 4 engine (pack 2) whose max_n of 16 splits ffn_in into 2 chunks, and a 4 x 4 layer.
@@ -234,3 +237,25 @@ def test_model_within_ten_percent_of_cosimulation():
     measured_walk = sum(c for _, c in jobs[len(ADAPTER_CALL):])
     assert abs(call.cycles / measured_call - 1) <= 0.10
     assert abs(walk.cycles / measured_walk - 1) <= 0.10
+
+
+def _report(design, board, fmax, static, dynamic, mhz=300.0):
+    """What units_clock_power reads of a zoforge build Report."""
+    return NS(design=design, board=NS(name=board),
+              fmax=NS(fmax_mhz=fmax, source="yosys-estimate") if fmax else None,
+              power=NS(static_w=static, dynamic_w=dynamic, frequency_mhz=mhz,
+                       source="activity-model"))
+
+
+def test_units_clock_power_takes_the_lower_fmax_and_static_once():
+    units = units_clock_power(_report("engine", "zcu102", 330.0, 0.59, 0.17),
+                              _report("layer", "zcu102", 307.7, 0.59, 0.10))
+    assert (units.fmax_mhz, units.fmax_source) == (307.7, "yosys-estimate")
+    assert units.power_w == pytest.approx(0.59 + 0.17 + 0.10)
+    assert (units.power_source, units.power_at_mhz) == ("activity-model", 300.0)
+    with pytest.raises(ConfigError, match="layer report"):
+        units_clock_power(_report("engine", "zcu102", 330.0, 0.59, 0.17),
+                          _report("layer", "zcu102", 307.7, 0.59, 0.10, mhz=100.0))
+    with pytest.raises(ConfigError, match="engine report"):
+        units_clock_power(_report("engine", "zcu102", None, 0.59, 0.17),
+                          _report("layer", "zcu102", 307.7, 0.59, 0.10))
