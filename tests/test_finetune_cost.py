@@ -1,0 +1,261 @@
+"""The whole-step cost model of ZO fine-tuning (reports/finetune_cost.py).
+
+Default run: the model only (figures of a tiny configuration derived by hand below, the
+co-simulated cycle counts recorded for the model's shapes, monotonicity, the board facts,
+bad input). ``-m slow``: the model against a fresh co-simulation of one engine shape and
+one adapter call plus update walk.
+"""
+from types import SimpleNamespace as NS
+
+import pytest
+
+from zoforge.boards.registry import Board, get_board
+from zoforge.errors import ConfigError
+from zoforge.golden.zolayer import Formats, layer_config
+from zoforge.hw.engine.config import EngineConfig
+from zoforge.reports.finetune_cost import (ADAPTER_CALL, UPDATE_WALK, ModelShape,
+                                           adapter_call, backprop_peak_memory,
+                                           engine_job_bytes, engine_job_cycles,
+                                           measure_adapter_jobs, measure_engine_jobs,
+                                           memory_bits, model_engine_config,
+                                           model_layer_config, predicted_step_cycles,
+                                           roofline, step_time_energy, units_clock_power,
+                                           update_walk, zo_job_bytes, zo_job_cycles,
+                                           zo_peak_memory)
+
+# A tiny model: 1 block, 2 sequences of 4 tokens (M = 8), hidden 16, FFN 32, rank 4, q = 1,
+# on a 4 x 4 engine (pack 2) whose max_n of 16 splits ffn_in into 2 chunks, and a 4 x 4 layer.
+TINY = ModelShape(blocks=1, seq_len=4, batch=2, rank=4, adapted=2, queries=1, hidden=16,
+                  ffn=32, heads=2, classes=2)
+TINY_ENGINE = EngineConfig(rows=4, cols=4, pack=2, max_m=8, max_k=32, max_n=16)
+TINY_LAYER = layer_config("onthefly", rows=4, cols=4, mode="lora-fa", max_m=8, max_k=16,
+                          max_n=16, max_r=4)
+
+
+def test_tiny_step_cycles_by_hand():
+    # engine, 4 x 4: tiles >= 2R + C = 12 apart; a job ends 3R + C + 7 = 23 cycles after
+    # its last tile. (M, K, N) = (8, 16, 16): 8 beats per panel, 2 x 4 tiles of 16 k-steps
+    key = 2 * 8 + 7 * 16 + 16 + 23                       # 167 (key, attn_out, ffn_in chunk)
+    ffn_out = 2 * 16 + 7 * 32 + 32 + 23                  # (8, 32, 16): 311
+    head = 2 * 8 + 16 + 23                               # (2, 16, 2), one tile: 55
+    # ZO layer, M = 8, K = N = 16, r = 4: loads one cycle per word (+1)
+    loads = (4 * 16 + 1) + (1 * 16 + 1) + (4 * 4 + 1) + (2 * 16 + 1)     # w, a, master, x
+    frozen = (16 + 8 * 16 + 26) + (16 + 2 * 16 + 26)     # first panel, tiles of K, extra
+    branch = 4 + 8 * (12 + 0.5) + 21                     # r = 4 < 12: tiles at the spacing
+    call = loads + frozen + branch                       # 501
+    walk = (16 + 1) + (16 + 6) + (16 + 7) + (16 + 2)     # master, accumulate, apply, read
+    forwards = 2
+    total = (forwards * 2 * call + forwards * 2 * key + forwards * 2 * key
+             + forwards * ffn_out + forwards * head + 1 * 2 * walk)
+    step = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER)
+    assert step.cycles == total == 4232
+    by_name = {c.name: c for c in step.calls}
+    assert by_name["query/value adapter call"].cycles == call
+    assert by_name["ffn_in chunk (1/2)"].count == 4 and by_name["ffn_in chunk (1/2)"].shape \
+        == (8, 16, 16)
+    assert by_name["head"].cycles == head and by_name["update walk"].cycles == walk
+    assert [j for j, _ in by_name["query/value adapter call"].jobs] == list(ADAPTER_CALL)
+    assert [j for j, _ in by_name["update walk"].jobs] == list(UPDATE_WALK)
+    # host: Q·K^T and P·V, 2 * batch * seq^2 * hidden MACs per block and forward
+    assert step.host_macs == forwards * 2 * 2 * 16 * 16
+
+
+def test_tiny_bytes_by_hand():
+    # engine (8, 16, 16) int8 per-channel: beats of 2 * 4 = 8 bytes, (2 X + 4 W panels) x 8;
+    # out: 2 x 4 tiles x 4 beats x 4 lanes x 4 bytes; tables: 3 x 4 rows x 4 words
+    moved = engine_job_bytes(TINY_ENGINE, 8, 16, 16)
+    assert moved == {"stream_bytes": 6 * 8 * 8 + 2 * 4 * 4 * 16 + 4 * 48,
+                     "payload_bytes": 8 * 16 + 16 * 16 + 8 * 16 + 12 * 16,
+                     "table_words": 48}
+    raw = engine_job_bytes(TINY_ENGINE, 2, 16, 2, raw=True)
+    assert raw["table_words"] == 4 and raw["payload_bytes"] == 32 + 32 + 16 + 8
+    # ZO layer: words of 4 lanes x 4 bytes
+    assert zo_job_bytes(TINY_LAYER, "load_w", 8, 16, 16, 4) == (64 * 16, 256)
+    assert zo_job_bytes(TINY_LAYER, "load_master", 8, 16, 16, 4) == (16 * 16, 3 * 64)
+    assert zo_job_bytes(TINY_LAYER, "branch", 8, 16, 16, 4) == (32 * 16, 4 * 128)
+    assert zo_job_bytes(TINY_LAYER, "frozen_w", 8, 16, 16, 4) == (0, 0)
+    call = adapter_call(TINY_LAYER, 8, 16, 16, 4)
+    assert call.stream_bytes == 16 * (64 + 16 + 16 + 32 + 32)
+    assert call.payload_bytes == 256 + 64 + 192 + 128 + 512
+    walk = update_walk(TINY_LAYER, 16, 16, 4)
+    assert walk.stream_bytes == 2 * 16 * 16 and walk.payload_bytes == 2 * 192
+
+
+# CYCLES measured on the RTL (job server; docs/finetune-cost.md, benchmarks/
+# bench_finetune_cost.py --check-batch 4 --check-seq-len 128 / 16 --check-rank 8 / 16):
+# the model's shapes at M = 512 (r = 8) and M = 64 (r = 16) tokens, 8 x 8 engine and
+# 4 x 4 layer sized for the tokens; none of them used to fit the model's fixed cycles.
+ENGINE_MEASURED = {(512, 384, 384): 1180071, (512, 384, 768): 2359719,
+                   (512, 1536, 384): 4720167, (4, 384, 2): 807, (64, 384, 384): 147879,
+                   (64, 384, 768): 295335, (64, 1536, 384): 591399}
+LAYER_MEASURED = {
+    (512, 8): {"load_w": 36865, "load_a": 769, "load_master": 769, "load_x": 49153,
+               "frozen_w": 4719002, "frozen_a": 98714, "branch": 153629, "accumulate": 774,
+               "apply": 775, "read_master": 770},
+    (64, 16): {"load_w": 36865, "load_a": 1537, "load_master": 1537, "load_x": 6145,
+               "frozen_w": 590234, "frozen_a": 24986, "branch": 25385, "accumulate": 1542,
+               "apply": 1543, "read_master": 1538}}
+
+
+def test_model_reproduces_recorded_cosimulation():
+    for (m, k, n), cycles in ENGINE_MEASURED.items():
+        engine = model_engine_config(ModelShape(batch=max(m // 16, 1), seq_len=16))
+        assert abs(engine_job_cycles(engine, m, k, n) / cycles - 1) <= 0.01, (m, k, n)
+    for (m, r), jobs in LAYER_MEASURED.items():
+        layer = model_layer_config(ModelShape(batch=m // 16, seq_len=16, rank=r))
+        for job, cycles in jobs.items():
+            predicted = zo_job_cycles(layer, job, m, 384, 384, r)
+            assert abs(predicted / cycles - 1) <= 0.01, (m, r, job)
+
+
+def test_step_grows_with_work():
+    base = dict(seq_len=16, batch=2, blocks=3)
+
+    def cycles(**fields):
+        return predicted_step_cycles(ModelShape(**{**base, **fields})).cycles
+
+    reference = cycles()
+    for more in (dict(blocks=4), dict(seq_len=32), dict(batch=4), dict(rank=16),
+                 dict(queries=3), dict(adapted=3)):
+        assert cycles(**more) > reference, more
+    # 2q forwards and q walks: linear in q
+    one = cycles(queries=1)
+    assert cycles(queries=2) == 2 * one and cycles(queries=3) == 3 * one
+
+
+def test_roofline_and_time():
+    step = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER)
+    slow = roofline(step, 100.0, 1.0)                       # 1 byte/s
+    fast = roofline(step, 100.0, 1e15)
+    assert {row.name: row.bound for row in slow} == {
+        "query/value adapter call": "mixed",                # the frozen jobs stream nothing
+        "key/attn_out": "memory", "ffn_in chunk (1/2)": "memory", "ffn_out": "memory",
+        "head": "memory", "update walk": "mixed"}           # accumulate, apply: on chip
+    assert all(row.bound == "compute" for row in fast)
+    call = slow[0]            # per job max(compute, memory): frozen_w, frozen_a compute
+    assert call.memory_s == 16 * (64 + 16 + 16 + 32 + 32)
+    assert call.time_s - call.memory_s == pytest.approx((170 + 74) / 100e6, rel=1e-6)
+    walk = slow[-1]           # load_master and read_master stream; accumulate, apply not
+    assert walk.time_s - walk.memory_s == pytest.approx((22 + 23) / 100e6, rel=1e-6)
+    row = next(r for r in slow if r.name == "head")
+    assert row.time_s == row.memory_s == next(c for c in step.calls
+                                              if c.name == "head").stream_bytes
+    timing = step_time_energy(step, 100.0, 2.0, ddr_bytes_per_s=1e15)
+    assert timing["compute_s"] == pytest.approx(4232 / 100e6)
+    assert timing["compute_j"] == pytest.approx(2 * 4232 / 100e6)
+    assert timing["roofline_s"] == pytest.approx(timing["compute_s"])
+    with pytest.raises(ConfigError, match="mhz"):
+        roofline(step, 0.0, 1.0)
+
+
+def test_peak_memory_by_hand():
+    zo = zo_peak_memory(TINY, TINY_LAYER)
+    z_width = TINY_LAYER.generator().golden().width
+    assert zo["weights"] == 4 * 16 * 16 + 2 * 16 * 32 + 16 * 2
+    assert zo["channel_params"] == 12 * (4 * 16 + 32 + 16 + 2)
+    assert zo["adapters_a"] == 2 * 16 * 4 and zo["masters"] == 2 * 2 * 4 * 16 * 3
+    assert zo["accumulator"] == 4 * 16 * Formats.accumulator_bits(z_width) // 8
+    assert zo["activations"] == max(5 * 8 * 16 + 4 * 2 * 4 * 4, 8 * 16 + 8 * 32 + 4 * 8 * 16)
+    assert zo["total"] == sum(v for k, v in zo.items() if k != "total")
+    bp = backprop_peak_memory(TINY)
+    per_block = (128 + 2 * 8 * 4 + 3 * 128 + 2 * 2 * 16 + 128 + (128 + 16) + 128 + 256 + 256
+                 + (128 + 16))
+    assert bp["activations"] == 4 * (per_block + 2 * 16)
+    assert bp["weights"] == 4 * (2080 + 114 + 2 * 2 * 16)
+    assert bp["masters"] == bp["gradients"] == 4 * 2 * 4 * 16 and bp["adam"] == 2 * bp["masters"]
+    lean = backprop_peak_memory(TINY, frozen_aware=True)
+    assert lean["activations"] == 4 * (per_block - (128 + 128 + 128 + 256) + 2 * 16)
+    # the full model: backprop keeps activations, ZO does not
+    full = ModelShape()
+    assert backprop_peak_memory(full, True)["total"] > 5 * zo_peak_memory(full)["total"]
+
+
+def test_memory_bits_add_up_and_grow():
+    small = memory_bits(TINY_ENGINE, TINY_LAYER)
+    assert small["total"] == small["engine"] + small["zo-layer"] > 0
+    shape = ModelShape(seq_len=16, batch=2)
+    big = memory_bits(model_engine_config(shape), model_layer_config(shape))
+    assert big["engine"] > small["engine"] and big["zo-layer"] > small["zo-layer"]
+
+
+def test_board_ddr_facts_have_sources():
+    for name, width_clock in (("zcu102", 8 * 2666e6), ("ulx3s-85f", 2 * 166e6)):
+        board = get_board(name)
+        assert board.ddr_bytes_per_s == width_clock
+        assert "theoretical peak" in board.ddr_source
+    facts = {f: getattr(get_board("zcu102"), f) for f in (
+        "name", "description", "make_platform", "part", "family", "toolchain", "capacities",
+        "capacity_source", "default_mhz")}
+    with pytest.raises(RuntimeError, match="DDR"):
+        Board(**{**facts, "ddr_bytes_per_s": 1e9})
+    with pytest.raises(RuntimeError, match="DDR"):
+        Board(**{**facts, "ddr_bytes_per_s": -1.0, "ddr_source": "x"})
+
+
+@pytest.mark.parametrize("fields, parameter", [
+    (dict(batch=-1), "batch"), (dict(blocks=0), "blocks"), (dict(blocks=7), "blocks"),
+    (dict(seq_len=0), "seq_len"), (dict(rank=0), "rank"), (dict(queries=17), "queries"),
+    (dict(adapted=5), "adapted"), (dict(heads=5), "heads"), (dict(batch=64, seq_len=128),
+                                                             "batch")])
+def test_bad_shapes_are_one_line_errors(fields, parameter):
+    with pytest.raises(ConfigError) as error:
+        ModelShape(**fields)
+    assert error.value.parameter == parameter and "\n" not in str(error.value)
+
+
+def test_shape_from_fields():
+    assert predicted_step_cycles(blocks=1, seq_len=16, batch=2).shape == \
+        ModelShape(blocks=1, seq_len=16, batch=2)
+    with pytest.raises(ConfigError, match="model shape field"):
+        predicted_step_cycles(block=1)
+    with pytest.raises(ConfigError, match="shape"):
+        predicted_step_cycles(TINY, blocks=1)
+
+
+def test_units_too_small_for_the_model():
+    with pytest.raises(ConfigError, match="engine max_k"):
+        predicted_step_cycles(ModelShape(seq_len=16, batch=2), EngineConfig())
+    with pytest.raises(ConfigError, match="layer max_r"):
+        predicted_step_cycles(ModelShape(seq_len=16, batch=2, rank=32), None,
+                              model_layer_config(ModelShape(seq_len=16, batch=2)))
+    with pytest.raises(ConfigError, match="job"):
+        zo_job_cycles(TINY_LAYER, "nope", 8, 16, 16, 4)
+
+
+@pytest.mark.slow
+def test_model_within_ten_percent_of_cosimulation():
+    shape = ModelShape(seq_len=16, batch=2)
+    engine, layer = model_engine_config(shape), model_layer_config(shape)
+    m, h = shape.tokens, shape.hidden
+    (measured,) = measure_engine_jobs(engine, [(m, h, h, False)])
+    assert abs(engine_job_cycles(engine, m, h, h) / measured - 1) <= 0.10
+    jobs = measure_adapter_jobs(layer, m, h, h, shape.rank)
+    call = adapter_call(layer, m, h, h, shape.rank)
+    walk = update_walk(layer, h, h, shape.rank)
+    assert [j for j, _ in jobs] == list(ADAPTER_CALL + UPDATE_WALK)
+    measured_call = sum(c for _, c in jobs[:len(ADAPTER_CALL)])
+    measured_walk = sum(c for _, c in jobs[len(ADAPTER_CALL):])
+    assert abs(call.cycles / measured_call - 1) <= 0.10
+    assert abs(walk.cycles / measured_walk - 1) <= 0.10
+
+
+def _report(design, board, fmax, static, dynamic, mhz=300.0):
+    """What units_clock_power reads of a zoforge build Report."""
+    return NS(design=design, board=NS(name=board),
+              fmax=NS(fmax_mhz=fmax, source="yosys-estimate") if fmax else None,
+              power=NS(static_w=static, dynamic_w=dynamic, frequency_mhz=mhz,
+                       source="activity-model"))
+
+
+def test_units_clock_power_takes_the_lower_fmax_and_static_once():
+    units = units_clock_power(_report("engine", "zcu102", 330.0, 0.59, 0.17),
+                              _report("layer", "zcu102", 307.7, 0.59, 0.10))
+    assert (units.fmax_mhz, units.fmax_source) == (307.7, "yosys-estimate")
+    assert units.power_w == pytest.approx(0.59 + 0.17 + 0.10)
+    assert (units.power_source, units.power_at_mhz) == ("activity-model", 300.0)
+    with pytest.raises(ConfigError, match="layer report"):
+        units_clock_power(_report("engine", "zcu102", 330.0, 0.59, 0.17),
+                          _report("layer", "zcu102", 307.7, 0.59, 0.10, mhz=100.0))
+    with pytest.raises(ConfigError, match="engine report"):
+        units_clock_power(_report("engine", "zcu102", None, 0.59, 0.17),
+                          _report("layer", "zcu102", 307.7, 0.59, 0.10))
