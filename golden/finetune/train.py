@@ -39,7 +39,7 @@ from zoforge.golden.finetune.calls import GoldenUnits, UpdateCall
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.model import (FloatLinears, IntegerLinears, QuantModel,
                                            adapter_names, check_model_limits)
-from zoforge.golden.models import hidden_states, load_encoder, mean_pool, tokenize
+from zoforge.golden.models import hidden_states, load_encoder, mean_pool, tiny_encoder, tokenize
 from zoforge.golden.zo.train import batch_index
 from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.host import mean_cross_entropy, saturate_gradient
@@ -48,7 +48,7 @@ from zoforge.golden.zolayer.network import StepSettings, step_settings
 
 HEAD_L2 = 1e-2
 
-__all__ = ["Prepared", "prepare", "ZoFinetune", "StepRecord", "accuracy", "backprop_finetune",
+__all__ = ["Prepared", "load_model", "prepare", "ZoFinetune", "StepRecord", "accuracy", "backprop_finetune",
            "float_accuracy"]
 
 
@@ -93,9 +93,18 @@ def _fit_head(features: torch.Tensor, labels: np.ndarray, classes: int) -> torch
     return folded
 
 
+def load_model(cfg: FinetuneConfig):
+    """``(model, tokenizer)`` of ``cfg.model``: a Hugging Face folder (default MiniLM), or
+    ``"tiny"``, the small random BERT of the tests (hidden 32, 2 blocks, 2 heads, FFN 64)."""
+    if cfg.model == "tiny":
+        return tiny_encoder(hidden=32, layers=2, heads=2, intermediate=64)
+    return load_encoder(cfg.model)
+
+
 def prepare(cfg: FinetuneConfig, model_and_tokenizer=None) -> Prepared:
-    """Load, split, tokenize, fit the head and quantize (see the module docstring)."""
-    model, tokenizer = model_and_tokenizer or load_encoder(cfg.model)
+    """Load (:func:`load_model`, unless given), split, tokenize, fit the head and quantize
+    (see the module docstring)."""
+    model, tokenizer = model_and_tokenizer or load_model(cfg)
     check_model_limits(cfg, model)
     data = load_dataset()
     splits = split(data, cfg.split_seed, cfg.n_train, 0, cfg.n_test)

@@ -87,6 +87,8 @@ COMMANDS = {
                      "value", ("cosim",)),
     "demo": Command("fine-tune a sentiment classifier on the simulated FPGA, bit-exact "
                     "against PyTorch (--rng: the generator demo)", ("demo",)),
+    "finetune": Command("fine-tune MiniLM's LoRA-FA adapters with ZO in the accelerator's "
+                        "int8 arithmetic (golden, or co-simulated on the RTL)", ("finetune",)),
     "generate": Command("write Verilog, memory files and the configuration (design.toml) of "
                         "a design", ("generate",)),
     "rng": Command("inspect the PeZO random-number generators' golden streams", ("rng",)),

@@ -1,0 +1,212 @@
+"""``zoforge finetune`` (issue 20): its flags, the JSON and files of a run, ``--steps 0``, the
+backprop ceiling, and the RTL path (``--rtl``): measured cycles, the bit-exact verdict and a
+mismatch's one-line exit with the JSON still written.
+
+Every run uses the small random BERT (``--model tiny``: hidden 32, 2 blocks) on a few
+examples. The RTL path runs against a stand-in for :mod:`zoforge.sim.finetune_cosim`
+(:class:`FakeRtl`: its interface, the golden units inside, a call count and cycles), so
+these tests check the command, not the co-simulation.
+TODO(merge with branch cosim): a run with the real RtlUnits (``--rtl adapters``, one step)
+belongs with the co-simulation's own tests.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import types
+
+import pytest
+
+from zoforge.cli import main
+from zoforge.cli.finetune import COST_KEYS, OUT_FILES
+from zoforge.config import flag_name, load_config
+from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import FinetuneConfig
+
+TINY = ["finetune", "--model", "tiny", "--blocks", "1", "--seq-len", "8", "--steps", "2",
+        "--batch", "2", "--n-train", "40", "--n-test", "20", "--calibration", "20",
+        "--quiet"]
+
+KEYS = {"bit_exact", "rtl_calls", "steps", "accuracy_before", "accuracy_after",
+        "float_accuracy_after", "backprop_accuracy_after", "cycles_per_step", "config",
+        "loss", "float_loss", "error", *COST_KEYS}
+
+
+def _run(tmp_path, *extra: str, name: str = "run"):
+    out, path = tmp_path / name, tmp_path / f"{name}.json"
+    code = main([*TINY, "--out", str(out), "--json", str(path), *extra])
+    return code, out, json.loads(path.read_text()) if path.exists() else None
+
+
+def test_help_lists_every_config_field_and_the_run_flags(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["finetune", "--help"])
+    assert exit_.value.code == 0
+    text = capsys.readouterr().out
+    for field in dataclasses.fields(FinetuneConfig):
+        assert flag_name(field.name) in text, field.name
+    for flag in ("--rtl", "{none,adapters,all}", "--float", "--no-float", "--backprop",
+                 "--no-backprop", "--out", "--json", "--config", "--threads"):
+        assert flag in text, flag
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("finetune")
+    return _run(tmp)
+
+
+def test_a_run_writes_every_key_and_its_files(tiny_run):
+    code, out, result = tiny_run
+    assert code == 0
+    assert KEYS <= set(result)
+    assert result["steps"] == 2 and len(result["loss"]) == len(result["float_loss"]) == 2
+    for key in ("accuracy_before", "accuracy_after", "float_accuracy_before",
+                "float_accuracy_after"):
+        assert 0 <= result[key] <= 1
+    # no RTL, no backprop: not run, so null
+    assert result["bit_exact"] is None and result["rtl_calls"] is None
+    assert result["cycles_per_step"] is None and result["backprop_accuracy_after"] is None
+    assert sorted(p.name for p in out.iterdir()) == sorted(OUT_FILES)
+    assert json.loads((out / "finetune.json").read_text()) == result
+    assert (out / "finetune.png").read_bytes()[:4] == b"\x89PNG"
+    cfg = load_config(out / "config.toml", (FinetuneConfig,))
+    assert cfg == FinetuneConfig(**{k: v for k, v in result["config"].items() if k != "kind"})
+    assert (cfg.model, cfg.blocks, cfg.seq_len, cfg.steps) == ("tiny", 1, 8, 2)
+
+
+def test_the_cost_figures_are_the_cost_models(tiny_run):
+    from zoforge.reports import finetune_cost as cost
+    shape = cost.ModelShape(blocks=1, seq_len=8, batch=2, rank=8, adapted=2, queries=4,
+                            hidden=32, ffn=64, heads=2, classes=2)
+    # the run's units: engine 8x8, ZO layer 4x4 with the run's generator (7 LFSRs of 8 bits)
+    engine = cost.model_engine_config(shape, 8, 8)
+    layer = cost.model_layer_config(shape, 4, 4, n_rng=7, bits=8)
+    _, _, result = tiny_run
+    step = cost.predicted_step_cycles(shape, engine, layer)
+    assert result["predicted_cycles_per_step"] == step.cycles > 0
+    assert result["ddr_bytes_per_step"] == step.stream_bytes
+    assert result["onchip_bits"] == cost.memory_bits(engine, layer)["total"]
+    assert result["zo_peak_bytes"] == cost.zo_peak_memory(shape, layer)["total"]
+    assert result["backprop_peak_bytes"] == cost.backprop_peak_memory(shape)["total"]
+    # not modelled here (no clock or power figure): null
+    assert result["seconds_per_step_at_fmax"] is None and result["joules_per_step"] is None
+
+
+def test_zero_steps_and_the_backprop_ceiling(tmp_path, tiny_run):
+    code, _, result = _run(tmp_path, "--steps", "0", "--backprop", "--no-float")
+    assert code == 0
+    assert result["steps"] == 0 and result["loss"] == [] and result["float_loss"] == []
+    assert result["accuracy_after"] == result["accuracy_before"] == tiny_run[2][
+        "accuracy_before"]
+    assert result["float_accuracy_after"] is None
+    # backprop with 0 steps: the untrained float twin, i.e. the probe
+    assert result["backprop_accuracy_after"] == result["float_accuracy_before"]
+
+
+def test_backprop_trains_for_the_steps(tmp_path):
+    code, _, result = _run(tmp_path, "--backprop")
+    assert code == 0
+    assert len(result["backprop_loss"]) == 2 and 0 <= result["backprop_accuracy_after"] <= 1
+
+
+# -- --rtl, against a stand-in of zoforge.sim.finetune_cosim ---------------------------------
+
+class CallMismatch(Exception):
+    pass
+
+
+class FakeRtl:
+    """The interface of ``zoforge.sim.finetune_cosim``: RtlUnits(cfg, hidden, ffn, rtl),
+    callable, a context manager, ``rtl_calls``, ``take_cycles()``; ``check_rtl_limits``.
+    Each RTL call costs :data:`CYCLES`; call number ``fail_at`` raises CallMismatch."""
+
+    CYCLES = 10
+    fail_at: int | None = None
+    max_tokens = 1 << 30
+    entered = exited = 0
+
+    def __init__(self, cfg, hidden, ffn, rtl):
+        from zoforge.golden.finetune.calls import GoldenUnits
+        assert (hidden, ffn) == (32, 64) and rtl in ("adapters", "all")
+        self.golden = GoldenUnits(cfg.generator().golden(), cfg.layer_rows)
+        self.rtl, self.rtl_calls, self.cycles = rtl, 0, 0
+
+    def __enter__(self):
+        type(self).entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        type(self).exited += 1
+
+    def __call__(self, call):
+        if self.rtl == "all" or call.unit == "zolayer":
+            self.rtl_calls += 1
+            self.cycles += self.CYCLES
+            if self.rtl_calls == self.fail_at:
+                raise CallMismatch(f"call {self.rtl_calls} ({call.name}): Y[0, 0] RTL 1, "
+                                   "golden 2\nsecond line")
+        return self.golden(call)
+
+    def take_cycles(self) -> int:
+        cycles, self.cycles = self.cycles, 0
+        return cycles
+
+
+def _check_rtl_limits(cfg, rtl, hidden, ffn):
+    if cfg.tokens > FakeRtl.max_tokens:
+        raise ConfigError("batch", f"at most {FakeRtl.max_tokens // cfg.seq_len} with --rtl "
+                          f"{rtl}", cfg.batch)
+
+
+@pytest.fixture
+def fake_rtl(monkeypatch):
+    import zoforge.sim
+    module = types.ModuleType("zoforge.sim.finetune_cosim")
+    module.RtlUnits, module.CallMismatch = FakeRtl, CallMismatch
+    module.check_rtl_limits = _check_rtl_limits
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(zoforge.sim, "finetune_cosim", module, raising=False)
+    monkeypatch.setattr(FakeRtl, "entered", 0)
+    monkeypatch.setattr(FakeRtl, "exited", 0)
+    return FakeRtl
+
+
+# calls per step with blocks 1, q 4: 8 forwards x (2 adapter calls + key, attn_out, ffn_in,
+# ffn_out, head on the engine) + 4 update walks x 2 adapters
+ADAPTER_CALLS = 8 * 2 + 4 * 2
+ENGINE_CALLS = 8 * 5
+
+
+@pytest.mark.parametrize("rtl, per_step", [("adapters", ADAPTER_CALLS),
+                                           ("all", ADAPTER_CALLS + ENGINE_CALLS)])
+def test_rtl_calls_and_measured_cycles(tmp_path, fake_rtl, rtl, per_step):
+    code, _, result = _run(tmp_path, "--rtl", rtl, "--no-float")
+    assert code == 0 and fake_rtl.entered == fake_rtl.exited == 1
+    assert result["bit_exact"] is True and result["rtl"] == rtl
+    assert result["rtl_calls"] == 2 * per_step          # the evaluations are golden
+    assert result["cycles_per_step"] == per_step * FakeRtl.CYCLES
+
+
+def test_a_mismatch_is_one_line_exit_1_with_the_json_written(tmp_path, fake_rtl, capsys,
+                                                           monkeypatch):
+    monkeypatch.setattr(FakeRtl, "fail_at", ADAPTER_CALLS + 3)       # in the second step
+    code, out, result = _run(tmp_path, "--rtl", "adapters")
+    err = capsys.readouterr().err
+    assert code == 1 and fake_rtl.exited == 1
+    assert err.startswith("zoforge: error: the RTL differs from the golden model: call ")
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert result["bit_exact"] is False and result["rtl_calls"] == ADAPTER_CALLS + 3
+    assert result["error"].startswith(f"call {ADAPTER_CALLS + 3} (")
+    assert result["steps"] == 1 and len(result["loss"]) == 1
+    assert json.loads((out / "finetune.json").read_text()) == result
+
+
+def test_rtl_limits_are_checked_before_the_work(tmp_path, fake_rtl, capsys, monkeypatch):
+    monkeypatch.setattr(FakeRtl, "max_tokens", 8)
+    code, out, result = _run(tmp_path, "--rtl", "all")
+    err = capsys.readouterr().err
+    assert code == 2 and result is None and not out.exists()
+    assert err.startswith("zoforge: error: --batch must be at most 1 with --rtl all")
+    assert err.count("\n") == 1 and fake_rtl.entered == 0

@@ -1,0 +1,303 @@
+"""``zoforge finetune``: ZO fine-tuning of MiniLM's LoRA-FA adapters in the accelerator's
+arithmetic (docs/finetune.md).
+
+One flag per :class:`~zoforge.golden.finetune.config.FinetuneConfig` field (generated,
+:mod:`zoforge.cli._options`; ``--config FILE`` gives any of them), plus what the run does:
+``--rtl`` (which calls go to the RTL: ``none``, the ZO layer's ``adapters``, or ``all``, the
+GEMM engine's too; :class:`zoforge.sim.finetune_cosim.RtlUnits` compares every call with
+the golden model, so a run that finishes is bit-exact), ``--float`` (the float twin beside
+the int8 run), ``--backprop`` (the first-order ceiling), ``--out DIR`` and ``--json FILE``.
+
+Checked before any work: the configuration, ``--out`` and ``--json``; once the model is
+loaded (before the data and the calibration), its limits (``--blocks``, ``--seq-len``) and
+the co-simulation's (``--rtl``). A call that differs on the RTL ends the run with a one-line
+error (exit 1), the JSON written with ``bit_exact: false`` and the message.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from zoforge.errors import ConfigError
+
+__all__ = ["register", "run", "RTL_CHOICES", "COST_KEYS", "OUT_FILES"]
+
+RTL_CHOICES = ("none", "adapters", "all")
+#: The cost figures of the JSON (:func:`_cost_fields`), None where not modelled.
+COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_per_step",
+             "ddr_bytes_per_step", "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
+#: What ``--out DIR`` gets.
+OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
+
+
+def register(tree) -> None:
+    from zoforge.cli._options import add_config_flags
+    from zoforge.golden.finetune.config import FinetuneConfig
+    parser = tree.command("finetune", epilog="example: zoforge finetune --blocks 2 --steps 50 "
+                                                     "--json runs/ft.json")
+    run_flags = parser.add_argument_group("the run")
+    run_flags.add_argument("--rtl", choices=RTL_CHOICES, default="none",
+                           help="calls co-simulated on the RTL, each compared with the golden "
+                                "model: none, the ZO layer's adapter calls and updates "
+                                "(adapters), or those and the GEMM engine's (all) "
+                                "(default none)")
+    run_flags.add_argument("--float", action=argparse.BooleanOptionalAction, default=True,
+                           help="also train the float twin (same perturbations, nothing "
+                                "rounded) (default on)")
+    run_flags.add_argument("--backprop", action=argparse.BooleanOptionalAction,
+                           default=False, help="also train the first-order ceiling (Adam, "
+                                               "the same adapters and batches) (default off)")
+    run_flags.add_argument("--out", default="runs/finetune", metavar="DIR",
+                           help="folder for " + ", ".join(OUT_FILES) +
+                                " (default runs/finetune)")
+    run_flags.add_argument("--json", metavar="FILE", help="also write the results here")
+    run_flags.add_argument("--threads", type=int, default=1, metavar="N",
+                           help="torch CPU threads (default 1: fastest on a busy 2-core "
+                                "machine)")
+    run_flags.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_config_flags(parser.add_argument_group("the configuration"), (FinetuneConfig,))
+    parser.set_defaults(func=run)
+
+
+def _check_json(value: str | None) -> Path | None:
+    """``--json``: a file path in a writable folder, not a folder or a link."""
+    from zoforge.outputs import check_out_dir
+    if value is None:
+        return None
+    if not value.strip():
+        raise ConfigError("--json", "a file path (not empty)", repr(value))
+    path = Path(value)
+    check_out_dir("--json", path.parent)
+    if path.is_dir() or path.is_symlink():
+        raise ConfigError("--json", "a file path (not a folder or a symbolic link)", path)
+    return path
+
+
+def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
+    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`): every key of
+    :data:`COST_KEYS`, None where not modelled (no clock or power figure is given here;
+    a model beyond the cost model's shapes)."""
+    fields = dict.fromkeys(COST_KEYS)
+    try:
+        from zoforge.golden.finetune.config import ADAPTED
+        from zoforge.reports import finetune_cost as cost
+    except ImportError:
+        return fields
+    try:
+        shape = cost.ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
+                                rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
+                                hidden=hidden, ffn=ffn, heads=heads, classes=classes)
+    except ConfigError as error:
+        print(f"    cost: not modelled ({error})")
+        return fields
+    engine = cost.model_engine_config(shape, cfg.engine_rows, cfg.engine_cols)
+    layer = cost.model_layer_config(shape, cfg.layer_rows, cfg.layer_cols,
+                                    n_rng=cfg.n_rng, bits=cfg.bits)
+    step = cost.predicted_step_cycles(shape, engine, layer)
+    fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
+                  onchip_bits=cost.memory_bits(engine, layer)["total"],
+                  zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
+                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"])
+    return fields
+
+
+def _say(text: str) -> None:
+    print(f"==> {text}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    from zoforge.cli._options import config_from_args
+    from zoforge.golden.finetune.config import FinetuneConfig
+    from zoforge.outputs import check_out_dir, check_targets
+
+    from zoforge.errors import check_int_range
+    from zoforge.golden.zo.config import MAX_THREADS
+
+    cfg = config_from_args(args, (FinetuneConfig,))
+    check_int_range("--threads", args.threads, 1, MAX_THREADS)
+    out = check_out_dir("--out", args.out)
+    check_targets(out, [out / name for name in OUT_FILES])
+    json_path = _check_json(args.json)
+
+    import torch
+
+    from zoforge.golden.finetune.model import check_model_limits
+    from zoforge.golden.finetune.train import load_model
+    from transformers.utils import logging as transformers_logging
+    torch.set_num_threads(args.threads)
+    transformers_logging.disable_progress_bar()    # stderr: the error's one line, or ours
+    model, tokenizer = load_model(cfg)
+    check_model_limits(cfg, model)
+    hidden, ffn = model.config.hidden_size, model.config.intermediate_size
+    rtl_module = None
+    if args.rtl != "none":
+        from zoforge.sim import finetune_cosim as rtl_module
+        rtl_module.check_rtl_limits(cfg, args.rtl, hidden, ffn)
+    return _finetune(args, cfg, out, json_path, (model, tokenizer), rtl_module)
+
+
+def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
+              rtl_module) -> int:
+    """The checked run: prepare, accuracies before, the steps, accuracies after, files."""
+    import contextlib
+    import warnings
+
+    from tqdm import tqdm
+
+    from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune,
+                                               float_accuracy, prepare)
+    model = model_and_tokenizer[0]
+    hidden, ffn = model.config.hidden_size, model.config.intermediate_size
+    _say(f"prepare: {cfg.model or 'all-MiniLM-L6-v2'}, {cfg.blocks} blocks, seq_len "
+         f"{cfg.seq_len}; head fit on {cfg.n_train} examples, int8 calibration on "
+         f"{cfg.calibration}")
+    prepared = prepare(cfg, model_and_tokenizer)
+    classes = len(prepared.label_names)
+    result = {"rtl": args.rtl, "bit_exact": None, "error": None, "rtl_calls": None,
+              "steps": 0, "accuracy_before": None, "float_accuracy_before": None,
+              "accuracy_after": None, "float_accuracy_after": None,
+              "backprop_accuracy_after": None, "cycles_per_step": None,
+              **_cost_fields(cfg, hidden, ffn, model.config.num_attention_heads, classes),
+              "host_seconds_per_step": None, "loss": [], "float_loss": [],
+              "backprop_loss": [], "config": cfg.to_dict()}
+    out.mkdir(parents=True, exist_ok=True)
+    mismatch = getattr(rtl_module, "CallMismatch", ())
+    with contextlib.ExitStack() as stack:
+        units = None
+        if rtl_module is not None:
+            units = stack.enter_context(rtl_module.RtlUnits(cfg, hidden, ffn, args.rtl))
+        zo = ZoFinetune(prepared, "int8", units=units)
+        twin = ZoFinetune(prepared, "float") if args.float else None
+        _say(f"accuracy before: int8 and float on {cfg.n_test} test examples")
+        result["accuracy_before"] = zo.evaluate()
+        result["float_accuracy_before"] = float_accuracy(prepared)
+        _say(f"train {cfg.steps} ZO steps (q={cfg.queries}, batch {cfg.batch}; int8 calls "
+             f"{'on the RTL: ' + args.rtl if units is not None else 'golden'}"
+             f"{', float twin beside' if twin is not None else ''})")
+        try:
+            _steps(cfg, zo, twin, units, result, tqdm, args.quiet)
+        except mismatch as error:
+            result.update(bit_exact=False, error=str(error).splitlines()[0],
+                          rtl_calls=units.rtl_calls)
+            _write(result, out, json_path, cfg)
+            print(f"zoforge: error: the RTL differs from the golden model: {result['error']}",
+                  file=sys.stderr)
+            return 1
+        if units is not None:
+            result.update(bit_exact=True, rtl_calls=units.rtl_calls)
+    _say("accuracy after")
+    result["accuracy_after"] = zo.evaluate()
+    if twin is not None:
+        result["float_accuracy_after"] = twin.evaluate()
+    if args.backprop:
+        _say(f"backprop ceiling: {cfg.steps} Adam steps on the float adapters")
+        with warnings.catch_warnings():     # golden's on_step(float(loss)) of a graph's loss
+            warnings.filterwarnings("ignore", "Converting a tensor with requires_grad")
+            trained = backprop_finetune(prepared, cfg.steps, on_step=lambda step, loss:
+                                        result["backprop_loss"].append(loss))
+        result["backprop_accuracy_after"] = trained.evaluate()
+    _write(result, out, json_path, cfg)
+    _print(result, out, json_path)
+    return 0
+
+
+def _steps(cfg, zo, twin, units, result: dict, tqdm, quiet: bool) -> None:
+    """``cfg.steps`` steps of ``zo`` (and ``twin``), recorded in ``result`` as they go."""
+    cycles, seconds = [], []
+    if units is not None:
+        units.take_cycles()                   # from here: the steps' cycles only
+    bar = tqdm(total=cfg.steps, unit="step", dynamic_ncols=True, disable=quiet)
+    try:
+        for _ in range(cfg.steps):
+            start = time.perf_counter()
+            record = zo.step()
+            seconds.append(time.perf_counter() - start)
+            result["loss"].append(record.loss)
+            if units is not None:
+                cycles.append(units.take_cycles())
+            shown = {"loss": f"{record.loss:.4f}"}
+            if twin is not None:
+                result["float_loss"].append(twin.step().loss)
+                shown["float"] = f"{result['float_loss'][-1]:.4f}"
+            result["steps"] += 1
+            bar.update(1)
+            bar.set_postfix(shown)
+    finally:
+        bar.close()
+        if seconds:
+            result["host_seconds_per_step"] = sum(seconds) / len(seconds)
+        if cycles:
+            result["cycles_per_step"] = sum(cycles) / len(cycles)
+
+
+def _write(result: dict, out: Path, json_path: Path | None, cfg) -> None:
+    from zoforge.config import config_text
+    from zoforge.outputs import write_text
+    text = json.dumps(result, indent=1) + "\n"
+    write_text(out / "finetune.json", text, root=out)
+    write_text(out / "config.toml", config_text(cfg), root=out)
+    _plot(out / "finetune.png", result)
+    if json_path is not None:
+        write_text(json_path, text, flag="--json")
+
+
+def _plot(path: Path, result: dict) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from zoforge.outputs import output_path
+    figure, loss_axis = plt.subplots(figsize=(7, 3.6))
+    for key, label, style in (("loss", "int8 (accelerator)", "-"),
+                              ("float_loss", "float twin", "--"),
+                              ("backprop_loss", "backprop (Adam)", ":")):
+        if result[key]:
+            steps = range(1, len(result[key]) + 1)
+            loss_axis.plot(steps, result[key], style, lw=1.2, label=label)
+    loss_axis.set(xlabel="step", ylabel="training loss (mean of the branches)",
+                  title="ZO fine-tuning of MiniLM's adapters")
+    accuracy_axis = loss_axis.twinx()
+    end = max(result["steps"], 1)
+    for key, x, label, marker in (("accuracy_before", 0, "int8 before", "o"),
+                                  ("accuracy_after", end, "int8 after", "o"),
+                                  ("float_accuracy_before", 0, "float before", "s"),
+                                  ("float_accuracy_after", end, "float after", "s"),
+                                  ("backprop_accuracy_after", end, "backprop after", "^")):
+        if result[key] is not None:
+            accuracy_axis.plot([x], [result[key]], marker, label=label, ms=7, alpha=0.7)
+    accuracy_axis.set_ylabel("test accuracy")
+    lines = [axis.get_legend_handles_labels() for axis in (loss_axis, accuracy_axis)]
+    if lines[0][0] or lines[1][0]:
+        loss_axis.legend(lines[0][0] + lines[1][0], lines[0][1] + lines[1][1], fontsize=8,
+                         loc="best")
+    figure.tight_layout()
+    with output_path(path, path.parent) as tmp:
+        figure.savefig(tmp, dpi=110, format="png")
+    plt.close(figure)
+
+
+def _number(value, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _print(r: dict, out: Path, json_path: Path | None) -> None:
+    print()
+    if r["rtl"] != "none":
+        print(f"bit-exact          {r['bit_exact']}: {r['rtl_calls']:,} RTL calls "
+              f"({r['rtl']}), each equal to the golden model's")
+    if r["loss"]:
+        print(f"loss (int8)        first {r['loss'][0]:.4f}, last {r['loss'][-1]:.4f}")
+    accuracy = {key: _number(r[key], ".3f") for key in (
+        "accuracy_before", "accuracy_after", "float_accuracy_before", "float_accuracy_after",
+        "backprop_accuracy_after")}
+    print(f"test accuracy      int8 {accuracy['accuracy_before']} -> "
+          f"{accuracy['accuracy_after']}; float {accuracy['float_accuracy_before']} -> "
+          f"{accuracy['float_accuracy_after']}; backprop {accuracy['backprop_accuracy_after']}")
+    print(f"cycles per step    {_number(r['cycles_per_step'], ',.0f')} (RTL), "
+          f"{_number(r['predicted_cycles_per_step'], ',.0f')} (cycle model)")
+    print(f"host, this CPU     {_number(r['host_seconds_per_step'], '.2f')} s per int8 step")
+    print(f"files              {out}/ ({', '.join(OUT_FILES)})"
+          + (f", {json_path}" if json_path else ""))
