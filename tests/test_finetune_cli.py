@@ -210,3 +210,11 @@ def test_rtl_limits_are_checked_before_the_work(tmp_path, fake_rtl, capsys, monk
     assert code == 2 and result is None and not out.exists()
     assert err.startswith("zoforge: error: --batch must be at most 1 with --rtl all")
     assert err.count("\n") == 1 and fake_rtl.entered == 0
+
+
+def test_the_default_configuration_round_trips_through_toml(tmp_path):
+    """``model`` None (the default MiniLM): TOML has no null, the key is left out."""
+    from zoforge.config import dump_config
+    for cfg in (FinetuneConfig(), FinetuneConfig(model="tiny", blocks=2)):
+        path = dump_config(cfg, tmp_path / "config.toml")
+        assert load_config(path, (FinetuneConfig,)) == cfg

@@ -365,7 +365,10 @@ def dump_config(config: Config, path: Path | str) -> Path:
 def config_text(config: Config, suffix: str = ".toml") -> str:
     values = {_VERSION_KEY: SCHEMA_VERSION, **config.to_dict()}
     if suffix == ".toml":
-        return tomli_w.dumps(values)
+        # TOML has no null: a None field whose default is None is left out (read back as it)
+        defaults = {field.name: field.default for field in dataclasses.fields(config)}
+        return tomli_w.dumps({key: value for key, value in values.items()
+                              if value is not None or defaults.get(key, 0) is not None})
     return json.dumps(values, indent=2) + "\n"
 
 

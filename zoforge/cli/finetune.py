@@ -110,11 +110,10 @@ def _say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zoforge.cli._options import config_from_args
-    from zoforge.golden.finetune.config import FinetuneConfig
-    from zoforge.outputs import check_out_dir, check_targets
-
     from zoforge.errors import check_int_range
+    from zoforge.golden.finetune.config import FinetuneConfig
     from zoforge.golden.zo.config import MAX_THREADS
+    from zoforge.outputs import check_out_dir, check_targets
 
     cfg = config_from_args(args, (FinetuneConfig,))
     check_int_range("--threads", args.threads, 1, MAX_THREADS)
@@ -122,24 +121,25 @@ def run(args: argparse.Namespace) -> int:
     check_targets(out, [out / name for name in OUT_FILES])
     json_path = _check_json(args.json)
 
+    # the model (and torch, transformers) only now: `zoforge finetune --help` stays fast
     import torch
+    from transformers.utils import logging as transformers_logging
 
     from zoforge.golden.finetune.model import check_model_limits
     from zoforge.golden.finetune.train import load_model
-    from transformers.utils import logging as transformers_logging
     torch.set_num_threads(args.threads)
     transformers_logging.disable_progress_bar()    # stderr: the error's one line, or ours
     model, tokenizer = load_model(cfg)
     check_model_limits(cfg, model)
-    hidden, ffn = model.config.hidden_size, model.config.intermediate_size
+    widths = model.config.hidden_size, model.config.intermediate_size
     rtl_module = None
     if args.rtl != "none":
         from zoforge.sim import finetune_cosim as rtl_module
-        rtl_module.check_rtl_limits(cfg, args.rtl, hidden, ffn)
-    return _finetune(args, cfg, out, json_path, (model, tokenizer), rtl_module)
+        rtl_module.check_rtl_limits(cfg, args.rtl, *widths)
+    return _finetune(args, cfg, out, json_path, (model, tokenizer), widths, rtl_module)
 
 
-def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
+def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer, widths,
               rtl_module) -> int:
     """The checked run: prepare, accuracies before, the steps, accuracies after, files."""
     import contextlib
@@ -150,7 +150,7 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
     from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune,
                                                float_accuracy, prepare)
     model = model_and_tokenizer[0]
-    hidden, ffn = model.config.hidden_size, model.config.intermediate_size
+    hidden, ffn = widths
     _say(f"prepare: {cfg.model or 'all-MiniLM-L6-v2'}, {cfg.blocks} blocks, seq_len "
          f"{cfg.seq_len}; head fit on {cfg.n_train} examples, int8 calibration on "
          f"{cfg.calibration}")
@@ -164,7 +164,7 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
               "host_seconds_per_step": None, "loss": [], "float_loss": [],
               "backprop_loss": [], "config": cfg.to_dict()}
     out.mkdir(parents=True, exist_ok=True)
-    mismatch = getattr(rtl_module, "CallMismatch", ())
+    mismatch = getattr(rtl_module, "CallMismatch", ())     # (): nothing to catch
     with contextlib.ExitStack() as stack:
         units = None
         if rtl_module is not None:
