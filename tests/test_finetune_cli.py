@@ -94,9 +94,15 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     assert result["seconds_per_step_at_fmax"] is None and result["joules_per_step"] is None
 
 
-def test_zero_steps_and_the_backprop_ceiling(tmp_path, tiny_run):
-    code, _, result = _run(tmp_path, "--steps", "0", "--backprop", "--no-float")
+def test_zero_steps_and_the_backprop_ceiling_from_the_saved_config(tmp_path, tiny_run):
+    """The first run's config.toml with ``--steps 0`` (flags override the file)."""
+    path = tmp_path / "zero.json"
+    code = main(["finetune", "--config", str(tiny_run[1] / "config.toml"), "--steps", "0",
+                 "--backprop", "--no-float", "--quiet", "--out", str(tmp_path / "zero"),
+                 "--json", str(path)])
+    result = json.loads(path.read_text())
     assert code == 0
+    assert result["config"] == dict(tiny_run[2]["config"], steps=0)
     assert result["steps"] == 0 and result["loss"] == [] and result["float_loss"] == []
     assert result["accuracy_after"] == result["accuracy_before"] == tiny_run[2][
         "accuracy_before"]

@@ -340,6 +340,8 @@ CASES = [
     ("finetune-json-is-folder", ["finetune", "--out", NO_OUT, "--json", "{tmp}/out-dir"],
      "--json"),
     ("finetune-threads-zero", ["finetune", "--out", NO_OUT, "--threads", "0"], "--threads"),
+    ("finetune-rtl-cache-with-space", ["finetune", "--rtl", "adapters", "--out", NO_OUT],
+     "ZOFORGE_CACHE", {"ZOFORGE_CACHE": "{tmp}/cache with space"}),
     ("finetune-config-binary", ["finetune", "--config", "{tmp}/binary.toml",
                                 "--out", NO_OUT], "--config"),
     # -- sweep ------------------------------------------------------------------------------

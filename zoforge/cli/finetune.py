@@ -8,7 +8,8 @@ GEMM engine's too; :class:`zoforge.sim.finetune_cosim.RtlUnits` compares every c
 the golden model, so a run that finishes is bit-exact), ``--float`` (the float twin beside
 the int8 run), ``--backprop`` (the first-order ceiling), ``--out DIR`` and ``--json FILE``.
 
-Checked before any work: the configuration, ``--out`` and ``--json``; once the model is
+Checked before any work: the configuration, ``--out``, ``--json`` and (``--rtl``) the
+simulation cache's path; once the model is
 loaded (before the data and the calibration), its limits (``--blocks``, ``--seq-len``) and
 the co-simulation's (``--rtl``). A call that differs on the RTL ends the run with a one-line
 error (exit 1), the JSON written with ``bit_exact: false`` and the message.
@@ -120,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
     out = check_out_dir("--out", args.out)
     check_targets(out, [out / name for name in OUT_FILES])
     json_path = _check_json(args.json)
+    if args.rtl != "none":
+        from zoforge.cli._limits import check_sim_cache
+        check_sim_cache()
 
     # the model (and torch, transformers) only now: `zoforge finetune --help` stays fast
     import torch
