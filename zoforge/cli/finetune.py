@@ -255,23 +255,25 @@ def _plot(path: Path, result: dict) -> None:
 
     from zoforge.outputs import output_path
     figure, loss_axis = plt.subplots(figsize=(7, 3.6))
-    for key, label, style in (("loss", "int8 (accelerator)", "-"),
-                              ("float_loss", "float twin", "--"),
-                              ("backprop_loss", "backprop (Adam)", ":")):
+    for key, label, style, color in (("loss", "int8 (accelerator)", "-", "C0"),
+                                     ("float_loss", "float twin", "--", "C1"),
+                                     ("backprop_loss", "backprop (Adam)", ":", "C2")):
         if result[key]:
             steps = range(1, len(result[key]) + 1)
-            loss_axis.plot(steps, result[key], style, lw=1.2, label=label)
+            loss_axis.plot(steps, result[key], style, lw=1.2, label=label, color=color)
     loss_axis.set(xlabel="step", ylabel="training loss (mean of the branches)",
                   title="ZO fine-tuning of MiniLM's adapters")
     accuracy_axis = loss_axis.twinx()
     end = max(result["steps"], 1)
-    for key, x, label, marker in (("accuracy_before", 0, "int8 before", "o"),
-                                  ("accuracy_after", end, "int8 after", "o"),
-                                  ("float_accuracy_before", 0, "float before", "s"),
-                                  ("float_accuracy_after", end, "float after", "s"),
-                                  ("backprop_accuracy_after", end, "backprop after", "^")):
+    for key, x, label, marker, color in (
+            ("accuracy_before", 0, "int8 accuracy before", "o", "C0"),
+            ("accuracy_after", end, "int8 accuracy after", "D", "C0"),
+            ("float_accuracy_before", 0, "float accuracy before", "o", "C1"),
+            ("float_accuracy_after", end, "float accuracy after", "D", "C1"),
+            ("backprop_accuracy_after", end, "backprop accuracy after", "D", "C2")):
         if result[key] is not None:
-            accuracy_axis.plot([x], [result[key]], marker, label=label, ms=7, alpha=0.7)
+            accuracy_axis.plot([x], [result[key]], marker, label=label, ms=8, alpha=0.6,
+                               color=color, markeredgecolor="k")
     accuracy_axis.set_ylabel("test accuracy")
     lines = [axis.get_legend_handles_labels() for axis in (loss_axis, accuracy_axis)]
     if lines[0][0] or lines[1][0]:
