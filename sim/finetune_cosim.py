@@ -255,8 +255,8 @@ class RtlUnits:
         try:
             self.layer = LayerServer(cfg.layer_design(hidden, ffn), **server_options)
             if rtl == "all":
-                self.engine_design = EngineCosim(engine_design(cfg, hidden, ffn))
-                target = self.engine_design.target
+                self.engine_cosim = EngineCosim(engine_design(cfg, hidden, ffn))
+                target = self.engine_cosim.target
                 self.engine = JobServer(target.verilog, target.top, lanes=target.lanes,
                                         addr_bits=target.addr_bits, in_bits=target.in_bits,
                                         memory_files=target.memory_files, **server_options)
@@ -293,7 +293,7 @@ class RtlUnits:
         return _layer_result(call, out), sum(job["cycles"] for job in self.layer.jobs[start:])
 
     def _engine_call(self, call: EngineCall) -> tuple[torch.Tensor, int]:
-        design = self.engine_design
+        design = self.engine_cosim
         jobs = engine_jobs(call, design.config.max_n)
         args, data = design.program_inputs(jobs)
         arrays, results = drive(engine_program(args, data), self.engine.exchange)
