@@ -39,7 +39,13 @@ from zoforge.errors import ConfigError
 from zoforge.references import is_reference, resolve
 
 __all__ = ["Elaborated", "MemorySize", "memory_sizes", "Design", "BUILTIN", "register_design", "designs",
-           "get_design"]
+           "get_design", "MAX_WORDS", "MAX_BITS"]
+
+#: Largest total depth (words) of a design's memories zoforge generates (elaborating a
+#: memory word by word costs about 1 ms and 16 MB per thousand words).
+MAX_WORDS = 1 << 16
+#: Largest total size (bits) of a design's memories (32 Mbit, the ZCU102's block RAM).
+MAX_BITS = 32 << 20
 
 
 @dataclass

@@ -260,14 +260,8 @@ class EngineCosim:
             return self._run_bench(jobs, bench, data_dir)
         if patterns is not None:
             backend = "cocotb"
-        specs, data = [], {}
-        for index, job in enumerate(jobs):
-            spec, frame, tables = self.job_spec(job)
-            specs.append(spec)
-            data[f"job{index}_frame"] = frame_words(frame, self.in_bytes)
-            data.update({f"job{index}_{name}": table for name, table in tables.items()})
-        args = {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}
-        limit = max(job_limit_cycles(spec) for spec in specs)
+        args, data = self.program_inputs(jobs)
+        limit = max(job_limit_cycles(spec) for spec in args["jobs"])
         arrays, result = run_program(
             "zoforge.sim.engine_host:engine_program", args, data, self.target,
             backend=resolve_backend(backend, self.simulator), simulator=self.simulator,
@@ -284,6 +278,17 @@ class EngineCosim:
                 "build_s": result.build_s, "run_s": result.run_s,
                 "simulator": result.simulator}
         return self.check_results(jobs, outputs, result.results["jobs"]), info
+
+    def program_inputs(self, jobs: list[EngineJob]) -> tuple[dict, dict[str, np.ndarray]]:
+        """The host program's ``(args, data)`` (:mod:`zoforge.sim.engine_host`) for
+        ``jobs``."""
+        specs, data = [], {}
+        for index, job in enumerate(jobs):
+            spec, frame, tables = self.job_spec(job)
+            specs.append(spec)
+            data[f"job{index}_frame"] = frame_words(frame, self.in_bytes)
+            data.update({f"job{index}_{name}": table for name, table in tables.items()})
+        return {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}, data
 
     def _run_bench(self, jobs: list[EngineJob], bench: str, data_dir: Path | None):
         with scratch_folder(data_dir, "zoforge-gemm-") as data:

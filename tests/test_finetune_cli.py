@@ -5,9 +5,7 @@ mismatch's one-line exit with the JSON still written.
 Every run uses the small random BERT (``--model tiny``: hidden 32, 2 blocks) on a few
 examples. The RTL path runs against a stand-in for :mod:`zoforge.sim.finetune_cosim`
 (:class:`FakeRtl`: its interface, the golden units inside, a call count and cycles), so
-these tests check the command, not the co-simulation.
-TODO(merge with branch cosim): a run with the real RtlUnits (``--rtl adapters``, one step)
-belongs with the co-simulation's own tests.
+these tests check the command, not the co-simulation (``tests/test_finetune_cosim.py``).
 """
 from __future__ import annotations
 

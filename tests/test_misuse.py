@@ -17,7 +17,6 @@ Each case names its argv with placeholders for files the module fixture prepares
 (``{tmp}``, ``{file}``, ``{data}``, ...). Nothing here co-simulates, synthesizes or trains
 beyond the first steps of one diverging run: validation fails first.
 """
-import importlib.util
 import json
 import os
 import subprocess
@@ -334,6 +333,10 @@ CASES = [
     ("finetune-rank-not-multiple-of-rows", ["finetune", "--rank", "6", "--out", NO_OUT],
      "--rank"),
     ("finetune-rtl-bogus", ["finetune", "--rtl", "bogus", "--out", NO_OUT], "argument --rtl"),
+    # beyond the co-simulation's limits (check_rtl_limits: at seq_len 32 a batch of at most
+    # 3), refused once the model is loaded, before the data
+    ("finetune-rtl-all-beyond-limits", ["finetune", "--rtl", "all", "--batch", "8",
+                                        "--out", NO_OUT], "--batch"),
     ("finetune-batch-beyond-n-train", ["finetune", "--batch", "64", "--n-train", "32",
                                        "--out", NO_OUT], "--batch"),
     ("finetune-out-is-file", ["finetune", "--out", "{file}"], "--out"),
@@ -376,13 +379,6 @@ CASES = [
     ("no-command", [], "the following arguments"),
     ("unknown-command", ["frobnicate"], "argument COMMAND"),
 ]
-
-# `--rtl all` beyond the co-simulation's limits (zoforge.sim.finetune_cosim.check_rtl_limits:
-# the default batch 8 does not fit; refused once the model is loaded, before the data).
-# TODO(merge with branch cosim): move into CASES; the module is not on this branch yet.
-if importlib.util.find_spec("zoforge.sim.finetune_cosim") is not None:
-    CASES.append(("finetune-rtl-all-beyond-limits", ["finetune", "--rtl", "all", "--out",
-                                                     NO_OUT], "--batch"))
 
 # Cases refused only once the work has started (a diverging loss shows only in training).
 AFTER_START = {"train-diverges"}

@@ -43,9 +43,9 @@ class FinetuneConfig(Config):
     seq_len: int = param(32, "tokens per example (padded or cut)", IntRange(2, 512))
     rank: int = param(8, "LoRA rank r (a multiple of the ZO layer's rows)", IntRange(1, 256))
     queries: int = param(4, "P-RGE queries q per step", IntRange(1, 16))
-    batch: int = param(8, "examples per step", IntRange(1, 1024))
-    steps: int = param(200, "ZO steps", IntRange(0, 1_000_000))
-    lr: float = param(2e-3, "learning rate (B in weight units: operand * 2^-12)", _STEP)
+    batch: int = param(4, "examples per step", IntRange(1, 1024))
+    steps: int = param(300, "ZO steps", IntRange(0, 1_000_000))
+    lr: float = param(2e-5, "learning rate (B in weight units: operand * 2^-12)", _STEP)
     eps: float = param(4e-3, "perturbation scale (rounded to a power of two)", _STEP)
     seed: int = param(0, "seed of the batches and the LoRA A matrices (the generator starts "
                          "in its reset state)", IntRange(0, 2**32 - 1))

@@ -6,7 +6,8 @@
   layer's) are elaborated word by word (each word's initial value is part of the netlist):
   generating the Verilog costs about 1 ms and 16 MB of memory per thousand words (65,536
   words: about a minute and 1 GB; the largest ZO layer the flags allow passed 6 GB), so a
-  design's memories may hold at most :data:`MAX_WORDS` words and :data:`MAX_BITS` bits
+  design's memories may hold at most :data:`~zoforge.hw.designs.MAX_WORDS` words and
+  :data:`~zoforge.hw.designs.MAX_BITS` bits
   (32 Mbit, the ZCU102's block RAM: a larger design could not be built anyway).
 * :func:`check_sim_cache`: Verilator's build (GNU Make) cannot run in a folder whose path
   holds a space, so the simulation cache (``$ZOFORGE_CACHE``) must not have one.
@@ -14,13 +15,9 @@
 from __future__ import annotations
 
 from zoforge.errors import ConfigError
+from zoforge.hw.designs import MAX_BITS, MAX_WORDS   # the limits' one source
 
 __all__ = ["MAX_WORDS", "MAX_BITS", "check_design_size", "check_sim_cache"]
-
-#: Largest total depth (words) of a design's memories ``zoforge`` generates.
-MAX_WORDS = 1 << 16
-#: Largest total size (bits) of a design's memories.
-MAX_BITS = 32 << 20
 
 
 def check_design_size(config) -> None:

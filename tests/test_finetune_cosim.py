@@ -1,0 +1,115 @@
+"""A fine-tuning step's calls on the RTL (zoforge.sim.finetune_cosim): one whole ZO step of
+a small random BERT with every linear map on the RTL is bit-exact on Verilator (the job
+servers, call by call) and on Icarus (the recorded calls replayed through cocotb); a planted
+difference is named; an oversized configuration is refused before any work."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from zoforge.errors import ConfigError
+from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, UpdateCall
+from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.golden.finetune.train import ZoFinetune, prepare
+from zoforge.golden.models import tiny_encoder
+from zoforge.sim.finetune_cosim import (CallMismatch, RtlUnits, check_call, check_rtl_limits,
+                                        replay_calls)
+
+CFG = FinetuneConfig(blocks=1, seq_len=8, batch=2, queries=2, n_train=40, n_test=20,
+                     calibration=8, rank=4, engine_rows=4, engine_cols=4)
+HIDDEN, FFN = 32, 64
+
+
+@pytest.fixture(scope="module")
+def prepared():
+    model = tiny_encoder(hidden=HIDDEN, layers=1, heads=2, intermediate=FFN)
+    return prepare(CFG, model_and_tokenizer=model)
+
+
+@pytest.fixture(scope="module")
+def golden_step(prepared):
+    """The golden step, its calls recorded."""
+    units = GoldenUnits(CFG.generator().golden(), CFG.layer_rows, record=True)
+    run = ZoFinetune(prepared, "int8", units=units)
+    return run.step(), units.log
+
+
+def test_step_on_verilator_is_bit_exact(prepared, golden_step):
+    record, calls = golden_step
+    with RtlUnits(CFG, HIDDEN, FFN, "all") as units:
+        rtl = ZoFinetune(prepared, "int8", units=units).step()
+        assert units.rtl_calls == len(calls)
+        by_name = dict(units.cycles_by_name)
+        cycles = units.take_cycles()
+        assert units.take_cycles() == 0
+    assert rtl.grads == record.grads and rtl.losses == record.losses
+    for name, master in record.masters.items():
+        assert torch.equal(rtl.masters[name], master), name
+    assert any(m.abs().sum() > 0 for m in record.masters.values())   # the step moved
+    kinds = {type(call) for call in calls}
+    assert kinds == {EngineCall, AdapterCall, UpdateCall}
+    assert cycles == sum(by_name.values()) > 0
+    assert {"block0.query adapter", "block0.value update", "head engine"} <= set(by_name)
+    print(f"cycles of one step: {cycles}; per call: {by_name}")
+
+
+def test_adapters_only_leaves_the_engine_to_the_golden(prepared, golden_step):
+    record, calls = golden_step
+    with RtlUnits(CFG, HIDDEN, FFN, "adapters") as units:
+        rtl = ZoFinetune(prepared, "int8", units=units).step()
+        assert units.rtl_calls == sum(not isinstance(c, EngineCall) for c in calls)
+        assert units.engine is None
+    assert rtl.grads == record.grads
+
+
+def test_planted_difference_is_named(golden_step, monkeypatch):
+    """The internal golden's block0.value branches are off by one: the first of them (the
+    recorded calls replayed in order) is named."""
+    _, calls = golden_step
+    first = next(call for call in calls if isinstance(call, AdapterCall)
+                 and call.name == "block0.value")
+    with RtlUnits(CFG, HIDDEN, FFN, "adapters") as units:
+        adapter = units.golden.adapter
+        monkeypatch.setattr(units.golden, "adapter",
+                            lambda call: adapter(call) + int(call.name == "block0.value"))
+        with pytest.raises(CallMismatch) as error:
+            for call in calls:
+                units(call)
+    assert error.value.call is first
+    message = str(error.value)
+    assert "\n" not in message
+    assert "(block0.value, adapter +)" in message
+    assert f" {first.x.shape[0] * first.w.shape[1]} value(s) differ" in message
+
+
+def test_check_call_names_the_first_difference(golden_step):
+    _, calls = golden_step
+    golden = torch.zeros(3, 4, dtype=torch.int64)
+    rtl = golden.clone()
+    rtl[1, 2] = 5
+    with pytest.raises(CallMismatch, match=r"1 value\(s\) differ .* first at \(1, 2\): "
+                                           r"RTL 5, golden 0"):
+        check_call(calls[0], 7, rtl, golden)
+    check_call(calls[0], 7, golden, golden.clone())
+
+
+def test_limits_name_the_field():
+    with pytest.raises(ConfigError, match=r"^batch must be at most \d+ with seq_len 32"):
+        check_rtl_limits(FinetuneConfig(batch=128, seq_len=32), "all", 384, 1536)
+    check_rtl_limits(FinetuneConfig(batch=2, seq_len=32), "all", 384, 1536)
+    with pytest.raises(ConfigError, match="^rtl must be one of adapters, all"):
+        check_rtl_limits(CFG, "none", HIDDEN, FFN)
+    with pytest.raises(ConfigError, match="^layer_rows must be a divisor"):
+        check_rtl_limits(dataclasses.replace(CFG, layer_rows=3, rank=3), "all", HIDDEN, FFN)
+
+
+@pytest.mark.icarus
+def test_step_replayed_on_icarus_is_bit_exact(golden_step):
+    _, calls = golden_step
+    outputs, info = replay_calls(CFG, HIDDEN, FFN, calls, simulator="icarus")
+    golden = GoldenUnits(CFG.generator().golden(), CFG.layer_rows)
+    for index, (call, rtl) in enumerate(zip(calls, outputs)):
+        check_call(call, index, rtl, golden(call))
+    assert len(info["layer_jobs"]) > 0 and len(info["engine_jobs"]) > 0
