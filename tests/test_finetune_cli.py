@@ -3,9 +3,11 @@ backprop ceiling, and the RTL path (``--rtl``): measured cycles, the bit-exact v
 mismatch's one-line exit with the JSON still written.
 
 Every run uses the small random BERT (``--model tiny``: hidden 32, 2 blocks) on a few
-examples. The RTL path runs against a stand-in for :mod:`zoforge.sim.finetune_cosim`
-(:class:`FakeRtl`: its interface, the golden units inside, a call count and cycles), so
-these tests check the command, not the co-simulation (``tests/test_finetune_cosim.py``).
+examples. One run co-simulates every call on Verilator (``--rtl all``, the designs of
+``tests/test_finetune_cosim.py``, so their builds are shared); the other RTL cases run
+against a stand-in for :mod:`zoforge.sim.finetune_cosim` (:class:`FakeRtl`: its interface,
+the golden units inside, a call count and cycles) to check the command's side: the calls
+counted, the cycles per step, a mismatch's exit and the limits.
 """
 from __future__ import annotations
 
@@ -113,6 +115,23 @@ def test_backprop_trains_for_the_steps(tmp_path):
     code, _, result = _run(tmp_path, "--backprop")
     assert code == 0
     assert len(result["backprop_loss"]) == 2 and 0 <= result["backprop_accuracy_after"] <= 1
+
+
+# -- --rtl --------------------------------------------------------------------------------------
+
+def test_a_run_on_the_rtl_is_bit_exact_and_measures_its_cycles(tmp_path):
+    """Every call of two steps on Verilator (q = 2: per step 4 forwards of 2 adapter calls
+    and 5 engine calls, and 2 update walks of 2 adapters)."""
+    path = tmp_path / "rtl.json"
+    code = main(["finetune", "--model", "tiny", "--blocks", "1", "--seq-len", "8", "--batch",
+                 "2", "--queries", "2", "--rank", "4", "--engine-rows", "4", "--engine-cols",
+                 "4", "--n-train", "40", "--n-test", "20", "--calibration", "8", "--steps",
+                 "2", "--rtl", "all", "--no-float", "--quiet", "--out", str(tmp_path / "rtl"),
+                 "--json", str(path)])
+    result = json.loads(path.read_text())
+    assert code == 0 and result["bit_exact"] is True and result["error"] is None
+    assert result["rtl_calls"] == 2 * (4 * (2 + 5) + 2 * 2)
+    assert result["cycles_per_step"] > 0 and result["predicted_cycles_per_step"] > 0
 
 
 # -- --rtl, against a stand-in of zoforge.sim.finetune_cosim ---------------------------------

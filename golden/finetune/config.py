@@ -52,7 +52,7 @@ class FinetuneConfig(Config):
     split_seed: int = param(0, "seed of the train/test split", IntRange(0, 2**32 - 1))
     n_train: int = param(2000, "training examples (also the calibration and probe data)",
                          IntRange(2, 100_000))
-    n_test: int = param(500, "test examples", IntRange(2, 100_000))
+    n_test: int = param(1000, "test examples", IntRange(2, 100_000))
     calibration: int = param(128, "training examples that calibrate the activation scales",
                              IntRange(1, 100_000))
     n_rng: int = param(7, "LFSRs of the PeZO on-the-fly generator (2^k - 1)",
