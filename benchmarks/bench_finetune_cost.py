@@ -31,7 +31,8 @@ from pathlib import Path
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
 from zoforge.reports.model import Report
-from zoforge.reports.finetune_cost import (ADAPTER_CALL, COSIM, CYCLE_MODEL, ModelShape,
+from zoforge.reports.finetune_cost import (ADAPTER_CALL, COSIM, CYCLE_MODEL, UNIT_FIGURES,
+                                           ModelShape,
                                            adapter_call, backprop_peak_memory,
                                            engine_job_cycles, measure_adapter_jobs,
                                            measure_engine_jobs, memory_bits,
@@ -39,12 +40,9 @@ from zoforge.reports.finetune_cost import (ADAPTER_CALL, COSIM, CYCLE_MODEL, Mod
                                            predicted_step_cycles, roofline, step_time_energy,
                                            units_clock_power, update_walk, zo_peak_memory)
 
-# `zoforge build --board zcu102 --design engine --rows 8 --cols 8` and `--design zo-layer`
-# (default capacities), at the board's 300 MHz (docs/finetune-cost.md): what --reports
-# gives for those two reports. Fmax: yosys-estimate, the ZO layer's 307.7 MHz (the
-# engine's 330.0); power: activity-model at 300 MHz, static once plus both dynamics.
-DEFAULTS = {"zcu102": ((307.7, "yosys-estimate"),
-                       (0.590 + 0.1729 + 0.1043, "activity-model at 300 MHz"))}
+#: (value, source) of the Fmax and power per board: reports/finetune_cost.py's figures.
+DEFAULTS = {board: ((f["fmax_mhz"], f["fmax_source"]), (f["power_w"], f["power_source"]))
+            for board, f in UNIT_FIGURES.items()}
 
 
 def _mib(n: float) -> str:

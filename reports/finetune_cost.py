@@ -35,7 +35,8 @@ from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.systolic.array import min_tile_interval
 
-__all__ = ["ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow", "ADAPTER_CALL",
+__all__ = ["UNIT_FIGURES", "ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow",
+           "ADAPTER_CALL",
            "UPDATE_WALK", "engine_job_extra", "ZO_JOB_EXTRA", "CYCLE_MODEL", "COSIM",
            "model_engine_config", "model_layer_config", "engine_job_cycles", "engine_job_bytes",
            "zo_job_cycles", "zo_job_bytes", "adapter_call", "update_walk", "step_calls",
@@ -442,6 +443,16 @@ def step_time_energy(step: StepCost, mhz: float, power_w: float,
         bound = sum(row.count * row.time_s for row in roofline(step, mhz, ddr_bytes_per_s))
         out.update(roofline_s=bound, roofline_j=bound * power_w)
     return out
+
+
+#: The two units' clock and power on a board when no ``zoforge build`` reports are given:
+#: ``zoforge build --board zcu102 --design engine --rows 8 --cols 8`` and ``--design
+#: zo-layer`` (default capacities, at the board's 300 MHz, 2026-11-24): Fmax the lower of
+#: the two yosys estimates (ZO layer 307.7 MHz, engine 330.0 MHz), power the activity
+#: model's static power once plus both units' dynamic power. Estimates, labelled so.
+UNIT_FIGURES = {"zcu102": {"fmax_mhz": 307.7, "fmax_source": "yosys-estimate",
+                           "power_w": 0.590 + 0.1729 + 0.1043,
+                           "power_source": "activity-model at 300 MHz"}}
 
 
 @dataclass(frozen=True)

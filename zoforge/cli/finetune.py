@@ -30,6 +30,9 @@ RTL_CHOICES = ("none", "adapters", "all")
 #: The cost figures of the JSON (:func:`_cost_fields`), None where not modelled.
 COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_per_step",
              "ddr_bytes_per_step", "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
+#: The board of the time and energy figures (its DDR, and the units' clock and power from
+#: :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each with its source label).
+BOARD = "zcu102"
 #: What ``--out DIR`` gets.
 OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
 
@@ -78,9 +81,11 @@ def _check_json(value: str | None) -> Path | None:
 
 
 def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
-    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`): every key of
-    :data:`COST_KEYS`, None where not modelled (no clock or power figure is given here;
-    a model beyond the cost model's shapes)."""
+    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`) on the designs the
+    RTL runs: every key of :data:`COST_KEYS` (None where not modelled: a model beyond the
+    cost model's shapes), and the board, clock and power used with their sources. Time
+    and energy are the cycle model's step at the estimated Fmax (each call the roofline's
+    max of compute and DDR time) times the estimated power."""
     fields = dict.fromkeys(COST_KEYS)
     try:
         from zoforge.golden.finetune.config import ADAPTED
@@ -94,14 +99,20 @@ def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
     except ConfigError as error:
         print(f"    cost: not modelled ({error})")
         return fields
-    engine = cost.model_engine_config(shape, cfg.engine_rows, cfg.engine_cols)
-    layer = cost.model_layer_config(shape, cfg.layer_rows, cfg.layer_cols,
-                                    n_rng=cfg.n_rng, bits=cfg.bits)
+    from zoforge.boards.registry import get_board
+    from zoforge.sim.finetune_cosim import engine_design
+    engine = engine_design(cfg, hidden, ffn)          # the designs the RTL runs on
+    layer = cfg.layer_design(hidden, ffn)
     step = cost.predicted_step_cycles(shape, engine, layer)
+    figures = cost.UNIT_FIGURES[BOARD]
+    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["power_w"],
+                                   get_board(BOARD).ddr_bytes_per_s)
     fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
                   onchip_bits=cost.memory_bits(engine, layer)["total"],
                   zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
-                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"])
+                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
+                  seconds_per_step_at_fmax=timing["roofline_s"],
+                  joules_per_step=timing["roofline_j"], board=BOARD, **figures)
     return fields
 
 
