@@ -80,18 +80,32 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     from zoforge.reports import finetune_cost as cost
     shape = cost.ModelShape(blocks=1, seq_len=8, batch=2, rank=8, adapted=2, queries=4,
                             hidden=32, ffn=64, heads=2, classes=2)
-    # the run's units: engine 8x8, ZO layer 4x4 with the run's generator (7 LFSRs of 8 bits)
-    engine = cost.model_engine_config(shape, 8, 8)
-    layer = cost.model_layer_config(shape, 4, 4, n_rng=7, bits=8)
+    from zoforge.config import config_from_dict
+    from zoforge.golden.finetune.config import FinetuneConfig
+    from zoforge.sim.finetune_cosim import engine_design
     _, _, result = tiny_run
+    # the designs the RTL runs: engine 8x8 (ffn_in in one job), ZO layer 4x4 with the run's
+    # generator (7 LFSRs of 8 bits)
+    cfg = config_from_dict(result["config"], (FinetuneConfig,))
+    engine, layer = engine_design(cfg, 32, 64), cfg.layer_design(32, 64)
+    assert (engine.rows, engine.cols, layer.rows, layer.cols, layer.n_rng) == (8, 8, 4, 4, 7)
     step = cost.predicted_step_cycles(shape, engine, layer)
     assert result["predicted_cycles_per_step"] == step.cycles > 0
     assert result["ddr_bytes_per_step"] == step.stream_bytes
     assert result["onchip_bits"] == cost.memory_bits(engine, layer)["total"]
     assert result["zo_peak_bytes"] == cost.zo_peak_memory(shape, layer)["total"]
     assert result["backprop_peak_bytes"] == cost.backprop_peak_memory(shape)["total"]
-    # not modelled here (no clock or power figure): null
-    assert result["seconds_per_step_at_fmax"] is None and result["joules_per_step"] is None
+    # time and energy: the labelled estimates of the board's units, the roofline's time
+    figures = cost.UNIT_FIGURES[result["board"]]
+    assert result["fmax_source"] == "yosys-estimate" and "activity-model" in result[
+        "power_source"]
+    from zoforge.boards.registry import get_board
+    ddr = get_board(result["board"]).ddr_bytes_per_s
+    calls = cost.roofline(step, figures["fmax_mhz"], ddr)
+    seconds = sum(row.count * max(row.compute_s, row.time_s) for row in calls)
+    assert result["seconds_per_step_at_fmax"] == pytest.approx(seconds, rel=1e-12)
+    assert seconds >= step.cycles / (figures["fmax_mhz"] * 1e6) * (1 - 1e-12)
+    assert result["joules_per_step"] == pytest.approx(seconds * figures["power_w"], rel=1e-12)
 
 
 def test_zero_steps_and_the_backprop_ceiling_from_the_saved_config(tmp_path, tiny_run):
@@ -186,9 +200,11 @@ def _check_rtl_limits(cfg, rtl, hidden, ffn):
 @pytest.fixture
 def fake_rtl(monkeypatch):
     import zoforge.sim
+    import zoforge.sim.finetune_cosim as real_cosim
     module = types.ModuleType("zoforge.sim.finetune_cosim")
     module.RtlUnits, module.CallMismatch = FakeRtl, CallMismatch
     module.check_rtl_limits = _check_rtl_limits
+    module.engine_design = real_cosim.engine_design       # the sizing is not the RTL's run
     monkeypatch.setitem(sys.modules, module.__name__, module)
     monkeypatch.setattr(zoforge.sim, "finetune_cosim", module, raising=False)
     monkeypatch.setattr(FakeRtl, "entered", 0)
