@@ -251,7 +251,7 @@ def backprop_finetune(prepared: Prepared, steps: int, lr: float = 1e-3,
             loss.backward()
             optimizer.step()
         if on_step is not None:
-            on_step(step, float(loss))
+            on_step(step, loss.item())
     twin.masters = {name: t.detach() for name, t in params.items()}
     return twin
 
