@@ -6,7 +6,7 @@ Rotten Tomatoes (offline), the same steps and seeds for every row:
 * ``int8-zo``: ``zoforge finetune``'s golden run (every map in the engine's / ZO layer's
   integer arithmetic, P-RGE on the adapters, the hardware generator's stream);
 * ``float-zo``: its float twin (same parametrization, same z stream, nothing rounded);
-* ``backprop``: the first-order ceiling, Adam (lr 1e-3) on the same float adapters;
+* ``backprop``: the first-order ceiling, Adam (``BACKPROP_LR``) on the same float adapters;
 * ``probe-demo``: ``zoforge demo``'s linear probe (a ZO-trained int8 linear classifier on
   frozen pooled features, the demo's settings) for the same steps.
 
