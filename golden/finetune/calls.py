@@ -30,7 +30,8 @@ import torch
 
 from zoforge.errors import ConfigError
 from zoforge.golden.engine import RequantParams, engine_gemm, gemm_int32, requantize, wrap_signed
-from zoforge.golden.zolayer.model import applied_update, draw_perturbation, perturbed_operand
+from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, exact_matmul,
+                                          perturbed_operand)
 
 __all__ = ["EngineCall", "AdapterCall", "UpdateCall", "GoldenUnits", "Call"]
 
@@ -147,7 +148,3 @@ class GoldenUnits:
         z = draw_perturbation(self.generator, self.rows, r, n)
         return applied_update(call.master, int(call.g) * z, call.eta_mult, call.eta_shift)
 
-
-def exact_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``a @ b`` of small integer matrices, exact in float64 -> int64 (|sums| < 2^53)."""
-    return torch.matmul(a.to(torch.float64), b.to(torch.float64)).to(torch.int64)

@@ -53,7 +53,7 @@ from zoforge.golden.engine import RequantParams, gemm_int32, requantize, wrap_si
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 
 __all__ = ["LayerShape", "ZoLayerGolden", "saturate", "perturbed_operand", "applied_update",
-           "draw_perturbation", "full_output"]
+           "exact_matmul", "draw_perturbation", "full_output"]
 
 
 def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
@@ -97,7 +97,7 @@ def draw_perturbation(generator, rows: int, k_t: int, n: int) -> torch.Tensor:
 def full_output(x: torch.Tensor, operand: torch.Tensor) -> torch.Tensor:
     """A full-mode layer's output ``wrap32(X · operand)`` (int8 ``x``, int16 ``operand``)
     as int64 values of int32."""
-    return wrap_signed(_exact_matmul(x, operand))
+    return wrap_signed(exact_matmul(x, operand))
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,7 @@ class ZoLayerGolden:
         z = self.perturbation() if sign else None
         tp = self.operand(sign, eps_shift, z).to(torch.float64)
         if self.lora:
-            return wrap_signed(self.xw + _exact_matmul(self.u, tp))
+            return wrap_signed(self.xw + exact_matmul(self.u, tp))
         return full_output(self.x, tp)
 
     def accumulate(self, g: int) -> None:
@@ -222,6 +222,6 @@ def _int8(name: str, t, shape: tuple[int, int]) -> torch.Tensor:
     return t.to(torch.int8)
 
 
-def _exact_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def exact_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` for small integers, exact (float64 sums stay below 2^53 here) -> int64."""
     return torch.matmul(a.to(torch.float64), b.to(torch.float64)).to(torch.int64)
