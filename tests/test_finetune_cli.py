@@ -133,6 +133,8 @@ def test_backprop_trains_for_the_steps(tmp_path):
 
 # -- --rtl --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_a_run_on_the_rtl_is_bit_exact_and_measures_its_cycles(tmp_path):
     """Every call of two steps on Verilator (q = 2: per step 4 forwards of 2 adapter calls
     and 5 engine calls, and 2 update walks of 2 adapters)."""

@@ -36,6 +36,8 @@ def golden_step(prepared):
     return run.step(), units.log
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_step_on_verilator_is_bit_exact(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "all") as units:
@@ -55,6 +57,8 @@ def test_step_on_verilator_is_bit_exact(prepared, golden_step):
     print(f"cycles of one step: {cycles}; per call: {by_name}")
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_adapters_only_leaves_the_engine_to_the_golden(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "adapters") as units:
@@ -64,6 +68,8 @@ def test_adapters_only_leaves_the_engine_to_the_golden(prepared, golden_step):
     assert rtl.grads == record.grads
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_planted_difference_is_named(golden_step, monkeypatch):
     """The internal golden's block0.value branches are off by one: the first of them (the
     recorded calls replayed in order) is named."""
