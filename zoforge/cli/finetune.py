@@ -158,7 +158,6 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
               rtl_module) -> int:
     """The checked run: prepare, accuracies before, the steps, accuracies after, files."""
     import contextlib
-    import warnings
 
     from tqdm import tqdm
 
@@ -209,10 +208,8 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
         result["float_accuracy_after"] = twin.evaluate()
     if args.backprop:
         _say(f"backprop ceiling: {cfg.steps} Adam steps on the float adapters")
-        with warnings.catch_warnings():     # golden's on_step(float(loss)) of a graph's loss
-            warnings.filterwarnings("ignore", "Converting a tensor with requires_grad")
-            trained = backprop_finetune(prepared, cfg.steps, on_step=lambda step, loss:
-                                        result["backprop_loss"].append(loss))
+        trained = backprop_finetune(prepared, cfg.steps, on_step=lambda step, loss:
+                                    result["backprop_loss"].append(loss))
         result["backprop_accuracy_after"] = trained.evaluate()
     _write(result, out, json_path, cfg)
     _print(result, out, json_path)
