@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from zoforge.files import atomic_path, atomic_write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ("int8-zo", "float-zo", "backprop", "probe-demo")
 LABELS = {"int8-zo": "ZO LoRA-FA, accelerator int8 arithmetic (golden = RTL)",
@@ -79,12 +81,20 @@ def run_row(row: str, seed: int, args, cache: dict) -> dict:
 
 
 def load_results(path: Path) -> dict:
+    """The finished runs in ``path``; a last line cut short by a kill is dropped (that run
+    is done again), any other unreadable line is an error."""
     done = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                done[(record["row"], record["seed"])] = record
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise SystemExit(f"{path}:{number}: not a result line; move the file away")
+        done[(record["row"], record["seed"])] = record
+    if lines and len(done) < len(lines):              # rewrite without the cut line
+        atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in done.values()))
     return done
 
 
@@ -120,7 +130,8 @@ def plot(done: dict, args, path: Path) -> None:
                  f"{len(args.seeds)} seeds")
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as part:
+        fig.savefig(part, dpi=120, format="png")
 
 
 def main() -> None:
@@ -155,8 +166,8 @@ def main() -> None:
     command = ("python benchmarks/finetune_accuracy.py --steps "
                f"{args.steps} --seeds {' '.join(map(str, args.seeds))} --blocks {args.blocks} "
                f"--seq-len {args.seq_len} --batch {args.batch} --n-test {args.n_test}")
-    (args.docs / "finetune-accuracy.md").write_text(
-        "# Fine-tuning accuracy (generated)\n\n"
+    atomic_write_text(
+        args.docs / "finetune-accuracy.md", "# Fine-tuning accuracy (generated)\n\n"
         f"Produced by `{command}` (results in `{results.relative_to(ROOT)}`).\n\n{text}\n")
     plot(done, args, args.docs / "finetune-accuracy.png")
 

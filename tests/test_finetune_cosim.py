@@ -36,19 +36,25 @@ def golden_step(prepared):
     return run.step(), units.log
 
 
+def rtl_step(prepared, units, record):
+    """One step on ``units``; its g values, losses and masters equal the golden ``record``."""
+    rtl = ZoFinetune(prepared, "int8", units=units).step()
+    assert rtl.grads == record.grads and rtl.losses == record.losses
+    for name, master in record.masters.items():
+        assert torch.equal(rtl.masters[name], master), name
+    return rtl
+
+
 @pytest.mark.slow
 @pytest.mark.ci
 def test_step_on_verilator_is_bit_exact(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "all") as units:
-        rtl = ZoFinetune(prepared, "int8", units=units).step()
+        rtl_step(prepared, units, record)
         assert units.rtl_calls == len(calls)
         by_name = dict(units.cycles_by_name)
         cycles = units.take_cycles()
         assert units.take_cycles() == 0
-    assert rtl.grads == record.grads and rtl.losses == record.losses
-    for name, master in record.masters.items():
-        assert torch.equal(rtl.masters[name], master), name
     assert any(m.abs().sum() > 0 for m in record.masters.values())   # the step moved
     kinds = {type(call) for call in calls}
     assert kinds == {EngineCall, AdapterCall, UpdateCall}
@@ -62,10 +68,9 @@ def test_step_on_verilator_is_bit_exact(prepared, golden_step):
 def test_adapters_only_leaves_the_engine_to_the_golden(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "adapters") as units:
-        rtl = ZoFinetune(prepared, "int8", units=units).step()
+        rtl_step(prepared, units, record)
         assert units.rtl_calls == sum(not isinstance(c, EngineCall) for c in calls)
         assert units.engine is None
-    assert rtl.grads == record.grads
 
 
 @pytest.mark.slow

@@ -50,10 +50,6 @@ class EngineCall:
     unit = "engine"
 
     @property
-    def shape(self) -> tuple[int, int, int]:
-        return self.x.shape[0], self.x.shape[1], self.w.shape[1]
-
-    @property
     def raw(self) -> bool:
         return self.multiplier is None
 
@@ -75,10 +71,6 @@ class AdapterCall:
     restore: bool = False
 
     unit = "zolayer"
-
-    @property
-    def shape(self) -> tuple[int, int, int, int]:
-        return self.x.shape[0], self.x.shape[1], self.w.shape[1], self.a.shape[1]
 
 
 @dataclass(frozen=True)

@@ -150,8 +150,10 @@ class ZoFinetune:
         generator = cfg.generator().golden()
         self.settings: StepSettings = step_settings(cfg.lr, cfg.eps, cfg.queries,
                                                     generator.frac_bits)
+        # int8: the ZO layer's generator lives in the units (golden or RTL), moved by the
+        # calls' flags; float: the twin walks its own copy of the same stream here
         self.units = units if units is not None else GoldenUnits(generator, cfg.layer_rows)
-        self.generator = generator if units is None else None
+        self.generator = generator if arithmetic == "float" else None
         self.names = adapter_names(cfg.blocks)
         dtype = torch.int64 if arithmetic == "int8" else torch.float64
         self.masters = {name: torch.zeros(self.model.adapters[name].shape, dtype=dtype)
@@ -202,7 +204,7 @@ class ZoFinetune:
             if self.generator is not None:
                 self._saved = self.generator.save()
             loss_plus = self.loss(ids, mask, labels, self.masters, +1)
-            if self.arithmetic == "float":
+            if self.generator is not None:
                 self.generator.restore(self._saved)
             loss_minus = self.loss(ids, mask, labels, self.masters, -1)
             g = self.gradient(loss_plus, loss_minus)
