@@ -76,7 +76,10 @@ class FinetuneConfig(Config):
             raise ConfigError("batch", f"at most {MAX_TOKENS // self.seq_len} with seq_len "
                               f"{self.seq_len} (batch x seq_len <= {MAX_TOKENS} tokens)",
                               self.batch)
-        self.generator()
+        generator = self.generator().golden()
+        # the ZO layer's integer settings exist for lr and eps (torch: only when checked)
+        from zoforge.golden.zolayer.network import step_settings
+        step_settings(self.lr, self.eps, self.queries, generator.frac_bits)
 
     @property
     def tokens(self) -> int:
