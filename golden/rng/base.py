@@ -11,8 +11,10 @@ LFSR generators, the pool pointer p of the pre-generated pool.
   belong to the perturbation (an LFSR generator moves one whole cycle, the pool moves by
   ``used``);
 * ``take(d)``: the next perturbation of length d, transfer by transfer (``ceil(d / L)``
-  transfers, the last one cut at d), advancing the state; ``take_float(d)`` the same as a
-  torch tensor ``take(d) * 2**-F``;
+  transfers, the last one cut at d), advancing the state; ``state_after(d)`` the state it
+  leaves; ``take_float(d)`` the same as a torch tensor ``take(d) * 2**-F`` (as float32 or
+  float64 computed straight in floating point from per-configuration tables cached on first
+  use, with the same values bit for bit: ``to_float`` is the one conversion rule);
 * ``save()``/``restore()``: the state as a small dict, so that a perturbation can be
   regenerated (for +eps, -eps and the update);
 * ``initial_state(seed)``: the state a run with training seed ``seed`` starts from (seed 0:

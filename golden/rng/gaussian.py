@@ -76,11 +76,12 @@ def _measured_kurtosis(n_rng: int, bits: int, terms: int) -> float:
     return float((x ** 4).mean() / (x ** 2).mean() ** 2)
 
 
-@functools.lru_cache(maxsize=8)
-def _float_values(bits: int, cycles: int, dtype: np.dtype) -> np.ndarray:
-    """``u(S(t mod P)) * 2^-(b-1)`` for t = 0 .. ``cycles`` - 1 (P-periodic), read-only."""
+@functools.lru_cache(maxsize=4)
+def _float_values(bits: int, dtype: np.dtype) -> np.ndarray:
+    """``u(S(t mod P)) * 2^-(b-1)`` for t = 0 .. 2P + FLOAT_BLOCK_VALUES - 1 (P-periodic:
+    enough for a block of any n), read-only."""
     u = (lfsr_sequence(bits) - (1 << (bits - 1))).astype(np.float64)
-    values = np.resize(np.ldexp(u, 1 - bits).astype(dtype), cycles)
+    values = np.resize(np.ldexp(u, 1 - bits).astype(dtype), 2 * period(bits) + FLOAT_BLOCK_VALUES)
     values.flags.writeable = False
     return values
 
@@ -136,7 +137,7 @@ class GaussianGolden(GoldenGenerator):
         of the P-periodic table, summed in place (exact: every sum has at most 24 bits)."""
         n, stride = self.n_rng, self.terms * self.phase_step
         rows = max(1, FLOAT_BLOCK_VALUES // n)
-        values = _float_values(self.bits, 2 * self.period + rows, dtype)
+        values = _float_values(self.bits, dtype)
         cycles = -(-d // n)
         out = np.empty(cycles * n, dtype)
         base, done = state % self.period, 0

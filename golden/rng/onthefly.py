@@ -102,7 +102,7 @@ class _FloatPlan(NamedTuple):
     scale: np.ndarray | None     # 2^(k(t mod P) - k_min), t = 0 .. P + rows - 1; None: constant
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _float_plan(n_rng: int, bits: int, dtype: np.dtype) -> _FloatPlan:
     p, step = period(bits), period(bits) // n_rng
     rows = n_rng * max(1, FLOAT_BLOCK_VALUES // (n_rng * n_rng))
