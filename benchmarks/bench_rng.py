@@ -1,15 +1,20 @@
 """Benchmark of the PeZO generators.
 
 Prints (1) golden perturbation throughput, ``take_float`` of a 10-million-element
-perturbation, beside ``torch.randn`` of the same size, and (2) co-simulation cycles/s of the
-Table 6 generator configurations per available simulator (the testbench loop only: one
-control write and one sample per cycle; build and start-up times printed separately).
+perturbation, beside ``torch.randn`` of the same size: per source the best of N interleaved
+rounds and its ratio to torch.randn's elements/s (both single-threaded; randn at its default
+thread count as a second reference), under the load average printed; and (2) co-simulation
+cycles/s of the Table 6 generator configurations per available simulator (the testbench
+loop only: one control write and one sample per cycle; build and start-up times printed
+separately).
 
-    .venv/bin/python benchmarks/bench_rng.py [--size 10000000] [--cycles 5000] [--no-cosim]
+    .venv/bin/python benchmarks/bench_rng.py [--size 10000000] [--repeats 7] [--cycles 5000]
+        [--no-cosim]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
@@ -17,30 +22,67 @@ import torch
 from zoforge.golden.rng import GaussianGolden, OnTheFlyGolden, PregenGolden
 
 
-def best_of(repeats: int, func) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - started)
-    return min(times)
+#: Throughput goals (issue 21, item 6): generator elements/s over single-threaded torch.randn's.
+GOALS = {"on-the-fly": 1.0, "pre-generated": 2.0}
+
+
+def golden_sources(size: int) -> list[tuple[str, int, object]]:
+    """(label, torch threads, call) for the references and every generator configuration."""
+    default_threads = torch.get_num_threads()
+    generators = [
+        ("on-the-fly n=31 b=8 (PeZO, RoBERTa)", OnTheFlyGolden(31, 8)),
+        ("on-the-fly n=31 b=14 (PeZO, OPT)", OnTheFlyGolden(31, 14)),
+        ("pre-generated N=4095 q=12 L=8", PregenGolden(4095, 12, 8)),
+        ("Gaussian baseline n=1024 b=16 K=3", GaussianGolden(1024, 16, 3)),
+    ]
+    references = [("torch.randn, 1 thread (reference)", 1, lambda: torch.randn(size))]
+    if default_threads != 1:
+        references.append((f"torch.randn, {default_threads} threads (default)", default_threads,
+                           lambda: torch.randn(size)))
+    return references + [(name, 1, lambda g=g: g.take_float(size)) for name, g in generators]
+
+
+def timed(threads: int, call) -> tuple[float, float]:
+    """(wall seconds, process CPU seconds) of one call under ``threads`` torch threads."""
+    torch.set_num_threads(threads)
+    wall, cpu = time.perf_counter(), time.process_time()
+    call()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def golden_throughput(size: int, repeats: int) -> None:
-    print(f"golden perturbation throughput, {size:,} elements, float32, best of {repeats}")
-    print(f"{'source':<44} {'seconds':>8} {'elements/s':>14}")
-    sources = [
-        ("torch.randn (reference)", lambda: torch.randn(size)),
-        ("on-the-fly n=31 b=8 (PeZO, RoBERTa)", OnTheFlyGolden(31, 8).take_float),
-        ("on-the-fly n=31 b=14 (PeZO, OPT)", OnTheFlyGolden(31, 14).take_float),
-        ("pre-generated N=4095 q=12 L=8", PregenGolden(4095, 12, 8).take_float),
-        ("Gaussian baseline n=1024 b=16 K=3", GaussianGolden(1024, 16, 3).take_float),
-    ]
-    for name, func in sources:
-        call = func if name.startswith("torch") else (lambda f=func: f(size))
-        call()                                            # warm-up (tables, caches)
-        seconds = best_of(repeats, call)
-        print(f"{name:<44} {seconds:>8.3f} {size / seconds:>14,.0f}")
+    """Times every source once per round (rounds interleaved, so that every source sees the
+    same load), keeps each one's best round, and prints the ratios to torch.randn."""
+    default_threads = torch.get_num_threads()
+    print(f"golden perturbation throughput: take_float({size:,}) as float32 beside "
+          f"torch.randn({size:,}), best of {repeats} interleaved rounds")
+    print(f"machine: {os.cpu_count()} CPU cores; load average (1/5/15 min) {load()} at the "
+          "start")
+    print("threads: generators 1 (numpy gathers and copies, never threaded; torch at 1 "
+          f"thread), torch.randn 1 (torch.set_num_threads(1)) and, second row, its default "
+          f"{default_threads}")
+    print("ratio: elements/s over the 1-thread torch.randn's; 'ratio dflt': over the "
+          "default-thread randn's; cpu/wall <= 1: one core at most")
+    sources = golden_sources(size)
+    first = [timed(threads, call)[0] for _, threads, call in sources]   # builds the tables
+    rounds = [[timed(threads, call) for _, threads, call in sources] for _ in range(repeats)]
+    best = [min(times[i] for times in rounds) for i in range(len(sources))]
+    torch.set_num_threads(default_threads)
+    reference, reference_default = best[0], best[1] if default_threads != 1 else best[0]
+    print(f"load average (1/5/15 min) {load()} at the end")
+    print(f"{'source':<40} {'seconds':>8} {'elements/s':>13} {'cpu/wall':>8} "
+          f"{'1st call s':>10} {'ratio':>7} {'goal':>10} {'ratio dflt':>10}")
+    for (name, _, _), (wall, cpu), first_s in zip(sources, best, first):
+        ratio = reference[0] / wall
+        goal = next((g for prefix, g in GOALS.items() if name.startswith(prefix)), None)
+        verdict = "" if goal is None else f">={goal:g}x {'met' if ratio >= goal else 'MISSED'}"
+        print(f"{name:<40} {wall:>8.4f} {size / wall:>13,.0f} {cpu / wall:>8.2f} "
+              f"{first_s:>10.4f} {ratio:>6.2f}x {verdict:>10} "
+              f"{reference_default[0] / wall:>9.2f}x")
 
 
 def cosim_speed(cycles: int) -> None:
@@ -67,11 +109,10 @@ def cosim_speed(cycles: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--cycles", type=int, default=5000)
     parser.add_argument("--no-cosim", action="store_true")
     args = parser.parse_args()
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     golden_throughput(args.size, args.repeats)
     if not args.no_cosim:
         cosim_speed(args.cycles)

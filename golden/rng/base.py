@@ -11,8 +11,10 @@ LFSR generators, the pool pointer p of the pre-generated pool.
   belong to the perturbation (an LFSR generator moves one whole cycle, the pool moves by
   ``used``);
 * ``take(d)``: the next perturbation of length d, transfer by transfer (``ceil(d / L)``
-  transfers, the last one cut at d), advancing the state; ``take_float(d)`` the same as a
-  torch tensor ``take(d) * 2**-F``;
+  transfers, the last one cut at d), advancing the state; ``state_after(d)`` the state it
+  leaves; ``take_float(d)`` the same as a torch tensor ``take(d) * 2**-F`` (as float32 or
+  float64 computed straight in floating point from per-configuration tables cached on first
+  use, with the same values bit for bit: ``to_float`` is the one conversion rule);
 * ``save()``/``restore()``: the state as a small dict, so that a perturbation can be
   regenerated (for +eps, -eps and the update);
 * ``initial_state(seed)``: the state a run with training seed ``seed`` starts from (seed 0:
@@ -32,9 +34,14 @@ import numpy as np
 from zoforge.config import Config, param
 from zoforge.errors import ConfigError, check_int_range
 
-__all__ = ["GoldenGenerator", "GeneratorConfig", "splitmix64", "seed_state"]
+__all__ = ["GoldenGenerator", "GeneratorConfig", "splitmix64", "seed_state", "to_float",
+           "FLOAT_BLOCK_VALUES"]
 
 _MASK64 = (1 << 64) - 1
+
+#: Values per block of the generators' float paths (``take_float``): a block's index table
+#: and output stay in the CPU's cache.
+FLOAT_BLOCK_VALUES = 1 << 16
 
 
 def splitmix64(x: int) -> int:
@@ -50,6 +57,16 @@ def seed_state(seed: int, modulus: int) -> int:
     ``modulus``."""
     check_int_range("seed", seed, 0, _MASK64)
     return 0 if seed == 0 else splitmix64(seed) % modulus
+
+
+def to_float(values: np.ndarray, frac_bits: int, dtype):
+    """Integers ``values`` as the torch tensor ``values * 2**-frac_bits`` of ``dtype`` (a
+    torch or numpy float type): the conversion of every ``take_float`` (exact but where a
+    value has more significant bits than the type)."""
+    import torch   # only here: the generators themselves are numpy (fast to import)
+    if not isinstance(dtype, torch.dtype):
+        dtype = torch.from_numpy(np.zeros(0, dtype)).dtype
+    return torch.from_numpy(values).to(dtype).mul_(2.0 ** -frac_bits)
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,15 @@ class GoldenGenerator:
     def initial_state(self, seed: int) -> int:
         return seed_state(seed, self.modulus)
 
+    def state_after(self, d: int) -> int:
+        """The state after ``take(d)`` from the current state (without taking anything)."""
+        lanes = self.values_per_cycle
+        transfers = -(-check_int_range("d", d, 0) // lanes)
+        if transfers == 0:
+            return self.state
+        last = (self.state + self.advance(0, lanes) * (transfers - 1)) % self.modulus
+        return self.advance(last, d - lanes * (transfers - 1))
+
     def take(self, d: int) -> np.ndarray:
         """The next perturbation: ``ceil(d / L)`` transfers, truncated to d values."""
         check_int_range("d", d, 0)
@@ -114,15 +140,29 @@ class GoldenGenerator:
         full_step = self.advance(0, lanes)          # the state moves by this per full beat
         states = (self.state + full_step * np.arange(transfers, dtype=np.int64)) % self.modulus
         values = self.values_at(states).reshape(-1)[:d]
-        last = int(states[-1])
-        self.state = self.advance(last, d - lanes * (transfers - 1))
+        self.state = self.state_after(d)
         return values
 
     def take_float(self, d: int, dtype=None):
-        """``take(d) * 2**-frac_bits`` as a torch tensor (default float32)."""
+        """``take(d) * 2**-frac_bits`` as a torch tensor (default float32), a fresh buffer.
+
+        For float32 and float64 a generator may compute it straight in floating point
+        (``_floats``, one gather from cached per-configuration tables); the values and
+        the state are those of ``take(d)`` bit for bit (``tests/test_rng_fast.py``)."""
         import torch   # only here: the generators themselves are numpy (fast to import)
         dtype = torch.float32 if dtype is None else dtype
-        return torch.from_numpy(self.take(d)).to(dtype).mul_(2.0 ** -self.frac_bits)
+        check_int_range("d", d, 0)
+        np_dtype = {torch.float32: np.float32, torch.float64: np.float64}.get(dtype)
+        fast = None if np_dtype is None else self._floats(self.state, d, np.dtype(np_dtype))
+        if fast is None:
+            return to_float(self.take(d), self.frac_bits, dtype)
+        self.state = self.state_after(d)
+        return torch.from_numpy(fast)
+
+    def _floats(self, state: int, d: int, dtype: np.dtype) -> np.ndarray | None:
+        """``take(d) * 2**-frac_bits`` from ``state`` as a new ``dtype`` array (float32 or
+        float64), without advancing; None where a generator has no such path."""
+        return None
 
     def save(self) -> dict:
         return {"strategy": self.strategy, self.state_key: int(self.state)}

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from zoforge.config import IntRange, param
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
+from zoforge.golden.rng.base import FLOAT_BLOCK_VALUES, GeneratorConfig, GoldenGenerator
 from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, taps
 
 __all__ = ["GaussianConfig", "GaussianGolden", "theoretical_kurtosis"]
@@ -75,6 +76,16 @@ def _measured_kurtosis(n_rng: int, bits: int, terms: int) -> float:
     return float((x ** 4).mean() / (x ** 2).mean() ** 2)
 
 
+@functools.lru_cache(maxsize=4)
+def _float_values(bits: int, dtype: np.dtype) -> np.ndarray:
+    """``u(S(t mod P)) * 2^-(b-1)`` for t = 0 .. 2P + FLOAT_BLOCK_VALUES - 1 (P-periodic:
+    enough for a block of any n), read-only."""
+    u = (lfsr_sequence(bits) - (1 << (bits - 1))).astype(np.float64)
+    values = np.resize(np.ldexp(u, 1 - bits).astype(dtype), 2 * period(bits) + FLOAT_BLOCK_VALUES)
+    values.flags.writeable = False
+    return values
+
+
 class GaussianGolden(GoldenGenerator):
     """Golden Gaussian-baseline array (see the module docstring)."""
 
@@ -119,6 +130,30 @@ class GaussianGolden(GoldenGenerator):
 
     def advance(self, state: int, used: int) -> int:
         return (int(state) + 1) % self.modulus
+
+    def _floats(self, state: int, d: int, dtype: np.dtype) -> np.ndarray:
+        """The float path of ``take_float``: blocks of cycles; term j of lane i at cycle t is
+        the value table at t + (iK + j) * step, so each term of a block is one strided view
+        of the P-periodic table, summed in place (exact: every sum has at most 24 bits)."""
+        n, stride = self.n_rng, self.terms * self.phase_step
+        rows = max(1, FLOAT_BLOCK_VALUES // n)
+        values = _float_values(self.bits, dtype)
+        cycles = -(-d // n)
+        out = np.empty(cycles * n, dtype)
+        base, done = state % self.period, 0
+        while done < cycles:
+            m = min(rows, cycles - done)
+            block = out[done * n:(done + m) * n].reshape(m, n)
+            for j in range(self.terms):
+                term = as_strided(values[base + j * self.phase_step:], shape=(m, n),
+                                  strides=(values.itemsize, stride * values.itemsize),
+                                  writeable=False)
+                if j == 0:
+                    np.copyto(block, term)
+                else:
+                    np.add(block, term, out=block)
+            done, base = done + m, (base + m) % self.period
+        return out[:d]
 
     def config(self) -> dict:
         return {"strategy": self.strategy, "n_rng": self.n_rng, "bits": self.bits,

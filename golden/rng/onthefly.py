@@ -32,13 +32,13 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 
 from zoforge.config import IntRange, Mersenne, param
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
+from zoforge.golden.rng.base import FLOAT_BLOCK_VALUES, GeneratorConfig, GoldenGenerator
 from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, taps
 from zoforge.golden.rng.norms import expected_gaussian_norm
 
@@ -91,6 +91,33 @@ def scale_lut(n_rng: int, bits: int) -> np.ndarray:
     lut = np.full(1 << bits, int(k.min()), dtype=np.int64)
     lut[lfsr_sequence(bits)] = k
     return lut
+
+
+class _FloatPlan(NamedTuple):
+    """Tables of ``take_float``'s float path for one (n, b, dtype); see ``_floats``."""
+
+    rows: int                    # cycles per block, a multiple of n
+    index: np.ndarray            # rows x n: i + ((p + i) mod n) * floor(P / n)
+    values: np.ndarray           # u(S(t mod P)) * 2^-F for t = 0 .. 2P + rows - 1
+    scale: np.ndarray | None     # 2^(k(t mod P) - k_min), t = 0 .. P + rows - 1; None: constant
+
+
+@functools.lru_cache(maxsize=4)
+def _float_plan(n_rng: int, bits: int, dtype: np.dtype) -> _FloatPlan:
+    p, step = period(bits), period(bits) // n_rng
+    rows = n_rng * max(1, FLOAT_BLOCK_VALUES // (n_rng * n_rng))
+    i, position = np.arange(rows)[:, None], np.arange(n_rng)[None, :]
+    index = (i + (position + i) % n_rng * step).astype(np.intp)
+    k = _scale_by_cycle(n_rng, bits)
+    frac_bits = bits - 1 - int(k.min())
+    u = (lfsr_sequence(bits) - (1 << (bits - 1))).astype(np.float64)
+    values = np.resize(np.ldexp(u, -frac_bits).astype(dtype), 2 * p + rows)
+    scale = (None if k.min() == k.max() else
+             np.resize(np.ldexp(1.0, k - k.min()).astype(dtype), p + rows))
+    for table in (index, values, scale):
+        if table is not None:
+            table.flags.writeable = False
+    return _FloatPlan(rows, index, values, scale)
 
 
 class OnTheFlyGolden(GoldenGenerator):
@@ -156,6 +183,29 @@ class OnTheFlyGolden(GoldenGenerator):
 
     def advance(self, state: int, used: int) -> int:
         return (int(state) + 1) % self.modulus
+
+    def _floats(self, state: int, d: int, dtype: np.dtype) -> np.ndarray:
+        """The float path of ``take_float``: blocks of cycles, each one ``np.take``.
+
+        A block starts at a cycle t0 that n divides, so row i (cycle t0 + i) shows lane
+        (p + i) mod n at position p, in state S((t0 + i + lane * floor(P/n)) mod P): the same
+        index table for every block, read from the P-periodic value table at t0 mod P, and
+        multiplied row by row by 2^(k - k_min) where the LUT is not constant. Every value is
+        u * 2^(k - k_min - F) exactly (u has at most 20 significant bits)."""
+        plan = _float_plan(self.n_rng, self.bits, dtype)
+        n, cycles = self.n_rng, -(-d // self.n_rng)
+        out = np.empty(cycles * n, dtype)
+        row = state % n                          # the first block starts mid-way
+        base = (state - row) % self.period
+        done = 0
+        while done < cycles:
+            m = min(plan.rows - row, cycles - done)
+            block = out[done * n:(done + m) * n].reshape(m, n)
+            np.take(plan.values[base:], plan.index[row:row + m], out=block, mode="clip")
+            if plan.scale is not None:
+                np.multiply(block, plan.scale[base + row:base + row + m, None], out=block)
+            done, row, base = done + m, 0, (base + plan.rows) % self.period
+        return out[:d]
 
     def config(self) -> dict:
         lut = scale_lut(self.n_rng, self.bits)

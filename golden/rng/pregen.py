@@ -30,7 +30,7 @@ import numpy as np
 
 from zoforge.config import IntRange, Mersenne, OneOf, param
 from zoforge.errors import check_choice, check_int_range
-from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
+from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator, to_float
 from zoforge.golden.rng.norms import expected_gaussian_norm
 
 __all__ = ["PregenConfig", "PregenGolden", "splitmix64_uniform", "BANK_CHOICES", "LAYOUTS"]
@@ -86,6 +86,15 @@ def _pool(pool_size: int, bits: int, pool_seed: int) -> tuple[np.ndarray, int, f
     return pool, frac, scale
 
 
+@functools.lru_cache(maxsize=16)
+def _float_pool(pool_size: int, bits: int, pool_seed: int, dtype: np.dtype) -> np.ndarray:
+    """The pool as ``take_float``'s values (``pool * 2^-F``, converted as ``to_float`` does)."""
+    pool, frac, _ = _pool(pool_size, bits, pool_seed)
+    floats = to_float(pool.copy(), frac, dtype).numpy()   # (torch wants a writable array)
+    floats.flags.writeable = False
+    return floats
+
+
 class PregenGolden(GoldenGenerator):
     """Golden pre-generated pool (see the module docstring). State: the pointer p."""
 
@@ -131,6 +140,18 @@ class PregenGolden(GoldenGenerator):
         values = self.stream(self.state, d)
         self.state = self.advance(self.state, d)
         return values
+
+    def _floats(self, state: int, d: int, dtype: np.dtype) -> np.ndarray:
+        """The float path of ``take_float``: the pool's tail from the pointer, then whole
+        copies of the float pool (one broadcast copy), then its head."""
+        pool, n = _float_pool(self.pool_size, self.bits, self.pool_seed, dtype), self.pool_size
+        out = np.empty(d, dtype)
+        head = min(d, n - state)
+        out[:head] = pool[state:state + head]
+        whole, rest = divmod(d - head, n)
+        out[head:head + whole * n].reshape(whole, n)[:] = pool
+        out[head + whole * n:] = pool[:rest]
+        return out
 
     def bank_contents(self, layout: str = "striped") -> list[np.ndarray]:
         """The L banks' contents: ``striped`` as in "BRAM layout" above; ``replicated``:
