@@ -4,7 +4,8 @@ One word per beat, in the word orders of :mod:`.layer`: ``load_x`` a beat of P k
 tokens (packed bytes, :func:`~.layouts.token_words`), token tiles (outer) by blocks of P
 k-steps (inner, :class:`~.token_buffer.TokenWalk`), written whole into a word of the packed
 token buffer; ``load_w`` / ``load_a`` / ``load_master`` panels of R features by k-steps
-(:class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
+(``load_master`` with ``word_features`` F < R: panels of F features by blocks of R/F
+k-steps; :class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
 :class:`~.control.LayerJobSignature`; lane l in bits ``[32l, 32l+32)``, values in the low
 bits) into the frozen W, A or the master copy, where
 ``load_master`` also clears the update accumulator D. ``tready`` is high from the cycle
@@ -36,8 +37,10 @@ class LayerLoader(wiring.Component):
     """``buffers``: the layer's memories (:func:`~.buffers.layer_buffers`); ``max_k``: the
     token buffer's k-steps per token tile."""
 
-    def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, max_k: int):
+    def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, max_k: int,
+                 word_features: int | None = None):
         self.tiling, self.lanes, self.max_k = tiling, lanes, max_k
+        self.word_features = word_features or tiling.rows
         self.frozen = Memory.W_FROZEN in buffers
         written = [Memory.X, Memory.MASTER, Memory.ACCUMULATOR]
         written += [Memory.W_FROZEN, Memory.A_FROZEN] if self.frozen else []
@@ -54,8 +57,9 @@ class LayerLoader(wiring.Component):
         m = Module()
         t, job = self.tiling, self.job
         R = t.rows
-        # words of R features (W, A, T), and token tiles of C by words of P k-steps (X)
-        m.submodules.walk = walk = PanelWalk(R, DIM_BITS, self.flat_bits)
+        # words of R features (W, A; T with one branch per job, else R / branch_lanes
+        # features of branch_lanes k-steps), and token tiles of C by words of P k-steps (X)
+        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.flat_bits)
         m.submodules.x_walk = x_walk = TokenWalk(t, self.max_k, self.lanes)
         loaded = Signal()
         loading = Cat(getattr(job, name) for name in LOAD_JOBS).any()
