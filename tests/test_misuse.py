@@ -162,8 +162,9 @@ CASES = [
                                            "--max-k", "4096", "--out", NO_OUT], "--max-m"),
     ("generate-zo-layer-max-m", ["generate", "zo-layer", "--max-m", "5", "--out", NO_OUT],
      "--max-m"),
+    # the packed token buffer (4 k-steps a word) the largest memory: small N and r
     ("generate-zo-layer-too-large", ["generate", "zo-layer", "--max-m", "4096", "--max-k",
-                                     "4096", "--max-n", "4096", "--max-r", "1024",
+                                     "4096", "--max-n", "4", "--max-r", "4",
                                      "--out", NO_OUT], "--max-m"),
     ("cosim-zo-layer-frozen-too-large", ["cosim", "zo-layer", "--max-k", "4096", "--max-n",
                                          "4096"], "--max-n"),

@@ -143,11 +143,12 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 def test_predicted_cycles_by_hand():
     """16 x 16 x 16, r = 4, q = 2 on 4 x 4 (tile spacing 2R + C = 12): batch load
-    16/4 * 16 = 64; frozen X*W 4*4 tiles * 16 + X*A 4*1 tiles * 16 = 320; a branch 4*4 tiles
-    * max(r = 4, 12) = 192; update walks (q + 1) * 16/4 * 4 = 48."""
+    16/4 tiles * 16/4 beats of 4 k-steps = 16; frozen X*W 4*4 tiles * 16 + X*A 4*1 tiles
+    * 16 = 320; a branch 4*4 tiles * max(r = 4, 12) = 192; update walks (q + 1) * 16/4 * 4
+    = 48."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
-    assert predicted_cycles(config, shape, 2) == 64 + 320 + 4 * 192 + 48
-    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (64 + 320) + 4 * 192 + 48
+    assert predicted_cycles(config, shape, 2) == 16 + 320 + 4 * 192 + 48
+    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (16 + 320) + 4 * 192 + 48
 
 
 # -- RTL against the golden model ---------------------------------------------------------

@@ -8,6 +8,7 @@
   LayerJobSignature`); :mod:`.registers` the register map (data);
 * :mod:`.share` what the units share: the generator's stream, the master copy's ports;
 * :mod:`.loader` the input stream into the memories; :mod:`.reader` the master copy out;
+* :mod:`.token_buffer` the packed token buffer X (``load_x``'s walk, the feeder's reads);
 * :mod:`.fetch` the weight panels through :mod:`.perturb` (master word -> perturbed operand)
   into the staging banks;
 * :mod:`.sink` the requantized rows to the output stream, the init or the U buffer;

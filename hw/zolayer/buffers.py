@@ -8,8 +8,9 @@ LoRA-FA branch), every activation resident before a compute job starts.
 
 The memories are named by :class:`Memory` (their submodule names). Addresses: word-ordered
 memories (``master``, ``update_accumulator``, ``w_frozen``, ``a_frozen``) by the word's
-index in :class:`~.walk.PanelWalk` order; ``stage`` ``Cat(k, bank)``; ``x_buffer`` ``Cat(k,
-tile)``; ``u_buffer`` ``Cat(feature, tile)``; ``result_buffer`` ``Cat(row, bank)``;
+index in :class:`~.walk.PanelWalk` order; ``stage`` ``Cat(k, bank)``; ``x_buffer`` ``Cat(word,
+tile)``, a word P k-steps of C tokens (packed as a ``load_x`` beat, :mod:`.token_buffer`);
+``u_buffer`` ``Cat(feature, tile)``; ``result_buffer`` ``Cat(row, bank)``;
 ``init_buffer`` ``Cat(row, tile, panel)``.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
 
 from .registers import DIM_BITS
+from .token_buffer import token_buffer
 
 __all__ = ["Memory", "LORA_MEMORIES", "layer_tiling", "layer_buffers", "trained_rows"]
 
@@ -61,6 +63,7 @@ def layer_buffers(config: ZoLayerConfig, z_width: int) -> dict[Memory, Buffer]:
     """The memories of a layer (``z_width``: the generator's value width); the LoRA-FA ones
     (:data:`LORA_MEMORIES`) only in that mode."""
     R = config.rows
+    lanes = max(R, config.cols)          # the streams' 32-bit lanes (ZoLayer.lanes)
     tiling = layer_tiling(config)
     panels = config.max_n // R
     t_words = config.max_n * trained_rows(config) // R    # R values a word (B k-steps x R/B)
@@ -69,7 +72,8 @@ def layer_buffers(config: ZoLayerConfig, z_width: int) -> dict[Memory, Buffer]:
         return Buffer(data.ArrayLayout(signed(bits), R), depth, doc)
 
     buffers = {
-        Memory.X: tiling.act_buffer(config.max_k, "token (activation) buffer"),
+        Memory.X: token_buffer(tiling, config.max_k, lanes, "token (activation) buffer, "
+                               "packed"),
         Memory.MASTER: words(Formats.MASTER_BITS, "trained matrix master copy, 24-bit"),
         Memory.ACCUMULATOR: words(Formats.accumulator_bits(z_width), "update accumulator D"),
         Memory.STAGE: tiling.weight_banks("double-buffered staging of the perturbed weight "

@@ -10,7 +10,10 @@ Host interface (register map: :mod:`.registers`; a job is one CTRL write):
 
 * AXI4-Stream in (``s_axis``, 32 x max(R, C) bits, lane l = bits [32l, 32l+32), values in
   the low bits) and out (``m_axis``, the same width, ``tlast`` on a job's last beat).
-* ``load_x``: M/C x K words, token tile outer, k inner; lane j = X[mt*C + j, k].
+* ``load_x``: M/C x ceil(K/P) beats, token tile outer, blocks of P = 4*max(R, C) // C
+  k-steps inner; beat (mt, b) holds X[mt*C + j, b*P + kk] as the byte at bits
+  [8*(kk*C + j), +8) (int8; k-steps past K and the bits past 8*P*C zero;
+  :func:`~.layouts.token_words`).
   ``load_w`` / ``load_a`` (lora-fa): the frozen W (N features) / A (r features) as panels of
   R features, k inner (:class:`~.walk.PanelWalk` order); lane i = W[k, p*R + i].
   ``load_master``: the trained matrix T in the same order (lane i = T[k, p*R + i], 24 bits),
@@ -36,7 +39,8 @@ Tiling`): the AXI4-Lite target and :class:`~.control.LayerControl` (registers, t
 flight: :class:`~.control.LayerJobSignature` to the units, the tiles' job and the
 requantizer's mode), :class:`~.loader.LayerLoader` (input stream -> memories),
 :class:`~.fetch.PanelFetch` (weight panels -> :class:`~.perturb.PerturbUnit` -> staging),
-the feeder (staging and token buffers -> array), the array, the drain, the output stage
+the feeder (staging and token buffers -> array; the packed token buffer through
+:class:`~.token_buffer.TokenReader`), the array, the drain, the output stage
 (result banks + init -> requantizer -> rows) and the requantizer,
 :class:`~.sink.ResultSink` (rows -> output stream, init or U buffer),
 :class:`~.update.UpdateUnit`, :class:`~.reader.MasterReader`, the generator
@@ -67,6 +71,7 @@ from .reader import MasterReader
 from .registers import ADDR_BITS, DIM_BITS
 from .share import MasterPorts, ZSwitch
 from .sink import ResultSink
+from .token_buffer import TokenReader
 from .update import UpdateUnit
 
 __all__ = ["ZoLayer"]
@@ -117,6 +122,7 @@ class ZoLayer(wiring.Component):
                                                 cfg.branch_lanes)
         m.submodules.array = array = SystolicArray(R, self.cols, a_bits=Formats.WEIGHT_BITS)
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval, acts)
+        m.submodules.token_reader = tokens = TokenReader(tiling, cfg.max_k, self.lanes)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency)
         m.submodules.output = output = OutputStage(tiling, side)
         m.submodules.requant = requant = RequantStream(self.cols)
@@ -151,6 +157,7 @@ class ZoLayer(wiring.Component):
         # compute: panel fetch -> staging -> feeder -> array -> drain -> output -> requant
         # -> sink
         wiring.connect(m, fetch.panels, feeder.panels)
+        wiring.connect(m, feeder.x_rd, tokens.x_rd)              # X, one k-step per read
         if self.lora:
             m.d.comb += feeder.act_select.eq(job.branch)          # a branch multiplies U
         m.d.comb += [array.a.eq(feeder.w.payload), array.b.eq(feeder.x),
@@ -173,7 +180,7 @@ class ZoLayer(wiring.Component):
 
         # the memories' ports: (unit, its port, memory); "_rd" read ports, "_wr" write ports
         ports_of = [(loader, "x_buffer_wr", Memory.X), (fetch, "stage_wr", Memory.STAGE),
-                    (feeder, "w_rd", Memory.STAGE), (feeder, "x_rd", Memory.X),
+                    (feeder, "w_rd", Memory.STAGE), (tokens, "packed_rd", Memory.X),
                     (drain, "res_wr", Memory.RESULT), (output, "res_rd", Memory.RESULT),
                     (update, "d_rd", Memory.ACCUMULATOR)]
         if self.lora:

@@ -1,11 +1,13 @@
 """Loader: the load jobs' words from the input stream into the layer's memories.
 
-One word per beat (lane l in bits ``[32l, 32l+32)``, values in the low bits), in the word
-orders of :mod:`.layer`: ``load_x`` token tiles of C (outer) by k-steps (inner) into the
+One word per beat, in the word orders of :mod:`.layer`: ``load_x`` a beat of P k-steps of C
+tokens (packed bytes, :func:`~.layouts.token_words`), token tiles (outer) by blocks of P
+k-steps (inner, :class:`~.token_buffer.TokenWalk`), written whole into a word of the packed
 token buffer; ``load_w`` / ``load_a`` / ``load_master`` panels of R features by k-steps
 (``load_master`` with ``word_features`` F < R: panels of F features by blocks of R/F
 k-steps; :class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
-:class:`~.control.LayerJobSignature`) into the frozen W, A or the master copy, where
+:class:`~.control.LayerJobSignature`; lane l in bits ``[32l, 32l+32)``, values in the low
+bits) into the frozen W, A or the master copy, where
 ``load_master`` also clears the update accumulator D. ``tready`` is high from the cycle
 after ``launch`` (while ``active``) to the job's last word (``done``). The master and
 accumulator ports are shared with the update unit (:class:`~.share.MasterPorts`).
@@ -18,11 +20,12 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
 from zoforge.hw.systolic.bus import AxiStreamSignature
-from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
+from zoforge.hw.systolic.tiles import Buffer, Tiling
 
 from .buffers import Memory
 from .control import LayerJobSignature
 from .registers import DIM_BITS
+from .token_buffer import TokenWalk
 from .walk import PanelWalk
 
 __all__ = ["LayerLoader", "LOAD_JOBS"]
@@ -31,19 +34,18 @@ LOAD_JOBS = ("load_x", "load_w", "load_a", "load_master")
 
 
 class LayerLoader(wiring.Component):
-    """``buffers``: the layer's memories (:func:`~.buffers.layer_buffers`); ``x_words``:
-    words (k-steps) per token tile in the token buffer."""
+    """``buffers``: the layer's memories (:func:`~.buffers.layer_buffers`); ``max_k``: the
+    token buffer's k-steps per token tile."""
 
-    def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, x_words: int,
+    def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, max_k: int,
                  word_features: int | None = None):
-        self.tiling, self.lanes = tiling, lanes
+        self.tiling, self.lanes, self.max_k = tiling, lanes, max_k
         self.word_features = word_features or tiling.rows
         self.frozen = Memory.W_FROZEN in buffers
         written = [Memory.X, Memory.MASTER, Memory.ACCUMULATOR]
         written += [Memory.W_FROZEN, Memory.A_FROZEN] if self.frozen else []
         self.ports = {name: buffers[name] for name in written}
         self.flat_bits = max(buffers[name].addr_bits for name in written[1:])
-        self.x_word_bits = address_bits(x_words)
         super().__init__({
             "job": In(LayerJobSignature()),
             "s_axis": In(AxiStreamSignature(32 * lanes)),
@@ -54,11 +56,11 @@ class LayerLoader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         t, job = self.tiling, self.job
-        R, C = t.rows, t.cols
+        R = t.rows
         # words of R features (W, A; T with one branch per job, else R / branch_lanes
-        # features of branch_lanes k-steps), and token tiles of C (X)
+        # features of branch_lanes k-steps), and token tiles of C by words of P k-steps (X)
         m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.flat_bits)
-        m.submodules.x_walk = x_walk = PanelWalk(C, DIM_BITS, 1)
+        m.submodules.x_walk = x_walk = TokenWalk(t, self.max_k, self.lanes)
         loaded = Signal()
         loading = Cat(getattr(job, name) for name in LOAD_JOBS).any()
         with m.If(job.launch):
@@ -77,9 +79,8 @@ class LayerLoader(wiring.Component):
             m.d.sync += loaded.eq(1)
 
         x_wr, t_wr, d_wr = self.x_buffer_wr, self.master_wr, self.update_accumulator_wr
-        x_address = Cat(x_walk.k[:self.x_word_bits], x_walk.panel[:t.tile_bits])
-        m.d.comb += [x_wr.addr.eq(x_address),
-                     x_wr.data.eq(Cat(l[:Formats.ACT_BITS] for l in lane[:C])),
+        m.d.comb += [x_wr.addr.eq(Cat(x_walk.word, x_walk.tile)),
+                     x_wr.data.eq(self.s_axis.tdata[:len(x_wr.data.as_value())]),
                      x_wr.en.eq(beat & job.load_x),
                      t_wr.addr.eq(walk.flat),
                      t_wr.data.eq(Cat(l[:Formats.MASTER_BITS] for l in lane[:R])),
