@@ -216,10 +216,10 @@ def summary_lines(report: Report) -> list[str]:
                      f"{report.fmax.fmax_mhz:.0f} MHz; {report.fmax.error_note()}")
     if report.power is not None:
         power = report.power
-        lines.append(f"  power: dynamic {power.dynamic_w:.4f} W ({power.source}, "
-                     f"{power.frequency_mhz:g} MHz); static {power.static_w:.3f} W apart "
-                     f"(the board's figure: {power.static_source}); sum "
-                     f"{power.total_w:.3f} W")
+        lines.append(f"  dynamic power ({power.source}, {power.frequency_mhz:g} MHz): "
+                     f"{power.dynamic_w:.4f} W; with the static power {power.total_w:.3f} W")
+        lines.append(f"  static power (the board's figure, apart): {power.static_w:.3f} W; "
+                     f"{power.static_source}")
     if report.nextpnr is not None:
         pnr = report.nextpnr
         lines.append(f"  post-route ({pnr.source}): " + ", ".join(

@@ -213,7 +213,9 @@ def test_build_cli_writes_report_and_vivado_project(demo_build, capsys):
     terminal = capsys.readouterr().out
     assert "Fmax (yosys-estimate, xcup delays)" in terminal
     assert "measured error vs nextpnr on ecp5" in terminal
-    assert "static 0.590 W apart (the board's figure: not a device data-sheet" in terminal
+    assert "dynamic power (activity-model, 250 MHz): " in terminal
+    assert ("static power (the board's figure, apart): 0.590 W; not a device data-sheet"
+            in terminal)
 
 
 def test_build_help_lists_design_parameters(capsys):
