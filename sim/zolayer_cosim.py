@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
+from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import Formats, ZoLayerConfig
 from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squared_error
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BACKENDS, Stalls,
@@ -70,6 +71,9 @@ class ZoCosimOptions(Config):
 def _shape(config: ZoLayerConfig, options: ZoCosimOptions):
     from zoforge.golden.zolayer.model import LayerShape   # imports torch: only when used
     r = options.r if config.mode == "lora-fa" else 0
+    if options.q % config.queries_per_job:
+        raise ConfigError("q", f"a multiple of {config.queries_per_job} (the queries of one "
+                          f"branch job with branch_lanes = {config.branch_lanes})", options.q)
     return LayerShape(options.m, options.k, options.n, r).checked(config)
 
 
@@ -102,17 +106,23 @@ def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
         golden.load_x(torch.from_numpy(x))
         golden.frozen(options.mult, options.shift)
         step_grads = []
-        for _ in range(options.q):
+        per_job = config.queries_per_job
+        for _ in range(options.q // per_job):
             golden.save()
-            y_plus = golden.branch(1, options.eps_shift)
-            golden.restore()
-            y_minus = golden.branch(-1, options.eps_shift)
-            g = projected_gradient(squared_error(y_plus.numpy(), target),
-                                   squared_error(y_minus.numpy(), target), options.grad_shift)
-            golden.restore()
-            golden.accumulate(g)
-            branches += [y_plus.numpy(), y_minus.numpy()]
-            step_grads.append(g)
+            if config.branch_lanes > 1:
+                outputs = golden.group_branch(options.eps_shift).numpy()
+            else:
+                y_plus = golden.branch(1, options.eps_shift)
+                golden.restore()
+                outputs = np.stack([y_plus.numpy(), golden.branch(-1, options.eps_shift)])
+            job_grads = [projected_gradient(squared_error(outputs[2 * j], target),
+                                            squared_error(outputs[2 * j + 1], target),
+                                            options.grad_shift) for j in range(per_job)]
+            for query, g in enumerate(job_grads):
+                golden.restore()
+                golden.accumulate(g, query)
+            branches += list(outputs)
+            step_grads += job_grads
         golden.apply(options.eta_mult, options.eta_shift)
         masters.append(golden.master.numpy().copy())
         grads.append(step_grads)
@@ -156,6 +166,7 @@ def layer_args(config: ZoLayerConfig, options: ZoCosimOptions, host: dict | None
     shape = _shape(config, options)
     return {"m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r, "rows": config.rows,
             "cols": config.cols, "lanes": max(config.rows, config.cols),
+            "branch_lanes": config.branch_lanes,
             "lora": config.mode == "lora-fa", "host": host, **{f: getattr(options, f) for f in (
                 "q", "eps_shift", "grad_shift", "eta_mult", "eta_shift", "mult", "shift",
                 "source_idle", "sink_backpressure", "seed")}}

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zoforge.golden.zolayer.host import CrossEntropyHost, projected_gradient, squared_error
-from zoforge.hw.zolayer.layouts import branch_output, master_output, panel_words, token_words
+from zoforge.hw.zolayer.layouts import branch_outputs, master_output, panel_words, token_words
 from zoforge.hw.zolayer.registers import address, ctrl_word
 from zoforge.sim.program import Poll, Read, Receive, Send, Write
 
@@ -89,9 +89,11 @@ class LayerSteps:
     n`` (and ``r``), as generators over ``host``."""
 
     def __init__(self, host: LayerHost, rows: int, cols: int, lora: bool,
-                 m: int, k: int, n: int, r: int = 0):
+                 m: int, k: int, n: int, r: int = 0, branch_lanes: int = 1):
         self.host, self.rows, self.cols, self.lora = host, rows, cols, lora
         self.m, self.k, self.n, self.r = m, k, n, r
+        self.branch_lanes = branch_lanes
+        self.per_job = max(1, branch_lanes // 2)     # queries of one branch job
 
     def configure(self, *, eps_shift: int, eta_mult: int, eta_shift: int, mult: int,
                   shift: int):
@@ -108,7 +110,8 @@ class LayerSteps:
         if self.lora:
             yield from self.host.job("load_w", panel_words(w, self.rows, lanes))
             yield from self.host.job("load_a", panel_words(a, self.rows, lanes))
-        yield from self.host.job("load_master", panel_words(master, self.rows, lanes))
+        yield from self.host.job("load_master", panel_words(master, self.rows, lanes,
+                                                            self.branch_lanes))
 
     def frozen(self, x: np.ndarray):
         """Load a batch and compute its frozen products."""
@@ -117,9 +120,15 @@ class LayerSteps:
             yield from self.host.job("frozen_w")
             yield from self.host.job("frozen_a")
 
-    def branch(self, **flags):
+    def branches(self, **flags):
+        """One branch job: its branches' outputs ``(branch_lanes, M, N)`` (query j's + and -
+        at 2j and 2j + 1; a plain job's are all the plain output)."""
         out = yield from self.host.job("branch", receive=True, **flags)
-        return branch_output(out, self.m, self.n, self.rows, self.cols)
+        return branch_outputs(out, self.m, self.n, self.rows, self.cols, self.branch_lanes)
+
+    def branch(self, **flags):
+        outputs = yield from self.branches(**flags)
+        return outputs[0]
 
     def step(self, x: np.ndarray, target, queries: int, loss, gradient,
              sequential: bool = False):
@@ -129,24 +138,29 @@ class LayerSteps:
         yield from self.host.write("STEP_CYCLES", 0)
         if not sequential:
             yield from self.frozen(x)
-        for _ in range(queries):
+        for _ in range(queries // self.per_job):
             if sequential:
                 yield from self.frozen(x)
-            y_plus = yield from self.branch(save=True)
-            if sequential:
-                yield from self.frozen(x)
-            y_minus = yield from self.branch(restore=True, minus=True)
-            l_plus, l_minus = loss(y_plus, target), loss(y_minus, target)
-            g = gradient(l_plus, l_minus)
-            yield from self.host.write("GRAD", g)
-            yield from self.host.job("accumulate", restore=True)
-            record.outputs += [y_plus, y_minus]
-            record.losses += [l_plus, l_minus]
-            record.grads.append(g)
+            if self.branch_lanes > 1:        # every branch of the job's queries at once
+                outputs = list((yield from self.branches(save=True)))
+            else:
+                outputs = [(yield from self.branch(save=True))]
+                if sequential:
+                    yield from self.frozen(x)
+                outputs.append((yield from self.branch(restore=True, minus=True)))
+            for query in range(self.per_job):
+                y_plus, y_minus = outputs[2 * query], outputs[2 * query + 1]
+                l_plus, l_minus = loss(y_plus, target), loss(y_minus, target)
+                record.outputs += [y_plus, y_minus]
+                record.losses += [l_plus, l_minus]
+                record.grads.append(gradient(l_plus, l_minus))
+            for query, g in enumerate(record.grads[-self.per_job:]):
+                yield from self.host.write("GRAD", g)
+                yield from self.host.job("accumulate", restore=True, query=query)
         yield from self.host.job("apply")
         record.cycles = yield from self.host.read("STEP_CYCLES")
         master = yield from self.host.job("read_master", receive=True)
-        record.master = master_output(master, self.n, self.rows)
+        record.master = master_output(master, self.n, self.rows, self.branch_lanes)
         return record
 
     def outputs(self, x: np.ndarray):
@@ -184,7 +198,7 @@ def layer_program(args: dict, data: dict[str, np.ndarray], host: LayerHost | Non
     host = host or LayerHost(args["lanes"])
     loss, gradient, target_key = host_functions(args)
     steps = LayerSteps(host, args["rows"], args["cols"], args["lora"],
-                       args["m"], args["k"], args["n"], args["r"])
+                       args["m"], args["k"], args["n"], args["r"], args.get("branch_lanes", 1))
     yield from steps.configure(**{name: args[name] for name in (
         "eps_shift", "eta_mult", "eta_shift", "mult", "shift")})
     yield from steps.load(data["master"], data.get("w"), data.get("a"))

@@ -40,7 +40,8 @@ def test_perturb_unit_matches_the_golden_operand():
         for _ in range(4000):
             master = [_pick(rng, M_MIN, M_MAX) for _ in range(ROWS)]
             z = [_pick(rng, Z_MIN, Z_MAX) for _ in range(Z_LANES)]
-            perturb, minus = rng.random() < 0.8, rng.random() < 0.5
+            perturb = rng.random() < 0.8
+            minus = rng.choice([0, (1 << ROWS) - 1, rng.randrange(1 << ROWS)])   # per lane
             eps_shift = rng.choice([0, 1, Formats.EPS_SHIFT_MAX, rng.randint(0, 31)])
             valid, z_valid, ready = (rng.random() < 0.7 for _ in range(3))
             for signal, value in ((dut.words.payload, master),
@@ -62,10 +63,13 @@ def test_perturb_unit_matches_the_golden_operand():
                 seen["low"] += -(1 << 15) in got and sign != 0
             seen["stalled"] += out_valid and not ready
             if valid and advance and z_ok:
-                sign = 0 if not perturb else (-1 if minus else 1)
-                want = perturbed_operand(torch.tensor(master), torch.tensor(z[:ROWS]), sign,
-                                         eps_shift)
-                expected.append((want.tolist(), sign))
+                signs = [0 if not perturb else (-1 if minus >> i & 1 else 1)
+                         for i in range(ROWS)]
+                want = [int(perturbed_operand(torch.tensor([master[i]]), torch.tensor([z[i]]),
+                                              sign, eps_shift)[0])
+                        for i, sign in enumerate(signs)]
+                sign = 0 if not perturb else 1
+                expected.append((want, sign))
                 seen["moved"] += 1
             await ctx.tick()
         assert len(expected) <= LATENCY                # the rest is still in the pipeline

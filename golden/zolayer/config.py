@@ -29,9 +29,12 @@ from zoforge.errors import ConfigError, check_choice
 from zoforge.golden.engine_widths import SHIFT_MAX
 from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
 
-__all__ = ["ZoLayerConfig", "LAYER_CONFIGS", "MODES", "Formats", "layer_config", "padded_classes"]
+__all__ = ["ZoLayerConfig", "LAYER_CONFIGS", "MODES", "BRANCH_LANES", "Formats", "layer_config",
+           "padded_classes"]
 
 MODES = ("lora-fa", "full")
+#: Allowed ``branch_lanes``: 1 (one branch per job) or an even power of two.
+BRANCH_LANES = (1, 2, 4, 8, 16, 32)
 
 
 class Formats:
@@ -67,7 +70,10 @@ class ZoLayerConfig(Config):
 
     Features (N, and the rank r) are tiled by the array's R rows and tokens (M) by its C
     columns, so ``max_n`` and ``max_r`` are multiples of R and ``max_m`` of C; the generator
-    must deliver at least R values per cycle (the pre-generated pool exactly R).
+    must deliver at least R values per cycle (the pre-generated pool exactly R). With
+    ``branch_lanes`` B > 1 (full mode) the rows hold B branches of F = R/B features each
+    (:attr:`features_per_word`; ``max_n`` a multiple of F, ``max_k`` of B): see
+    :mod:`zoforge.golden.zolayer.model`.
     """
 
     kind: ClassVar[str] = "zo-layer"
@@ -85,10 +91,26 @@ class ZoLayerConfig(Config):
                        kw_only=True)
     max_r: int = param(16, "LoRA rank limit, a multiple of R (lora-fa)", IntRange(1, 1024),
                        kw_only=True)
+    branch_lanes: int = param(1, "branches side by side on the array's rows: 1, or 2 (a "
+                              "query's + and - branches), 4, 8 ... (that many / 2 queries); "
+                              "for a full-mode layer narrower than the array (N < R)",
+                              OneOf(BRANCH_LANES), kw_only=True)
 
     def check(self) -> None:
+        if self.rows % self.branch_lanes:
+            raise ConfigError("branch_lanes", f"a divisor of rows = {self.rows}",
+                              self.branch_lanes)
+        if self.max_n * self.branch_lanes >= 1 << 16:     # the array's row lanes, 16 bits
+            raise ConfigError("max_n", f"below {(1 << 16) // self.branch_lanes} with "
+                              f"branch_lanes = {self.branch_lanes}", self.max_n)
+        if self.branch_lanes > 1 and self.mode != "full":
+            raise ConfigError("branch_lanes", "1 in lora-fa mode (only a full-mode layer "
+                              "puts branches side by side)", self.branch_lanes)
         for field, value, unit, name in (("max_m", self.max_m, self.cols, "cols"),
-                                        ("max_n", self.max_n, self.rows, "rows"),
+                                        ("max_k", self.max_k, self.branch_lanes,
+                                         "branch_lanes"),
+                                        ("max_n", self.max_n, self.features_per_word,
+                                         "rows / branch_lanes"),
                                         ("max_r", self.max_r, self.rows, "rows")):
             if value % unit:
                 raise ConfigError(field, f"a multiple of {name} = {unit}", value)
@@ -103,6 +125,16 @@ class ZoLayerConfig(Config):
         if lanes < self.rows:
             raise ConfigError("n_rng", f"at least rows = {self.rows} (one value per "
                               "array row and cycle)", lanes)
+
+    @property
+    def features_per_word(self) -> int:
+        """F = R / branch_lanes: the features of one word of T (and of a weight panel)."""
+        return self.rows // self.branch_lanes
+
+    @property
+    def queries_per_job(self) -> int:
+        """Queries whose branches one ``branch`` job computes side by side."""
+        return max(1, self.branch_lanes // 2)
 
     def generator(self) -> GeneratorConfig:
         """The perturbation generator's configuration (with save/restore ports)."""

@@ -8,13 +8,19 @@ matrix is called T (``K_t x N``, K_t = r or K); formats are
 
 * **Master copy** ``T``: signed 24-bit integers, 8 fractional bits below the operand.
   The operand fed to the array is ``T >> 8`` (arithmetic, floor; always fits 16 bits).
-* **Perturbation order**: the hardware reads T as *words*: for each feature panel
-  ``p = 0 .. N/R - 1`` (outer) and each ``k = 0 .. K_t - 1`` (inner), the R values
-  ``T[k, p*R + i]``, i = 0..R-1. Each word takes one generator transfer and uses its first R
-  values (``generator.take(R)``: an LFSR generator moves one cycle whatever R is, the pool
-  moves its pointer by R). A perturbation ``z`` of T is the next ``K_t * N / R`` words, so it
-  depends on R but not on C, M or the tiling of tokens.
-* **Branch** (query i, sign s in {+1, -1}, ``eps = 2^-e``)::
+* **Words and perturbation order**: the hardware reads T as *words* of R values. With
+  ``branch_lanes`` B = 1 (the default): for each feature panel ``p = 0 .. N/R - 1`` (outer)
+  and each ``k = 0 .. K_t - 1`` (inner), the R values ``T[k, p*R + i]``. In general (B
+  branches side by side on the rows, full mode, F = R/B features per word): panels of F
+  features (outer), blocks of B k-steps (inner), lane ``kk*F + f`` = ``T[kb*B + kk, p*F + f]``
+  (B = 1 is the case above). Each word takes one generator transfer per query and uses its
+  first R values (``generator.take(R)``: an LFSR generator moves one cycle whatever R is,
+  the pool moves its pointer by R). A ``branch`` job perturbs for Q = max(1, B/2) queries
+  at once: word w takes Q consecutive transfers, transfer ``w*Q + j`` is query j's word w.
+  So the perturbations of one job are the next ``Q * K_t * N / R`` transfers; they depend
+  on R and B but not on C, M or the tiling of tokens.
+* **Branch** (query i, sign s in {+1, -1}, ``eps = 2^-e``; with B > 1 one job computes
+  the 2Q branches of Q queries, row group ``b = 2j + (s == -1)`` for query j)::
 
       Tp = clamp((T >> 8) + s * (z_i >> e), -2^15, 2^15 - 1)     # int16, saturating
       lora-fa:  Y = wrap32(XW + U · Tp)      full:  Y = wrap32(X · Tp)
@@ -26,8 +32,9 @@ matrix is called T (``K_t x N``, K_t = r or K); formats are
   ``U = requantize(wrap32(X · A), mult, shift)`` (int8, the GEMM engine's per-tensor
   rounding half up and saturation, :func:`zoforge.golden.engine.requantize`).
 * **Update**, from the host's projected gradients ``g_i`` (signed 16-bit) after the
-  branches of query i: the generator is restored to query i's start and the same ``z_i`` is
-  regenerated, ``D += g_i * z_i`` (exact; D has
+  branches of query i: the generator is restored to the job's start and the same ``z_i`` is
+  regenerated (with Q > 1 the walk takes all Q transfers of each word and uses query j's),
+  ``D += g_i * z_i`` (exact; D has
   :meth:`~zoforge.golden.zolayer.config.Formats.accumulator_bits`). At the end of the step,
   with ``eta / q = eta_mult * 2^-eta_shift``::
 
@@ -39,7 +46,10 @@ matrix is called T (``K_t x N``, K_t = r or K); formats are
 
 Generator schedule of one step (P-RGE order, outer loop queries, inner loop signs)::
 
-    for i in range(q): save; Y+ = branch(+1); restore; Y- = branch(-1); restore; accumulate(g_i)
+    B = 1:  for i in range(q): save; Y+ = branch(+1); restore; Y- = branch(-1); restore;
+                               accumulate(g_i)
+    B > 1:  for each group of Q queries: save; Ys = group_branch();
+                               for j in range(Q): restore; accumulate(g_j, query=j)
     apply(eta_mult, eta_shift)
 """
 from __future__ import annotations
@@ -53,7 +63,7 @@ from zoforge.golden.engine import RequantParams, gemm_int32, requantize, wrap_si
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 
 __all__ = ["LayerShape", "ZoLayerGolden", "saturate", "perturbed_operand", "applied_update",
-           "exact_matmul", "draw_perturbation", "full_output"]
+           "exact_matmul", "draw_perturbation", "draw_perturbations", "full_output"]
 
 
 def saturate(values: torch.Tensor, bits: int) -> torch.Tensor:
@@ -82,16 +92,28 @@ def applied_update(master: torch.Tensor, accumulator: torch.Tensor, eta_mult: in
 
 def draw_perturbation(generator, rows: int, k_t: int, n: int) -> torch.Tensor:
     """The next perturbation of a ``(k_t, n)`` trained matrix in the hardware's read order
-    (words: panels of ``rows`` features outer, k inner; each word one ``take(rows)``), as an
-    int64 matrix; advances ``generator``."""
-    words = k_t * n // rows
-    step = generator.advance(0, rows)                       # the state's move per word
-    states = (generator.state + step * torch.arange(words, dtype=torch.int64)) \
+    with one branch per job (words: panels of ``rows`` features outer, k inner; each word
+    one ``take(rows)``), as an int64 matrix; advances ``generator``."""
+    return draw_perturbations(generator, rows, 1, k_t, n)[0]
+
+
+def draw_perturbations(generator, rows: int, branch_lanes: int, k_t: int,
+                       n: int) -> torch.Tensor:
+    """The next ``Q = max(1, branch_lanes / 2)`` perturbations of a ``(k_t, n)`` trained
+    matrix (one branch job's, see the module docstring: words of ``branch_lanes`` k-steps x
+    ``rows / branch_lanes`` features, panels outer; word w takes transfers ``w*Q .. w*Q +
+    Q - 1``, one per query), as an int64 ``(Q, k_t, n)`` tensor; advances ``generator``."""
+    blocks, features = branch_lanes, rows // branch_lanes
+    queries = max(1, branch_lanes // 2)
+    transfers = k_t * n // rows * queries
+    step = generator.advance(0, rows)                       # the state's move per transfer
+    states = (generator.state + step * torch.arange(transfers, dtype=torch.int64)) \
         % generator.modulus
     values = torch.from_numpy(generator.values_at(states.numpy())[:, :rows]).to(torch.int64)
-    generator.state = (generator.state + step * words) % generator.modulus
-    # word (p, k) holds T[k, p*R:(p+1)*R]: panels outer, k inner
-    return values.reshape(n // rows, k_t, rows).permute(1, 0, 2).reshape(k_t, n)
+    generator.state = (generator.state + step * transfers) % generator.modulus
+    # transfer (p, kb, j) holds query j's T[kb*B + kk, p*F + f] in lane kk*F + f
+    values = values.reshape(n // features, k_t // blocks, queries, blocks, features)
+    return values.permute(2, 1, 3, 0, 4).reshape(queries, k_t, n)
 
 
 def full_output(x: torch.Tensor, operand: torch.Tensor) -> torch.Tensor:
@@ -116,7 +138,9 @@ class LayerShape:
         check_int_range("n", self.n, 1, config.max_n)
         check_int_range("r", self.r, 1 if lora else 0, config.max_r if lora else 0)
         for field, value, unit, name in (("m", self.m, config.cols, "cols"),
-                                        ("n", self.n, config.rows, "rows"),
+                                        ("n", self.n, config.features_per_word,
+                                         "rows / branch_lanes"),
+                                        ("k", self.k, config.branch_lanes, "branch_lanes"),
                                         ("r", self.r, config.rows, "rows")):
             if value % unit:
                 raise ConfigError(field, f"a multiple of {name} = {unit}", value)
@@ -179,8 +203,13 @@ class ZoLayerGolden:
 
     def perturbation(self) -> torch.Tensor:
         """The next perturbation of T in the hardware's read order, as a ``(K_t, N)``
-        int64 matrix (advances the generator)."""
+        int64 matrix (advances the generator; one branch per job only)."""
         return draw_perturbation(self.generator, self.config.rows, *self.master.shape)
+
+    def perturbations(self) -> torch.Tensor:
+        """The next branch job's ``(Q, K_t, N)`` perturbations (advances the generator)."""
+        return draw_perturbations(self.generator, self.config.rows, self.config.branch_lanes,
+                                  *self.master.shape)
 
     # -- branches and the update ----------------------------------------------------------
     def operand(self, sign: int = 0, eps_shift: int = 0, z: torch.Tensor | None = None):
@@ -193,6 +222,9 @@ class ZoLayerGolden:
         int32."""
         if sign not in (1, 0, -1):
             raise ConfigError("sign", "+1, 0 or -1", sign)
+        if sign and self.config.branch_lanes > 1:
+            raise ConfigError("sign", f"0 with branch_lanes = {self.config.branch_lanes} "
+                              "(perturbed branches come in groups: group_branch)", sign)
         check_int_range("eps_shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
         z = self.perturbation() if sign else None
         tp = self.operand(sign, eps_shift, z).to(torch.float64)
@@ -200,11 +232,25 @@ class ZoLayerGolden:
             return wrap_signed(self.xw + exact_matmul(self.u, tp))
         return full_output(self.x, tp)
 
-    def accumulate(self, g: int) -> None:
-        """``D += g * z`` with the next perturbation (after restoring the query's start)."""
+    def group_branch(self, eps_shift: int) -> torch.Tensor:
+        """One branch job's 2Q branches (Q queries, each ``+`` then ``-``) with the next
+        perturbations: ``(2Q, M, N)``, branch ``2j + (sign == -1)`` (as the rows' groups)."""
+        check_int_range("eps_shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
+        outputs = []
+        for z in self.perturbations():
+            for sign in (1, -1):
+                tp = self.operand(sign, eps_shift, z).to(torch.float64)
+                outputs.append(wrap_signed(self.xw + exact_matmul(self.u, tp)) if self.lora
+                               else full_output(self.x, tp))
+        return torch.stack(outputs)
+
+    def accumulate(self, g: int, query: int = 0) -> None:
+        """``D += g * z`` with query ``query``'s perturbation of the next branch job (after
+        restoring the job's start)."""
         half = 1 << (Formats.GRAD_BITS - 1)
         check_int_range("g", g, -half, half - 1)
-        self.accumulator += int(g) * self.perturbation()
+        check_int_range("query", query, 0, self.config.queries_per_job - 1)
+        self.accumulator += int(g) * self.perturbations()[query]
 
     def apply(self, eta_mult: int, eta_shift: int) -> None:
         """``T <- clamp(T - round(D * eta_mult / 2^eta_shift))``; ``D <- 0``."""

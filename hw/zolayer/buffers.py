@@ -63,7 +63,7 @@ def layer_buffers(config: ZoLayerConfig, z_width: int) -> dict[Memory, Buffer]:
     R = config.rows
     tiling = layer_tiling(config)
     panels = config.max_n // R
-    t_words = panels * trained_rows(config)
+    t_words = config.max_n * trained_rows(config) // R    # R values a word (B k-steps x R/B)
 
     def words(bits: int, doc: str, depth: int = t_words) -> Buffer:
         return Buffer(data.ArrayLayout(signed(bits), R), depth, doc)

@@ -21,11 +21,13 @@ job                                                    inner  outer
 ``load_x``                                             K      M
 ``load_w``, ``frozen_w``                               K      N
 ``load_a``, ``frozen_a``                               K      r
-``load_master``, ``branch``, ``accumulate``, ``apply``,  K_t    N
+``load_master``, ``branch``, ``accumulate``, ``apply``,  K_t/B  N
 ``read_master``
 =====================================================  =====  ======
 
-A compute job's feeder and output stage see M, ``inner`` and ``outer`` as M, K and N.
+B is ``branch_lanes`` (words of T hold B k-steps of R/B features). A compute job's feeder
+and output stage see M, its k-steps (K, or K_t for a branch) and ``outer * B`` (row lanes)
+as M, K and N.
 Compute jobs: :data:`COMPUTE_JOBS`.
 """
 from __future__ import annotations
@@ -51,13 +53,14 @@ COMPUTE_JOBS = ("branch", "frozen_w", "frozen_a")
 class LayerJobSignature(wiring.Signature):
     """The job in flight, as the layer's units see it (the control's view): ``launch`` (one
     cycle: clear your state), ``active`` (from the next cycle to the job's end), one bit per
-    job code (:data:`~.registers.JOBS`, one-hot), the flags ``minus`` and ``plain``, and
-    the walk ``inner`` x ``outer`` (see the module docstring)."""
+    job code (:data:`~.registers.JOBS`, one-hot), the flags ``minus``, ``plain`` and
+    ``query``, and the walk ``inner`` x ``outer`` (see the module docstring)."""
 
     def __init__(self):
         super().__init__({"launch": Out(1), "active": Out(1),
                           **{name: Out(1) for name in JOBS},
                           "minus": Out(1), "plain": Out(1),
+                          "query": Out(CTRL_FIELDS["query"][1]),
                           "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
 
 
@@ -87,7 +90,8 @@ class LayerControl(wiring.Component):
     def info(self) -> dict[str, int]:
         """Values of the read-only information registers."""
         c = self.config
-        return {"INFO": c.rows | c.cols << 8 | (0 if self.lora else 1) << 16,
+        return {"INFO": (c.rows | c.cols << 8 | (0 if self.lora else 1) << 16
+                         | c.branch_lanes << 24),
                 "MAX_M": c.max_m, "MAX_K": c.max_k, "MAX_N": c.max_n, "MAX_R": c.max_r}
 
     def elaborate(self, platform):
@@ -124,7 +128,8 @@ class LayerControl(wiring.Component):
         m.d.comb += start.eq(start_request & ~busy)
         with m.If(start):
             m.d.sync += [code.eq(written), job.minus.eq(field(wdata, "minus")),
-                         job.plain.eq(field(wdata, "plain"))]
+                         job.plain.eq(field(wdata, "plain")),
+                         job.query.eq(field(wdata, "query"))]
             m.d.sync += [getattr(job, name).eq(written == value)
                          for name, value in JOBS.items()]
         with m.If(port.wr_en):
@@ -138,7 +143,8 @@ class LayerControl(wiring.Component):
         read_values = {**stored, **counters,
                        **{name: Const(value, 32) for name, value in self.info.items()},
                        "STATUS": Cat(busy, done, unavailable),
-                       "CTRL": Cat(Const(0, 1), code, Const(0, 2), job.minus, job.plain)}
+                       "CTRL": Cat(Const(0, 1), code, Const(0, 2), job.minus, job.plain,
+                                   job.query)}
         with m.Switch(port.rd_addr):
             for name, reg in REGISTERS.items():
                 with m.Case(reg.address):
@@ -161,11 +167,16 @@ class LayerControl(wiring.Component):
         m.d.sync += [busy.eq(Mux(busy, ~finish, start_request)),
                      done.eq(finish | (done & ~clear_done & ~start))]
 
-        # the job's walk (see the module docstring), registered: valid after launch
+        # the job's walk (see the module docstring), registered: valid after launch; the
+        # words of T hold branch_lanes k-steps each, a compute job's tiles count k-steps
+        # and the array's row lanes (branch_lanes per feature)
+        shift = self.config.branch_lanes.bit_length() - 1
         k_t = settings.rank if self.lora else settings.k
         over_k = Cat(getattr(job, name) for name in ("load_x", "load_w", "load_a", "frozen_w",
                                                      "frozen_a")).any()
-        m.d.sync += [job.inner.eq(Mux(over_k, settings.k, k_t)),
+        k_steps = Signal(DIM_BITS)
+        m.d.sync += [job.inner.eq(Mux(over_k, settings.k, k_t >> shift)),
+                     k_steps.eq(Mux(over_k, settings.k, k_t)),
                      job.outer.eq(Mux(job.load_x, settings.m,
                                       Mux(job.load_a | job.frozen_a, settings.rank,
                                           settings.n)))]
@@ -175,7 +186,8 @@ class LayerControl(wiring.Component):
         compute = Cat(getattr(job, name) for name in COMPUTE_JOBS).any()
         tiles, mode = self.tiles, self.mode
         m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & compute),
-                     tiles.m.eq(settings.m), tiles.k.eq(job.inner), tiles.n.eq(job.outer),
+                     tiles.m.eq(settings.m), tiles.k.eq(k_steps),
+                     tiles.n.eq(job.outer << shift),
                      mode.bias_en.eq(job.branch), mode.per_channel.eq(0),
                      mode.raw.eq(~job.frozen_a), mode.relu.eq(0),
                      mode.tensor_mult.eq(settings.mult), mode.tensor_shift.eq(settings.shift)]

@@ -6,9 +6,13 @@ The words are walked in :class:`~.walk.PanelWalk` order (``outer`` features in p
 (sign-extended int8 in the master's format) in ``frozen_w`` / ``frozen_a``. Every word
 passes :class:`~.perturb.PerturbUnit` (in a branch without ``plain``, joined with one
 generator transfer ``z``; otherwise unchanged but for ``>> 8``) and lands at ``Cat(k, bank)`` of the
-staging memory, panel p in bank ``p % 2``. A panel starts only while a bank is free (at
-most two panels staged or being staged); ``panels.w_banks`` counts the complete ones, the
-feeder releases them (``panels.w_release``). The memory reads stall with the join (a word
+staging memory, panel p in bank ``p % 2``. With ``branch_lanes`` B > 1 a word holds B
+k-steps of R/B features, and :class:`~.spread.BranchSpread` turns it (with the branch job's
+Q transfers) into B k-steps of every branch's rows before the unit. A panel starts only
+while a bank is free (at most two panels staged or being staged); ``panels.w_banks`` counts
+the ones the feeder may start: a panel counts once its k-step :data:`LEAD` is staged (the
+rest arrive one per cycle, ahead of the feeder's reads, so the first tile of a panel
+computes while the panel is fetched), the feeder releases them (``panels.w_release``). The memory reads stall with the join (a word
 read waits in the read port until the unit takes it). The ``job``
 (:class:`~.control.LayerJobSignature`): ``launch`` clears all state, ``active`` during a
 compute job enables the walk.
@@ -27,9 +31,13 @@ from .buffers import Memory
 from .control import COMPUTE_JOBS, LayerJobSignature
 from .perturb import PerturbUnit
 from .registers import DIM_BITS
+from .spread import BranchSpread, minus_lanes
 from .walk import PanelWalk
 
-__all__ = ["PanelFetch"]
+__all__ = ["PanelFetch", "LEAD"]
+
+#: A panel goes to the feeder once this many of its k-steps (and one more) are staged.
+LEAD = 2
 
 
 class PanelFetch(wiring.Component):
@@ -37,8 +45,9 @@ class PanelFetch(wiring.Component):
     ``master`` and, when present, ``w_frozen`` and ``a_frozen``, and writes ``stage``."""
 
     def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], z_lanes: int,
-                 z_width: int):
+                 z_width: int, branch_lanes: int = 1):
         self.tiling, self.z_lanes, self.z_width = tiling, z_lanes, z_width
+        self.branch_lanes = branch_lanes
         self.frozen = Memory.W_FROZEN in buffers
         sources = ((Memory.MASTER, Memory.W_FROZEN, Memory.A_FROZEN) if self.frozen
                    else (Memory.MASTER,))
@@ -57,28 +66,42 @@ class PanelFetch(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        R, word_bits = self.tiling.rows, self.tiling.word_bits
+        R, B, word_bits = self.tiling.rows, self.branch_lanes, self.tiling.word_bits
+        F, shift = R // B, B.bit_length() - 1
         m.submodules.perturb = perturb = PerturbUnit(R, self.z_lanes, self.z_width)
-        # the read side walks the words; the write side counts them out of the unit
-        m.submodules.walk = walk = PanelWalk(R, DIM_BITS, self.flat_bits)
-        m.submodules.written = written = PanelWalk(R, DIM_BITS, 1)
+        # the read side walks the words; the write side counts the k-steps out of the unit
+        m.submodules.walk = walk = PanelWalk(F, DIM_BITS, self.flat_bits)
+        m.submodules.written = written = PanelWalk(F, DIM_BITS, 1)
         panels, job = self.panels, self.job
         active = job.active & Cat(getattr(job, name) for name in COMPUTE_JOBS).any()
         occupied = Signal(2)                 # banks holding a panel, complete or being filled
         fetched_all, pending = Signal(), Signal()
-        transfer = pending & perturb.words.ready
+        if B > 1:      # a word of B k-steps to the rows' B branches, k-step by k-step
+            m.submodules.spread = spread = BranchSpread(R, B, self.z_lanes, self.z_width)
+            words, z_in = spread.words, spread.z
+            m.d.comb += [spread.restart.eq(job.launch), spread.perturb.eq(perturb.perturb)]
+            wiring.connect(m, spread.words_out, perturb.words)
+            wiring.connect(m, spread.z_out, perturb.z)
+            m.d.comb += perturb.minus.eq(minus_lanes(R, B))
+        else:
+            words, z_in = perturb.words, perturb.z
+            m.d.comb += perturb.minus.eq(job.minus.replicate(R))
+        transfer = pending & words.ready
         bank_free = (walk.k != 0) | (occupied < 2)   # mid-panel, or a bank to start one in
         issue = active & ~fetched_all & bank_free & (~pending | transfer)
         out = perturb.out.valid & perturb.out.ready
+        m.d.comb += [walk.inner.eq(job.inner), written.inner.eq(job.inner << shift)]
         for w in (walk, written):
-            m.d.comb += [w.restart.eq(job.launch), w.inner.eq(job.inner),
-                         w.outer.eq(job.outer)]
+            m.d.comb += [w.restart.eq(job.launch), w.outer.eq(job.outer)]
         m.d.comb += [walk.advance.eq(issue), written.advance.eq(out)]
         m.d.sync += pending.eq(issue | (pending & ~transfer))
         with m.If(issue & walk.last):
             m.d.sync += fetched_all.eq(1)
+        # a panel is the feeder's once its k-step LEAD is staged (the rest follow one per
+        # cycle, ahead of the feeder's reads), or when it is complete if shorter
+        ready = out & Mux(written.inner > LEAD, written.k == LEAD, written.panel_end)
         m.d.sync += [
-            panels.w_banks.eq(panels.w_banks + (out & written.panel_end) - panels.w_release),
+            panels.w_banks.eq(panels.w_banks + ready - panels.w_release),
             occupied.eq(occupied + (issue & (walk.k == 0)) - panels.w_release)]
 
         # the word: read in the issue cycle, in the read port's data from the next
@@ -93,10 +116,10 @@ class PanelFetch(wiring.Component):
             for i in range(R):
                 m.d.comb += frozen[i].eq(weights[i] << Formats.MASTER_FRAC)
             word = Mux(job.branch, self.t_rd.data.as_value(), frozen.as_value())
-        m.d.comb += [perturb.words.valid.eq(pending), perturb.words.payload.eq(word),
-                     perturb.perturb.eq(job.branch & ~job.plain), perturb.minus.eq(job.minus),
+        m.d.comb += [words.valid.eq(pending), words.payload.eq(word),
+                     perturb.perturb.eq(job.branch & ~job.plain),
                      perturb.eps_shift.eq(self.eps_shift), perturb.out.ready.eq(1)]
-        wiring.connect(m, wiring.flipped(self.z), perturb.z)
+        wiring.connect(m, wiring.flipped(self.z), z_in)
         m.d.comb += [self.stage_wr.addr.eq(Cat(written.k[:word_bits], written.panel[0])),
                      self.stage_wr.data.eq(perturb.out.payload), self.stage_wr.en.eq(out)]
         return ResetInserter(job.launch)(m)

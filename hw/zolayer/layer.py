@@ -96,7 +96,8 @@ class ZoLayer(wiring.Component):
                 "weight_bits": Formats.WEIGHT_BITS, "master_bits": Formats.MASTER_BITS,
                 "accumulator_bits": Formats.accumulator_bits(self.z_width),
                 "z_lanes": self.z_lanes, "z_width": self.z_width,
-                "min_tile_interval": min_tile_interval(self.rows, self.cols)}
+                "min_tile_interval": min_tile_interval(self.rows, self.cols),
+                "branch_lanes": self.config.branch_lanes}
 
     def elaborate(self, platform):
         m = Module()
@@ -110,8 +111,10 @@ class ZoLayer(wiring.Component):
         side = {"init_rd": SideRead("bias", buffers[Memory.INIT], "row")} if self.lora else {}
         m.submodules.regs = axil = AxiLiteTarget(ADDR_BITS)
         m.submodules.control = control = LayerControl(cfg)
-        m.submodules.loader = loader = LayerLoader(tiling, buffers, self.lanes, cfg.max_k)
-        m.submodules.fetch = fetch = PanelFetch(tiling, buffers, self.z_lanes, self.z_width)
+        F = cfg.features_per_word
+        m.submodules.loader = loader = LayerLoader(tiling, buffers, self.lanes, cfg.max_k, F)
+        m.submodules.fetch = fetch = PanelFetch(tiling, buffers, self.z_lanes, self.z_width,
+                                                cfg.branch_lanes)
         m.submodules.array = array = SystolicArray(R, self.cols, a_bits=Formats.WEIGHT_BITS)
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval, acts)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency)
@@ -119,10 +122,11 @@ class ZoLayer(wiring.Component):
         m.submodules.requant = requant = RequantStream(self.cols)
         m.submodules.sink = sink = ResultSink(tiling, buffers, trained_rows(cfg))
         m.submodules.update = update = UpdateUnit(
-            R, self.z_lanes, self.z_width, DIM_BITS, buffers[Memory.MASTER].addr_bits)
-        m.submodules.reader = reader = MasterReader(buffers[Memory.MASTER], R, self.lanes)
+            R, self.z_lanes, self.z_width, DIM_BITS, buffers[Memory.MASTER].addr_bits, F)
+        m.submodules.reader = reader = MasterReader(buffers[Memory.MASTER], R, self.lanes, F)
         m.submodules.generator = generator = PerturbationSource(self.generator_config)
-        m.submodules.z_switch = z_switch = ZSwitch(self.z_lanes * self.z_width)
+        m.submodules.z_switch = z_switch = ZSwitch(self.z_lanes * self.z_width,
+                                                   cfg.queries_per_job)
         m.submodules.master_ports = shared = MasterPorts(buffers)
         job = control.job
 

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["panel_words", "token_words", "branch_output", "master_output"]
+__all__ = ["panel_words", "token_words", "branch_output", "branch_outputs", "master_output"]
 
 
-def panel_words(matrix, rows: int, lanes: int) -> np.ndarray:
-    """(K, F) -> words (panel outer, k inner), lane i = matrix[k, p*R + i]."""
-    k, f = matrix.shape
-    words = np.zeros((f // rows * k, lanes), dtype=np.int64)
-    words[:, :rows] = matrix.reshape(k, f // rows, rows).transpose(1, 0, 2).reshape(-1, rows)
+def panel_words(matrix, rows: int, lanes: int, branch_lanes: int = 1) -> np.ndarray:
+    """(K, N) -> words (panel outer, k inner), lane i = matrix[k, p*R + i]; with
+    ``branch_lanes`` B > 1 (T of a layer with branches side by side) panels of F = R/B
+    features and blocks of B k-steps, lane ``kk*F + f`` = matrix[kb*B + kk, p*F + f]."""
+    k, n = matrix.shape
+    features = rows // branch_lanes
+    words = np.zeros((k * n // rows, lanes), dtype=np.int64)
+    blocks = np.asarray(matrix).reshape(k // branch_lanes, branch_lanes, n // features,
+                                        features)
+    words[:, :rows] = blocks.transpose(2, 0, 1, 3).reshape(-1, rows)
     return words
 
 
@@ -29,10 +34,20 @@ def token_words(x, cols: int, lanes: int) -> np.ndarray:
 
 def branch_output(out, m: int, n: int, rows: int, cols: int) -> np.ndarray:
     """Output beats (panel outer, token tile inner, feature row) -> Y (M, N)."""
-    tiles = out[:, :cols].reshape(n // rows, m // cols, rows, cols)
-    return tiles.transpose(1, 3, 0, 2).reshape(m, n)
+    return branch_outputs(out, m, n, rows, cols)[0]
 
 
-def master_output(out, n: int, rows: int) -> np.ndarray:
-    """``read_master`` beats (panel outer, k inner) -> T (K_t, N)."""
-    return out[:, :rows].reshape(n // rows, -1, rows).transpose(1, 0, 2).reshape(-1, n)
+def branch_outputs(out, m: int, n: int, rows: int, cols: int,
+                   branch_lanes: int = 1) -> np.ndarray:
+    """Output beats of a branch job (panel outer, token tile inner, row ``b*F + f``: branch
+    b, feature p*F + f, F = R / ``branch_lanes``) -> Y ``(branch_lanes, M, N)``."""
+    features = rows // branch_lanes
+    tiles = out[:, :cols].reshape(n // features, m // cols, branch_lanes, features, cols)
+    return tiles.transpose(2, 1, 4, 0, 3).reshape(branch_lanes, m, n)
+
+
+def master_output(out, n: int, rows: int, branch_lanes: int = 1) -> np.ndarray:
+    """``read_master`` beats (:func:`panel_words` order) -> T (K_t, N)."""
+    features = rows // branch_lanes
+    blocks = out[:, :rows].reshape(n // features, -1, branch_lanes, features)
+    return blocks.transpose(1, 2, 0, 3).reshape(-1, n)

@@ -3,7 +3,8 @@
 One word per beat (lane l in bits ``[32l, 32l+32)``, values in the low bits), in the word
 orders of :mod:`.layer`: ``load_x`` token tiles of C (outer) by k-steps (inner) into the
 token buffer; ``load_w`` / ``load_a`` / ``load_master`` panels of R features by k-steps
-(:class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
+(``load_master`` with ``word_features`` F < R: panels of F features by blocks of R/F
+k-steps; :class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
 :class:`~.control.LayerJobSignature`) into the frozen W, A or the master copy, where
 ``load_master`` also clears the update accumulator D. ``tready`` is high from the cycle
 after ``launch`` (while ``active``) to the job's last word (``done``). The master and
@@ -33,8 +34,10 @@ class LayerLoader(wiring.Component):
     """``buffers``: the layer's memories (:func:`~.buffers.layer_buffers`); ``x_words``:
     words (k-steps) per token tile in the token buffer."""
 
-    def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, x_words: int):
+    def __init__(self, tiling: Tiling, buffers: dict[str, Buffer], lanes: int, x_words: int,
+                 word_features: int | None = None):
         self.tiling, self.lanes = tiling, lanes
+        self.word_features = word_features or tiling.rows
         self.frozen = Memory.W_FROZEN in buffers
         written = [Memory.X, Memory.MASTER, Memory.ACCUMULATOR]
         written += [Memory.W_FROZEN, Memory.A_FROZEN] if self.frozen else []
@@ -52,8 +55,9 @@ class LayerLoader(wiring.Component):
         m = Module()
         t, job = self.tiling, self.job
         R, C = t.rows, t.cols
-        # words of R features (W, A, T), and token tiles of C (X)
-        m.submodules.walk = walk = PanelWalk(R, DIM_BITS, self.flat_bits)
+        # words of R features (W, A; T with one branch per job, else R / branch_lanes
+        # features of branch_lanes k-steps), and token tiles of C (X)
+        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.flat_bits)
         m.submodules.x_walk = x_walk = PanelWalk(C, DIM_BITS, 1)
         loaded = Signal()
         loading = Cat(getattr(job, name) for name in LOAD_JOBS).any()

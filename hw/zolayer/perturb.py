@@ -5,8 +5,9 @@ Per lane (R lanes, see :mod:`zoforge.golden.zolayer.model`)::
     operand = master >> 8                                   # perturb = 0
     operand = clamp((master >> 8) + sign * (z >> eps_shift), -2^15, 2^15 - 1)   # perturb = 1
 
-``sign`` is +1 (``minus`` = 0) or -1 (``minus`` = 1); ``z`` is the first R values of one
-generator transfer (lane i in bits ``[i*W, (i+1)*W)``), taken together with the word: with
+``sign`` is +1 (``minus[i]`` = 0) or -1 (``minus[i]`` = 1), per lane (the rows of the
+array can hold several branches, :class:`~.spread.BranchSpread`); ``z`` is the first R
+values of one transfer (lane i in bits ``[i*W, (i+1)*W)``), taken together with the word: with
 ``perturb`` a word moves only with a transfer (a join of the two input streams), without it
 the ``z`` stream is left alone. ``perturb``, ``minus`` and ``eps_shift`` are taken with
 each word.
@@ -41,7 +42,7 @@ class PerturbUnit(wiring.Component):
             "words": In(stream.Signature(data.ArrayLayout(signed(Formats.MASTER_BITS), rows))),
             "z": In(stream.Signature(z_lanes * z_width)),
             "out": Out(stream.Signature(data.ArrayLayout(signed(Formats.WEIGHT_BITS), rows))),
-            "perturb": In(1), "minus": In(1),
+            "perturb": In(1), "minus": In(rows),
             "eps_shift": In(range(Formats.EPS_SHIFT_MAX + 1)),
         })
 
@@ -62,15 +63,16 @@ class PerturbUnit(wiring.Component):
         base_bits = Formats.MASTER_BITS - Formats.MASTER_FRAC        # = WEIGHT_BITS
         width = max(base_bits, self.z_width) + 2                    # base + step is exact
         top = (1 << (Formats.WEIGHT_BITS - 1)) - 1
-        negate = self.perturb & self.minus
         for i in range(self.rows):
+            negate = self.perturb & self.minus[i]
             z = self.z.payload[i * self.z_width:(i + 1) * self.z_width].as_signed()
             # -(z >> e) = ((~z) >> e) + 1: the complement before the shift, the 1 in base
             base = Signal(signed(base_bits + 1), name=f"base_{i}")
             step = Signal(signed(self.z_width), name=f"step_{i}")
             m.d.sync += [base.eq((self.words.payload[i] >> Formats.MASTER_FRAC) + negate),
                          step.eq(Mux(self.perturb,
-                                     Mux(self.minus, ~z, z).as_signed() >> self.eps_shift, 0))]
+                                     Mux(self.minus[i], ~z, z).as_signed() >> self.eps_shift,
+                                     0))]
             total = Signal(signed(width), name=f"sum_{i}")
             m.d.comb += total.eq(base + step)
             # int16 iff the bits from 15 up are all equal (all 0s or all 1s)

@@ -22,8 +22,9 @@ __all__ = ["MasterReader"]
 
 
 class MasterReader(wiring.Component):
-    def __init__(self, master: Buffer, rows: int, lanes: int):
+    def __init__(self, master: Buffer, rows: int, lanes: int, word_features: int | None = None):
         self.rows, self.lanes = rows, lanes
+        self.word_features = word_features or rows      # the walk's step in features
         self.addr_bits = master.addr_bits
         super().__init__({
             "job": In(LayerJobSignature()),
@@ -35,7 +36,7 @@ class MasterReader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         axis, job = self.m_axis, self.job
-        m.submodules.walk = walk = PanelWalk(self.rows, DIM_BITS, self.addr_bits)
+        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.addr_bits)
         read_all = Signal()
         adv = ~axis.tvalid | axis.tready
         issue = job.active & job.read_master & ~read_all & adv

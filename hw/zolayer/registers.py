@@ -24,15 +24,18 @@ KINDS = {"rw": "written only while idle, read back", "r": "read only; writes ign
 
 
 REGISTERS = {
-    "CTRL": Register(0x00, "w1", 9, "bit0 start, bits 1-4 job, bit5 save the generator state "
-                                    "first, bit6 restore it first, bit7 minus (sign -1), "
-                                    "bit8 plain (branch without perturbation)"),
+    "CTRL": Register(0x00, "w1", 13, "bit0 start, bits 1-4 job, bit5 save the generator "
+                                     "state first, bit6 restore it first, bit7 minus (sign "
+                                     "-1), bit8 plain (branch without perturbation), bits "
+                                     "9-12 query (accumulate: the query of the branch job "
+                                     "whose z it takes, with branch_lanes > 2)"),
     "STATUS": Register(0x04, "w1", 3, "bit0 busy, bit1 done (sticky; write 1 clears), "
                                       "bit2 the last job is not available in this mode"),
     "IRQ_EN": Register(0x08, "rw", 1, "irq = done & IRQ_EN"),
     "M": Register(0x0C, "rw", DIM_BITS, "tokens M (a multiple of C)"),
     "K": Register(0x10, "rw", DIM_BITS, "input features K"),
-    "N": Register(0x14, "rw", DIM_BITS, "output features N (a multiple of R)"),
+    "N": Register(0x14, "rw", DIM_BITS, "output features N (a multiple of R / "
+                                        "branch_lanes)"),
     "RANK": Register(0x18, "rw", DIM_BITS, "LoRA rank r (a multiple of R; lora-fa)"),
     "MULT": Register(0x1C, "rw", MULT_BITS, "requantization multiplier of U = requant(X·A)"),
     "SHIFT": Register(0x20, "rw", SHIFT_BITS, f"requantization shift of U (0..{SHIFT_MAX})"),
@@ -48,7 +51,7 @@ REGISTERS = {
     "STEP_CYCLES": Register(0x3C, "w1", COUNTER_BITS, "busy cycles since the last write to it "
                                                       "(any write clears it): one ZO step's "
                                                       "cycles"),
-    "INFO": Register(0x40, "r", 32, "rows | cols << 8 | full << 16"),
+    "INFO": Register(0x40, "r", 32, "rows | cols << 8 | full << 16 | branch_lanes << 24"),
     "MAX_M": Register(0x44, "r", 32, "token buffer capacity"),
     "MAX_K": Register(0x48, "r", 32, "input feature capacity"),
     "MAX_N": Register(0x4C, "r", 32, "output feature capacity"),
@@ -63,7 +66,7 @@ JOBS = {"load_x": 1, "load_w": 2, "load_a": 3, "load_master": 4, "frozen_w": 5,
 LORA_JOBS = ("load_w", "load_a", "frozen_w", "frozen_a")
 
 CTRL_FIELDS = {"start": (0, 1), "job": (1, 4), "save": (5, 1), "restore": (6, 1),
-               "minus": (7, 1), "plain": (8, 1)}
+               "minus": (7, 1), "plain": (8, 1), "query": (9, 4)}
 
 
 def address(name: str) -> int:
@@ -71,8 +74,8 @@ def address(name: str) -> int:
 
 
 def ctrl_word(job: str, save: bool = False, restore: bool = False, minus: bool = False,
-              plain: bool = False) -> int:
+              plain: bool = False, query: int = 0) -> int:
     """The CTRL value that starts ``job`` with the given flags."""
     values = {"start": 1, "job": JOBS[job], "save": save, "restore": restore,
-              "minus": minus, "plain": plain}
+              "minus": minus, "plain": plain, "query": query}
     return sum(int(values[name]) << offset for name, (offset, _) in CTRL_FIELDS.items())

@@ -1,18 +1,19 @@
 """What the layer's units share, given to the unit the job in flight needs:
 
 * :class:`ZSwitch`: the generator's transfers to the panel fetch (a ``branch``: the
-  perturbation) or to the update unit (``accumulate``: the same z again);
+  perturbation) or to the update unit (``accumulate``: the same z again; with Q queries per
+  branch job, only every Q-th transfer from the job's ``query`` on, the others dropped);
 * :class:`MasterPorts`: the master copy T's read port to the reader (``read_master``), the
   update unit (``accumulate``, ``apply``) or the panel fetch (other jobs), and the write
   ports of T and of the update accumulator D to the update unit or the loader
   (``load_master``).
 
-Both are multiplexers only (no registers): a unit that is not selected sees its port's
-data but its requests go nowhere.
+Both are multiplexers (the switch's transfer count modulo Q aside): a unit that is not
+selected sees its port's data but its requests go nowhere.
 """
 from __future__ import annotations
 
-from amaranth import Module, Mux
+from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,9 +30,14 @@ WRITERS = ("update", "loader")
 
 
 class ZSwitch(wiring.Component):
-    """``z`` (the generator's stream) to ``fetch`` in a branch, else to ``update``."""
+    """``z`` (the generator's stream) to ``fetch`` in a branch, else to ``update``: with
+    ``queries`` Q > 1 per branch job, the update unit gets transfers ``query``, ``query +
+    Q``, ... of the job (counted from its ``launch``), and the switch drops the others
+    while the update unit is ready for one (so an accumulate of query Q - 1 leaves the
+    generator at the end of the branch job's perturbations)."""
 
-    def __init__(self, z_bits: int):
+    def __init__(self, z_bits: int, queries: int = 1):
+        self.queries = queries
         signature = stream.Signature(z_bits)
         super().__init__({"job": In(LayerJobSignature()), "z": In(signature),
                           "fetch": Out(signature), "update": Out(signature)})
@@ -39,8 +45,20 @@ class ZSwitch(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         branch = self.job.branch
-        for out, selected in ((self.fetch, branch), (self.update, ~branch)):
-            m.d.comb += [out.payload.eq(self.z.payload), out.valid.eq(self.z.valid & selected)]
+        ours = 1
+        if self.queries > 1:
+            count = Signal(range(self.queries))      # the transfer's query within its word
+            ours = count == self.job.query
+            with m.If(self.job.launch):
+                m.d.sync += count.eq(0)
+            with m.Elif(self.z.valid & self.z.ready & ~branch):
+                m.d.sync += count.eq(Mux(count == self.queries - 1, 0, count + 1))
+        m.d.comb += [self.fetch.payload.eq(self.z.payload),
+                     self.fetch.valid.eq(self.z.valid & branch),
+                     self.update.payload.eq(self.z.payload),
+                     self.update.valid.eq(self.z.valid & ~branch & ours)]
+        # a transfer not the update's is dropped while the update unit wants one: after
+        # the last word's own transfer the rest of that word stays in the generator
         m.d.comb += self.z.ready.eq(Mux(branch, self.fetch.ready, self.update.ready))
         return m
 

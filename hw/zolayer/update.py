@@ -8,8 +8,9 @@ Two jobs (see :mod:`zoforge.golden.zolayer.model` for the arithmetic), per lane:
 
 The memories belong to the parent (``t_*``: the master copy T, ``d_*``: the update
 accumulator D; it shares the master's ports with other units). Words are issued one per
-cycle in :class:`~.walk.PanelWalk` order over ``outer`` features (R per panel) and
-``inner`` k-steps (on ``z.valid`` when accumulating); every word is read when its
+cycle in :class:`~.walk.PanelWalk` order over ``outer`` features (``word_features`` per
+panel, R by default) and ``inner`` words (on ``z.valid`` when accumulating); every word is
+read when its
 pipeline stage needs it and written :data:`ACCUMULATE_LATENCY` (accumulate) or
 :data:`APPLY_LATENCY` (apply) cycles after its issue. Every word is read and written once,
 so the pipeline needs no forwarding. ``done`` pulses with the last write.
@@ -52,8 +53,10 @@ _SCALE = 7                  # the multiplier is pre-scaled by up to 2^7
 
 
 class UpdateUnit(wiring.Component):
-    def __init__(self, rows: int, z_lanes: int, z_width: int, dim_bits: int, addr_bits: int):
+    def __init__(self, rows: int, z_lanes: int, z_width: int, dim_bits: int, addr_bits: int,
+                 word_features: int | None = None):
         self.rows, self.z_width = rows, z_width
+        self.word_features = word_features or rows      # the walk's step in features
         self.dim_bits, self.addr_bits = dim_bits, addr_bits
         self.acc_bits = Formats.accumulator_bits(z_width)
         master = data.ArrayLayout(signed(Formats.MASTER_BITS), rows)
@@ -73,7 +76,7 @@ class UpdateUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.walk = walk = PanelWalk(self.rows, self.dim_bits, self.addr_bits)
+        m.submodules.walk = walk = PanelWalk(self.word_features, self.dim_bits, self.addr_bits)
         apply, issued_all = Signal(), Signal()
         with m.If(self.start):
             m.d.sync += [self.busy.eq(1), issued_all.eq(0), apply.eq(self.apply)]
