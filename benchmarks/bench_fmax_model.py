@@ -112,8 +112,8 @@ def linearize(row: dict, base: tuple[float, float], step: float = 0.05) -> None:
 
 def fit(rows: list[dict]) -> tuple[float, float]:
     """(T_net, T_fanout) from ``rows`` (each linearized): ``T_fanout`` from the routed
-    nets (:func:`fanout_slope`), then ``T_net`` so that the model's mean log error against nextpnr's Fmax over ``rows`` is
-    zero (bisection on their linearized critical paths)."""
+    nets (:func:`fanout_slope`), then ``T_net`` so that the model's mean log error against
+    nextpnr's Fmax over ``rows`` is zero (bisection on their linearized critical paths)."""
     slope = fanout_slope(rows)
     target = sum(math.log(row["nextpnr_mhz"]) for row in rows)
 
@@ -143,8 +143,8 @@ def measure(label: str) -> dict:
 
 
 def model(row: dict, net: tuple[float, float] | None = None):
-    """The model with the ECP5 table (``net``: (T_net, T_fanout) instead of the table's) on the netlist nextpnr placed, its board harness's I/O left out as nextpnr
-    leaves it."""
+    """The model with the ECP5 table (``net``: (T_net, T_fanout) instead of the table's)
+    on the netlist nextpnr placed, its board harness's I/O left out as nextpnr leaves it."""
     delays = dict(zip(("T_net", "T_fanout"), net)) if net else None
     return estimate_fmax(row["entry"] / f"{TOP}.json", top=TOP, family="ecp5",
                          ports_registered=False, delays=delays)
@@ -218,9 +218,9 @@ def write_calibration(rows: list[dict], net: tuple[float, float], tool: str,
             f'MEASURED_AT = "{measured_at}"',
             'COMMAND = "benchmarks/bench_fmax_model.py --write"',
             f"NET_FIT = ({net[0]}, {net[1]})",
-            "ROWS: tuple[tuple[str, float, float], ...] = ("]
-    body += [f'    ("{r["label"]}", {r["model_mhz"]:.1f}, {r["nextpnr_mhz"]:.1f}),'
-             for r in rows]
+            "ROWS: tuple[tuple[str, float, float, float], ...] = ("]
+    body += [f'    ("{r["label"]}", {r["model_mhz"]:.1f}, {r["nextpnr_mhz"]:.1f}, '
+             f'{r["loo_mhz"]:.1f}),' for r in rows]
     body.append(")")
     CALIBRATION.write_text("\n".join(head + body) + "\n")
 
@@ -249,8 +249,9 @@ def main(argv=None) -> int:
     fitted = tuple(round(value, 3) for value in fit(rows))
     count = {kind: sum(len(row["nets"][kind]) for row in rows) for kind in rows[0]["nets"]}
     print(f"calibration fit: T_fanout {fitted[1]} ns per doubling of the loads (slope over "
-          f"{count['fabric']} loads of flip-flop-driven nets), T_net {fitted[0]} ns (zero mean log error over the designs; for comparison, the mean net of "
-          f"nextpnr's critical paths less the growth: "
+          f"{count['fabric']} loads of flip-flop-driven nets), T_net {fitted[0]} ns (zero "
+          f"mean log error over the designs; for comparison, the mean net of nextpnr's "
+          f"critical paths less the growth: "
           f"{_mean_base(rows, 'critical', fitted[1]):.3f} ns); the table now: "
           f"{table.ns('T_net')}, {table.ns('T_fanout')}"
           f"{'' if args.write else ' (--write makes the fit the table)'}")
@@ -283,7 +284,7 @@ def main(argv=None) -> int:
         print(f"  {row['label']}: model's critical path {' -> '.join(row['path'][:12])}"
               f"{' ...' if len(row['path']) > 12 else ''} ({row['levels']} LUT levels)")
     if args.write:
-        if set(labels) != set(DESIGNS):
+        if set(labels) != set(DESIGNS) or len(rows) < 3:
             parser.error("--write records every design: leave out --designs")
         write_calibration(rows, fitted, rows[0]["tool"].split(", ")[-1], measured_at)
         print(f"\nwrote {CALIBRATION.relative_to(ROOT)}")

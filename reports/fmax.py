@@ -37,7 +37,8 @@ from zoforge.errors import check_choice
 from zoforge.reports import fmax_calibration
 
 __all__ = ["Delay", "DelayModel", "DELAY_MODELS", "DELAYS", "FmaxEstimate", "ModelError",
-           "estimate_fmax", "measured_error", "error_pct", "net_delay", "SOURCE", "MODEL", "FAMILIES"]
+           "estimate_fmax", "measured_error", "error_pct", "net_delay", "SOURCE", "MODEL",
+           "FAMILIES"]
 
 MODEL = ("Longest register-to-register path of the synthesized netlist: T_cko + sum over "
          "the cells on the path of (T_net(loads) + cell delay; dedicated carry and wide-mux "
@@ -132,7 +133,8 @@ DELAY_MODELS: dict[str, DelayModel] = {
               "assumption: no design here registers its block-RAM output yet"),
         Delay("T_margin", 0.0, "clock uncertainty (nextpnr's Fmax adds none)", _TRELLIS),
         Delay("F_clock_max", 400.0, "clock network limit (MHz), primary clock",
-              "data sheet: ECP5 family FPGA-DS-02012, primary clock network fMAX"),
+              "assumption: the primary clock tree fMAX of the ECP5 family data sheet "
+              "(FPGA-DS-02012), not checked here for speed grade 6"),
     )}),
 }
 FAMILIES = tuple(DELAY_MODELS)
@@ -149,13 +151,17 @@ def net_delay(model: DelayModel, loads: int) -> float:
 @dataclass(frozen=True)
 class ModelError:
     """The model against a real router: per design the model's and the router's Fmax of
-    the same netlist, and the error (model - router) / router in percent.
+    the same netlist, and the error (model - router) / router in percent; also the model
+    with its net parameters fitted without that design (leave-one-out: the error to expect
+    on a design the calibration never saw).
 
-    rows: [design, model MHz, router MHz, error %]; measured_at: the commit (and date);
-    command: what produced it; router: the router and its version.
+    rows: [design, model MHz, router MHz, error %, leave-one-out MHz, its error %];
+    measured_at: the commit (and date); command: what produced it; router: the router and
+    its version.
     """
 
-    _derived: ClassVar = ("mean_abs_pct", "max_abs_pct", "bias_pct")
+    _derived: ClassVar = ("mean_abs_pct", "max_abs_pct", "bias_pct", "loo_mean_abs_pct",
+                          "loo_max_abs_pct")
 
     family: str
     board: str
@@ -180,13 +186,22 @@ class ModelError:
     def bias_pct(self) -> float:
         return sum(self.errors_pct) / len(self.rows)
 
+    @property
+    def loo_mean_abs_pct(self) -> float:
+        return sum(abs(row[5]) for row in self.rows) / len(self.rows)
+
+    @property
+    def loo_max_abs_pct(self) -> float:
+        return max(abs(row[5]) for row in self.rows)
+
     def summary(self) -> str:
         """One line: mean and max |error| against the router, on how many designs, when."""
         router = "nextpnr" if "nextpnr" in self.router else self.router
         return (f"measured error vs {router} on {self.family} "
                 f"({self.board}, {len(self.rows)} designs, {self.measured_at}): mean |error| "
                 f"{self.mean_abs_pct:.0f} %, max {self.max_abs_pct:.0f} %, bias "
-                f"{self.bias_pct:+.0f} %")
+                f"{self.bias_pct:+.0f} %; on a design left out of the fit: mean "
+                f"{self.loo_mean_abs_pct:.0f} %, max {self.loo_max_abs_pct:.0f} %")
 
     def to_json(self) -> dict:
         return dict(self.__dict__, **{name: getattr(self, name) for name in self._derived})
@@ -203,8 +218,8 @@ def measured_error() -> ModelError | None:
     cal = fmax_calibration
     if not cal.ROWS:
         return None
-    rows = [[name, model, router, round(error_pct(model, router), 1)]
-            for name, model, router in cal.ROWS]
+    rows = [[name, model, router, round(error_pct(model, router), 1), loo,
+             round(error_pct(loo, router), 1)] for name, model, router, loo in cal.ROWS]
     return ModelError(family=cal.FAMILY, board=cal.BOARD, router=cal.ROUTER, rows=rows,
                       measured_at=cal.MEASURED_AT, command=cal.COMMAND)
 

@@ -169,7 +169,8 @@ def _resources(board: Board, synth, ram_style: str) -> Resources:
         blocks=synth.block_resources, cells=synth.cells,
         missing_blocks=list(synth.missing_blocks), cached=synth.cached,
         seconds=round(synth.seconds, 1),
-        notes=["carry chains counted as Yosys maps them (CARRY4; UltraScale+ has CARRY8)",
+        notes=["carry chains counted as Yosys maps them (CARRY4; UltraScale+ has CARRY8, "
+               "as which the Fmax model times them)",
                "an accumulator after a multiply stays in LUT+CARRY+FF (Yosys does not pack "
                "it into DSP48E2 on xcup)",
                "memories are counted in the block that holds them (Amaranth inlines them)"])

@@ -90,8 +90,8 @@ def render_markdown(report: Report) -> str:
             lines += [f"Measured by `{fmax.error.command}` at {fmax.error.measured_at} "
                       f"({fmax.error.router}; the {fmax.error.family} table on the netlist "
                       "nextpnr placed):", ""]
-            lines += _table(["design", "model MHz", "nextpnr MHz", "error %"],
-                            fmax.error.rows)
+            lines += _table(["design", "model MHz", "nextpnr MHz", "error %",
+                             "fitted without it, MHz", "error %"], fmax.error.rows)
     pnr = report.nextpnr
     if pnr:
         lines += ["## Post-route (nextpnr)", "", f"Source: `{pnr.source}` ({pnr.tool}), "

@@ -166,8 +166,10 @@ def test_measured_error_is_the_calibration_tables():
     assert error is not None, "run benchmarks/bench_fmax_model.py --write"
     assert len(error.rows) >= 5 and error.family == "ecp5" and error.board == "ulx3s-85f"
     assert error.measured_at and "nextpnr" in error.router
-    for (name, model, router), row in zip(fmax_calibration.ROWS, error.rows):
-        assert row == [name, model, router, round(error_pct(model, router), 1)]
+    for (name, model, router, loo), row in zip(fmax_calibration.ROWS, error.rows):
+        assert row == [name, model, router, round(error_pct(model, router), 1), loo,
+                       round(error_pct(loo, router), 1)]
+    assert error.loo_max_abs_pct == max(abs(row[5]) for row in error.rows)
     assert error.mean_abs_pct == pytest.approx(
         sum(abs(row[3]) for row in error.rows) / len(error.rows))
     assert error.max_abs_pct == max(abs(row[3]) for row in error.rows)
@@ -175,6 +177,7 @@ def test_measured_error_is_the_calibration_tables():
     assert {"engine 2x2", "engine 4x4", "engine 8x8", "zo-layer 4x4"} <= names
     summary = error.summary()
     assert f"{len(error.rows)} designs" in summary and error.measured_at in summary
+    assert "left out of the fit" in summary
     data = error.to_json()
     assert data["mean_abs_pct"] == error.mean_abs_pct and math.isfinite(data["bias_pct"])
 
@@ -189,5 +192,5 @@ def test_docs_table_states_the_measured_error():
                          r"([+-][\d.]+) \|", line)
         if match:
             rows[match[1]] = [float(match[2]), float(match[3]), float(match[4])]
-    assert rows == {name: [model, router, err] for name, model, router, err in error.rows}
+    assert rows == {row[0]: row[1:4] for row in error.rows}
     assert error.measured_at.split(",")[0] in text

@@ -31,8 +31,9 @@ def _full_report() -> Report:
                   delays=dict(DELAYS), model="longest path", method="netlist",
                   error=ModelError(family="ecp5", board="ulx3s-85f",
                                    router="nextpnr-ecp5 0.11", measured_at="abc1234",
-                                   command="bench", rows=[["a", 90.0, 100.0, -10.0],
-                                                          ["b", 105.0, 100.0, 5.0]]),
+                                   command="bench",
+                                   rows=[["a", 90.0, 100.0, -10.0, 88.0, -12.0],
+                                         ["b", 105.0, 100.0, 5.0, 106.0, 6.0]]),
                   tool="zoforge netlist delay model"),
         activity=SwitchingActivity(toggle_rate=0.25, cycles=304,
                                    block_rates={"acc": 0.3, "shift": 0.5},
@@ -73,6 +74,7 @@ def test_json_carries_the_schema_version_and_derived_totals():
     error = data["fmax"]["error"]
     assert (error["mean_abs_pct"], error["max_abs_pct"], error["bias_pct"]) == (7.5, 10.0,
                                                                                  -2.5)
+    assert (error["loo_mean_abs_pct"], error["loo_max_abs_pct"]) == (9.0, 12.0)
     assert "calibrated" in _full_report().fmax.error_note()     # xcup table, ecp5 error
     assert data["board"]["static_power_w"] == 0.59
 
