@@ -461,11 +461,11 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given:
 #: ``zoforge build --board zcu102 --design engine --rows 8 --cols 8`` and ``--design
 #: zo-layer`` (default capacities, at the board's 300 MHz, 2026-11-24): Fmax the lower of
-#: the two yosys estimates (with the fan-out term of reports/fmax.py: ZO layer 249.9 MHz,
-#: engine 286.9 MHz); the board's static power
+#: the two yosys estimates (with the fan-out term of reports/fmax.py: ZO layer 252.0 MHz,
+#: engine 289.5 MHz); the board's static power
 #: (its own source, a paper's bound) apart from both units' dynamic power (the activity
 #: model at ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
-UNIT_FIGURES = {"zcu102": {"fmax_mhz": 249.9, "fmax_source": "yosys-estimate",
+UNIT_FIGURES = {"zcu102": {"fmax_mhz": 252.0, "fmax_source": "yosys-estimate",
                            "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
                            "power_source": "activity-model", "power_at_mhz": 300.0}}
 
