@@ -97,6 +97,7 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     assert result["backprop_peak_bytes"] == cost.backprop_peak_memory(shape)["total"]
     # time and energy: the labelled estimates of the board's units, the roofline's time
     figures = cost.UNIT_FIGURES[result["board"]]
+    assert "measured error vs nextpnr" in result["fmax_error"]
     assert result["fmax_source"] == "yosys-estimate" and "activity-model" in result[
         "power_source"]
     from zoforge.boards.registry import get_board

@@ -119,8 +119,16 @@ def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
                   joules_per_step=timing["roofline_j"],
                   static_joules_per_step=timing["roofline_static_j"],
                   dynamic_joules_per_step=timing["roofline_dynamic_j"], board=BOARD,
-                  static_source=board.static_power_source, **figures)
+                  static_source=board.static_power_source, fmax_error=_fmax_error(),
+                  **figures)
     return fields
+
+
+def _fmax_error() -> str:
+    """The Fmax model's measured error, quoted beside the Fmax estimate."""
+    from zoforge.reports.fmax import measured_error
+    error = measured_error()
+    return error.summary() if error else "not measured"
 
 
 def _say(text: str) -> None:
