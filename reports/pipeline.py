@@ -24,14 +24,13 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from zoforge import __version__
-from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, write_vivado_project
+from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, TOP, write_vivado_project
 from zoforge.boards.registry import Board
 from zoforge.errors import check_int_range
 from zoforge.files import atomic_write_text, content_key
 from zoforge.hw.designs import Elaborated
 from zoforge.hw.export import write_design
 from zoforge.reports import activity as activity_mod
-from zoforge.boards.harness import TOP
 from zoforge.reports.fmax import DELAY_MODELS, FAMILIES, MODEL, estimate_fmax, measured_error
 from zoforge.reports.model import (ACTIVITY, LABELS, NEXTPNR, VIVADO, YOSYS, BoardFacts, Fmax,
                                    Power, PostRoute, Report, ReportFiles, Resources,
