@@ -5,20 +5,20 @@ Usage::
 
     python benchmarks/bench_finetune_cost.py [--blocks 6] [--seq-len 128] [--batch 8]
         [--rank 8] [--queries 2] [--board zcu102] [--mhz 300]
-        [--reports ENGINE.json LAYER.json | --fmax-mhz F --fmax-source S --power-w P
-         --power-source S] [--check-batch 2 --check-seq-len 16 --check-rank 8] [--no-check]
+        [--reports ENGINE.json LAYER.json | --fmax-mhz F --fmax-source S --static-w P
+         --dynamic-w P --power-mhz F --power-source S] [--check-batch 2 --check-seq-len 16 --check-rank 8] [--no-check]
 
 Prints, every figure with its source label: the step's calls (count, cycles each from the
 ``cycle-model``, DDR bytes as streamed and as packed values, compute- or memory-bound on
 the board's DDR at its theoretical peak), the step's cycles, time and energy at the given
-clock and power, the units' on-chip memory bits, and peak memory of ZO against backprop
+clock (static and dynamic energy apart, the dynamic power taken to that clock), the units' on-chip memory bits, and peak memory of ZO against backprop
 LoRA fine-tuning. Then (unless ``--no-check``) runs each distinct engine job shape of the
 model and one adapter call plus update walk through the RTL (the Verilator job server) at
 a small token count and prints predicted against measured cycles (``co-simulation``).
 
 Fmax and power are parameters with their source, or read from the two units' ``zoforge
-build`` reports (``--reports``: the lower Fmax; static power once plus both dynamic
-powers); the defaults are those reports' figures for the units' default designs on the
+build`` reports (``--reports``: the lower Fmax; the static power once, apart from both
+dynamic powers); the defaults are those reports' figures for the units' default designs on the
 ZCU102 (see docs/finetune-cost.md).
 """
 from __future__ import annotations
@@ -40,8 +40,10 @@ from zoforge.reports.finetune_cost import (ADAPTER_CALL, COSIM, CYCLE_MODEL, UNI
                                            predicted_step_cycles, roofline, step_time_energy,
                                            units_clock_power, update_walk, zo_peak_memory)
 
-#: (value, source) of the Fmax and power per board: reports/finetune_cost.py's figures.
-DEFAULTS = {board: ((f["fmax_mhz"], f["fmax_source"]), (f["power_w"], f["power_source"]))
+#: Per board, the Fmax (value, source) and the power (static W, dynamic W, the clock the
+#: dynamic power was estimated at, source): reports/finetune_cost.py's figures.
+DEFAULTS = {board: ((f["fmax_mhz"], f["fmax_source"]),
+                    (f["static_w"], f["dynamic_w"], f["power_at_mhz"], f["power_source"]))
             for board, f in UNIT_FIGURES.items()}
 
 
@@ -50,9 +52,10 @@ def _mib(n: float) -> str:
 
 
 def cost_tables(shape: ModelShape, board_name: str, mhz: float,
-                fmax: tuple[float, str] | None, power: tuple[float, str] | None) -> None:
-    """The step's cost tables on ``board_name`` at ``mhz``; ``fmax``, ``power``: (value,
-    source) or None."""
+                fmax: tuple[float, str] | None,
+                power: tuple[float, float, float, str] | None) -> None:
+    """The step's cost tables on ``board_name`` at ``mhz``; ``fmax``: (value, source),
+    ``power``: (static W, dynamic W, MHz it was estimated at, source), or None."""
     board = get_board(board_name)
     step = predicted_step_cycles(shape)
     print(f"MiniLM, {shape.blocks} blocks, batch {shape.batch} x seq {shape.seq_len} = "
@@ -76,14 +79,19 @@ def cost_tables(shape: ModelShape, board_name: str, mhz: float,
     print(f"\nstep: {step.cycles:,.0f} cycles ({CYCLE_MODEL}; ZO layer {100 * share:.1f} %), "
           f"{step.stream_bytes / 1e6:,.1f} MB streamed ({step.payload_bytes / 1e6:,.1f} MB "
           f"as packed values); host attention MACs {step.host_macs:,} (not in the cycles)")
-    t = step_time_energy(step, mhz, power[0] if power else 0.0, bandwidth)
-    energy = (f"; {t['roofline_j']:.3f} J at {power[0]:.3f} W ({power[1]})" if power
+    static_w, dynamic_w, power_mhz, power_source = power or (0.0, 0.0, mhz, "")
+    t = step_time_energy(step, mhz, static_w, dynamic_w, power_mhz, bandwidth)
+    energy = (f"; dynamic {t['roofline_dynamic_j']:.3f} J ({power_source} at "
+              f"{power_mhz:g} MHz, taken to {mhz:g} MHz), static {t['roofline_static_j']:.3f} "
+              f"J ({static_w:.3f} W, {board.static_power_source})" if power
               else "; no power figure for this board")
     print(f"at {mhz:g} MHz: {t['compute_s']:.3f} s compute-bound, {t['roofline_s']:.3f} s "
           f"with DDR ({board.name}, theoretical peak){energy}")
     if fmax:
-        t = step_time_energy(step, fmax[0], 0.0, bandwidth)
-        print(f"at Fmax {fmax[0]:g} MHz ({fmax[1]}): {t['roofline_s']:.3f} s with DDR")
+        t = step_time_energy(step, fmax[0], static_w, dynamic_w, power_mhz, bandwidth)
+        energy = (f"; dynamic {t['roofline_dynamic_j']:.3f} J (taken to {fmax[0]:g} MHz), "
+                  f"static {t['roofline_static_j']:.3f} J" if power else "")
+        print(f"at Fmax {fmax[0]:g} MHz ({fmax[1]}): {t['roofline_s']:.3f} s with DDR{energy}")
     bits = memory_bits(step.engine, step.layer)
     capacity = board.capacities.get("BRAM18", 0) * 18 * 1024
     print(f"on-chip memory (configuration sizes): engine {bits['engine']:,} bits, ZO layer "
@@ -149,7 +157,10 @@ def main(argv=None) -> int:
     parser.add_argument("--mhz", type=float, default=300.0, help="clock of the time/energy")
     parser.add_argument("--fmax-mhz", type=float, help="default: the board's in DEFAULTS")
     parser.add_argument("--fmax-source", default="yosys-estimate")
-    parser.add_argument("--power-w", type=float, help="default: the board's in DEFAULTS")
+    parser.add_argument("--static-w", type=float, help="default: the board's in DEFAULTS")
+    parser.add_argument("--dynamic-w", type=float, help="default: the board's in DEFAULTS")
+    parser.add_argument("--power-mhz", type=float,
+                        help="the clock the dynamic power was estimated at (default --mhz)")
     parser.add_argument("--power-source", default="activity-model")
     parser.add_argument("--reports", nargs=2, type=Path, metavar=("ENGINE", "LAYER"),
                         help="report.json of `zoforge build` for the engine and the ZO layer")
@@ -161,13 +172,14 @@ def main(argv=None) -> int:
         fmax, power = DEFAULTS.get(args.board, (None, None))
         if args.fmax_mhz is not None:
             fmax = (args.fmax_mhz, args.fmax_source)
-        if args.power_w is not None:
-            power = (args.power_w, args.power_source)
+        if args.static_w is not None or args.dynamic_w is not None:
+            power = (args.static_w or 0.0, args.dynamic_w or 0.0, args.power_mhz or args.mhz,
+                     args.power_source)
         if args.reports:
             units = units_clock_power(*(Report.from_json(json.loads(path.read_text()),
                                                           str(path)) for path in args.reports))
             fmax = (units.fmax_mhz, units.fmax_source)
-            power = (units.power_w, f"{units.power_source} at {units.power_at_mhz:g} MHz")
+            power = (units.static_w, units.dynamic_w, units.power_at_mhz, units.power_source)
         cost_tables(shape, args.board, args.mhz, fmax, power)
         if not args.no_check:
             ratios = check(args.check_batch, args.check_seq_len, args.check_rank)

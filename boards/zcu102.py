@@ -10,10 +10,10 @@ report targets), the fixed 125 MHz CLK_125 (G21/F21, LVDS_25), the eight PL user
 GPIO_LED_0..7 and DIP switches GPIO_DIP_SW0..7 (LVCMOS33). Check them against the board's
 master XDC before programming a real board; the reports only need the clock.
 
-Static power (:data:`STATIC_POWER_W`, with its source) is the board's fact too: the
-reports' power model takes it from here; so is the external memory bandwidth
-(:data:`DDR_BYTES_PER_S`, theoretical peak, with its source), which the finetune cost model's
-roofline reads.
+Static power (:data:`STATIC_POWER_W`, with its source: a paper's bound, not a data-sheet
+value, so the reports show it apart from the dynamic power) is the board's fact too; so is
+the external memory bandwidth (:data:`DDR_BYTES_PER_S`, theoretical peak, with its source),
+which the finetune cost model's roofline reads.
 """
 from amaranth.build import Attrs, Clock, DiffPairs, Pins, Resource
 from amaranth.vendor import XilinxPlatform
@@ -59,13 +59,15 @@ def zcu102_platform(frequency: float = 300e6) -> ZCU102Platform:
     return cls()
 
 
-# Static power of the device, which the activity-model power estimate adds to the dynamic
-# part. Not from a data sheet: Xilinx publishes static power through XPE / report_power only.
+# Static power of the device. No device source can be stated: Xilinx publishes UltraScale+
+# static power only through XPE and Vivado's report_power, not in the data sheets. So this is
+# the paper's bound, and every output shows it apart from the dynamic power, with this source.
 STATIC_POWER_W = 0.59
 STATIC_POWER_SOURCE = (
-    "XCZU9EG (PL) device static power, typical: upper bound from PeZO Table 6, whose smallest "
-    "design (32 LUTs, 449 FFs at 700 MHz) totals 0.608 W in Vivado, so static <= ~0.6 W in "
-    "that setup; Vivado's report_power gives the real value")
+    "not a device data-sheet figure (Xilinx publishes XCZU9EG static power only through XPE "
+    "and Vivado's report_power): an upper bound read off PeZO Table 6, whose smallest design "
+    "(32 LUTs, 449 FFs at 700 MHz) totals 0.608 W in Vivado, so the PL's static power is "
+    "<= ~0.6 W in that setup; zoforge build --vivado-reports shows Vivado's own value")
 
 # The memory the fabric streams from: the PS-side DDR4 (64-bit, DDR4-2666), which the PL
 # reaches through the PS's S_AXI_HP ports. Peak = 2666 MT/s x 8 bytes; sustained DMA is lower.

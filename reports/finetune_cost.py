@@ -17,7 +17,8 @@ prices it from operation counts:
   and as packed values (``payload_bytes``), and :func:`roofline`: time = max(compute
   cycles / f, bytes / DDR bandwidth) per job, with the board's DDR fact;
 * **on-chip memory bits** of both units (:func:`memory_bits`);
-* **time and energy per step** at a given clock and power (:func:`step_time_energy`);
+* **time and energy per step** at a given clock, static and dynamic energy apart, the
+  power at the clock of the time (:func:`step_time_energy`);
 * **peak memory, ZO against backprop LoRA** (:func:`zo_peak_memory`,
   :func:`backprop_peak_memory`), with the accounting in their docstrings.
 
@@ -34,6 +35,7 @@ from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.systolic.array import min_tile_interval
+from zoforge.reports.power import dynamic_at
 
 __all__ = ["UNIT_FIGURES", "ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow",
            "ADAPTER_CALL",
@@ -430,40 +432,55 @@ def roofline(step: StepCost, mhz: float, ddr_bytes_per_s: float,
     return rows
 
 
-def step_time_energy(step: StepCost, mhz: float, power_w: float,
+def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: float,
+                     power_mhz: float | None = None,
                      ddr_bytes_per_s: float | None = None) -> dict[str, float]:
-    """Seconds and joules of one step at ``mhz`` and ``power_w`` (the accelerator's total
-    power: compute-bound time x power; with ``ddr_bytes_per_s``, each call's time is the
-    roofline's max(compute, DDR)). DDR and host energy are not included."""
-    if not power_w >= 0:
-        raise ConfigError("power_w", "a power >= 0", power_w)
-    compute = sum(row.count * row.compute_s for row in roofline(step, mhz, 1.0))
-    out = {"compute_s": compute, "compute_j": compute * power_w}
+    """Seconds and joules of one step at ``mhz``, static and dynamic energy apart: the
+    static power ``static_w`` as stated, the dynamic power ``dynamic_w`` (estimated at
+    ``power_mhz``, default ``mhz``) taken to ``mhz`` (:func:`zoforge.reports.power.
+    dynamic_at`), so time and power are at the same clock. ``compute_*``: compute-bound
+    time; with ``ddr_bytes_per_s``, ``roofline_*``: each call's time is the roofline's
+    max(compute, DDR). Keys ``*_s``, ``*_static_j``, ``*_dynamic_j`` and ``*_j`` (their
+    sum). DDR and host energy are not included."""
+    for name, watts in (("static_w", static_w), ("dynamic_w", dynamic_w)):
+        if not watts >= 0:
+            raise ConfigError(name, "a power >= 0", watts)
+    dynamic = dynamic_at(dynamic_w, power_mhz or mhz, mhz)
+    times = {"compute": sum(row.count * row.compute_s for row in roofline(step, mhz, 1.0))}
     if ddr_bytes_per_s is not None:
-        bound = sum(row.count * row.time_s for row in roofline(step, mhz, ddr_bytes_per_s))
-        out.update(roofline_s=bound, roofline_j=bound * power_w)
+        times["roofline"] = sum(row.count * row.time_s
+                                for row in roofline(step, mhz, ddr_bytes_per_s))
+    out = {}
+    for name, seconds in times.items():
+        out.update({f"{name}_s": seconds, f"{name}_static_j": seconds * static_w,
+                    f"{name}_dynamic_j": seconds * dynamic,
+                    f"{name}_j": seconds * (static_w + dynamic)})
     return out
 
 
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given:
 #: ``zoforge build --board zcu102 --design engine --rows 8 --cols 8`` and ``--design
 #: zo-layer`` (default capacities, at the board's 300 MHz, 2026-11-24): Fmax the lower of
-#: the two yosys estimates (ZO layer 307.7 MHz, engine 330.0 MHz), power the activity
-#: model's static power once plus both units' dynamic power. Estimates, labelled so.
-UNIT_FIGURES = {"zcu102": {"fmax_mhz": 307.7, "fmax_source": "yosys-estimate",
-                           "power_w": 0.590 + 0.1729 + 0.1043,
-                           "power_source": "activity-model at 300 MHz"}}
+#: the two yosys estimates (with the fan-out term of reports/fmax.py: ZO layer 252.0 MHz,
+#: engine 289.5 MHz); the board's static power
+#: (its own source, a paper's bound) apart from both units' dynamic power (the activity
+#: model at ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
+UNIT_FIGURES = {"zcu102": {"fmax_mhz": 252.0, "fmax_source": "yosys-estimate",
+                           "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
+                           "power_source": "activity-model", "power_at_mhz": 300.0}}
 
 
 @dataclass(frozen=True)
 class UnitsClockPower:
-    """The two units on one device: the clock both meet (the lower Fmax) and the power with
-    both running (the board's static power once plus each unit's dynamic power), each
-    with its source label, and the clock the power was estimated at."""
+    """The two units on one device: the clock both meet (the lower Fmax) and, apart, the
+    board's static power (once, with its source) and both units' dynamic power (with its
+    source label and the clock it was estimated at)."""
 
     fmax_mhz: float
     fmax_source: str
-    power_w: float
+    static_w: float
+    static_source: str
+    dynamic_w: float
     power_source: str
     power_at_mhz: float
 
@@ -483,10 +500,10 @@ def units_clock_power(engine_report, layer_report) -> UnitsClockPower:
                           f"{engine_report.power.frequency_mhz:g} MHz like the engine's",
                           f"{layer_report.board.name} at {layer_report.power.frequency_mhz:g}")
     fmax = min(reports, key=lambda report: report.fmax.fmax_mhz).fmax
-    static = engine_report.power.static_w
-    dynamic = sum(report.power.dynamic_w for report in reports)
-    return UnitsClockPower(fmax.fmax_mhz, fmax.source, static + dynamic,
-                           engine_report.power.source, engine_report.power.frequency_mhz)
+    power = engine_report.power
+    return UnitsClockPower(fmax.fmax_mhz, fmax.source, power.static_w, power.static_source,
+                           sum(report.power.dynamic_w for report in reports), power.source,
+                           power.frequency_mhz)
 
 
 def memory_bits(engine: EngineConfig, layer: ZoLayerConfig) -> dict[str, int]:

@@ -24,8 +24,8 @@ from typing import ClassVar
 from zoforge import __version__
 from zoforge.boards.registry import Board
 from zoforge.errors import ConfigError
-from zoforge.reports.fmax import Delay
-from zoforge.reports.power import Coefficient
+from zoforge.reports.fmax import Delay, ModelError
+from zoforge.reports.power import Coefficient, StepEnergy, step_energy
 
 __all__ = ["SCHEMA_VERSION", "LABELS", "YOSYS", "ACTIVITY", "NEXTPNR", "VIVADO",
            "RESOURCE_KEYS", "Figure", "BoardFacts", "ReportFiles", "Resources", "Fmax",
@@ -84,7 +84,7 @@ class _Json:
 
 def _plain(value):
     """``value`` as JSON-able data (sections, tables, tuples and paths converted)."""
-    if isinstance(value, _Json):
+    if isinstance(value, (_Json, ModelError)):
         return value.to_json()
     if is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
@@ -199,9 +199,19 @@ class Resources(_Json):
 
 @dataclass(frozen=True)
 class Fmax(_Json):
-    """The Fmax estimate: longest path of the synthesized netlist under :attr:`delays`."""
+    """The Fmax estimate: longest path of the synthesized netlist under :attr:`delays`
+    (the delay table of :attr:`family`).
 
-    _nested: ClassVar = {"delays": ("dict", Delay)}
+    path_loads: the loads of each net along :attr:`path` (the nets into its second to last
+                cell, then the net into the endpoint; a dedicated wire adds no delay)
+
+    error: the model's measured error against a real router
+           (:func:`zoforge.reports.fmax.measured_error`: per design the model's and
+           nextpnr's Fmax, the commit it was measured at; JSON adds ``mean_abs_pct``,
+           ``max_abs_pct`` and ``bias_pct``), None if never measured
+    """
+
+    _nested: ClassVar = {"delays": ("dict", Delay), "error": ("one", ModelError)}
 
     fmax_mhz: float
     critical_ns: float
@@ -209,15 +219,32 @@ class Fmax(_Json):
     path: list[str]
     limited_by: str
     unresolved_cells: int = 0
+    path_loads: list[int] = field(default_factory=list)
     delays: dict[str, Delay] = field(default_factory=dict)
     model: str = ""
     method: str = ""
+    family: str = "xcup"
+    error: ModelError | None = None
     source: str = YOSYS
     tool: str = ""
+
+    def error_note(self) -> str:
+        """One line on how far the model is from a real router (and, for another family's
+        table, that this one is not calibrated)."""
+        if self.error is None:
+            return "model error not measured (benchmarks/bench_fmax_model.py --write)"
+        note = self.error.summary()
+        if self.error.family != self.family:
+            note += f"; the {self.family} delay table itself is not calibrated against a router"
+        return note
 
     def figures(self) -> Iterator[Figure]:
         yield Figure("fmax.fmax_mhz", self.fmax_mhz, "MHz", self.source, self.tool)
         yield Figure("fmax.critical_ns", self.critical_ns, "ns", self.source, self.tool)
+        if self.error is not None:
+            for name in ("mean_abs_pct", "max_abs_pct"):
+                yield Figure(f"fmax.error.{name}", getattr(self.error, name), "%", NEXTPNR,
+                             f"{self.error.router}, {self.error.measured_at}")
 
 
 @dataclass(frozen=True)
@@ -251,7 +278,8 @@ class SwitchingActivity(_Json):
 
 @dataclass(frozen=True)
 class Power(_Json):
-    """The activity-model power estimate: the board's static power plus dynamic power.
+    """The activity-model power estimate: dynamic power, and the board's static power kept
+    apart with its source (every writer shows both parts; ``total_w`` is their sum).
 
     static_source: where :attr:`static_w` comes from (the board's stated source)
     breakdown_w:   dynamic power by resource; block_dynamic_w: per block (no clock tree)
@@ -274,7 +302,14 @@ class Power(_Json):
 
     @property
     def total_w(self) -> float:
+        """Static plus dynamic; shown only beside both parts and the static source."""
         return self.static_w + self.dynamic_w
+
+    def step_energy(self, cycles: float, mhz: float) -> StepEnergy:
+        """A step of ``cycles`` at ``mhz``: time, and energy static and dynamic apart with
+        the dynamic power taken to ``mhz`` (:func:`zoforge.reports.power.step_energy`)."""
+        return step_energy(cycles, mhz, self.static_w, self.dynamic_w, self.frequency_mhz,
+                           self.static_source, self.source)
 
     def figures(self) -> Iterator[Figure]:
         yield Figure("power.total_w", self.total_w, "W", self.source, self.tool)

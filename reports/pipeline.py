@@ -3,7 +3,8 @@
 :func:`build_report` writes the design's Verilog, then (board permitting)
 
 * the Yosys ``synth_xilinx`` resource estimate, per block (:mod:`.synth`),
-* the Fmax estimate from the synthesized netlist (:mod:`.fmax`),
+* the Fmax estimate from the synthesized netlist (:mod:`.fmax`; on an ECP5 board from the
+  netlist nextpnr placed, beside nextpnr's own), with the model's measured error,
 * switching activity from a Verilator co-simulation, as SAIF (:mod:`.activity`),
 * the activity-model power estimate (:mod:`.power`),
 * the Vivado project that reproduces all of it for real (:mod:`zoforge.boards.harness`),
@@ -23,14 +24,14 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from zoforge import __version__
-from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, write_vivado_project
+from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, TOP, write_vivado_project
 from zoforge.boards.registry import Board
 from zoforge.errors import check_int_range
 from zoforge.files import atomic_write_text, content_key
 from zoforge.hw.designs import Elaborated
 from zoforge.hw.export import write_design
 from zoforge.reports import activity as activity_mod
-from zoforge.reports.fmax import DELAYS, MODEL, estimate_fmax
+from zoforge.reports.fmax import DELAY_MODELS, FAMILIES, MODEL, estimate_fmax, measured_error
 from zoforge.reports.model import (ACTIVITY, LABELS, NEXTPNR, VIVADO, YOSYS, BoardFacts, Fmax,
                                    Power, PostRoute, Report, ReportFiles, Resources,
                                    SwitchingActivity, VivadoFigures, VivadoPower,
@@ -108,14 +109,9 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
                            progress=progress.step("synth"), ram_style=ram_style)
         sections["resources"] = _resources(board, synth, ram_style)
         progress.step("fmax")("longest path over the synthesized netlist")
-        fmax = estimate_fmax(synth.netlist_path, top=design.name)
-        sections["fmax"] = Fmax(
-            fmax_mhz=fmax.fmax_mhz, critical_ns=fmax.critical_ns,
-            logic_levels=fmax.logic_levels, path=list(fmax.path),
-            limited_by=fmax.limited_by, unresolved_cells=fmax.unresolved_cells,
-            delays=dict(DELAYS), model=MODEL, method=fmax.source, source=YOSYS,
-            tool=f"zoforge {__version__} netlist delay model on the {synth.tool_version} "
-                 "netlist")
+        family = board.family if board.family in FAMILIES else "xcup"
+        sections["fmax"] = _fmax(estimate_fmax(synth.netlist_path, top=design.name,
+                                               family=family), synth.tool_version)
         if activity is not None:
             power = estimate_power(synth.resources, clock_mhz, activity.toggle_rate,
                                    block_resources=synth.block_resources,
@@ -141,6 +137,12 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
             constraint_mhz=pnr.constraint_mhz, utilization=pnr.utilization,
             log_path=str(pnr.log_path), seconds=pnr.seconds, cached=pnr.cached,
             source=NEXTPNR, tool=pnr.tool_version)
+        # the same model on the netlist nextpnr placed (board harness included, its I/O
+        # left out as nextpnr's clock Fmax leaves it out): the estimate beside the real one
+        progress.step("fmax")("longest path over the placed netlist (ECP5 delays)")
+        sections["fmax"] = _fmax(estimate_fmax(Path(pnr.log_path).parent / f"{TOP}.json",
+                                               top=TOP, family="ecp5", ports_registered=False),
+                                 pnr.tool_version.split(", ")[0] + " synth_ecp5")
     if parsed is not None:
         sections["vivado"] = _vivado(parsed)
     return Report(design=design.name, board=BoardFacts.of(board), clock_mhz=clock_mhz,
@@ -166,10 +168,22 @@ def _resources(board: Board, synth, ram_style: str) -> Resources:
         blocks=synth.block_resources, cells=synth.cells,
         missing_blocks=list(synth.missing_blocks), cached=synth.cached,
         seconds=round(synth.seconds, 1),
-        notes=["carry chains counted as Yosys maps them (CARRY4; UltraScale+ has CARRY8)",
+        notes=["carry chains counted as Yosys maps them (CARRY4; UltraScale+ has CARRY8, "
+               "as which the Fmax model times them)",
                "an accumulator after a multiply stays in LUT+CARRY+FF (Yosys does not pack "
                "it into DSP48E2 on xcup)",
                "memories are counted in the block that holds them (Amaranth inlines them)"])
+
+
+def _fmax(fmax, synth_tool: str) -> Fmax:
+    return Fmax(
+        fmax_mhz=fmax.fmax_mhz, critical_ns=fmax.critical_ns,
+        logic_levels=fmax.logic_levels, path=list(fmax.path), limited_by=fmax.limited_by,
+        path_loads=list(fmax.path_loads),
+        unresolved_cells=fmax.unresolved_cells, delays=dict(DELAY_MODELS[fmax.family].delays),
+        model=MODEL, method=fmax.source, family=fmax.family, error=measured_error(),
+        source=YOSYS, tool=f"zoforge {__version__} netlist delay model on the {synth_tool} "
+                           "netlist")
 
 
 def _vivado(parsed: VivadoReports) -> VivadoFigures:

@@ -13,6 +13,13 @@ that co-simulation measured for the design or block (:mod:`zoforge.reports.activ
 resource counts from synthesis, E the energies in :data:`COEFFICIENTS`. Block-RAM enable is
 taken as 1 (every port enabled every cycle, the stream-ready-high stimulus), an upper bound.
 
+Static power is the board's stated figure, kept apart from the dynamic part everywhere (a
+report, the demo and the fine-tuning cost print both, each with its source): it is not
+something the design's activity changes, and the ZCU102's figure is not a data-sheet value
+(see its source). Every dynamic term is the clock times an energy per cycle, so the dynamic
+power at another clock is exact under the model (:func:`dynamic_at`); :func:`step_energy`
+prices a step of so many cycles with time and power at the same clock.
+
 Where the coefficients come from: see each one's ``source``. None is fitted to PeZO's Table 6,
 so comparing with it is a real check. They are order-of-magnitude energies for a 16 nm FinFET
 fabric at VCCINT = 0.85 V (E = C V^2 / 2 per transition with the node capacitance said in
@@ -27,7 +34,7 @@ from zoforge import __version__
 from zoforge.boards.registry import Board
 
 __all__ = ["Coefficient", "COEFFICIENTS", "PowerEstimate", "estimate_power", "SOURCE",
-           "TOOL", "NO_STATIC"]
+           "TOOL", "NO_STATIC", "StepEnergy", "step_energy", "dynamic_at"]
 
 SOURCE = "activity-model"
 TOOL = f"zoforge {__version__} power model"
@@ -120,3 +127,51 @@ def _dynamic(resources: dict[str, int], frequency_mhz: float, alpha: float,
         "clock (FF pins)": f * n["FF"] * coefficients["E_clk_ff"].value * pj,
         "BRAM": f * n["BRAM18"] * coefficients["E_bram"].value * pj,
     }
+
+
+def dynamic_at(dynamic_w: float, estimated_mhz: float, mhz: float) -> float:
+    """The model's dynamic power at ``mhz``, from ``dynamic_w`` estimated at
+    ``estimated_mhz`` (every term is the clock times an energy per cycle: exact)."""
+    return dynamic_w * mhz / estimated_mhz
+
+
+@dataclass(frozen=True)
+class StepEnergy:
+    """One step of ``cycles`` at ``mhz``: its time and its energy, static and dynamic
+    apart, each with its source (power evaluated at the same ``mhz`` as the time)."""
+
+    cycles: float
+    mhz: float
+    seconds: float
+    static_w: float
+    dynamic_w: float
+    static_source: str
+    dynamic_source: str
+
+    @property
+    def static_j(self) -> float:
+        return self.static_w * self.seconds
+
+    @property
+    def dynamic_j(self) -> float:
+        return self.dynamic_w * self.seconds
+
+    @property
+    def total_j(self) -> float:
+        return self.static_j + self.dynamic_j
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__, static_j=self.static_j, dynamic_j=self.dynamic_j,
+                    total_j=self.total_j)
+
+
+def step_energy(cycles: float, mhz: float, static_w: float, dynamic_w: float,
+                estimated_mhz: float, static_source: str,
+                dynamic_source: str = SOURCE) -> StepEnergy:
+    """Time and energy of ``cycles`` at ``mhz``: static power as stated, dynamic power
+    (estimated at ``estimated_mhz``) taken to ``mhz`` with :func:`dynamic_at`."""
+    return StepEnergy(cycles=cycles, mhz=mhz, seconds=cycles / (mhz * 1e6),
+                      static_w=static_w, dynamic_w=dynamic_at(dynamic_w, estimated_mhz, mhz),
+                      static_source=static_source,
+                      dynamic_source=f"{dynamic_source} (estimated at {estimated_mhz:g} MHz, "
+                                     f"scaled to {mhz:g} MHz)")

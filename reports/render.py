@@ -78,11 +78,20 @@ def render_markdown(report: Report) -> str:
     if fmax:
         lines += ["## Fmax", "", f"**{fmax.fmax_mhz:.0f} MHz** (`{fmax.source}`, "
                   f"{fmax.tool}; critical path {fmax.critical_ns:.2f} ns, "
-                  f"{fmax.logic_levels} LUT levels, limited by {fmax.limited_by}): "
-                  + " -> ".join(fmax.path[:20]), "", "Model: " + " ".join(
+                  f"{fmax.logic_levels} LUT levels, limited by {fmax.limited_by}; "
+                  f"{fmax.family} delays): " + " -> ".join(fmax.path[:20]), "",
+                  "Loads of the nets along it: " + ", ".join(map(str, fmax.path_loads[:20])),
+                  "", "Model: " + " ".join(
                       fmax.model.split()), ""]
         lines += _table(["delay", "value", "meaning", "source"],
                         [[d.symbol, d.ns, d.meaning, d.source] for d in fmax.delays.values()])
+        lines += ["How far the model is from a real router: " + fmax.error_note() + ".", ""]
+        if fmax.error is not None:
+            lines += [f"Measured by `{fmax.error.command}` at {fmax.error.measured_at} "
+                      f"({fmax.error.router}; the {fmax.error.family} table on the netlist "
+                      "nextpnr placed):", ""]
+            lines += _table(["design", "model MHz", "nextpnr MHz", "error %",
+                             "fitted without it, MHz", "error %"], fmax.error.rows)
     pnr = report.nextpnr
     if pnr:
         lines += ["## Post-route (nextpnr)", "", f"Source: `{pnr.source}` ({pnr.tool}), "
@@ -94,12 +103,14 @@ def render_markdown(report: Report) -> str:
     power = report.power
     activity = report.activity
     if power:
-        lines += ["## Power", "", f"**{power.total_w:.3f} W** = static "
-                  f"{power.static_w:.3f} W + dynamic {power.dynamic_w:.4f} W "
+        lines += ["## Power", "", f"**Dynamic {power.dynamic_w:.4f} W** "
                   f"(`{power.source}` at {power.frequency_mhz:g} MHz, mean toggle rate "
                   f"{power.toggle_rate:.3f} per cycle measured over {activity.cycles} "
                   f"simulated cycles ({activity.tool}), stimulus: {activity.mode}; SAIF: "
-                  f"`{Path(activity.saif).name}`).", ""]
+                  f"`{Path(activity.saif).name}`).", "",
+                  f"**Static {power.static_w:.3f} W**, the board's figure, not the model's: "
+                  f"{power.static_source}.", "",
+                  f"Static + dynamic: {power.total_w:.3f} W.", ""]
         lines += _table(["dynamic part", "W"], [[k, v] for k, v in power.breakdown_w.items()])
         if power.block_dynamic_w:
             lines += _table(["block", "toggle rate", "dynamic W (clock tree excluded)"],
@@ -201,11 +212,14 @@ def summary_lines(report: Report) -> list[str]:
         lines.append(f"  resources ({report.resources.source}): " + ", ".join(
             f"{k} {total.get(k, 0)}" for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")))
     if report.fmax is not None:
-        lines.append(f"  Fmax ({report.fmax.source}): {report.fmax.fmax_mhz:.0f} MHz")
+        lines.append(f"  Fmax ({report.fmax.source}, {report.fmax.family} delays): "
+                     f"{report.fmax.fmax_mhz:.0f} MHz; {report.fmax.error_note()}")
     if report.power is not None:
         power = report.power
-        lines.append(f"  power ({power.source}): {power.total_w:.3f} W "
-                     f"(static {power.static_w:.3f} + dynamic {power.dynamic_w:.4f})")
+        lines.append(f"  dynamic power ({power.source}, {power.frequency_mhz:g} MHz): "
+                     f"{power.dynamic_w:.4f} W; with the static power {power.total_w:.3f} W")
+        lines.append(f"  static power (the board's figure, apart): {power.static_w:.3f} W; "
+                     f"{power.static_source}")
     if report.nextpnr is not None:
         pnr = report.nextpnr
         lines.append(f"  post-route ({pnr.source}): " + ", ".join(

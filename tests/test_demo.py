@@ -91,3 +91,27 @@ def test_demo_default_model_learns(tmp_path):
     summary = json.loads(out.read_text())
     assert summary["bit_exact"] and summary["steps"] == 300
     assert summary["accuracy_after"] >= 0.60 > summary["accuracy_before"]
+
+
+def test_step_cost_keeps_time_and_power_at_one_clock_and_energy_apart():
+    """The demo's time and energy per step: both at the report's Fmax estimate (the power
+    estimated at the board's clock, its dynamic part taken to the Fmax), static and dynamic
+    energy apart with their sources."""
+    from types import SimpleNamespace
+
+    from zoforge.cli._train_demo import COST_KEYS, step_cost
+    from zoforge.reports.model import Fmax, Power
+    fmax = Fmax(fmax_mhz=330.0, critical_ns=3.03, logic_levels=3, path=["FDRE"],
+                limited_by="logic")
+    power = Power(frequency_mhz=300.0, toggle_rate=0.2, static_w=0.59, dynamic_w=0.09,
+                  breakdown_w={}, static_source="board: a paper's bound")
+    cost = step_cost(SimpleNamespace(fmax=fmax, power=power), 19_230)
+    seconds = 19_230 / 330e6
+    assert cost["seconds_per_step_at_fmax"] == pytest.approx(seconds)
+    assert cost["dynamic_w_at_fmax"] == pytest.approx(0.09 * 330 / 300)
+    assert cost["static_joules_per_step_at_fmax"] == pytest.approx(0.59 * seconds)
+    assert cost["dynamic_joules_per_step_at_fmax"] == pytest.approx(0.099 * seconds)
+    assert cost["joules_per_step_at_fmax"] == pytest.approx((0.59 + 0.099) * seconds)
+    assert cost["static_source"] == "board: a paper's bound"
+    assert "scaled to 330 MHz" in cost["dynamic_source"] and cost["fmax_error"]
+    assert step_cost(None, 19_230) == dict.fromkeys(COST_KEYS)

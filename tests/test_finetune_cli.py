@@ -97,6 +97,7 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     assert result["backprop_peak_bytes"] == cost.backprop_peak_memory(shape)["total"]
     # time and energy: the labelled estimates of the board's units, the roofline's time
     figures = cost.UNIT_FIGURES[result["board"]]
+    assert "measured error vs nextpnr" in result["fmax_error"]
     assert result["fmax_source"] == "yosys-estimate" and "activity-model" in result[
         "power_source"]
     from zoforge.boards.registry import get_board
@@ -105,7 +106,14 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     seconds = sum(row.count * max(row.compute_s, row.time_s) for row in calls)
     assert result["seconds_per_step_at_fmax"] == pytest.approx(seconds, rel=1e-12)
     assert seconds >= step.cycles / (figures["fmax_mhz"] * 1e6) * (1 - 1e-12)
-    assert result["joules_per_step"] == pytest.approx(seconds * figures["power_w"], rel=1e-12)
+    # energy: the static power as stated, the dynamic taken to the Fmax, apart and summed
+    dynamic_w = figures["dynamic_w"] * figures["fmax_mhz"] / figures["power_at_mhz"]
+    assert result["static_joules_per_step"] == pytest.approx(seconds * figures["static_w"],
+                                                             rel=1e-12)
+    assert result["dynamic_joules_per_step"] == pytest.approx(seconds * dynamic_w, rel=1e-12)
+    assert result["joules_per_step"] == pytest.approx(
+        result["static_joules_per_step"] + result["dynamic_joules_per_step"], rel=1e-12)
+    assert "PeZO" in result["static_source"]
 
 
 def test_zero_steps_and_the_backprop_ceiling_from_the_saved_config(tmp_path, tiny_run):

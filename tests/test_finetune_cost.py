@@ -140,9 +140,17 @@ def test_roofline_and_time():
     row = next(r for r in slow if r.name == "head")
     assert row.time_s == row.memory_s == next(c for c in step.calls
                                               if c.name == "head").stream_bytes
-    timing = step_time_energy(step, 100.0, 2.0, ddr_bytes_per_s=1e15)
+    timing = step_time_energy(step, 100.0, 0.5, 1.5, ddr_bytes_per_s=1e15)
     assert timing["compute_s"] == pytest.approx(4232 / 100e6)
+    assert timing["compute_static_j"] == pytest.approx(0.5 * 4232 / 100e6)
+    assert timing["compute_dynamic_j"] == pytest.approx(1.5 * 4232 / 100e6)
     assert timing["compute_j"] == pytest.approx(2 * 4232 / 100e6)
+    # dynamic power estimated at 50 MHz is taken to the step's 100 MHz; static stays
+    scaled = step_time_energy(step, 100.0, 0.5, 0.75, power_mhz=50.0)
+    assert scaled["compute_dynamic_j"] == pytest.approx(timing["compute_dynamic_j"])
+    assert scaled["compute_static_j"] == pytest.approx(timing["compute_static_j"])
+    with pytest.raises(ConfigError, match="dynamic_w"):
+        step_time_energy(step, 100.0, 0.5, -1.0)
     assert timing["roofline_s"] == pytest.approx(timing["compute_s"])
     with pytest.raises(ConfigError, match="mhz"):
         roofline(step, 0.0, 1.0)
@@ -244,14 +252,15 @@ def _report(design, board, fmax, static, dynamic, mhz=300.0):
     return NS(design=design, board=NS(name=board),
               fmax=NS(fmax_mhz=fmax, source="yosys-estimate") if fmax else None,
               power=NS(static_w=static, dynamic_w=dynamic, frequency_mhz=mhz,
-                       source="activity-model"))
+                       source="activity-model", static_source="test: the board's"))
 
 
 def test_units_clock_power_takes_the_lower_fmax_and_static_once():
     units = units_clock_power(_report("engine", "zcu102", 330.0, 0.59, 0.17),
                               _report("layer", "zcu102", 307.7, 0.59, 0.10))
     assert (units.fmax_mhz, units.fmax_source) == (307.7, "yosys-estimate")
-    assert units.power_w == pytest.approx(0.59 + 0.17 + 0.10)
+    assert units.static_w == 0.59 and units.dynamic_w == pytest.approx(0.17 + 0.10)
+    assert units.static_source == "test: the board's"
     assert (units.power_source, units.power_at_mhz) == ("activity-model", 300.0)
     with pytest.raises(ConfigError, match="layer report"):
         units_clock_power(_report("engine", "zcu102", 330.0, 0.59, 0.17),

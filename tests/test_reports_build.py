@@ -204,7 +204,18 @@ def test_build_cli_writes_report_and_vivado_project(demo_build, capsys):
     for label in ("yosys-estimate", "activity-model", "vivado"):
         assert label in markdown
     assert (out / "report.png").stat().st_size > 1000
-    assert "Fmax (yosys-estimate)" in capsys.readouterr().out
+    assert report["fmax"]["family"] == "xcup" and report["fmax"]["path_loads"]
+    error = report["fmax"]["error"]          # the measured error, quoted beside the estimate
+    assert error["family"] == "ecp5" and len(error["rows"]) >= 5 and error["mean_abs_pct"] > 0
+    assert "How far the model is from a real router: measured error vs nextpnr" in markdown
+    assert "not calibrated against a router" in markdown
+    assert f"**Static {power['static_w']:.3f} W**, the board's figure" in markdown
+    terminal = capsys.readouterr().out
+    assert "Fmax (yosys-estimate, xcup delays)" in terminal
+    assert "measured error vs nextpnr on ecp5" in terminal
+    assert "dynamic power (activity-model, 250 MHz): " in terminal
+    assert ("static power (the board's figure, apart): 0.590 W; not a device data-sheet"
+            in terminal)
 
 
 def test_build_help_lists_design_parameters(capsys):

@@ -5,7 +5,7 @@ import pytest
 
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
-from zoforge.reports.fmax import DELAYS
+from zoforge.reports.fmax import DELAYS, ModelError
 from zoforge.reports.model import (LABELS, SCHEMA_VERSION, BoardFacts, Fmax, Power, PostRoute,
                                    Report, ReportFiles, Resources, SwitchingActivity,
                                    VivadoFigures, VivadoPower, VivadoTiming)
@@ -29,6 +29,11 @@ def _full_report() -> Report:
         fmax=Fmax(fmax_mhz=612.5, critical_ns=1.633, logic_levels=2,
                   path=["FDRE", "LUT2", "CARRY4"], limited_by="logic",
                   delays=dict(DELAYS), model="longest path", method="netlist",
+                  error=ModelError(family="ecp5", board="ulx3s-85f",
+                                   router="nextpnr-ecp5 0.11", measured_at="abc1234",
+                                   command="bench",
+                                   rows=[["a", 90.0, 100.0, -10.0, 88.0, -12.0],
+                                         ["b", 105.0, 100.0, 5.0, 106.0, 6.0]]),
                   tool="zoforge netlist delay model"),
         activity=SwitchingActivity(toggle_rate=0.25, cycles=304,
                                    block_rates={"acc": 0.3, "shift": 0.5},
@@ -65,7 +70,12 @@ def test_json_carries_the_schema_version_and_derived_totals():
     assert data["power"]["total_w"] == pytest.approx(0.59 + 0.0125)
     assert data["fmax"]["delays"]["T_lut"] == {"symbol": "T_lut", "ns": 0.10,
                                                "meaning": "LUT1..LUT6 logic",
-                                               "source": "assumption: typical UltraScale+ -2"}
+                                               "source": DELAYS["T_lut"].source}
+    error = data["fmax"]["error"]
+    assert (error["mean_abs_pct"], error["max_abs_pct"], error["bias_pct"]) == (7.5, 10.0,
+                                                                                 -2.5)
+    assert (error["loo_mean_abs_pct"], error["loo_max_abs_pct"]) == (9.0, 12.0)
+    assert "calibrated" in _full_report().fmax.error_note()     # xcup table, ecp5 error
     assert data["board"]["static_power_w"] == 0.59
 
 
@@ -121,7 +131,8 @@ def test_every_figure_has_a_source_and_a_tool():
     names = {figure.name for figure in figures}
     assert {"resources.total.LUT", "resources.blocks.acc.FF", "fmax.fmax_mhz",
             "activity.toggle_rate", "power.total_w", "power.static_w", "power.dynamic_w",
-            "nextpnr.fmax_mhz.clk", "vivado.power.total_w", "vivado.timing.fmax_mhz"} <= names
+            "nextpnr.fmax_mhz.clk", "vivado.power.total_w", "vivado.timing.fmax_mhz",
+            "fmax.error.mean_abs_pct", "fmax.error.max_abs_pct"} <= names
     for figure in figures:
         assert figure.tool, figure
         if figure.name == "power.static_w":        # the board's own source

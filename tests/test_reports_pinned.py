@@ -18,6 +18,7 @@ import pytest
 
 from zoforge.boards.registry import get_board
 from zoforge.cli import main
+from zoforge.reports import fmax_calibration
 from zoforge.reports.fmax import DELAYS
 from zoforge.reports.power import COEFFICIENTS
 
@@ -37,9 +38,14 @@ REVIEWED_ENERGIES = {"E_lut": (0.10, "pJ"), "E_ff": (0.05, "pJ"), "E_carry": (0.
                      "E_clk_tree": (20.0, "pJ")}
 # Delays (ns), typical UltraScale+ -2 orders of magnitude; F_clock_max is a frequency (MHz)
 # kept in the same table (its field is called ``ns`` there: see test_delay_table_is_pinned).
+# T_fanout: the ECP5 calibration fit's growth per doubling of the loads relative to its
+# base net (recorded by benchmarks/bench_fmax_model.py --write), times this table's base
+# net (T_net 0.30 ns), to 3 decimals; T_carry, T_chain: one CARRY8.
+ECP5_NET, ECP5_FANOUT = fmax_calibration.NET_FIT
+XCUP_FANOUT = round(0.30 * ECP5_FANOUT / ECP5_NET, 3)
 REVIEWED_DELAYS_NS = {"T_cko": 0.10, "T_setup": 0.05, "T_lut": 0.10, "T_net": 0.30,
-                      "T_mux": 0.08, "T_carry": 0.15, "T_chain": 0.03, "T_dsp": 1.80,
-                      "T_bram_co": 0.90, "T_margin": 0.10}
+                      "T_fanout": XCUP_FANOUT, "T_mux": 0.08, "T_carry": 0.20,
+                      "T_chain": 0.06, "T_dsp": 1.80, "T_bram_co": 0.90, "T_margin": 0.10}
 REVIEWED_CLOCK_MAX_MHZ = 775.0
 REVIEWED_ZCU102_STATIC_W = 0.59
 
@@ -144,16 +150,18 @@ def test_built_fmax_is_the_hand_computed_one(built):
     # a register, then the combinational cells of the critical path (this design: LUTs)
     assert re.match(r"FD[CPRS]E", path[0]) and all(c.startswith("LUT") for c in path[1:])
     assert fmax["logic_levels"] == len(path) - 1 and 1 <= fmax["logic_levels"] <= 3
-    through = d["T_cko"] + sum(d["T_net"] + d["T_lut"] for _ in path[1:])
-    to_register = through + d["T_net"] + d["T_setup"] + d["T_margin"]
+    loads = fmax["path_loads"]
+    assert len(loads) == len(path) and all(n >= 1 for n in loads)
+
+    def net(n):               # the documented fan-out term
+        return d["T_net"] + d["T_fanout"] * math.log2(n)
+    through = d["T_cko"] + sum(net(n) + d["T_lut"] for n in loads[:-1])
+    to_register = through + net(loads[-1]) + d["T_setup"] + d["T_margin"]
     to_port = through + d["T_margin"]                  # an output port: no net, no setup
     critical = fmax["critical_ns"]
     assert min(abs(critical - to_register), abs(critical - to_port)) <= REL_TOLERANCE * critical
     hand_mhz = min(1.0 / (critical * NS) / 1e6, REVIEWED_CLOCK_MAX_MHZ)
     assert fmax["fmax_mhz"] == pytest.approx(hand_mhz, rel=REL_TOLERANCE)
-    # by hand for this design: FDRE -> 2 LUTs -> FDRE is 1.35 ns, 741 MHz
-    assert 1.0 / (to_register * NS) / 1e6 == pytest.approx(740.74, abs=0.01) or \
-        fmax["logic_levels"] != 2
     assert math.isclose(fmax["fmax_mhz"], 1000.0 / critical, rel_tol=REL_TOLERANCE)
     for symbol, ns in d.items():
         assert fmax["delays"][symbol]["ns"] == ns

@@ -1,12 +1,11 @@
 """The activity-model power estimate and the netlist Fmax model, on hand-made inputs."""
-import json
 from dataclasses import replace
 
 import pytest
 
 from zoforge.boards.registry import get_board
-from zoforge.reports.fmax import DELAYS, estimate_fmax
-from zoforge.reports.power import COEFFICIENTS, NO_STATIC, estimate_power
+from zoforge.reports.power import (COEFFICIENTS, NO_STATIC, dynamic_at, estimate_power,
+                                   step_energy)
 
 
 def _c(symbol):
@@ -66,67 +65,19 @@ def test_every_coefficient_names_a_source():
         assert coefficient.source and coefficient.unit and coefficient.value > 0
 
 
-# -- Fmax ------------------------------------------------------------------------------------
-
-def _cell(kind, inputs, outputs, **parameters):
-    connections = {**inputs, **outputs}
-    directions = {**{p: "input" for p in inputs}, **{p: "output" for p in outputs}}
-    return {"type": kind, "port_directions": directions, "connections": connections,
-            "parameters": parameters}
-
-
-def _netlist(tmp_path, cells, ports=None):
-    module = {"attributes": {"top": "00000000000000000000000000000001"},
-              "ports": ports or {}, "cells": dict(enumerate(cells))}
-    path = tmp_path / "netlist.json"
-    path.write_text(json.dumps({"modules": {"t": module}}))
-    return path
-
-
-def _d(symbol):
-    return DELAYS[symbol].ns
-
-
-def test_two_luts_between_registers(tmp_path):
-    cells = [
-        _cell("FDRE", {"C": [1], "D": [10], "CE": ["1"], "R": ["0"]}, {"Q": [2]}),
-        _cell("LUT2", {"I0": [2], "I1": [2]}, {"O": [3]}),
-        _cell("LUT3", {"I0": [3], "I1": [2], "I2": [3]}, {"O": [4]}),
-        _cell("FDRE", {"C": [1], "D": [4], "CE": ["1"], "R": ["0"]}, {"Q": [10]}),
-    ]
-    est = estimate_fmax(_netlist(tmp_path, cells))
-    path = (_d("T_cko") + 2 * (_d("T_net") + _d("T_lut")) + _d("T_net") + _d("T_setup")
-            + _d("T_margin"))
-    assert est.critical_ns == pytest.approx(path)
-    assert est.logic_levels == 2
-    assert est.path == ["FDRE", "LUT2", "LUT3"]
-    assert est.fmax_mhz == pytest.approx(min(1000 / path, _d("F_clock_max")))
-
-
-def test_carry_chain_hops_have_no_net_delay(tmp_path):
-    cells = [_cell("FDRE", {"C": [1], "D": [30]}, {"Q": [2]}),
-             _cell("CARRY4", {"CI": ["0"], "S": [2, 2, 2, 2]}, {"CO": [5, 6, 7, 8]}),
-             _cell("CARRY4", {"CI": [8], "S": [2, 2, 2, 2]}, {"CO": [9, 10, 11, 12]}),
-             _cell("CARRY4", {"CI": [12], "S": [2, 2, 2, 2]}, {"CO": [13, 14, 15, 30]})]
-    est = estimate_fmax(_netlist(tmp_path, cells))
-    path = (_d("T_cko") + _d("T_net") + _d("T_carry") + 2 * _d("T_chain") + _d("T_net")
-            + _d("T_setup") + _d("T_margin"))
-    assert est.critical_ns == pytest.approx(path)
-    assert est.logic_levels == 0
-
-
-def test_registered_dsp_breaks_paths_and_clock_network_caps_fmax(tmp_path):
-    cells = [_cell("DSP48E2", {"CLK": [1], "A": [2]}, {"P": [3]}, AREG=1, PREG=1),
-             _cell("FDRE", {"C": [1], "D": [3]}, {"Q": [2]})]
-    est = estimate_fmax(_netlist(tmp_path, cells))
-    assert est.critical_ns == pytest.approx(_d("T_cko") + _d("T_net") + _d("T_setup")
-                                            + _d("T_margin"))
-    assert est.fmax_mhz == DELAYS["F_clock_max"].ns and est.limited_by == "clock network"
-
-
-def test_unregistered_dsp_is_combinational(tmp_path):
-    cells = [_cell("FDRE", {"C": [1], "D": [3]}, {"Q": [2]}),
-             _cell("DSP48E2", {"CLK": [1], "A": [2]}, {"P": [3]}, AREG=0, PREG=0)]
-    est = estimate_fmax(_netlist(tmp_path, cells))
-    assert est.critical_ns == pytest.approx(_d("T_cko") + _d("T_net") + _d("T_dsp")
-                                            + _d("T_net") + _d("T_setup") + _d("T_margin"))
+def test_step_energy_keeps_static_and_dynamic_apart_at_one_clock():
+    zcu102 = get_board("zcu102")
+    est = estimate_power({"LUT": 1000, "FF": 800}, 300, 0.2, board=zcu102)
+    # the same design's estimate at 330 MHz is what step_energy takes the 300 MHz one to
+    direct = estimate_power({"LUT": 1000, "FF": 800}, 330, 0.2, board=zcu102)
+    assert dynamic_at(est.dynamic_w, 300, 330) == pytest.approx(direct.dynamic_w)
+    step = step_energy(19_230, 330, est.static_w, est.dynamic_w, 300, est.static_source)
+    assert step.seconds == pytest.approx(19_230 / 330e6)
+    assert step.dynamic_w == pytest.approx(direct.dynamic_w)
+    assert step.static_w == 0.59 and step.static_source == zcu102.static_power_source
+    assert step.static_j == pytest.approx(0.59 * step.seconds)
+    assert step.dynamic_j == pytest.approx(direct.dynamic_w * step.seconds)
+    assert step.total_j == pytest.approx(step.static_j + step.dynamic_j)
+    assert "estimated at 300 MHz, scaled to 330 MHz" in step.dynamic_source
+    data = step.to_json()
+    assert data["static_j"] == step.static_j and data["dynamic_j"] == step.dynamic_j

