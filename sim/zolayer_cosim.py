@@ -132,28 +132,11 @@ def golden_run(config: ZoLayerConfig, options: ZoCosimOptions,
 
 def predicted_cycles(config: ZoLayerConfig, shape, q: int,
                      sequential: bool = False) -> float:
-    """Cycles of one step predicted from operation counts: each R x C output tile of a
-    compute job costs its K k-steps, but at least the array's tile spacing
-    (:func:`~zoforge.hw.systolic.array.min_tile_interval`, 2R + C), so a job of K >= 2R + C is
-    MACs / (R*C); and one cycle per word loaded or walked (batch load: M/C * ceil(K/P)
-    beats of P k-steps, :func:`~zoforge.hw.zolayer.layouts.token_pack`; update walks)."""
-    from zoforge.hw.systolic.array import min_tile_interval   # the hardware's: only when used
-    from zoforge.hw.zolayer.layouts import token_pack
-    rows, cols = config.rows, config.cols
-    m, k, n, r = shape.m, shape.k, shape.n, shape.r
-    lora = config.mode == "lora-fa"
-    k_t = r if lora else k
-    spacing = min_tile_interval(rows, cols)
-
-    def compute(depth: int, features: int) -> float:      # m tokens x features, K = depth
-        return (m / cols) * (features / rows) * max(depth, spacing)
-
-    load = m // cols * -(-k // token_pack(cols, max(rows, cols)))
-    frozen = compute(k, n) + compute(k, r) if lora else 0
-    branch = compute(k_t, n)
-    update = (q + 1) * (n // rows) * k_t
-    passes = 2 * q if sequential else 1
-    return passes * (load + frozen) + 2 * q * branch + update
+    """Cycles of one step from the layer's cycle model
+    (:func:`zoforge.hw.zolayer.cycles.step_cycles`: every job's phases counted)."""
+    from zoforge.hw.zolayer.cycles import step_cycles   # the hardware's: only when used
+    r = shape.r if config.mode == "lora-fa" else 0
+    return step_cycles(config, shape.m, shape.k, shape.n, r, q, sequential)
 
 
 def predicted_ratio(config: ZoLayerConfig, shape, q: int) -> float:

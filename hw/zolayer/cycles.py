@@ -1,0 +1,106 @@
+"""The ZO layer's cycle model: the CYCLES register of every job, and a step's STEP_CYCLES.
+
+Every phase of a job is counted (no stream stalls: the host keeps the streams busy):
+
+* **loads** (``load_x``, ``load_w``, ``load_a``, ``load_master``): one beat per cycle,
+  plus :data:`LOAD_EXTRA` (the CTRL write to the first beat). ``load_x`` beats are
+  ``M/C * ceil(K/P)`` (:func:`~.layouts.token_pack`), the others one word each;
+* **walks** of T (``accumulate``, ``apply``, ``read_master``): one word per cycle (W =
+  K_t * N / R words), plus the update unit's pipeline (:data:`~.update.ACCUMULATE_LATENCY`,
+  :data:`~.update.APPLY_LATENCY`) and one cycle to finish; with Q queries per branch job
+  an accumulate takes Q generator transfers per word, so its last word is issued
+  ``(W - 1) * Q + query`` cycles after its first;
+* **compute jobs** (``frozen_w``, ``frozen_a``, ``branch``): ``tiles`` output tiles back to
+  back, each ``max(depth, 2R + C)`` cycles (its k-steps, at least the array's tile spacing,
+  :func:`~zoforge.hw.systolic.array.min_tile_interval`) but the last, which ends after its
+  ``depth`` k-steps, plus the fill and drain of the pipeline around the array
+  (:func:`compute_extra`: the panel fetch up to :data:`~.fetch.LEAD`, the feeder's reads,
+  the array's drain, the output stage, the requantizer and the result sink, linear in R
+  and C). The first panel is fetched while its first tile computes, the next while the
+  current one is computed, so a fetch adds no cycles.
+
+The constants of :func:`compute_extra` are the pipelines' depths, measured on the RTL
+(``benchmarks/bench_zolayer_busy.py`` prints the model's error on every case it runs).
+"""
+from __future__ import annotations
+
+from zoforge.golden.zolayer.config import ZoLayerConfig
+from zoforge.hw.systolic.array import min_tile_interval
+
+from .layouts import token_pack
+from .update import ACCUMULATE_LATENCY, APPLY_LATENCY
+
+__all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "LOAD_EXTRA",
+           "READ_EXTRA", "SPREAD_EXTRA"]
+
+#: Cycles of a load beyond its beats, of ``read_master`` beyond its words.
+LOAD_EXTRA = 1
+READ_EXTRA = 2
+#: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1).
+SPREAD_EXTRA = 2
+#: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
+FILL, FILL_PER_ROW, FILL_PER_COL = 13, 3, 1
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def compute_extra(config: ZoLayerConfig, branch: bool) -> int:
+    """A compute job's cycles beyond its tiles: the pipelines' fill and drain."""
+    extra = FILL + FILL_PER_ROW * config.rows + FILL_PER_COL * config.cols
+    return extra + (SPREAD_EXTRA if branch and config.branch_lanes > 1 else 0)
+
+
+def job_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int = 0,
+               query: int = 0) -> int:
+    """The CYCLES register of one ``job`` on a layer of shape ``m, k, n`` (rank ``r`` in
+    lora-fa), ``query``: an accumulate's query within its branch job."""
+    R, C = config.rows, config.cols
+    lora = config.mode == "lora-fa"
+    k_t = r if lora else k
+    walk = k_t * n // R                           # words of T
+    queries = config.queries_per_job
+    lanes = max(R, C)
+    if job == "load_x":
+        return m // C * _ceil(k, token_pack(C, lanes)) + LOAD_EXTRA
+    loads = {"load_w": n // R * k, "load_a": r // R * k, "load_master": walk}
+    if job in loads:
+        return loads[job] + LOAD_EXTRA
+    if job == "read_master":
+        return walk + READ_EXTRA
+    if job == "apply":
+        return walk + APPLY_LATENCY + 1
+    if job == "accumulate":
+        return (walk - 1) * queries + query + ACCUMULATE_LATENCY + 2
+    depth, panels = {"frozen_w": (k, n // R), "frozen_a": (k, r // R),
+                     "branch": (k_t, n // config.features_per_word)}[job]
+    tiles = m // C * panels
+    spacing = max(depth, min_tile_interval(R, C))
+    return (tiles - 1) * spacing + depth + compute_extra(config, job == "branch")
+
+
+def step_cycles(config: ZoLayerConfig, m: int, k: int, n: int, r: int, q: int,
+                sequential: bool = False) -> int:
+    """STEP_CYCLES of one ZO step with ``q`` queries (the host's schedule,
+    :mod:`zoforge.sim.zolayer_host`): the batch (and the frozen products), the branch
+    jobs, the accumulates, the apply. ``sequential``: every branch job reloads the batch
+    and recomputes the frozen products."""
+    def cycles(job, **extra):
+        return job_cycles(config, job, m, k, n, r, **extra)
+
+    batch = cycles("load_x")
+    if config.mode == "lora-fa":
+        batch += cycles("frozen_w") + cycles("frozen_a")
+    queries = config.queries_per_job
+    branch_jobs = 2 * q if config.branch_lanes == 1 else q // queries
+    accumulates = q // queries * sum(cycles("accumulate", query=j) for j in range(queries))
+    batches = branch_jobs if sequential else 1
+    return batches * batch + branch_jobs * cycles("branch") + accumulates + cycles("apply")
+
+
+def floor_cycles(config: ZoLayerConfig, m: int, k: int, n: int, r: int, q: int) -> float:
+    """The useful-MAC floor of a step: its 2q branches' multiply-accumulates at R x C per
+    cycle (the trained product only: ``2q * M * K_t * N / (R * C)``)."""
+    k_t = r if config.mode == "lora-fa" else k
+    return 2 * q * m * k_t * n / (config.rows * config.cols)
