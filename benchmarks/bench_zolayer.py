@@ -9,9 +9,8 @@ For each case ``M,K,N,r,q`` it co-simulates one layer (Verilator + cocotb) for o
 step and one sequential step (every one of the 2q forward passes reloads the batch and
 recomputes X·W and X·A), checks both bit-exact against the golden model, and prints the
 measured cycles per step of each schedule (the layer's STEP_CYCLES register), their ratio,
-the ratio predicted from operation counts (each output tile at max(K, 2R + C) cycles, i.e.
-multiply-accumulates at R*C per cycle once K reaches the tile spacing; one cycle per word
-loaded or walked), the PE utilization during a branch (ARRAY_CYCLES / CYCLES of
+the ratio the cycle model predicts (:func:`zoforge.hw.zolayer.cycles.step_cycles`), its
+P-RGE cycles and their error, the PE utilization during a branch (ARRAY_CYCLES / CYCLES of
 the branch jobs) and the cycles of a perturbed against a plain branch (what the
 perturbation path costs). Numbers are simulated cycles, not wall time.
 """
@@ -45,7 +44,8 @@ def main(argv=None) -> int:
         print("error: --cases must be M,K,N,r,q groups of integers", file=sys.stderr)
         return 2
     head = (f"{'M':>4} {'K':>4} {'N':>4} {'r':>3} {'q':>2} {'P-RGE':>8} {'seq':>8} "
-            f"{'ratio':>6} {'pred':>6} {'PE util':>7} {'branch':>7} {'plain':>6} exact")
+            f"{'ratio':>6} {'pred':>6} {'model':>8} {'err %':>6} {'PE util':>7} {'branch':>7} "
+            f"{'plain':>6} exact")
     print(f"ZO layer {args.rows}x{args.cols}, {args.strategy}, "
           f"{'full' if args.full else 'lora-fa'} (simulated cycles)")
     print(head)
@@ -61,7 +61,9 @@ def main(argv=None) -> int:
             return 2
         print(f"{m:>4} {k:>4} {n:>4} {r:>3} {q:>2} {summary['cycles_per_step']:>8.0f} "
               f"{summary['sequential_cycles_per_step']:>8} {summary['measured_ratio']:>6.2f} "
-              f"{summary['predicted_ratio']:>6.2f} {summary['pe_utilization']:>7.1%} "
+              f"{summary['predicted_ratio']:>6.2f} {summary['predicted_cycles_per_step']:>8} "
+              f"{100 * (summary['predicted_cycles_per_step'] / summary['cycles_per_step'] - 1):>+6.2f} "
+              f"{summary['pe_utilization']:>7.1%} "
               f"{summary['branch_cycles']:>7} {summary['plain_branch_cycles']:>6} "
               f"{summary['bit_exact']}", flush=True)
     return 0
