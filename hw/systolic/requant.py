@@ -15,11 +15,17 @@ range) give 0. The configuration inputs must not change while payloads are in fl
 
 Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, shift 0)::
 
-    1  sum; scaled = mult << (7 - shift % 8)          (the fine shift, folded into mult)
-    2  sum[0:16] * scaled, sum[16:32] * scaled        two 16 x 23-bit products, one DSP each
-    3  t = (sum * scaled)[6:] >> (shift & ~7)         = (2 * prod) >> shift
-    4  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
+    1  sum = acc + bias; mult, shift                  (the lane's parameters picked)
+    2  sum[0:16] * mult, sum[16:32] * mult            two 16 x 16-bit products, one DSP each,
+                                                      register to multiplier to register
+    3  prod = sum * mult                              their sum (48 bits)
+    4  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
+    5  t = f >> (shift & ~7)                          = (2 * prod) >> shift
+    6  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
        (prod for shift 0), saturated, ReLU; data
+
+Each stage is at most one adder or one shift, so that it closes timing on a fabric without
+fast carry chains (ECP5: the multipliers' own delay fills a whole stage).
 
 Every stage advances together when the output can move (``~o.valid | o.ready``), so
 ``i.ready`` is that condition and back-pressure stalls the whole pipeline.
@@ -36,9 +42,10 @@ __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
 #: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
 #: LATENCY cycles pass between its input and its earliest output transfer.
-LATENCY = 4
+LATENCY = 6
 _HALF = ACC_BITS // 2
-_T_BITS = ACC_BITS + MULT_BITS + 1     # t = (2 * prod) >> shift
+_PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
+_T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
 _WINDOW = 9                            # t is in [-256, 255] iff t[8:] is all 0s or all 1s
 
 
@@ -97,25 +104,30 @@ class RequantStream(wiring.Component):
         def reg(shape, stage, name):
             return Signal(shape, name=f"{name}_s{stage}_{j}")
 
-        # 1: bias add; the multiplier pre-scaled by 2^(7 - shift % 8), so that the shift that
-        # remains is by a multiple of 8
+        # 1: bias add; the lane's multiplier and shift
         mult = Mux(mode.raw, 1, Mux(mode.per_channel, p.mult[j], mode.tensor_mult))
         shift = Mux(mode.raw, 0, Mux(mode.per_channel, p.shift[j], mode.tensor_shift))
         total = reg(signed(ACC_BITS), 1, "sum")
-        scaled, coarse1 = reg(MULT_BITS + 7, 1, "scaled"), reg(SHIFT_BITS - 3, 1, "coarse")
-        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)),
-                     scaled.eq(mult << ~shift[:3]), coarse1.eq(shift[3:])]
-        # 2: partial products, 16 x 23 bits (one DSP48E2 each)
-        product_bits = _HALF + len(scaled)
-        low, high = reg(product_bits, 2, "low"), reg(signed(product_bits), 2, "high")
-        coarse2 = reg(SHIFT_BITS - 3, 2, "coarse")
-        m.d.sync += [low.eq(total[:_HALF] * scaled),
-                     high.eq(total[_HALF:].as_signed() * scaled), coarse2.eq(coarse1)]
-        # 3: t = (2 * prod) >> shift = (prod << (7 - shift % 8))[6:] >> (shift & ~7)
-        prod = Cat(low[:_HALF], high + low[_HALF:])        # prod << (7 - shift % 8)
-        t = reg(signed(_T_BITS), 3, "t")
-        m.d.sync += t.eq(prod[6:6 + _T_BITS].as_signed() >> Cat(C(0, 3), coarse2))
-        # 4: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
+        mult1 = reg(MULT_BITS, 1, "mult")
+        shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 5)]
+        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)), mult1.eq(mult),
+                     shifts[0].eq(shift)]
+        m.d.sync += [dst.eq(src) for dst, src in zip(shifts[1:], shifts[:-1])]
+        # 2: partial products, 16 x 16 bits (one DSP each), straight from registers into
+        # registers
+        low = reg(2 * _HALF, 2, "low")
+        high = reg(signed(2 * _HALF + 1), 2, "high")
+        m.d.sync += [low.eq(total[:_HALF] * mult1), high.eq(total[_HALF:].as_signed() * mult1)]
+        # 3: prod = sum * mult (|prod| < 2^47)
+        prod = reg(signed(_PROD_BITS), 3, "prod")
+        m.d.sync += prod.eq(Cat(low[:_HALF], high + low[_HALF:]))
+        # 4: the fine shift: f = (prod << (7 - shift % 8))[6:]
+        fine = reg(signed(_T_BITS), 4, "fine")
+        m.d.sync += fine.eq((prod << ~shifts[2][:3])[6:6 + _T_BITS].as_signed())
+        # 5: the coarse shift: t = f >> (shift & ~7) = (2 * prod) >> shift
+        t = reg(signed(_T_BITS), 5, "t")
+        m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[3][3:]))
+        # 6: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
         # it saturates by the sign; with ReLU every negative product gives 0 (y <= 0 then).
         # Raw output is t[1:33].
         zeros, ones = t[_WINDOW - 1:] == 0, ~t[_WINDOW - 1:] == 0
