@@ -16,8 +16,9 @@ range) give 0. The configuration inputs must not change while payloads are in fl
 Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, shift 0)::
 
     1  sum = acc + bias; mult, shift                  (the lane's parameters picked)
-    2  sum[0:16] * mult, sum[16:32] * mult            two 16 x 16-bit products, one DSP each,
-                                                      register to multiplier to register
+    2  sum[0:16] * mult, sum[16:32] * mult            two 16 x 16-bit products, one DSP each
+                                                      (:class:`~.multiply.PipelinedMultiplier`:
+                                                      stage 1 and 2 are its registers)
     3  prod = sum * mult                              their sum (48 bits)
     4  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
     5  t = f >> (shift & ~7)                          = (2 * prod) >> shift
@@ -36,6 +37,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 
+from .multiply import PipelinedMultiplier
 from .signatures import ModeSignature
 
 __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
@@ -80,11 +82,20 @@ class RequantStream(wiring.Component):
         m = Module()
         adv = ~self.o.valid | self.o.ready
         m.d.comb += self.i.ready.eq(adv)
-        m.submodules.pipeline = EnableInserter(adv)(self._pipeline())
+        # stages 1 and 2 of each lane's two products: multipliers with their own registers
+        # (DSP blocks), moved by the same enable
+        products = []
+        for j in range(self.lanes):
+            low = PipelinedMultiplier(unsigned(_HALF), unsigned(MULT_BITS))
+            high = PipelinedMultiplier(signed(_HALF), unsigned(MULT_BITS))
+            m.submodules[f"low_{j}"], m.submodules[f"high_{j}"] = low, high
+            m.d.comb += [low.en.eq(adv), high.en.eq(adv)]
+            products.append((low, high))
+        m.submodules.pipeline = EnableInserter(adv)(self._pipeline(products))
         return m
 
-    def _pipeline(self) -> Module:
-        """The stages, without their common enable."""
+    def _pipeline(self, products) -> Module:
+        """The stages, without their common enable (the multipliers' is ``adv`` too)."""
         m = Module()
         p = self.i.payload
         # valid and last through the stages; the last stage's are the output's
@@ -93,12 +104,12 @@ class RequantStream(wiring.Component):
         m.d.sync += [valid[0].eq(self.i.valid), last[0].eq(p.last)]
         m.d.sync += [dst.eq(src) for dst, src in zip(valid[1:] + last[1:],
                                                      valid[:-1] + last[:-1])]
-        for j in range(self.lanes):
-            self._lane(m, j)
+        for j, (low, high) in enumerate(products):
+            self._lane(m, j, low, high)
         return m
 
-    def _lane(self, m: Module, j: int) -> None:
-        """The registers of lane ``j``."""
+    def _lane(self, m: Module, j: int, low, high) -> None:
+        """The registers of lane ``j`` around its multipliers ``low`` and ``high``."""
         p, mode = self.i.payload, self.mode
 
         def reg(shape, stage, name):
@@ -107,20 +118,18 @@ class RequantStream(wiring.Component):
         # 1: bias add; the lane's multiplier and shift
         mult = Mux(mode.raw, 1, Mux(mode.per_channel, p.mult[j], mode.tensor_mult))
         shift = Mux(mode.raw, 0, Mux(mode.per_channel, p.shift[j], mode.tensor_shift))
-        total = reg(signed(ACC_BITS), 1, "sum")
-        mult1 = reg(MULT_BITS, 1, "mult")
+        # (the sum and the multiplier are registered in the multipliers)
+        total = Signal(signed(ACC_BITS), name=f"sum_{j}")
+        m.d.comb += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)),
+                     low.a.eq(total[:_HALF]), low.b.eq(mult),
+                     high.a.eq(total[_HALF:].as_signed()), high.b.eq(mult)]
         shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 5)]
-        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)), mult1.eq(mult),
-                     shifts[0].eq(shift)]
+        m.d.sync += shifts[0].eq(shift)
         m.d.sync += [dst.eq(src) for dst, src in zip(shifts[1:], shifts[:-1])]
-        # 2: partial products, 16 x 16 bits (one DSP each), straight from registers into
-        # registers
-        low = reg(2 * _HALF, 2, "low")
-        high = reg(signed(2 * _HALF + 1), 2, "high")
-        m.d.sync += [low.eq(total[:_HALF] * mult1), high.eq(total[_HALF:].as_signed() * mult1)]
+        # 2: partial products, 16 x 16 bits (one DSP each, with its registers): low.p, high.p
         # 3: prod = sum * mult (|prod| < 2^47)
         prod = reg(signed(_PROD_BITS), 3, "prod")
-        m.d.sync += prod.eq(Cat(low[:_HALF], high + low[_HALF:]))
+        m.d.sync += prod.eq(Cat(low.p[:_HALF], high.p + low.p[_HALF:]))
         # 4: the fine shift: f = (prod << (7 - shift % 8))[6:]
         fine = reg(signed(_T_BITS), 4, "fine")
         m.d.sync += fine.eq((prod << ~shifts[2][:3])[6:6 + _T_BITS].as_signed())
