@@ -14,7 +14,8 @@ tile, e.g. the ZO layer's tokens X and U = requant(X·A)); ``act_select`` picks 
 job reads (with more than one), all addressed ``Cat(word, tile)``.
 
 Outputs, :data:`READ_LATENCY` cycles after the step (the buffer read, then a register
-right behind each buffer, so that nothing combinational follows a block RAM): the
+right behind each buffer, so that nothing combinational follows a block RAM, then one more
+from which the k-step is picked): the
 activations ``x`` with the array's flags ``valid``, ``first`` (k = 0) and ``last`` (k = K-1; both only with ``valid``), and the
 weights of the same k-step as the stream ``w`` (``w.valid`` = ``valid``). The top connects
 ``x`` and ``w`` to the array's ``a``/``b`` as the tiling says. The array cannot wait, so
@@ -35,7 +36,7 @@ from .tiles import Tiling, address_bits
 __all__ = ["Feeder", "weight_stream", "READ_LATENCY"]
 
 #: Cycles from a k-step's buffer read to its operands and flags on the outputs.
-READ_LATENCY = 2
+READ_LATENCY = 3
 
 
 def weight_stream(tiling: Tiling) -> stream.Signature:
@@ -115,30 +116,40 @@ class Feeder(wiring.Component):
                 with m.Else():
                     m.d.sync += [mt.eq(mt + 1), m1.eq(m1 + t.act_lanes)]
 
-        # the buffers' read, then a register right behind each buffer (the whole word,
-        # nothing combinational in between; the k-step is picked after it): operands and
-        # flags READ_LATENCY cycles after the step
-        step_lane = Signal.like(lane) if P > 1 else lane
-        word_lane = Signal.like(lane, name="word_lane") if P > 1 else lane
-        flags = Signal(3)
-        if P > 1:
-            m.d.sync += [step_lane.eq(lane), word_lane.eq(step_lane)]
-        m.d.sync += [flags.eq(Cat(step, step & is_first, step & is_last)),
-                     Cat(self.valid, self.first, self.last).eq(flags)]
+        # the buffers' read, then two registers of the whole word: one right behind each
+        # buffer (its only load: placed beside the block RAM, whose clock-to-output takes
+        # most of a cycle), then one from which the k-step is picked; operands and flags
+        # READ_LATENCY cycles after the step
+        def delayed(value, cycles, name):
+            for n in range(cycles):
+                reg = Signal.like(value, name=f"{name}_{n}")
+                m.d.sync += reg.eq(value)
+                value = reg
+            return value
+
+        word_lane = delayed(lane, READ_LATENCY, "lane") if P > 1 else lane
+        flags = delayed(Cat(step, step & is_first, step & is_last), READ_LATENCY - 1, "flags")
+        m.d.sync += Cat(self.valid, self.first, self.last).eq(flags)
+        # the registers behind the memories take a word when it is new (a register as their
+        # enable: a control set of their own, so that each packs and places beside its RAM)
+        load = delayed(step & (lane == 0), 1, "load")
         top = Module()
         top.submodules.sequencer = ResetInserter(job.start)(m)
         # the words are not cleared by job.start: no reset logic behind the memories
-        words = [Signal(port.data.shape(), name=f"{name}_word")
-                 for name, port in zip(self.act_ports, ports)]
-        w_word = Signal(self.w_rd.data.shape(), name="w_word")
-        top.d.sync += [w_word.eq(self.w_rd.data),
-                       *(reg.eq(port.data) for reg, port in zip(words, ports))]
-        acts = words[0]
-        if len(words) > 1:
+        words = []
+        for port, name in [(self.w_rd, "w_rd"), *zip(ports, self.act_ports)]:
+            behind, word_reg = (Signal(port.data.shape(), name=f"{name}_{stage}")
+                                for stage in ("behind", "word"))
+            with top.If(load):
+                top.d.sync += behind.eq(port.data)
+            top.d.sync += word_reg.eq(behind)
+            words.append(word_reg)
+        w_word, acts = words[0], words[1]
+        if len(words) > 2:
             word_in = words[-1].as_value()
-            for index in reversed(range(len(words) - 1)):
-                word_in = Mux(self.act_select == index, words[index].as_value(), word_in)
-            acts = data.View(words[0].shape(), word_in)
+            for index in reversed(range(len(words) - 2)):
+                word_in = Mux(self.act_select == index, words[index + 1].as_value(), word_in)
+            acts = data.View(words[1].shape(), word_in)
         top.d.comb += [self.x.eq(acts[word_lane]), self.w.valid.eq(self.valid),
                        self.w.payload.eq(w_word[word_lane])]
         return top

@@ -7,9 +7,9 @@ Each tile leaves as R rows (top row first), tiles in the order of :func:`~.tiles
 (``tlast``). A result bank is free again (``tile_done``) when its last row has been read.
 Beside each row the stage reads the memories of ``side_reads`` (:class:`SideRead`: the
 engine's per-column parameter tables, the ZO layer's init buffer) into their fields of the
-row. Two stages move with the stream (``~valid | ready``, the memories' ``en``): the
-memory reads, then a register of the whole row right behind the memories
-(:data:`READ_LATENCY`). ``job.start`` clears all state but the row's data.
+row. :data:`READ_LATENCY` stages move with the stream (``~valid | ready``, the memories'
+``en``): the memory reads, a register of the whole row right behind the memories, then the
+row's register. ``job.start`` clears all state but the row's data.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from .tiles import Buffer, Tiling, tile_order
 __all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES", "READ_LATENCY"]
 
 #: Register stages from a row's issue (its memory reads) to the row on ``rows``.
-READ_LATENCY = 2
+READ_LATENCY = 3
 
 SIDE_ADDRESSES = ("panel", "row")
 
@@ -75,8 +75,9 @@ class OutputStage(wiring.Component):
         adv = ~rows.valid | rows.ready
         issue = adv & (tiles_ready != 0)
         cursor = tile_order(m, self.tiling, issue, job.m, job.n)
-        # two stages, both moving with the stream (adv): the memory reads, then a register
-        # of the whole row right behind the memories (nothing combinational in between)
+        # READ_LATENCY stages, all moving with the stream (adv): the memory reads, a register
+        # of the whole row right behind the memories (its only load: placed beside them),
+        # then the row
         read = Signal(input_layout(self.tiling.cols))
         m.d.comb += [self.res_rd.addr.eq(Cat(cursor.row, bank)), self.res_rd.en.eq(adv),
                      read.acc.eq(self.res_rd.data)]
@@ -85,15 +86,16 @@ class OutputStage(wiring.Component):
             address = (cursor.panel if side.per == "panel"
                        else Cat(cursor.row, cursor.tile, cursor.panel))
             m.d.comb += [port.addr.eq(address), port.en.eq(adv), read[side.field].eq(port.data)]
-        read_valid, read_last = Signal(), Signal()
-        row = Signal(input_layout(self.tiling.cols))
+        read_valid, read_last, behind_valid = Signal(), Signal(), Signal()
+        behind, row = (Signal(input_layout(self.tiling.cols), name=name)
+                       for name in ("behind", "row"))
         m.d.comb += [read.last.eq(read_last), rows.payload.eq(row)]
         with m.If(adv):
             m.d.sync += [read_valid.eq(issue), read_last.eq(issue & cursor.job_end),
-                         rows.valid.eq(read_valid)]
+                         behind_valid.eq(read_valid), rows.valid.eq(behind_valid)]
         rows_reg = Module()
         with rows_reg.If(adv):
-            rows_reg.d.sync += row.eq(read)
+            rows_reg.d.sync += [behind.eq(read), row.eq(behind)]
         # one expression (a Verilog ``assign``), not a conditional assignment: Icarus never
         # runs the ``always @*`` of one whose only input keeps its time-zero value, and the
         # counters that subtract tile_done would keep the X it leaves

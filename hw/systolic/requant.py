@@ -16,13 +16,13 @@ range) give 0. The configuration inputs must not change while payloads are in fl
 Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, shift 0)::
 
     1  sum = acc + bias; mult, shift                  (the lane's parameters picked)
-    2  sum[0:16] * mult, sum[16:32] * mult            two 16 x 16-bit products, one DSP each
-                                                      (:class:`~.multiply.PipelinedMultiplier`:
-                                                      stage 1 and 2 are its registers)
-    3  prod = sum * mult                              their sum (48 bits)
-    4  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
-    5  t = f >> (shift & ~7)                          = (2 * prod) >> shift
-    6  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
+    2  sum[0:16], sum[16:32], mult                    two 16 x 16-bit products, one DSP each
+    3  sum[0:16] * mult, sum[16:32] * mult            (:class:`~.multiply.PipelinedMultiplier`:
+                                                      stages 2 and 3 are its own registers)
+    4  prod = sum * mult                              their sum (48 bits)
+    5  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
+    6  t = f >> (shift & ~7)                          = (2 * prod) >> shift
+    7  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
        (prod for shift 0), saturated, ReLU; data
 
 Each stage is at most one adder or one shift, so that it closes timing on a fabric without
@@ -44,7 +44,7 @@ __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
 #: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
 #: LATENCY cycles pass between its input and its earliest output transfer.
-LATENCY = 6
+LATENCY = 7
 _HALF = ACC_BITS // 2
 _PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
 _T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
@@ -82,7 +82,7 @@ class RequantStream(wiring.Component):
         m = Module()
         adv = ~self.o.valid | self.o.ready
         m.d.comb += self.i.ready.eq(adv)
-        # stages 1 and 2 of each lane's two products: multipliers with their own registers
+        # stages 2 and 3 of each lane's two products: multipliers with their own registers
         # (DSP blocks), moved by the same enable
         products = []
         for j in range(self.lanes):
@@ -118,25 +118,26 @@ class RequantStream(wiring.Component):
         # 1: bias add; the lane's multiplier and shift
         mult = Mux(mode.raw, 1, Mux(mode.per_channel, p.mult[j], mode.tensor_mult))
         shift = Mux(mode.raw, 0, Mux(mode.per_channel, p.shift[j], mode.tensor_shift))
-        # (the sum and the multiplier are registered in the multipliers)
-        total = Signal(signed(ACC_BITS), name=f"sum_{j}")
-        m.d.comb += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)),
-                     low.a.eq(total[:_HALF]), low.b.eq(mult),
-                     high.a.eq(total[_HALF:].as_signed()), high.b.eq(mult)]
-        shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 5)]
-        m.d.sync += shifts[0].eq(shift)
+        total = reg(signed(ACC_BITS), 1, "sum")
+        mult1 = reg(MULT_BITS, 1, "mult")
+        shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 6)]
+        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)), mult1.eq(mult),
+                     shifts[0].eq(shift)]
         m.d.sync += [dst.eq(src) for dst, src in zip(shifts[1:], shifts[:-1])]
-        # 2: partial products, 16 x 16 bits (one DSP each, with its registers): low.p, high.p
-        # 3: prod = sum * mult (|prod| < 2^47)
-        prod = reg(signed(_PROD_BITS), 3, "prod")
+        # 2, 3: partial products, 16 x 16 bits, one DSP each with its own registers (stage 2:
+        # its operand registers, stage 3: the product), fed from registers
+        m.d.comb += [low.a.eq(total[:_HALF]), low.b.eq(mult1),
+                     high.a.eq(total[_HALF:].as_signed()), high.b.eq(mult1)]
+        # 4: prod = sum * mult (|prod| < 2^47)
+        prod = reg(signed(_PROD_BITS), 4, "prod")
         m.d.sync += prod.eq(Cat(low.p[:_HALF], high.p + low.p[_HALF:]))
-        # 4: the fine shift: f = (prod << (7 - shift % 8))[6:]
-        fine = reg(signed(_T_BITS), 4, "fine")
-        m.d.sync += fine.eq((prod << ~shifts[2][:3])[6:6 + _T_BITS].as_signed())
-        # 5: the coarse shift: t = f >> (shift & ~7) = (2 * prod) >> shift
-        t = reg(signed(_T_BITS), 5, "t")
-        m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[3][3:]))
-        # 6: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
+        # 5: the fine shift: f = (prod << (7 - shift % 8))[6:]
+        fine = reg(signed(_T_BITS), 5, "fine")
+        m.d.sync += fine.eq((prod << ~shifts[3][:3])[6:6 + _T_BITS].as_signed())
+        # 6: the coarse shift: t = f >> (shift & ~7) = (2 * prod) >> shift
+        t = reg(signed(_T_BITS), 6, "t")
+        m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[4][3:]))
+        # 7: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
         # it saturates by the sign; with ReLU every negative product gives 0 (y <= 0 then).
         # Raw output is t[1:33].
         zeros, ones = t[_WINDOW - 1:] == 0, ~t[_WINDOW - 1:] == 0
