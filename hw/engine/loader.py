@@ -42,7 +42,11 @@ class Loader(wiring.Component):
         W_FIRST, X, W_REST, DONE = range(4)
         phase = Signal(2)
         word = Signal(address_bits(config.panel_words))
-        k1 = Signal(DIM_BITS + 4, init=P)       # the next beat's first k-step
+        # the panel's last beat, from registers: ``k2`` is the first k-step two beats on;
+        # a panel's first beat is its last when K <= pack
+        k2 = Signal(DIM_BITS + 4, init=2 * P)
+        fresh, later_last, short = Signal(init=1), Signal(), Signal()
+        last_beat = Mux(fresh, short, later_last)
         mt = Signal(address_bits(config.m_tiles))
         m1 = Signal(DIM_BITS + 7, init=R)       # the next X panel's first row
         nt = Signal(DIM_BITS)
@@ -63,9 +67,10 @@ class Loader(wiring.Component):
         m.d.comb += [self.x_wr.addr.eq(x_addr), self.x_wr.en.eq(x_en),
                      self.w_wr.addr.eq(w_addr), self.w_wr.en.eq(w_en)]
         with m.If(beat):
-            m.d.sync += [word.eq(word + 1), k1.eq(k1 + P)]
-            with m.If(k1 >= job.k):                       # the panel's last beat
-                m.d.sync += [word.eq(0), k1.eq(P)]
+            m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_last.eq(k2 >= job.k),
+                         fresh.eq(0)]
+            with m.If(last_beat):
+                m.d.sync += [word.eq(0), k2.eq(2 * P), fresh.eq(1)]
                 with m.Switch(phase):
                     with m.Case(W_FIRST):
                         m.d.comb += w_loaded.eq(1)
@@ -90,7 +95,8 @@ class Loader(wiring.Component):
         top.submodules.sequencer = ResetInserter(job.start)(m)
         # the data are not cleared by job.start: no reset logic in front of the memories
         data = Signal(len(beat_in.tdata))
-        top.d.sync += data.eq(beat_in.tdata)
+        top.d.sync += [data.eq(beat_in.tdata),
+                       short.eq(job.k <= P)]      # K is set (and stays) before the start
         top.d.comb += [self.x_wr.data.eq(data[:len(self.x_wr.data.as_value())]),
                        self.w_wr.data.eq(data[:len(self.w_wr.data.as_value())])]
         return top
