@@ -24,12 +24,13 @@ def operands(shape, rng):
 
 
 def expected_products(a, b, en):
-    """p after each edge: the operands taken at an enabled edge, multiplied at the next."""
-    a_reg = b_reg = p = 0
+    """p after each edge: the operands taken at an enabled edge, multiplied at the next,
+    the product registered once more at the one after."""
+    a_reg = b_reg = product = p = 0
     out = []
     for x, y, e in zip(a, b, en):
         if e:
-            p, a_reg, b_reg = a_reg * b_reg, x, y
+            p, product, a_reg, b_reg = product, a_reg * b_reg, x, y
         out.append(p)
     return out
 
@@ -55,7 +56,7 @@ def test_product_latency_and_enable_in_amaranth(a_shape, b_shape):
     sim.add_testbench(bench)
     sim.run()
     assert got == expected_products(a, b, en)
-    assert LATENCY == 2
+    assert LATENCY == 3
 
 
 # The MULT18X18D's registered mode as the Lattice ECP5 sysDSP documents it (inputs and

@@ -47,10 +47,16 @@ class Loader(wiring.Component):
         k2 = Signal(DIM_BITS + 4, init=2 * P)
         fresh, later_last, short = Signal(init=1), Signal(), Signal()
         last_beat = Mux(fresh, short, later_last)
+        # the same for the last X panel and the last W panel: ``m2`` / ``n2``, the first
+        # row / column two panels on, and the first one's test against the job
         mt = Signal(address_bits(config.m_tiles))
-        m1 = Signal(DIM_BITS + 7, init=R)       # the next X panel's first row
         nt = Signal(DIM_BITS)
-        n1 = Signal(DIM_BITS + 7, init=C)       # the next W panel's first column
+        m2 = Signal(DIM_BITS + 7, init=2 * R)
+        n2 = Signal(DIM_BITS + 7, init=3 * C)
+        first_x, first_w = Signal(init=1), Signal(init=1)
+        later_m, later_n, short_m, short_n, short_n2 = (Signal() for _ in range(5))
+        last_x = Mux(first_x, short_m, later_m)
+        last_w = Mux(first_w, short_n2, later_n)
         w_loaded, x_loaded = Signal(), Signal()
         held = Signal(2)        # W banks holding a panel (this side: a bank is free for the
                                 # next beat at once)
@@ -74,17 +80,19 @@ class Loader(wiring.Component):
                 with m.Switch(phase):
                     with m.Case(W_FIRST):
                         m.d.comb += w_loaded.eq(1)
-                        m.d.sync += [phase.eq(X), nt.eq(1), n1.eq(2 * C)]
+                        m.d.sync += [phase.eq(X), nt.eq(1)]
                     with m.Case(X):
                         m.d.comb += x_loaded.eq(1)
-                        with m.If(m1 >= job.m):
-                            m.d.sync += phase.eq(Mux(job.n <= C, DONE, W_REST))
+                        with m.If(last_x):
+                            m.d.sync += phase.eq(Mux(short_n, DONE, W_REST))
                         with m.Else():
-                            m.d.sync += [mt.eq(mt + 1), m1.eq(m1 + R)]
+                            m.d.sync += [mt.eq(mt + 1), m2.eq(m2 + R),
+                                         later_m.eq(m2 >= job.m), first_x.eq(0)]
                     with m.Case(W_REST):
                         m.d.comb += w_loaded.eq(1)
-                        m.d.sync += [nt.eq(nt + 1), n1.eq(n1 + C)]
-                        with m.If(n1 >= job.n):
+                        m.d.sync += [nt.eq(nt + 1), n2.eq(n2 + C), later_n.eq(n2 >= job.n),
+                                     first_w.eq(0)]
+                        with m.If(last_w):
                             m.d.sync += phase.eq(DONE)
         w_written, x_written = Signal(), Signal()
         m.d.sync += [held.eq(held + w_loaded - panels.w_release),
@@ -95,8 +103,9 @@ class Loader(wiring.Component):
         top.submodules.sequencer = ResetInserter(job.start)(m)
         # the data are not cleared by job.start: no reset logic in front of the memories
         data = Signal(len(beat_in.tdata))
-        top.d.sync += [data.eq(beat_in.tdata),
-                       short.eq(job.k <= P)]      # K is set (and stays) before the start
+        # the job's dimensions are set (and stay) before the start
+        top.d.sync += [data.eq(beat_in.tdata), short.eq(job.k <= P), short_m.eq(job.m <= R),
+                       short_n.eq(job.n <= C), short_n2.eq(job.n <= 2 * C)]
         top.d.comb += [self.x_wr.data.eq(data[:len(self.x_wr.data.as_value())]),
                        self.w_wr.data.eq(data[:len(self.w_wr.data.as_value())])]
         return top

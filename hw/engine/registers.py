@@ -9,7 +9,10 @@ per-column parameter tables, and keeps STATUS, the cycle counters and ``irq``.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Signal
+import operator
+from functools import reduce
+
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -81,10 +84,14 @@ class RegisterFile(wiring.Component):
                         elif register.kind == "config":
                             with m.If(~busy):
                                 m.d.sync += stored[name].eq(data)
-        with m.Switch(port.rd_addr):
-            for name, register in REGISTER_MAP.items():
-                with m.Case(register.address):
-                    m.d.comb += port.rd_data.eq(words.get(register.kind, values.get(name)))
+        # reads: the address decode registered (one hit flag per register), then the
+        # selected word (the AXI4-Lite target gives a read two cycles, READ_CYCLES)
+        selected = []
+        for name, register in REGISTER_MAP.items():
+            hit = Signal(name=f"read_{name.lower()}")
+            m.d.sync += hit.eq(port.rd_addr == register.address)
+            selected.append(Mux(hit, words.get(register.kind, values.get(name)), 0))
+        m.d.comb += port.rd_data.eq(reduce(operator.or_, selected))
         self._tables(m, busy)
 
         for name, counter in counters.items():
@@ -96,8 +103,9 @@ class RegisterFile(wiring.Component):
             m.d.sync += [busy.eq(0), done.eq(1)]
         # the sequencers see the start one cycle later (a register, not the bus decode, drives
         # their clear), and busy from the cycle after it
-        m.d.sync += job.start.eq(start)
-        m.d.comb += [job.busy.eq(busy & ~job.start), self.irq.eq(done & stored["IRQ_EN"])]
+        m.d.sync += [job.start.eq(start),
+                     job.busy.eq(busy & ~start & ~self.job_end)]     # busy & ~job.start
+        m.d.comb += self.irq.eq(done & stored["IRQ_EN"])
         return m
 
     def _tables(self, m: Module, busy) -> None:

@@ -3,7 +3,9 @@
 
 The pattern every FPGA's multiplier block has (input registers, registered product) and
 nothing else around it, so the operands' register, the multiplier and the product's register
-can be one block:
+can be one block; then one more register of the product in the fabric, so that the long
+route from the (few, fixed) multiplier sites to the logic that uses the product is a path of
+its own:
 
 * on an ECP5 platform (``platform.family == "ecp5"``) it *is* one ``MULT18X18D`` with its
   input and output registers (``REG_INPUTA``/``REG_INPUTB``/``REG_OUTPUT`` on ``CLK0``,
@@ -26,7 +28,7 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["PipelinedMultiplier", "LATENCY", "ECP5_OPERAND_BITS"]
 
 #: Register stages from the operands to the product.
-LATENCY = 2
+LATENCY = 3
 ECP5_OPERAND_BITS = 18            # MULT18X18D operands, signed
 _ECP5_PRODUCT_BITS = 36
 
@@ -46,20 +48,26 @@ class PipelinedMultiplier(wiring.Component):
         m = Module()
         if (getattr(platform, "family", None) == "ecp5" and _fits_ecp5(self.a_shape)
                 and _fits_ecp5(self.b_shape)):
-            self._mult18x18d(m)
-            return m
+            return self._behind(m, self._mult18x18d(m))
         a, b = (Signal(self.a_shape, reset_less=True, name="a_reg"),
                 Signal(self.b_shape, reset_less=True, name="b_reg"))
         p = Signal(self.p_shape, reset_less=True, name="p_reg")
         with m.If(self.en):
             m.d.sync += [a.eq(self.a), b.eq(self.b), p.eq(a * b)]
+        return self._behind(m, p)
+
+    def _behind(self, m: Module, product) -> Module:
+        """The product's register in the fabric."""
+        p = Signal(self.p_shape, reset_less=True, name="p_fabric")
+        with m.If(self.en):
+            m.d.sync += p.eq(product)
         m.d.comb += self.p.eq(p)
         return m
 
-    def _mult18x18d(self, m: Module) -> None:
+    def _mult18x18d(self, m: Module):
         a, b = Signal(signed(ECP5_OPERAND_BITS)), Signal(signed(ECP5_OPERAND_BITS))
         p = Signal(signed(_ECP5_PRODUCT_BITS))
-        m.d.comb += [a.eq(self.a), b.eq(self.b), self.p.eq(p[:self.p_shape.width])]
+        m.d.comb += [a.eq(self.a), b.eq(self.b)]
         zero, one = Const(0, 1), Const(1, 1)
         registers = {f"p_REG_{name}_{what}": f"{what}0"
                      for name in ("INPUTA", "INPUTB", "OUTPUT") for what in ("CLK", "CE", "RST")}
@@ -72,3 +80,4 @@ class PipelinedMultiplier(wiring.Component):
             **{f"i_B{n}": b[n] for n in range(ECP5_OPERAND_BITS)},
             **{f"i_C{n}": zero for n in range(ECP5_OPERAND_BITS)},
             **{f"o_P{n}": p[n] for n in range(_ECP5_PRODUCT_BITS)})
+        return p[:self.p_shape.width]

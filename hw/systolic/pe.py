@@ -10,16 +10,17 @@ MREG), beside the operand registers that forward ``a`` and ``b``::
 
     cycle 1:  a, b, flags       <- inputs         (forwarded to the right / below; the
                                                    multiplier's own copies of a and b)
-    cycle 2:  prod              <- a * b          (registered multiplier output)
-    cycle 3:  acc               <- first ? prod : acc + prod    (when valid)
-    cycle 4:  res               <- acc                           (after a valid last)
+    cycle 2:  a * b                               (registered multiplier output)
+    cycle 3:  prod              <- a * b          (its register in the fabric)
+    cycle 4:  acc               <- first ? prod : acc + prod    (when valid)
+    cycle 5:  res               <- acc                           (after a valid last)
 
 ``first`` starts a new dot product, ``last`` ends it and copies the sum into ``res`` (:data:`LATENCY`
 cycles after the step entered the PE).
 ``res`` belongs to a per-column shift chain used to drain finished results: with ``shift``
 high (and no capture in that cycle) ``res <- res_in`` (the value of the PE above).
 """
-from amaranth import Module, Signal, Mux, signed
+from amaranth import Cat, Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -30,7 +31,7 @@ from .multiply import PipelinedMultiplier
 __all__ = ["ProcessingElement", "LATENCY"]
 
 #: Cycles from a step on the PE's inputs to its sum in ``res`` (when it is the last).
-LATENCY = 4
+LATENCY = 5
 
 
 class ProcessingElement(wiring.Component):
@@ -52,15 +53,17 @@ class ProcessingElement(wiring.Component):
         m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
                      self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
                      self.last_out.eq(self.last_in)]
-        # Stages 1 and 2 of the product: the multiplier's own operand registers (beside the
-        # forwarded ones) and its registered output, one DSP block.
+        # Stages 1 to 3 of the product: the multiplier's own operand registers (beside the
+        # forwarded ones) and its registered output, one DSP block, then the product's
+        # register in the fabric.
         m.submodules.multiply = multiply = PipelinedMultiplier(signed(self.a_bits),
                                                                signed(self.b_bits))
         m.d.comb += [multiply.a.eq(self.a_in), multiply.b.eq(self.b_in)]
         prod = multiply.p
+        flags = Signal(3)
+        m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
         valid, first, last = Signal(), Signal(), Signal()
-        m.d.sync += [valid.eq(self.valid_out), first.eq(self.first_out),
-                     last.eq(self.last_out)]
+        m.d.sync += Cat(valid, first, last).eq(flags)
         # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums.
         acc = Signal(signed(ACC_BITS))
         total = Signal(signed(ACC_BITS))

@@ -18,18 +18,21 @@ Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, s
     1  sum = acc + bias; mult, shift                  (the lane's parameters picked)
     2  sum[0:16], sum[16:32], mult                    two 16 x 16-bit products, one DSP each
     3  sum[0:16] * mult, sum[16:32] * mult            (:class:`~.multiply.PipelinedMultiplier`:
-                                                      stages 2 and 3 are its own registers)
-    4  prod = sum * mult                              their sum (48 bits)
-    5  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
-    6  t = f >> (shift & ~7)                          = (2 * prod) >> shift
-    7  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
+    4  (the same, in the fabric)                      stages 2 to 4 are its registers)
+    5  prod = sum * mult                              their sum (48 bits)
+    6  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
+    7  t = f >> (shift & ~7)                          = (2 * prod) >> shift
+    8  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
        (prod for shift 0), saturated, ReLU; data
 
 Each stage is at most one adder or one shift, so that it closes timing on a fabric without
 fast carry chains (ECP5: the multipliers' own delay fills a whole stage).
 
 Every stage advances together when the output can move (``~o.valid | o.ready``), so
-``i.ready`` is that condition and back-pressure stalls the whole pipeline.
+back-pressure stalls the whole pipeline; ``i.ready`` comes from a register (a one-row skid
+register in front of stage 1 holds a row taken while the stages stall), so back-pressure
+reaches the upstream block a cycle later and no combinational path runs from ``o.ready``
+to ``i.ready``.
 """
 from amaranth import C, Cat, EnableInserter, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
@@ -44,7 +47,7 @@ __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
 #: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
 #: LATENCY cycles pass between its input and its earliest output transfer.
-LATENCY = 7
+LATENCY = 8
 _HALF = ACC_BITS // 2
 _PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
 _T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
@@ -81,8 +84,20 @@ class RequantStream(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         adv = ~self.o.valid | self.o.ready
-        m.d.comb += self.i.ready.eq(adv)
-        # stages 2 and 3 of each lane's two products: multipliers with their own registers
+        # a skid register in front: ``i.ready`` is a register (empty skid), not ``adv``, so
+        # the back-pressure from ``o`` stops here; a row taken while the stages stall waits
+        # in the skid, and the stages take it before any other
+        skid_valid = Signal()
+        self._skid = skid = Signal(input_layout(self.lanes), name="skid")
+        self._in_valid = self.i.valid | skid_valid
+        self._in = Signal(input_layout(self.lanes), name="in_row")
+        m.d.comb += [self.i.ready.eq(~skid_valid),
+                     self._in.eq(Mux(skid_valid, skid.as_value(), self.i.payload.as_value()))]
+        with m.If(adv):
+            m.d.sync += skid_valid.eq(0)
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid_valid.eq(1), skid.eq(self.i.payload)]
+        # stages 2 to 4 of each lane's two products: multipliers with their own registers
         # (DSP blocks), moved by the same enable
         products = []
         for j in range(self.lanes):
@@ -97,11 +112,11 @@ class RequantStream(wiring.Component):
     def _pipeline(self, products) -> Module:
         """The stages, without their common enable (the multipliers' is ``adv`` too)."""
         m = Module()
-        p = self.i.payload
+        p = self._in
         # valid and last through the stages; the last stage's are the output's
         valid = [Signal(name=f"valid_s{n}") for n in range(1, LATENCY)] + [self.o.valid]
         last = [Signal(name=f"last_s{n}") for n in range(1, LATENCY)] + [self.o.payload.last]
-        m.d.sync += [valid[0].eq(self.i.valid), last[0].eq(p.last)]
+        m.d.sync += [valid[0].eq(self._in_valid), last[0].eq(p.last)]
         m.d.sync += [dst.eq(src) for dst, src in zip(valid[1:] + last[1:],
                                                      valid[:-1] + last[:-1])]
         for j, (low, high) in enumerate(products):
@@ -110,7 +125,7 @@ class RequantStream(wiring.Component):
 
     def _lane(self, m: Module, j: int, low, high) -> None:
         """The registers of lane ``j`` around its multipliers ``low`` and ``high``."""
-        p, mode = self.i.payload, self.mode
+        p, mode = self._in, self.mode
 
         def reg(shape, stage, name):
             return Signal(shape, name=f"{name}_s{stage}_{j}")
@@ -120,24 +135,25 @@ class RequantStream(wiring.Component):
         shift = Mux(mode.raw, 0, Mux(mode.per_channel, p.shift[j], mode.tensor_shift))
         total = reg(signed(ACC_BITS), 1, "sum")
         mult1 = reg(MULT_BITS, 1, "mult")
-        shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 6)]
+        shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 7)]
         m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)), mult1.eq(mult),
                      shifts[0].eq(shift)]
         m.d.sync += [dst.eq(src) for dst, src in zip(shifts[1:], shifts[:-1])]
-        # 2, 3: partial products, 16 x 16 bits, one DSP each with its own registers (stage 2:
-        # its operand registers, stage 3: the product), fed from registers
+        # 2 to 4: partial products, 16 x 16 bits, one DSP each with its own registers (stage
+        # 2: its operand registers, 3: the product, 4: the product in the fabric), fed from
+        # registers
         m.d.comb += [low.a.eq(total[:_HALF]), low.b.eq(mult1),
                      high.a.eq(total[_HALF:].as_signed()), high.b.eq(mult1)]
-        # 4: prod = sum * mult (|prod| < 2^47)
-        prod = reg(signed(_PROD_BITS), 4, "prod")
+        # 5: prod = sum * mult (|prod| < 2^47)
+        prod = reg(signed(_PROD_BITS), 5, "prod")
         m.d.sync += prod.eq(Cat(low.p[:_HALF], high.p + low.p[_HALF:]))
-        # 5: the fine shift: f = (prod << (7 - shift % 8))[6:]
-        fine = reg(signed(_T_BITS), 5, "fine")
-        m.d.sync += fine.eq((prod << ~shifts[3][:3])[6:6 + _T_BITS].as_signed())
-        # 6: the coarse shift: t = f >> (shift & ~7) = (2 * prod) >> shift
-        t = reg(signed(_T_BITS), 6, "t")
-        m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[4][3:]))
-        # 7: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
+        # 6: the fine shift: f = (prod << (7 - shift % 8))[6:]
+        fine = reg(signed(_T_BITS), 6, "fine")
+        m.d.sync += fine.eq((prod << ~shifts[4][:3])[6:6 + _T_BITS].as_signed())
+        # 7: the coarse shift: t = f >> (shift & ~7) = (2 * prod) >> shift
+        t = reg(signed(_T_BITS), 7, "t")
+        m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[5][3:]))
+        # 8: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
         # it saturates by the sign; with ReLU every negative product gives 0 (y <= 0 then).
         # Raw output is t[1:33].
         zeros, ones = t[_WINDOW - 1:] == 0, ~t[_WINDOW - 1:] == 0
