@@ -109,8 +109,8 @@ class RegisterFile(wiring.Component):
         return m
 
     def _tables(self, m: Module, busy) -> None:
-        """Per-column table writes, one cycle after the bus write (so that a register, not
-        the bus decode, drives the LUT-RAM write enables): region ``wr_addr[12:]``, word
+        """Per-column table writes, two cycles after the register port's write (registers,
+        not the bus decode, drive the memories' write ports): region ``wr_addr[12:]``, word
         ``row * 2^lane_bits + lane``; lane j of the table row gets the word."""
         wr_en, wr_addr, wr_data = Signal(), Signal(ADDR_BITS), Signal(32)
         port = self.port
@@ -118,14 +118,16 @@ class RegisterFile(wiring.Component):
         lane_bits = (self.config.cols - 1).bit_length()
         index = wr_addr[2:REGION_SHIFT]
         lane, row = index[:lane_bits], index[lane_bits:]
+        # and the table's write port itself from registers, a cycle later (its lane enables
+        # are the block RAM's byte enables: no decode in front of them)
         for table in PARAM_TABLES.values():
             port = getattr(self, table.memory)
             hit = (wr_en & ~busy & (wr_addr[:2] == 0)
                    & (wr_addr[REGION_SHIFT:] == table.address >> REGION_SHIFT))
-            m.d.comb += [port.addr.eq(row),
+            m.d.sync += [port.addr.eq(row),
                          port.data.eq(Cat([wr_data[:table.shape.width]] * self.config.cols))]
             for j in range(self.config.cols):
-                m.d.comb += port.en[j].eq(hit & (lane == j))
+                m.d.sync += port.en[j].eq(hit & (lane == j))
 
 
 def _fields(bits: dict[str, int], values: dict) -> Cat:

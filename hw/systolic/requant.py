@@ -22,7 +22,8 @@ Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, s
     5  prod = sum * mult                              their sum (48 bits)
     6  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
     7  t = f >> (shift & ~7)                          = (2 * prod) >> shift
-    8  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
+    8  t in [-256, 255]? (t's upper bits all equal), t's sign and low bits
+    9  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
        (prod for shift 0), saturated, ReLU; data
 
 Each stage is at most one adder or one shift, so that it closes timing on a fabric without
@@ -47,7 +48,7 @@ __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
 #: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
 #: LATENCY cycles pass between its input and its earliest output transfer.
-LATENCY = 8
+LATENCY = 9
 _HALF = ACC_BITS // 2
 _PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
 _T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
@@ -154,12 +155,15 @@ class RequantStream(wiring.Component):
         t = reg(signed(_T_BITS), 7, "t")
         m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[5][3:]))
         # 8: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
-        # it saturates by the sign; with ReLU every negative product gives 0 (y <= 0 then).
-        # Raw output is t[1:33].
+        # it saturates by the sign: the window's tests registered with t's low bits
+        inside, sign = reg(1, 8, "inside"), reg(1, 8, "sign")
+        low = reg(ACC_BITS + 1, 8, "low")                       # t[0:33]
         zeros, ones = t[_WINDOW - 1:] == 0, ~t[_WINDOW - 1:] == 0
-        inside = ones | (zeros & (t[:8] != 0xFF))
-        sign = t[-1]
+        m.d.sync += [inside.eq(ones | (zeros & (t[:8] != 0xFF))), sign.eq(t[-1]),
+                     low.eq(t[:ACC_BITS + 1])]
+        # 9: y, saturated; with ReLU every negative product gives 0 (y <= 0 then). Raw
+        # output is t[1:33].
         y = Signal(signed(8), name=f"y_{j}")
         m.d.comb += y.eq(Mux(mode.relu & sign, 0,
-                             Mux(inside, t[1:_WINDOW] + t[0], Mux(sign, -128, 127))))
-        m.d.sync += self.o.payload.data[j].eq(Mux(mode.raw, t[1:ACC_BITS + 1], y))
+                             Mux(inside, low[1:_WINDOW] + low[0], Mux(sign, -128, 127))))
+        m.d.sync += self.o.payload.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1], y))
