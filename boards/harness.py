@@ -6,7 +6,9 @@ hierarchical report shows separately from the design's instance ``dut``:
 
 * every design input is driven from a shift register (as wide as all inputs together) fed
   one bit per cycle from switch 0;
-* all design outputs are XOR-reduced into one register that drives LED 0.
+* all design outputs are registered, then XOR-reduced into one bit that drives LED 0 by a
+  tree of registered 4-input XORs (:func:`xor_tree`), so that the harness adds no path
+  longer than one LUT between two registers (the stimulus bits are registers too).
 
 :func:`write_vivado_project` writes ``top.v``, ``top.xdc``, ``top.tcl`` and
 ``build_top.sh`` from the platform's build plan (``do_build=False``); the Tcl reads
@@ -25,12 +27,14 @@ from amaranth.lib import io, wiring
 
 from zoforge.boards.registry import Board
 
-__all__ = ["BoardHarness", "write_vivado_project", "SAIF_NAME", "SAIF_ROOT", "DUT", "TOP"]
+__all__ = ["BoardHarness", "write_vivado_project", "xor_tree", "SAIF_NAME", "SAIF_ROOT", "DUT",
+           "TOP", "XOR_FAN_IN"]
 
 SAIF_NAME = "activity.saif"     # the SAIF the Vivado Tcl reads, beside it
 SAIF_ROOT = "zoforge_tb"        # the path prefix ``read_saif -strip_path`` removes
 DUT = "dut"                     # the design's instance name in the harness
 TOP = "top"
+XOR_FAN_IN = 4                  # bits per XOR of the output tree: one ECP5 LUT4
 
 
 class BoardHarness(Elaboratable):
@@ -56,10 +60,24 @@ class BoardHarness(Elaboratable):
             for value in inputs:
                 m.d.comb += value.eq(stimulus[offset:offset + len(value)])
                 offset += len(value)
-        observed = Signal()
-        m.d.sync += observed.eq(Cat(*outputs).xor() if outputs else 0)
-        m.d.comb += led.o.eq(observed)
+        m.d.comb += led.o.eq(xor_tree(m, Cat(*outputs)))
         return m
+
+
+def xor_tree(m: Module, value) -> Signal:
+    """The XOR of ``value``'s bits, pipelined: ``value`` into a register, then registered
+    XORs of :data:`XOR_FAN_IN` bits (one LUT4 per stage) down to one bit; returns that bit's
+    register. A pure function of ``value`` a fixed number of cycles ago, never a long path."""
+    level = Signal(len(value), name="observed_0")
+    m.d.sync += level.eq(value)
+    depth = 0
+    while len(level) > 1:
+        depth += 1
+        groups = range(0, len(level), XOR_FAN_IN)
+        reduced = Signal(len(groups), name=f"observed_{depth}")
+        m.d.sync += reduced.eq(Cat(level[start:start + XOR_FAN_IN].xor() for start in groups))
+        level = reduced
+    return level
 
 
 def write_vivado_project(board: Board, design, out_dir: Path | str, frequency_mhz: float

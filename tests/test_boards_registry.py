@@ -114,3 +114,34 @@ def test_harness_feeds_every_input_bit_and_observes_outputs():
     # a 16-bit stimulus shift register (12 + 4 input bits) drives the design's inputs
     assert "reg [15:0] stimulus" in verilog
     assert "observed" in verilog
+
+
+def test_xor_tree_is_the_xor_of_its_input_a_fixed_number_of_cycles_ago():
+    """The harness's output reduction: registered, one 4-input XOR per stage; 37 bits take
+    the input register and ceil(log4 37) = 3 XOR stages."""
+    import random
+
+    from amaranth import Module, Signal
+    from amaranth.sim import Simulator
+
+    from zoforge.boards.harness import xor_tree
+
+    m = Module()
+    value = Signal(37)
+    out = xor_tree(m, value)
+    depth, rng, seen, got = 4, random.Random(5), [], []
+
+    async def bench(ctx):
+        for _ in range(60):
+            word = rng.getrandbits(37)
+            ctx.set(value, word)
+            seen.append(bin(word).count("1") & 1)
+            await ctx.tick()
+            got.append(ctx.get(out))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got[depth - 1:] == seen[:len(seen) - depth + 1]
+    assert set(seen) == {0, 1}

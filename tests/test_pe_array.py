@@ -4,6 +4,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from zoforge.hw.systolic.array import SystolicArray
+from zoforge.hw.systolic.pe import LATENCY as PE_LATENCY
 from zoforge.hw.systolic.pe import ProcessingElement
 
 
@@ -22,7 +23,7 @@ def test_pe_accumulates_and_wraps_at_32_bits():
             ctx.set(pe.last_in, n == len(steps) - 1)
             await ctx.tick()
         ctx.set(pe.valid_in, 0)
-        await ctx.tick().repeat(3)
+        await ctx.tick().repeat(PE_LATENCY - 1)      # the last step's sum is in res
         captured.append(ctx.get(pe.res_out))
         ctx.set(pe.shift, 1)
         ctx.set(pe.res_in, 42)

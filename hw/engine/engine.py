@@ -97,7 +97,11 @@ class Engine(wiring.Component):
         m = Module()
         config = self.engine_config
         tiling, buffers = engine_tiling(config), engine_buffers(config)
-        memories = {name: buffer.memory() for name, buffer in buffers.items()}
+        # every read the engine uses is of a word not written in that cycle (the feeder
+        # reads loaded panels, the output stage drained banks, the tables change only while
+        # idle)
+        memories = {name: buffer.memory(collisions_unused=True)
+                    for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
         m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS)

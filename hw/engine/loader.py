@@ -3,8 +3,9 @@
 The stream carries, each panel as ``ceil(K / pack)`` beats: W panel 0, X panels
 0 .. ceil(M/R)-1, W panels 1 .. ceil(N/C)-1 (formats in :mod:`.engine`). X panels stay for
 the whole job; W panel nt goes to bank ``nt % 2``, taken only while a bank is free
-(``tready`` low otherwise). Its :class:`~zoforge.hw.systolic.signatures.PanelSignature`
-tells the feeder what is loaded. ``job.start`` clears all state.
+(``tready`` low otherwise). The memories are written one cycle after each beat, from
+registers; its :class:`~zoforge.hw.systolic.signatures.PanelSignature` tells the feeder
+what is written. ``job.start`` clears all state.
 """
 from __future__ import annotations
 
@@ -41,40 +42,70 @@ class Loader(wiring.Component):
         W_FIRST, X, W_REST, DONE = range(4)
         phase = Signal(2)
         word = Signal(address_bits(config.panel_words))
-        k0 = Signal(DIM_BITS + 4)
+        # the panel's last beat, from registers: ``k2`` is the first k-step two beats on;
+        # a panel's first beat is its last when K <= pack
+        k2 = Signal(DIM_BITS + 4, init=2 * P)
+        fresh, later_last, short = Signal(init=1), Signal(), Signal()
+        last_beat = Mux(fresh, short, later_last)
+        # the same for the last X panel and the last W panel: ``m2`` / ``n2``, the first
+        # row / column two panels on, and the first one's test against the job
         mt = Signal(address_bits(config.m_tiles))
-        m0 = Signal(DIM_BITS + 7)
         nt = Signal(DIM_BITS)
-        n0 = Signal(DIM_BITS + 7)
-        w_loaded = Signal()
+        m2 = Signal(DIM_BITS + 7, init=2 * R)
+        n2 = Signal(DIM_BITS + 7, init=3 * C)
+        first_x, first_w = Signal(init=1), Signal(init=1)
+        later_m, later_n, short_m, short_n, short_n2 = (Signal() for _ in range(5))
+        last_x = Mux(first_x, short_m, later_m)
+        last_w = Mux(first_w, short_n2, later_n)
+        w_loaded, x_loaded = Signal(), Signal()
+        held = Signal(2)        # W banks holding a panel (this side: a bank is free for the
+                                # next beat at once)
 
         in_w = (phase == W_FIRST) | (phase == W_REST)
-        m.d.comb += beat_in.tready.eq(job.busy & ((phase == X) | (in_w & (panels.w_banks < 2))))
+        m.d.comb += beat_in.tready.eq(job.busy & ((phase == X) | (in_w & (held < 2))))
         beat = beat_in.tvalid & beat_in.tready
-        m.d.comb += [
-            self.x_wr.addr.eq(Cat(word, mt)), self.x_wr.en.eq(beat & (phase == X)),
-            self.x_wr.data.eq(beat_in.tdata[:len(self.x_wr.data.as_value())]),
-            self.w_wr.addr.eq(Cat(word, nt[0])), self.w_wr.en.eq(beat & in_w),
-            self.w_wr.data.eq(beat_in.tdata[:len(self.w_wr.data.as_value())]),
-        ]
+        # the writes one cycle after the beat, from registers (the beat's decision drives no
+        # block RAM enable); the panel counts the feeder sees follow them
+        x_en, w_en = Signal(), Signal()
+        x_addr, w_addr = Signal.like(self.x_wr.addr), Signal.like(self.w_wr.addr)
+        m.d.sync += [x_en.eq(beat & (phase == X)), w_en.eq(beat & in_w),
+                     x_addr.eq(Cat(word, mt)), w_addr.eq(Cat(word, nt[0]))]
+        m.d.comb += [self.x_wr.addr.eq(x_addr), self.x_wr.en.eq(x_en),
+                     self.w_wr.addr.eq(w_addr), self.w_wr.en.eq(w_en)]
         with m.If(beat):
-            m.d.sync += [word.eq(word + 1), k0.eq(k0 + P)]
-            with m.If(k0 + P >= job.k):                  # the panel's last beat
-                m.d.sync += [word.eq(0), k0.eq(0)]
+            m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_last.eq(k2 >= job.k),
+                         fresh.eq(0)]
+            with m.If(last_beat):
+                m.d.sync += [word.eq(0), k2.eq(2 * P), fresh.eq(1)]
                 with m.Switch(phase):
                     with m.Case(W_FIRST):
                         m.d.comb += w_loaded.eq(1)
-                        m.d.sync += [phase.eq(X), nt.eq(1), n0.eq(C)]
+                        m.d.sync += [phase.eq(X), nt.eq(1)]
                     with m.Case(X):
-                        m.d.sync += panels.x_panels.eq(panels.x_panels + 1)
-                        with m.If(m0 + R >= job.m):
-                            m.d.sync += phase.eq(Mux(n0 >= job.n, DONE, W_REST))
+                        m.d.comb += x_loaded.eq(1)
+                        with m.If(last_x):
+                            m.d.sync += phase.eq(Mux(short_n, DONE, W_REST))
                         with m.Else():
-                            m.d.sync += [mt.eq(mt + 1), m0.eq(m0 + R)]
+                            m.d.sync += [mt.eq(mt + 1), m2.eq(m2 + R),
+                                         later_m.eq(m2 >= job.m), first_x.eq(0)]
                     with m.Case(W_REST):
                         m.d.comb += w_loaded.eq(1)
-                        m.d.sync += [nt.eq(nt + 1), n0.eq(n0 + C)]
-                        with m.If(n0 + C >= job.n):
+                        m.d.sync += [nt.eq(nt + 1), n2.eq(n2 + C), later_n.eq(n2 >= job.n),
+                                     first_w.eq(0)]
+                        with m.If(last_w):
                             m.d.sync += phase.eq(DONE)
-        m.d.sync += panels.w_banks.eq(panels.w_banks + w_loaded - panels.w_release)
-        return ResetInserter(job.start)(m)
+        w_written, x_written = Signal(), Signal()
+        m.d.sync += [held.eq(held + w_loaded - panels.w_release),
+                     w_written.eq(w_loaded), x_written.eq(x_loaded),
+                     panels.w_banks.eq(panels.w_banks + w_written - panels.w_release),
+                     panels.x_panels.eq(panels.x_panels + x_written)]
+        top = Module()
+        top.submodules.sequencer = ResetInserter(job.start)(m)
+        # the data are not cleared by job.start: no reset logic in front of the memories
+        data = Signal(len(beat_in.tdata))
+        # the job's dimensions are set (and stay) before the start
+        top.d.sync += [data.eq(beat_in.tdata), short.eq(job.k <= P), short_m.eq(job.m <= R),
+                       short_n.eq(job.n <= C), short_n2.eq(job.n <= 2 * C)]
+        top.d.comb += [self.x_wr.data.eq(data[:len(self.x_wr.data.as_value())]),
+                       self.w_wr.data.eq(data[:len(self.w_wr.data.as_value())])]
+        return top

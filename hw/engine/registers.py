@@ -9,7 +9,10 @@ per-column parameter tables, and keeps STATUS, the cycle counters and ``irq``.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Signal
+import operator
+from functools import reduce
+
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -81,10 +84,14 @@ class RegisterFile(wiring.Component):
                         elif register.kind == "config":
                             with m.If(~busy):
                                 m.d.sync += stored[name].eq(data)
-        with m.Switch(port.rd_addr):
-            for name, register in REGISTER_MAP.items():
-                with m.Case(register.address):
-                    m.d.comb += port.rd_data.eq(words.get(register.kind, values.get(name)))
+        # reads: the address decode registered (one hit flag per register), then the
+        # selected word (the AXI4-Lite target gives a read two cycles, READ_CYCLES)
+        selected = []
+        for name, register in REGISTER_MAP.items():
+            hit = Signal(name=f"read_{name.lower()}")
+            m.d.sync += hit.eq(port.rd_addr == register.address)
+            selected.append(Mux(hit, words.get(register.kind, values.get(name)), 0))
+        m.d.comb += port.rd_data.eq(reduce(operator.or_, selected))
         self._tables(m, busy)
 
         for name, counter in counters.items():
@@ -96,13 +103,14 @@ class RegisterFile(wiring.Component):
             m.d.sync += [busy.eq(0), done.eq(1)]
         # the sequencers see the start one cycle later (a register, not the bus decode, drives
         # their clear), and busy from the cycle after it
-        m.d.sync += job.start.eq(start)
-        m.d.comb += [job.busy.eq(busy & ~job.start), self.irq.eq(done & stored["IRQ_EN"])]
+        m.d.sync += [job.start.eq(start),
+                     job.busy.eq(busy & ~start & ~self.job_end)]     # busy & ~job.start
+        m.d.comb += self.irq.eq(done & stored["IRQ_EN"])
         return m
 
     def _tables(self, m: Module, busy) -> None:
-        """Per-column table writes, one cycle after the bus write (so that a register, not
-        the bus decode, drives the LUT-RAM write enables): region ``wr_addr[12:]``, word
+        """Per-column table writes, two cycles after the register port's write (registers,
+        not the bus decode, drive the memories' write ports): region ``wr_addr[12:]``, word
         ``row * 2^lane_bits + lane``; lane j of the table row gets the word."""
         wr_en, wr_addr, wr_data = Signal(), Signal(ADDR_BITS), Signal(32)
         port = self.port
@@ -110,14 +118,16 @@ class RegisterFile(wiring.Component):
         lane_bits = (self.config.cols - 1).bit_length()
         index = wr_addr[2:REGION_SHIFT]
         lane, row = index[:lane_bits], index[lane_bits:]
+        # and the table's write port itself from registers, a cycle later (its lane enables
+        # are the block RAM's byte enables: no decode in front of them)
         for table in PARAM_TABLES.values():
             port = getattr(self, table.memory)
             hit = (wr_en & ~busy & (wr_addr[:2] == 0)
                    & (wr_addr[REGION_SHIFT:] == table.address >> REGION_SHIFT))
-            m.d.comb += [port.addr.eq(row),
+            m.d.sync += [port.addr.eq(row),
                          port.data.eq(Cat([wr_data[:table.shape.width]] * self.config.cols))]
             for j in range(self.config.cols):
-                m.d.comb += port.en[j].eq(hit & (lane == j))
+                m.d.sync += port.en[j].eq(hit & (lane == j))
 
 
 def _fields(bits: dict[str, int], values: dict) -> Cat:

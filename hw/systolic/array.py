@@ -6,8 +6,9 @@ top and moves down. The array skews its inputs itself (row i delayed by i cycles
 by j), so callers present ``a[i] = X[i, k]`` and ``b[j] = W[k, j]`` for the same ``k`` in the
 same cycle, together with the flags ``valid``, ``first`` (k = 0) and ``last`` (k = K-1).
 
-Timing: a step presented in cycle t reaches PE (i, j) in cycle t + i + j + 1; a finished
-sum is in ``res`` of every PE from cycle t_last + R + C + 1 (:attr:`SystolicArray.capture_latency`).
+Timing: a step presented in cycle t reaches PE (i, j) in cycle t + i + j; a finished sum is
+in ``res`` of every PE from cycle t_last + R + C - 2 + :data:`~.pe.LATENCY`
+(:attr:`SystolicArray.capture_latency`).
 Results leave through per-column shift chains: with ``shift`` high every ``res`` takes the
 value of the PE above, and ``res_out[j]`` is the bottom row, so R cycles (bottom row first)
 drain a tile. The next tile's first capture must come after the last shift; the engine
@@ -19,6 +20,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
+from .pe import LATENCY as PE_LATENCY
 from .pe import ProcessingElement
 
 __all__ = ["SystolicArray", "min_tile_interval"]
@@ -47,7 +49,7 @@ class SystolicArray(wiring.Component):
     @property
     def capture_latency(self) -> int:
         """Cycles from presenting the last step to all sums being in ``res``."""
-        return self.rows + self.cols + 1
+        return self.rows + self.cols - 2 + PE_LATENCY
 
     @property
     def min_tile_interval(self) -> int:

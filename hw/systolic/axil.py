@@ -11,20 +11,23 @@ does the last (the register file has no byte lanes, and an OKAY for a write that
 would hide the host's mistake). Reads: ``rd_addr`` follows ``araddr`` and ``rd_data`` (from
 the register file, combinational) is registered into ``rdata``; read responses are OKAY.
 """
-from amaranth import Module, Mux
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import AxiLiteSignature
 
-__all__ = ["AxiLiteTarget", "RegisterPortSignature", "OKAY", "SLVERR"]
+__all__ = ["AxiLiteTarget", "RegisterPortSignature", "OKAY", "SLVERR", "READ_CYCLES"]
 
 OKAY, SLVERR = 0b00, 0b10      # AXI response codes (bresp / rresp)
+READ_CYCLES = 2                # cycles the register file has for a read (see the port)
 
 
 class RegisterPortSignature(wiring.Signature):
     """A register file's port (the bus target's view): single-cycle writes ``wr_en`` /
-    ``wr_addr`` / ``wr_data``, reads ``rd_addr`` -> ``rd_data`` (combinational)."""
+    ``wr_addr`` / ``wr_data`` (from registers), reads: ``rd_addr`` (a register) holds for
+    :data:`READ_CYCLES` cycles and ``rd_data`` is taken in the last (a register file may
+    register its read decode once)."""
 
     def __init__(self, addr_bits: int):
         self.addr_bits = addr_bits
@@ -54,16 +57,26 @@ class AxiLiteTarget(wiring.Component):
         bus, regs = self.bus, self.regs
         take_write = bus.awvalid & bus.wvalid & ~bus.bvalid
         full_word = bus.wstrb == 0b1111
-        m.d.comb += [bus.awready.eq(take_write), bus.wready.eq(take_write),
-                     regs.wr_en.eq(take_write & full_word),
-                     regs.wr_addr.eq(bus.awaddr), regs.wr_data.eq(bus.wdata)]
+        # the write reaches the register file one cycle later, from registers (the bus
+        # decode and the register file's decode are not one path)
+        m.d.comb += [bus.awready.eq(take_write), bus.wready.eq(take_write)]
+        m.d.sync += [regs.wr_en.eq(take_write & full_word), regs.wr_addr.eq(bus.awaddr),
+                     regs.wr_data.eq(bus.wdata)]
         with m.If(take_write):
             m.d.sync += [bus.bvalid.eq(1), bus.bresp.eq(Mux(full_word, OKAY, SLVERR))]
         with m.Elif(bus.bready):
             m.d.sync += bus.bvalid.eq(0)
-        m.d.comb += [bus.arready.eq(~bus.rvalid), regs.rd_addr.eq(bus.araddr)]
-        with m.If(bus.arvalid & ~bus.rvalid):
-            m.d.sync += [bus.rdata.eq(regs.rd_data), bus.rvalid.eq(1)]
+        # a read: the address into a register, held while the register file answers (it
+        # may register its decode), the data READ_CYCLES cycles after the address
+        pending = Signal(range(READ_CYCLES + 1))
+        rd_addr = Signal.like(regs.rd_addr)
+        m.d.comb += [bus.arready.eq(~bus.rvalid & (pending == 0)), regs.rd_addr.eq(rd_addr)]
+        with m.If(bus.arvalid & bus.arready):
+            m.d.sync += [rd_addr.eq(bus.araddr), pending.eq(READ_CYCLES)]
+        with m.Elif(pending == 1):
+            m.d.sync += [bus.rdata.eq(regs.rd_data), bus.rvalid.eq(1), pending.eq(0)]
+        with m.Elif(pending != 0):
+            m.d.sync += pending.eq(pending - 1)
         with m.Elif(bus.rready):
             m.d.sync += bus.rvalid.eq(0)
         return m

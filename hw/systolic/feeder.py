@@ -13,8 +13,10 @@ Activations can come from one of several buffers (``act_ports``: port name -> wo
 tile, e.g. the ZO layer's tokens X and U = requant(X·A)); ``act_select`` picks the one a
 job reads (with more than one), all addressed ``Cat(word, tile)``.
 
-Outputs, one cycle after the buffer reads: the activations ``x`` with the array's flags
-``valid``, ``first`` (k = 0) and ``last`` (k = K-1; both only with ``valid``), and the
+Outputs, :data:`READ_LATENCY` cycles after the step (the buffer read, then a register
+right behind each buffer, so that nothing combinational follows a block RAM, then one more
+from which the k-step is picked): the
+activations ``x`` with the array's flags ``valid``, ``first`` (k = 0) and ``last`` (k = K-1; both only with ``valid``), and the
 weights of the same k-step as the stream ``w`` (``w.valid`` = ``valid``). The top connects
 ``x`` and ``w`` to the array's ``a``/``b`` as the tiling says. The array cannot wait, so
 ``w`` is always ready: a block that transforms the weights on their way to the array must
@@ -31,7 +33,10 @@ from amaranth.lib.wiring import In, Out
 from .signatures import JobSignature, PanelSignature
 from .tiles import Tiling, address_bits
 
-__all__ = ["Feeder", "weight_stream"]
+__all__ = ["Feeder", "weight_stream", "READ_LATENCY"]
+
+#: Cycles from a k-step's buffer read to its operands and flags on the outputs.
+READ_LATENCY = 3
 
 
 def weight_stream(tiling: Tiling) -> stream.Signature:
@@ -67,60 +72,119 @@ class Feeder(wiring.Component):
         lane = Signal(range(P)) if P > 1 else Const(0, 1)   # k-step within the word
         mt = Signal(t.tile_bits)
         nt = Signal(t.dim_bits)
-        # the next word's first k-step, the next tile's first activation and the next
-        # panel's first weight, in registers of their own: each end test is one comparison
-        # (a dimension plus a step fits dim_bits + 1 bits)
-        k1 = Signal(t.dim_bits + 1, init=P)
-        first_word = Signal(init=1)                        # the tile's first word (k1 == P)
-        m1 = Signal(t.dim_bits + 1, init=t.act_lanes)
-        n1 = Signal(t.dim_bits + 1, init=t.weight_lanes)
+        # Every end-of-loop test comes from registers: "the last word / tile / panel" is
+        # the dimension test of the *next* offset, registered when the offset moves (k2:
+        # first k-step two words on, m2 / n2: first activation / weight two tiles / panels
+        # on), and for the loop's first one the dimension against one step, registered from
+        # the job (``short``, outside the job-start reset: the dimensions are set by then)
+        first_word = Signal(init=1)                        # the tile's first word
+        first_tile, first_panel = Signal(init=1), Signal(init=1)
+        k2 = Signal(t.dim_bits + 2, init=2 * P)
+        m2 = Signal(t.dim_bits + 2, init=2 * t.act_lanes)
+        n2 = Signal(t.dim_bits + 2, init=2 * t.weight_lanes)
+        later_k, later_m, later_n = Signal(), Signal(), Signal()
+        short_k, short_m, short_n = Signal(), Signal(), Signal()
+        word_last = Mux(first_word, short_k, later_k)
+        tiles_end = Mux(first_tile, short_m, later_m)
+        panels_end = Mux(first_panel, short_n, later_n)
         gap = Signal(range(min_gap + 1), init=min_gap)      # cycles since the last begin
+        gap_ok = Signal(init=1)                             # gap >= min_gap
         in_flight = Signal(2)       # tiles begun whose result bank is not yet read out
+        settled = Signal(2)         # cycles since the start (2: the ``short`` are valid)
 
-        acts_loaded = (panels.x_panels > mt) if t.acts_arrive else 1
-        begin = (job.busy & ~finished & ~active & acts_loaded
-                 & (panels.w_banks != 0) & (in_flight < 2) & (gap >= min_gap))
+        mt1 = Signal(t.tile_bits + 1, init=1)             # mt + 1
+        tile_end = Signal()                                # at this edge
+        acts_loaded = (self._acts_loaded(m, mt, mt1, tile_end, tiles_end) if t.acts_arrive
+                       else 1)
+        begin = (job.busy & settled[1] & ~finished & ~active & acts_loaded
+                 & (panels.w_banks != 0) & ~in_flight[1] & gap_ok)
         step = active | begin
         is_first = first_word & (lane == 0)
-        is_last = (k1 >= job.k) & (lane == P - 1)
-        read = step & (lane == 0)
+        is_last = word_last & (lane == P - 1)
+        m.d.comb += tile_end.eq(step & is_last)
+        # The buffers are read every cycle at the current word (registers only: no logic
+        # in front of the block RAMs' enables and addresses): a word's address holds for
+        # its ``pack`` k-steps, and the word being read is never written meanwhile
         ports = [getattr(self, name) for name in self.act_ports]
         for port, words in zip(ports, self.act_ports.values()):
-            m.d.comb += [port.addr.eq(Cat(word[:address_bits(words)], mt)), port.en.eq(read)]
-        m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(read)]
+            m.d.comb += [port.addr.eq(Cat(word[:address_bits(words)], mt)), port.en.eq(1)]
+        m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(1)]
         m.d.sync += [gap.eq(Mux(begin, 1, Mux(gap == min_gap, gap, gap + 1))),
-                     in_flight.eq(in_flight + begin - self.tile_done)]
+                     gap_ok.eq(Mux(begin, min_gap <= 1, gap_ok | (gap + 1 >= min_gap))),
+                     in_flight.eq(in_flight + begin - self.tile_done),
+                     settled.eq(Cat(1, settled[0]))]
         with m.If(step):
             m.d.sync += active.eq(1)
             if P > 1:
                 m.d.sync += lane.eq(lane + 1)
             with m.If(lane == P - 1):
-                m.d.sync += [word.eq(word + 1), k1.eq(k1 + P), first_word.eq(0)]
+                m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_k.eq(k2 >= job.k),
+                             first_word.eq(0)]
                 if P > 1:
                     m.d.sync += lane.eq(0)
             with m.If(is_last):
-                m.d.sync += [active.eq(0), word.eq(0), k1.eq(P), first_word.eq(1)]
-                with m.If(m1 >= job.m):
+                m.d.sync += [active.eq(0), word.eq(0), k2.eq(2 * P), first_word.eq(1)]
+                with m.If(tiles_end):
                     m.d.comb += panels.w_release.eq(1)
-                    m.d.sync += [mt.eq(0), m1.eq(t.act_lanes), nt.eq(nt + 1),
-                                 n1.eq(n1 + t.weight_lanes)]
-                    with m.If(n1 >= job.n):
+                    m.d.sync += [mt.eq(0), mt1.eq(1), m2.eq(2 * t.act_lanes),
+                                 first_tile.eq(1), nt.eq(nt + 1),
+                                 n2.eq(n2 + t.weight_lanes), later_n.eq(n2 >= job.n),
+                                 first_panel.eq(0)]
+                    with m.If(panels_end):
                         m.d.sync += finished.eq(1)
                 with m.Else():
-                    m.d.sync += [mt.eq(mt + 1), m1.eq(m1 + t.act_lanes)]
+                    m.d.sync += [mt.eq(mt + 1), mt1.eq(mt1 + 1), m2.eq(m2 + t.act_lanes),
+                                 later_m.eq(m2 >= job.m), first_tile.eq(0)]
 
-        # the buffers' read latency: operands and flags one cycle after the step
-        step_lane = Signal.like(lane) if P > 1 else lane
-        if P > 1:
-            m.d.sync += step_lane.eq(lane)
-        m.d.sync += [self.valid.eq(step), self.first.eq(step & is_first),
-                     self.last.eq(step & is_last)]
-        acts = ports[0].data
-        if len(ports) > 1:
-            word_in = ports[-1].data.as_value()
-            for index in reversed(range(len(ports) - 1)):
-                word_in = Mux(self.act_select == index, ports[index].data.as_value(), word_in)
-            acts = data.View(ports[0].data.shape(), word_in)
-        m.d.comb += [self.x.eq(acts[step_lane]), self.w.valid.eq(self.valid),
-                     self.w.payload.eq(self.w_rd.data[step_lane])]
-        return ResetInserter(job.start)(m)
+        # the buffers' read, then two registers of the whole word: one right behind each
+        # buffer (its only load: placed beside the block RAM, whose clock-to-output takes
+        # most of a cycle), then one from which the k-step is picked; operands and flags
+        # READ_LATENCY cycles after the step
+        def delayed(value, cycles, name):
+            for n in range(cycles):
+                reg = Signal.like(value, name=f"{name}_{n}")
+                m.d.sync += reg.eq(value)
+                value = reg
+            return value
+
+        word_lane = delayed(lane, READ_LATENCY, "lane") if P > 1 else lane
+        flags = delayed(Cat(step, step & is_first, step & is_last), READ_LATENCY - 1, "flags")
+        m.d.sync += Cat(self.valid, self.first, self.last).eq(flags)
+        # the registers behind the memories take a word when it is new (a register as their
+        # enable: a control set of their own, so that each packs and places beside its RAM)
+        load = delayed(step & (lane == 0), 1, "load")
+        top = Module()
+        top.submodules.sequencer = ResetInserter(job.start)(m)
+        top.d.sync += [short_k.eq(job.k <= P), short_m.eq(job.m <= t.act_lanes),
+                       short_n.eq(job.n <= t.weight_lanes)]
+        # the words are not cleared by job.start: no reset logic behind the memories
+        words = []
+        for port, name in [(self.w_rd, "w_rd"), *zip(ports, self.act_ports)]:
+            behind, word_reg = (Signal(port.data.shape(), name=f"{name}_{stage}")
+                                for stage in ("behind", "word"))
+            with top.If(load):
+                top.d.sync += behind.eq(port.data)
+            top.d.sync += word_reg.eq(behind)
+            words.append(word_reg)
+        w_word, acts = words[0], words[1]
+        if len(words) > 2:
+            word_in = words[-1].as_value()
+            for index in reversed(range(len(words) - 2)):
+                word_in = Mux(self.act_select == index, words[index + 1].as_value(), word_in)
+            acts = data.View(words[1].shape(), word_in)
+        top.d.comb += [self.x.eq(acts[word_lane]), self.w.valid.eq(self.valid),
+                       self.w.payload.eq(w_word[word_lane])]
+        return top
+
+    def _acts_loaded(self, m: Module, mt, mt1, tile_end, panel_end):
+        """Whether activation tile ``mt`` is loaded, from registers only (no comparison in
+        front of a tile's begin): ``x_panels > mt``, ``> mt + 1`` and ``> 0`` registered, the
+        one for the tile ``mt`` is now picked by what happened at the last edge (no tile
+        ended, one ended, the last of a panel ended). A cycle old, so never true too early
+        (``x_panels`` only grows)."""
+        x_panels = self.panels.x_panels
+        now, after, first, ended, wrapped = (Signal(name=name) for name in (
+            "loaded", "next_loaded", "first_loaded", "tile_ended", "panel_ended"))
+        m.d.sync += [now.eq(x_panels > mt), after.eq(x_panels > mt1), first.eq(x_panels != 0)]
+        m.d.sync += [ended.eq(tile_end), wrapped.eq(tile_end & panel_end)]
+        return Mux(ended, Mux(wrapped, first, after), now)

@@ -7,8 +7,9 @@ Each tile leaves as R rows (top row first), tiles in the order of :func:`~.tiles
 (``tlast``). A result bank is free again (``tile_done``) when its last row has been read.
 Beside each row the stage reads the memories of ``side_reads`` (:class:`SideRead`: the
 engine's per-column parameter tables, the ZO layer's init buffer) into their fields of the
-row. The memory reads stall with the stream (their ``en`` is the stream's
-``~valid | ready``). ``job.start`` clears all state.
+row. :data:`READ_LATENCY` stages move with the stream (``~valid | ready``, the memories'
+``en``): the memory reads, a register of the whole row right behind the memories, then the
+row's register. ``job.start`` clears all state but the row's data.
 """
 from __future__ import annotations
 
@@ -25,7 +26,10 @@ from .requant import input_layout, output_layout
 from .signatures import JobSignature
 from .tiles import Buffer, Tiling, tile_order
 
-__all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES"]
+__all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES", "READ_LATENCY"]
+
+#: Register stages from a row's issue (its memory reads) to the row on ``rows``.
+READ_LATENCY = 3
 
 SIDE_ADDRESSES = ("panel", "row")
 
@@ -71,18 +75,27 @@ class OutputStage(wiring.Component):
         adv = ~rows.valid | rows.ready
         issue = adv & (tiles_ready != 0)
         cursor = tile_order(m, self.tiling, issue, job.m, job.n)
+        # READ_LATENCY stages, all moving with the stream (adv): the memory reads, a register
+        # of the whole row right behind the memories (its only load: placed beside them),
+        # then the row
+        read = Signal(input_layout(self.tiling.cols))
         m.d.comb += [self.res_rd.addr.eq(Cat(cursor.row, bank)), self.res_rd.en.eq(adv),
-                     rows.payload.acc.eq(self.res_rd.data)]
+                     read.acc.eq(self.res_rd.data)]
         for name, side in self.side_reads.items():
             port = getattr(self, name)
             address = (cursor.panel if side.per == "panel"
                        else Cat(cursor.row, cursor.tile, cursor.panel))
-            m.d.comb += [port.addr.eq(address), port.en.eq(adv),
-                         rows.payload[side.field].eq(port.data)]
-        last = Signal()
-        m.d.comb += rows.payload.last.eq(last)
+            m.d.comb += [port.addr.eq(address), port.en.eq(adv), read[side.field].eq(port.data)]
+        read_valid, read_last, behind_valid = Signal(), Signal(), Signal()
+        behind, row = (Signal(input_layout(self.tiling.cols), name=name)
+                       for name in ("behind", "row"))
+        m.d.comb += [read.last.eq(read_last), rows.payload.eq(row)]
         with m.If(adv):
-            m.d.sync += [rows.valid.eq(issue), last.eq(issue & cursor.job_end)]
+            m.d.sync += [read_valid.eq(issue), read_last.eq(issue & cursor.job_end),
+                         behind_valid.eq(read_valid), rows.valid.eq(behind_valid)]
+        rows_reg = Module()
+        with rows_reg.If(adv):
+            rows_reg.d.sync += [behind.eq(read), row.eq(behind)]
         # one expression (a Verilog ``assign``), not a conditional assignment: Icarus never
         # runs the ``always @*`` of one whose only input keeps its time-zero value, and the
         # counters that subtract tile_done would keep the X it leaves
@@ -95,4 +108,7 @@ class OutputStage(wiring.Component):
         m.d.comb += [axis.tdata.eq(results.payload.data), axis.tlast.eq(results.payload.last),
                      axis.tvalid.eq(results.valid), results.ready.eq(axis.tready),
                      self.job_end.eq(axis.tvalid & axis.tready & axis.tlast)]
-        return ResetInserter(job.start)(m)
+        top = Module()
+        top.submodules.sequencer = ResetInserter(job.start)(m)
+        top.submodules.row = rows_reg       # data, not cleared by job.start
+        return top

@@ -4,25 +4,34 @@ Integer semantics (see :mod:`zoforge.golden.engine`): ``a`` and ``b`` are signed
 ``a_bits`` and ``b_bits`` (INT8 by default; the ZO layer feeds 16-bit weights on ``a``); their
 product (exact) is added to a 32-bit signed accumulator that wraps modulo 2^32.
 
-Pipeline, written so that synthesis maps it onto one DSP48E2 (A/B input registers, a
-registered multiplier output MREG, the accumulator as PREG)::
+Pipeline: the product is a :class:`~.multiply.PipelinedMultiplier` (operand registers and
+a registered product: one DSP block with its registers, ECP5 MULT18X18D or DSP48 AREG/BREG/
+MREG), beside the operand registers that forward ``a`` and ``b``::
 
-    cycle 1:  a, b, flags       <- inputs         (also forwarded to the right / below)
-    cycle 2:  prod              <- a * b          (registered multiplier output)
-    cycle 3:  acc               <- first ? prod : acc + prod    (when valid)
-              res               <- the same value                (when valid and last)
+    cycle 1:  a, b, flags       <- inputs         (forwarded to the right / below; the
+                                                   multiplier's own copies of a and b)
+    cycle 2:  a * b                               (registered multiplier output)
+    cycle 3:  prod              <- a * b          (its register in the fabric)
+    cycle 4:  acc               <- first ? prod : acc + prod    (when valid)
+    cycle 5:  res               <- acc                           (after a valid last)
 
-``first`` starts a new dot product, ``last`` ends it and copies the sum into ``res``.
+``first`` starts a new dot product, ``last`` ends it and copies the sum into ``res`` (:data:`LATENCY`
+cycles after the step entered the PE).
 ``res`` belongs to a per-column shift chain used to drain finished results: with ``shift``
 high (and no capture in that cycle) ``res <- res_in`` (the value of the PE above).
 """
-from amaranth import Module, Signal, Mux, signed
+from amaranth import Cat, Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
-__all__ = ["ProcessingElement"]
+from .multiply import PipelinedMultiplier
+
+__all__ = ["ProcessingElement", "LATENCY"]
+
+#: Cycles from a step on the PE's inputs to its sum in ``res`` (when it is the last).
+LATENCY = 5
 
 
 class ProcessingElement(wiring.Component):
@@ -44,19 +53,29 @@ class ProcessingElement(wiring.Component):
         m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
                      self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
                      self.last_out.eq(self.last_in)]
-        # Stage 2: registered multiplier output.
-        prod = Signal(signed(self.a_bits + self.b_bits))
+        # Stages 1 to 3 of the product: the multiplier's own operand registers (beside the
+        # forwarded ones) and its registered output, one DSP block, then the product's
+        # register in the fabric.
+        m.submodules.multiply = multiply = PipelinedMultiplier(signed(self.a_bits),
+                                                               signed(self.b_bits))
+        m.d.comb += [multiply.a.eq(self.a_in), multiply.b.eq(self.b_in)]
+        prod = multiply.p
+        flags = Signal(3)
+        m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
         valid, first, last = Signal(), Signal(), Signal()
-        m.d.sync += [prod.eq(self.a_out * self.b_out), valid.eq(self.valid_out),
-                     first.eq(self.first_out), last.eq(self.last_out)]
+        m.d.sync += Cat(valid, first, last).eq(flags)
         # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums.
         acc = Signal(signed(ACC_BITS))
         total = Signal(signed(ACC_BITS))
         m.d.comb += total.eq(Mux(first, prod, acc + prod))
         with m.If(valid):
             m.d.sync += acc.eq(total)
-        with m.If(valid & last):
-            m.d.sync += self.res_out.eq(total)
+        # Stage 4: a finished sum from the accumulator register into res (the adder drives
+        # only the accumulator)
+        capture = Signal()
+        m.d.sync += capture.eq(valid & last)
+        with m.If(capture):
+            m.d.sync += self.res_out.eq(acc)
         with m.Elif(self.shift):
             m.d.sync += self.res_out.eq(self.res_in)
         return m

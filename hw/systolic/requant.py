@@ -15,14 +15,25 @@ range) give 0. The configuration inputs must not change while payloads are in fl
 
 Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, shift 0)::
 
-    1  sum; scaled = mult << (7 - shift % 8)          (the fine shift, folded into mult)
-    2  sum[0:16] * scaled, sum[16:32] * scaled        two 16 x 23-bit products, one DSP each
-    3  t = (sum * scaled)[6:] >> (shift & ~7)         = (2 * prod) >> shift
-    4  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
+    1  sum = acc + bias; mult, shift                  (the lane's parameters picked)
+    2  sum[0:16], sum[16:32], mult                    two 16 x 16-bit products, one DSP each
+    3  sum[0:16] * mult, sum[16:32] * mult            (:class:`~.multiply.PipelinedMultiplier`:
+    4  (the same, in the fabric)                      stages 2 to 4 are its registers)
+    5  prod = sum * mult                              their sum (48 bits)
+    6  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
+    7  t = f >> (shift & ~7)                          = (2 * prod) >> shift
+    8  t in [-256, 255]? (t's upper bits all equal), t's sign and low bits
+    9  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
        (prod for shift 0), saturated, ReLU; data
 
+Each stage is at most one adder or one shift, so that it closes timing on a fabric without
+fast carry chains (ECP5: the multipliers' own delay fills a whole stage).
+
 Every stage advances together when the output can move (``~o.valid | o.ready``), so
-``i.ready`` is that condition and back-pressure stalls the whole pipeline.
+back-pressure stalls the whole pipeline; ``i.ready`` comes from a register (a one-row skid
+register in front of stage 1 holds a row taken while the stages stall), so back-pressure
+reaches the upstream block a cycle later and no combinational path runs from ``o.ready``
+to ``i.ready``.
 """
 from amaranth import C, Cat, EnableInserter, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
@@ -30,15 +41,17 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 
+from .multiply import PipelinedMultiplier
 from .signatures import ModeSignature
 
 __all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
 
 #: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
 #: LATENCY cycles pass between its input and its earliest output transfer.
-LATENCY = 4
+LATENCY = 9
 _HALF = ACC_BITS // 2
-_T_BITS = ACC_BITS + MULT_BITS + 1     # t = (2 * prod) >> shift
+_PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
+_T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
 _WINDOW = 9                            # t is in [-256, 255] iff t[8:] is all 0s or all 1s
 
 
@@ -72,56 +85,85 @@ class RequantStream(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         adv = ~self.o.valid | self.o.ready
-        m.d.comb += self.i.ready.eq(adv)
-        m.submodules.pipeline = EnableInserter(adv)(self._pipeline())
+        # a skid register in front: ``i.ready`` is a register (empty skid), not ``adv``, so
+        # the back-pressure from ``o`` stops here; a row taken while the stages stall waits
+        # in the skid, and the stages take it before any other
+        skid_valid = Signal()
+        self._skid = skid = Signal(input_layout(self.lanes), name="skid")
+        self._in_valid = self.i.valid | skid_valid
+        self._in = Signal(input_layout(self.lanes), name="in_row")
+        m.d.comb += [self.i.ready.eq(~skid_valid),
+                     self._in.eq(Mux(skid_valid, skid.as_value(), self.i.payload.as_value()))]
+        with m.If(adv):
+            m.d.sync += skid_valid.eq(0)
+        with m.Elif(self.i.valid & ~skid_valid):
+            m.d.sync += [skid_valid.eq(1), skid.eq(self.i.payload)]
+        # stages 2 to 4 of each lane's two products: multipliers with their own registers
+        # (DSP blocks), moved by the same enable
+        products = []
+        for j in range(self.lanes):
+            low = PipelinedMultiplier(unsigned(_HALF), unsigned(MULT_BITS))
+            high = PipelinedMultiplier(signed(_HALF), unsigned(MULT_BITS))
+            m.submodules[f"low_{j}"], m.submodules[f"high_{j}"] = low, high
+            m.d.comb += [low.en.eq(adv), high.en.eq(adv)]
+            products.append((low, high))
+        m.submodules.pipeline = EnableInserter(adv)(self._pipeline(products))
         return m
 
-    def _pipeline(self) -> Module:
-        """The stages, without their common enable."""
+    def _pipeline(self, products) -> Module:
+        """The stages, without their common enable (the multipliers' is ``adv`` too)."""
         m = Module()
-        p = self.i.payload
+        p = self._in
         # valid and last through the stages; the last stage's are the output's
         valid = [Signal(name=f"valid_s{n}") for n in range(1, LATENCY)] + [self.o.valid]
         last = [Signal(name=f"last_s{n}") for n in range(1, LATENCY)] + [self.o.payload.last]
-        m.d.sync += [valid[0].eq(self.i.valid), last[0].eq(p.last)]
+        m.d.sync += [valid[0].eq(self._in_valid), last[0].eq(p.last)]
         m.d.sync += [dst.eq(src) for dst, src in zip(valid[1:] + last[1:],
                                                      valid[:-1] + last[:-1])]
-        for j in range(self.lanes):
-            self._lane(m, j)
+        for j, (low, high) in enumerate(products):
+            self._lane(m, j, low, high)
         return m
 
-    def _lane(self, m: Module, j: int) -> None:
-        """The registers of lane ``j``."""
-        p, mode = self.i.payload, self.mode
+    def _lane(self, m: Module, j: int, low, high) -> None:
+        """The registers of lane ``j`` around its multipliers ``low`` and ``high``."""
+        p, mode = self._in, self.mode
 
         def reg(shape, stage, name):
             return Signal(shape, name=f"{name}_s{stage}_{j}")
 
-        # 1: bias add; the multiplier pre-scaled by 2^(7 - shift % 8), so that the shift that
-        # remains is by a multiple of 8
+        # 1: bias add; the lane's multiplier and shift
         mult = Mux(mode.raw, 1, Mux(mode.per_channel, p.mult[j], mode.tensor_mult))
         shift = Mux(mode.raw, 0, Mux(mode.per_channel, p.shift[j], mode.tensor_shift))
         total = reg(signed(ACC_BITS), 1, "sum")
-        scaled, coarse1 = reg(MULT_BITS + 7, 1, "scaled"), reg(SHIFT_BITS - 3, 1, "coarse")
-        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)),
-                     scaled.eq(mult << ~shift[:3]), coarse1.eq(shift[3:])]
-        # 2: partial products, 16 x 23 bits (one DSP48E2 each)
-        product_bits = _HALF + len(scaled)
-        low, high = reg(product_bits, 2, "low"), reg(signed(product_bits), 2, "high")
-        coarse2 = reg(SHIFT_BITS - 3, 2, "coarse")
-        m.d.sync += [low.eq(total[:_HALF] * scaled),
-                     high.eq(total[_HALF:].as_signed() * scaled), coarse2.eq(coarse1)]
-        # 3: t = (2 * prod) >> shift = (prod << (7 - shift % 8))[6:] >> (shift & ~7)
-        prod = Cat(low[:_HALF], high + low[_HALF:])        # prod << (7 - shift % 8)
-        t = reg(signed(_T_BITS), 3, "t")
-        m.d.sync += t.eq(prod[6:6 + _T_BITS].as_signed() >> Cat(C(0, 3), coarse2))
-        # 4: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
-        # it saturates by the sign; with ReLU every negative product gives 0 (y <= 0 then).
-        # Raw output is t[1:33].
+        mult1 = reg(MULT_BITS, 1, "mult")
+        shifts = [reg(SHIFT_BITS, stage, "shift") for stage in range(1, 7)]
+        m.d.sync += [total.eq(p.acc[j] + Mux(mode.bias_en, p.bias[j], 0)), mult1.eq(mult),
+                     shifts[0].eq(shift)]
+        m.d.sync += [dst.eq(src) for dst, src in zip(shifts[1:], shifts[:-1])]
+        # 2 to 4: partial products, 16 x 16 bits, one DSP each with its own registers (stage
+        # 2: its operand registers, 3: the product, 4: the product in the fabric), fed from
+        # registers
+        m.d.comb += [low.a.eq(total[:_HALF]), low.b.eq(mult1),
+                     high.a.eq(total[_HALF:].as_signed()), high.b.eq(mult1)]
+        # 5: prod = sum * mult (|prod| < 2^47)
+        prod = reg(signed(_PROD_BITS), 5, "prod")
+        m.d.sync += prod.eq(Cat(low.p[:_HALF], high.p + low.p[_HALF:]))
+        # 6: the fine shift: f = (prod << (7 - shift % 8))[6:]
+        fine = reg(signed(_T_BITS), 6, "fine")
+        m.d.sync += fine.eq((prod << ~shifts[4][:3])[6:6 + _T_BITS].as_signed())
+        # 7: the coarse shift: t = f >> (shift & ~7) = (2 * prod) >> shift
+        t = reg(signed(_T_BITS), 7, "t")
+        m.d.sync += t.eq(fine >> Cat(C(0, 3), shifts[5][3:]))
+        # 8: y = (t + 1) >> 1 is in int8 iff t[8:] is all 0s (and t != 255) or all 1s, else
+        # it saturates by the sign: the window's tests registered with t's low bits
+        inside, sign = reg(1, 8, "inside"), reg(1, 8, "sign")
+        low = reg(ACC_BITS + 1, 8, "low")                       # t[0:33]
         zeros, ones = t[_WINDOW - 1:] == 0, ~t[_WINDOW - 1:] == 0
-        inside = ones | (zeros & (t[:8] != 0xFF))
-        sign = t[-1]
+        m.d.sync += [inside.eq(ones | (zeros & (t[:8] != 0xFF))), sign.eq(t[-1]),
+                     low.eq(t[:ACC_BITS + 1])]
+        # 9: y, saturated; with ReLU every negative product gives 0 (y <= 0 then). Raw
+        # output is t[1:33].
         y = Signal(signed(8), name=f"y_{j}")
         m.d.comb += y.eq(Mux(mode.relu & sign, 0,
-                             Mux(inside, t[1:_WINDOW] + t[0], Mux(sign, -128, 127))))
-        m.d.sync += self.o.payload.data[j].eq(Mux(mode.raw, t[1:ACC_BITS + 1], y))
+                             Mux(inside, low[1:_WINDOW] + low[0], Mux(sign, -128, 127))))
+        m.d.sync += self.o.payload.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1], y))

@@ -36,9 +36,13 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
-__all__ = ["Buffer", "Tiling", "TileOrder", "tile_order", "address_bits", "WEIGHT_SIDES"]
+__all__ = ["Buffer", "Tiling", "TileOrder", "tile_order", "address_bits", "WEIGHT_SIDES",
+           "COLLISIONS_UNUSED"]
 
 WEIGHT_SIDES = ("a", "b")
+#: Attribute of a memory whose read-during-write results are never used (see
+#: :meth:`Buffer.memory`); ``zoforge.reports.nextpnr`` lets synthesis leave them undefined.
+COLLISIONS_UNUSED = "zoforge_collisions_unused"
 
 
 def address_bits(count: int) -> int:
@@ -64,10 +68,17 @@ class Buffer:
         """Its size in bits (words x word width)."""
         return Shape.cast(self.shape).width * self.depth
 
-    def memory(self) -> Memory:
+    def memory(self, collisions_unused: bool = False) -> Memory:
         """The memory itself, with 2^addr_bits >= depth words (a one-word buffer gets two:
-        Amaranth gives a one-word memory a 0-bit address, the ports here have 1 bit)."""
-        return Memory(shape=self.shape, depth=max(self.depth, 2), init=[])
+        Amaranth gives a one-word memory a 0-bit address, the ports here have 1 bit).
+
+        ``collisions_unused``: the design never uses what a read port returns for a word
+        written in the same cycle; the memory carries :data:`COLLISIONS_UNUSED`, so that
+        synthesis may leave such a read undefined instead of adding the logic that returns
+        the old word (Amaranth's semantics, emulated in fabric behind every ECP5 block RAM).
+        Simulation is unchanged."""
+        attrs = {COLLISIONS_UNUSED: "1"} if collisions_unused else None
+        return Memory(shape=self.shape, depth=max(self.depth, 2), init=[], attrs=attrs)
 
     def read_port(self) -> ReadPort.Signature:
         return ReadPort.Signature(addr_width=self.addr_bits, shape=self.shape)
