@@ -9,8 +9,8 @@ prices it from operation counts:
   :func:`zo_job_cycles`, and their sum over the step, :func:`predicted_step_cycles`. The
   structure is the hardware's (stream beats, tiles at least ``2R + C`` apart, one word per
   cycle for loads and walks); the few fixed cycles per job (pipeline fill and drain) are
-  :func:`engine_job_extra` and :data:`ZO_JOB_EXTRA`, read from co-simulation of small
-  shapes. :func:`measure_engine_jobs` and :func:`measure_adapter_jobs` run the same jobs
+  :func:`engine_job_extra`, read from co-simulation of small shapes, and the ZO layer's
+  own cycle model (:mod:`zoforge.hw.zolayer.cycles`). :func:`measure_engine_jobs` and :func:`measure_adapter_jobs` run the same jobs
   on the RTL (the job server) for the check (``benchmarks/bench_finetune_cost.py``);
 * **DDR traffic and roofline**: the bytes each call streams, as the streams are built
   (``stream_bytes``: whole beats, an int8 in a 32-bit lane of the ZO layer counts 4 bytes)
@@ -35,11 +35,14 @@ from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.systolic.array import min_tile_interval
+from zoforge.hw.zolayer.cycles import job_cycles
+from zoforge.hw.zolayer.layouts import token_pack
+from zoforge.hw.zolayer.registers import JOBS
 from zoforge.reports.power import dynamic_at
 
 __all__ = ["UNIT_FIGURES", "ModelShape", "model_shape", "CallCost", "StepCost", "RooflineRow",
            "ADAPTER_CALL",
-           "UPDATE_WALK", "engine_job_extra", "ZO_JOB_EXTRA", "CYCLE_MODEL", "COSIM",
+           "UPDATE_WALK", "engine_job_extra", "ZO_JOBS", "CYCLE_MODEL", "COSIM",
            "model_engine_config", "model_layer_config", "engine_job_cycles", "engine_job_bytes",
            "zo_job_cycles", "zo_job_bytes", "adapter_call", "update_walk", "step_calls",
            "predicted_step_cycles", "roofline", "memory_bits", "step_time_energy",
@@ -65,12 +68,8 @@ def engine_job_extra(rows: int, cols: int) -> int:
     test +1, feeder reads +2, PE +2, output stage reads +2, requantizer +5.)"""
     return 3 * rows + cols + 20
 
-#: ZO layer (4 x 4, fitted on M, K, N, r = 16..32, 64..384, 32..384, 8..16): cycles beyond
-#: a job's words or tiles. Loads: one cycle; compute jobs: the first panel's fetch (K or
-#: r words) plus these; branch tiles also take half a cycle more each (see
-#: :func:`zo_job_cycles`).
-ZO_JOB_EXTRA = {"load_x": 1, "load_w": 1, "load_a": 1, "load_master": 1, "frozen_w": 26,
-                "frozen_a": 26, "branch": 21, "accumulate": 6, "apply": 7, "read_master": 2}
+#: The ZO layer's jobs (its register map's).
+ZO_JOBS = tuple(JOBS)
 
 
 def _ceil(a: int, b: int) -> int:
@@ -243,42 +242,23 @@ def _engine_call(name: str, config: EngineConfig, m: int, k: int, n: int, count:
 
 def zo_job_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int) -> float:
     """Cycles of one ZO-layer job (CYCLES register), LoRA-FA, tokens ``m`` (a multiple of
-    C), shape ``k x n``, rank ``r``.
-
-    Loads and walks take one cycle per stream word / T word: ``load_x`` M/C*K,
-    ``load_w`` N/R*K, ``load_a`` r/R*K, ``load_master``, ``accumulate``, ``apply`` and
-    ``read_master`` N/R*r. Compute jobs fetch the first panel (K or r words), then run
-    (M/C)*(F/R) tiles of ``max(depth, 2R + C)`` cycles (``frozen_w``: depth K, F = N;
-    ``frozen_a``: K, r; ``branch``: r, N, each tile half a cycle more, measured). Each job
-    adds :data:`ZO_JOB_EXTRA`.
-    """
-    if job not in ZO_JOB_EXTRA:
-        raise ConfigError("job", "one of " + ", ".join(ZO_JOB_EXTRA), job)
-    rows, cols = config.rows, config.cols
-    spacing = min_tile_interval(rows, cols)
-    token_tiles = _ceil(m, cols)
-    words = {"load_x": token_tiles * k, "load_w": _ceil(n, rows) * k,
-             "load_a": _ceil(r, rows) * k}
-    walk = _ceil(n, rows) * r
-    for name in ("load_master", "accumulate", "apply", "read_master"):
-        words[name] = walk
-    if job in words:
-        return words[job] + ZO_JOB_EXTRA[job]
-    depth, features, per_tile = {"frozen_w": (k, n, 0.0), "frozen_a": (k, r, 0.0),
-                                 "branch": (r, n, 0.5)}[job]
-    tiles = token_tiles * _ceil(features, rows)
-    return depth + tiles * (max(depth, spacing) + per_tile) + ZO_JOB_EXTRA[job]
+    C), shape ``k x n``, rank ``r``: the layer's own cycle model,
+    :func:`zoforge.hw.zolayer.cycles.job_cycles` (every phase of a job counted)."""
+    if job not in ZO_JOBS:
+        raise ConfigError("job", "one of " + ", ".join(ZO_JOBS), job)
+    return job_cycles(config, job, m, k, n, r)
 
 
 def zo_job_bytes(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int
                  ) -> tuple[int, int]:
     """``(stream_bytes, payload_bytes)`` of one ZO-layer job: stream words of
-    ``max(R, C)`` 32-bit lanes (one value per lane, unused lanes zero), against the values
-    at their width (int8 X, W, A; the 24-bit master as 3 bytes; int32 Y)."""
+    ``max(R, C)`` 32-bit lanes (one value per lane, unused lanes zero; ``load_x`` packs
+    four int8 per lane), against the values at their width (int8 X, W, A; the 24-bit
+    master as 3 bytes; int32 Y)."""
     rows, cols = config.rows, config.cols
     word = 4 * max(rows, cols)
     master = _ceil(n, rows) * r
-    table = {"load_x": (_ceil(m, cols) * k, m * k),
+    table = {"load_x": (_ceil(m, cols) * _ceil(k, token_pack(cols, max(rows, cols))), m * k),
              "load_w": (_ceil(n, rows) * k, k * n),
              "load_a": (_ceil(r, rows) * k, k * r),
              "load_master": (master, 3 * r * n), "read_master": (master, 3 * r * n),

@@ -192,12 +192,14 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 
 def test_predicted_cycles_by_hand():
-    """16 x 16 x 16, r = 4, q = 2 on 4 x 4 (tile spacing 2R + C = 12, compute fill and
-    drain 13 + 3R + C = 29): batch load 16/4 tiles * 16/4 beats of 4 k-steps + 1 = 17;
-    frozen X*W 16 tiles * 16 + 29 = 285 and X*A 4 tiles * 16 + 29 = 93; a branch 16 tiles,
-    15 * max(r = 4, 12) + 4 + 29 = 213; accumulate 16/4 * 4 words + 6 = 22, apply + 7 = 23."""
+    """16 x 16 x 16, r = 4, q = 2 on 4 x 4: tile interval max(depth, 2R + C = 12,
+    (depth + bank_free) / 2) with bank_free = 4.5 + 3R + C = 20.5, fill and drain 24 + 3R +
+    C = 40. Batch load 16/4 tiles * 16/4 beats of 4 k-steps + 1 = 17; frozen X*W 16 tiles of
+    depth 16: 15 * 18.25 + 16 + 40 = 330 (rounded), X*A 4 tiles: 3 * 18.25 + 56 = 111; a
+    branch 16 tiles of depth r = 4: 15 * 12.25 + 4 + 40 + 6 (its bias XW) = 234; accumulate
+    16/4 * 4 words + 6 = 22, apply + 7 = 23."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
-    batch, branch = 17 + 285 + 93, 213
+    batch, branch = 17 + 330 + 111, 234
     assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 22 + 23
     assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 22 + 23
 

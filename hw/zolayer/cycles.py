@@ -11,9 +11,11 @@ Every phase of a job is counted (no stream stalls: the host keeps the streams bu
   an accumulate takes Q generator transfers per word, so its last word is issued
   ``(W - 1) * Q + query`` cycles after its first;
 * **compute jobs** (``frozen_w``, ``frozen_a``, ``branch``): ``tiles`` output tiles back to
-  back, each ``max(depth, 2R + C)`` cycles (its k-steps, at least the array's tile spacing,
-  :func:`~zoforge.hw.systolic.array.min_tile_interval`) but the last, which ends after its
-  ``depth`` k-steps, plus the fill and drain of the pipeline around the array
+  back, each ``max(depth, 2R + C, (depth + free) / 2)`` cycles (its k-steps; at least the
+  array's tile spacing, :func:`~zoforge.hw.systolic.array.min_tile_interval`; and two
+  result banks: a tile begins only when the bank of the tile two before it is read out,
+  ``free`` = :func:`bank_free` cycles after that tile's last k-step) but the last, which
+  ends after its ``depth`` k-steps, plus the fill and drain of the pipeline around the array
   (:func:`compute_extra`: the panel fetch up to :data:`~.fetch.LEAD`, the feeder's reads,
   the array's drain, the output stage, the requantizer and the result sink, linear in R
   and C). The first panel is fetched while its first tile computes, the next while the
@@ -30,16 +32,22 @@ from zoforge.hw.systolic.array import min_tile_interval
 from .layouts import token_pack
 from .update import ACCUMULATE_LATENCY, APPLY_LATENCY
 
-__all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "LOAD_EXTRA",
-           "READ_EXTRA", "SPREAD_EXTRA"]
+__all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "bank_free", "LOAD_EXTRA",
+           "READ_EXTRA", "SPREAD_EXTRA", "BIAS_EXTRA"]
 
 #: Cycles of a load beyond its beats, of ``read_master`` beyond its words.
 LOAD_EXTRA = 1
 READ_EXTRA = 2
-#: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1).
+#: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1), and a
+#: LoRA-FA branch in reading its bias XW beside the results.
 SPREAD_EXTRA = 2
+BIAS_EXTRA = 6
 #: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
-FILL, FILL_PER_ROW, FILL_PER_COL = 13, 3, 1
+FILL, FILL_PER_ROW, FILL_PER_COL = 24, 3, 1
+#: bank_free = FREE + FREE_PER_ROW * R + FREE_PER_COL * C (measured on the RTL; a LoRA-FA
+#: branch, which reads a bias beside each row, takes about half a cycle more: not modelled,
+#: its error stays below 1.5 % on every measured shape)
+FREE, FREE_PER_ROW, FREE_PER_COL = 4.5, 3, 1
 
 
 def _ceil(a: int, b: int) -> int:
@@ -49,7 +57,17 @@ def _ceil(a: int, b: int) -> int:
 def compute_extra(config: ZoLayerConfig, branch: bool) -> int:
     """A compute job's cycles beyond its tiles: the pipelines' fill and drain."""
     extra = FILL + FILL_PER_ROW * config.rows + FILL_PER_COL * config.cols
-    return extra + (SPREAD_EXTRA if branch and config.branch_lanes > 1 else 0)
+    if branch:
+        extra += SPREAD_EXTRA if config.branch_lanes > 1 else 0
+        extra += BIAS_EXTRA if config.mode == "lora-fa" else 0
+    return extra
+
+
+def bank_free(config: ZoLayerConfig) -> float:
+    """Cycles from a tile's last k-step until the output stage has read its result bank out
+    (the array's capture, the drain, the output stage's reads): a mean, the stage's
+    handshakes make it vary by a cycle from tile to tile."""
+    return FREE + FREE_PER_ROW * config.rows + FREE_PER_COL * config.cols
 
 
 def job_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int = 0,
@@ -76,8 +94,8 @@ def job_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int =
     depth, panels = {"frozen_w": (k, n // R), "frozen_a": (k, r // R),
                      "branch": (k_t, n // config.features_per_word)}[job]
     tiles = m // C * panels
-    spacing = max(depth, min_tile_interval(R, C))
-    return (tiles - 1) * spacing + depth + compute_extra(config, job == "branch")
+    spacing = max(depth, min_tile_interval(R, C), (depth + bank_free(config)) / 2)
+    return round((tiles - 1) * spacing + depth + compute_extra(config, job == "branch"))
 
 
 def step_cycles(config: ZoLayerConfig, m: int, k: int, n: int, r: int, q: int,
