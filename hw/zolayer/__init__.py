@@ -10,9 +10,11 @@
 * :mod:`.loader` the input stream into the memories; :mod:`.reader` the master copy out;
 * :mod:`.token_buffer` the packed token buffer X (``load_x``'s walk, the feeder's reads);
 * :mod:`.fetch` the weight panels through :mod:`.perturb` (master word -> perturbed operand)
-  into the staging banks;
+  into the staging banks; :mod:`.spread` a word's k-steps to the rows' branches
+  (``branch_lanes`` > 1);
 * :mod:`.sink` the requantized rows to the output stream, the init or the U buffer;
 * :mod:`.update` the update unit: ``D += g * z`` and ``T <- T - round(eta * D)``;
 * :mod:`.walk` the one word order; :mod:`.designs` the registered design;
+* :mod:`.cycles` the cycle model (every job's CYCLES, a step's STEP_CYCLES);
 * the generator: :class:`zoforge.hw.rng.source.PerturbationSource`.
 """
