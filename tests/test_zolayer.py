@@ -193,13 +193,14 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 def test_predicted_cycles_by_hand():
     """16 x 16 x 16, r = 4, q = 2 on 4 x 4 (tile spacing 2R + C = 12, compute fill and
-    drain 13 + 3R + C = 29): batch load 16/4 tiles * 16/4 beats of 4 k-steps + 1 = 17;
-    frozen X*W 16 tiles * 16 + 29 = 285 and X*A 4 tiles * 16 + 29 = 93; a branch 16 tiles,
-    15 * max(r = 4, 12) + 4 + 29 = 213; accumulate 16/4 * 4 words + 6 = 22, apply + 7 = 23."""
+    drain 14 + 3R + C = 30): batch load 16/4 tiles * 16/4 beats of 4 k-steps + 1 = 17;
+    frozen X*W 16 tiles * 16 + 30 = 286 and X*A 4 tiles * 16 + 30 = 94; a branch 16 tiles,
+    15 * max(r = 4, 12) + 4 + 30 = 214; accumulate 16/4 * 4 words - 1 + 7 (its latency)
+    + 2 = 24, apply 16 + 10 (its latency) + 1 = 27."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
-    batch, branch = 17 + 285 + 93, 213
-    assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 22 + 23
-    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 22 + 23
+    batch, branch = 17 + 286 + 94, 214
+    assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 24 + 27
+    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 24 + 27
 
 
 # -- RTL against the golden model ---------------------------------------------------------

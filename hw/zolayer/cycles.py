@@ -35,11 +35,11 @@ __all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "LOAD_E
 
 #: Cycles of a load beyond its beats, of ``read_master`` beyond its words.
 LOAD_EXTRA = 1
-READ_EXTRA = 2
+READ_EXTRA = 3
 #: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1).
-SPREAD_EXTRA = 2
+SPREAD_EXTRA = 3
 #: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
-FILL, FILL_PER_ROW, FILL_PER_COL = 13, 3, 1
+FILL, FILL_PER_ROW, FILL_PER_COL = 14, 3, 1
 
 
 def _ceil(a: int, b: int) -> int:
