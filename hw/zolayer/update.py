@@ -18,24 +18,22 @@ registers move every cycle) and written :data:`ACCUMULATE_LATENCY` (accumulate) 
 so the pipeline needs no forwarding (nor a read of a word in the cycle it is written).
 ``done`` pulses with the last write.
 
-Pipeline, per lane, in cycles after the issue (registers at the end of each; apply's
-stages from 1 on are two cycles later than accumulate's, D's read taking three)::
+Pipeline, per lane, in cycles after the issue (what is registered at the end of each)::
 
-    accumulate                                apply
-    0  issue, z taken                         issue, read D
-    1  a = z; b = g                           -
-    3  read D                                 a = D; b = eta_mult << (7 - s % 8)
-    2-4 (4-6)  the products of a's and b's 16-bit chunks (one DSP each:
-               :class:`~zoforge.hw.systolic.multiply.PipelinedMultiplier`, its operand
-               registers taking a and b)
-    5 (7)  per chunk of b, the products of a's chunks summed              read T (6)
-    6 (8)  prod = a * b (their sum)
-    7  D + prod, written in cycle 7           t = (prod >> 6) >> (s & ~7) (cycle 9)
-                                              (= (2 * D * eta_mult) >> s)
-    (10)                                      n = (2 * T - t) >> 1 = T -
-                                              round_half_up(D * eta_mult / 2^s); then T =
-                                              n saturated to 24 bits (from its upper
-                                              bits), written in cycle 10; D = 0
+    accumulate              apply
+    0   issue, z taken      0   issue, read D
+    1   a = z, b = g        3   a = D (READ_LATENCY later), b = eta_mult << (7 - s % 8)
+    2-3 the products of a's and b's 16-bit chunks, one DSP each
+        (:class:`~zoforge.hw.systolic.multiply.PipelinedMultiplier`: its operand
+        registers take a and b in cycle 1 / 3)
+                            4-5 the products;  6: read T
+    3   read D
+    4   per chunk of b, the products summed                 6
+    5   prod = a * b (their sum)                             7
+    6   D + prod            8   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+    7   D written           9   n = (2 * T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s)
+                            10  T = n saturated to 24 bits (from its upper bits) and D = 0
+                                written
 
 (b is one register for all lanes.)
 (The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
@@ -120,8 +118,8 @@ class UpdateUnit(wiring.Component):
             """The stage of the job that is running."""
             return Mux(apply, applying, accumulate)
 
-        # reads, READ_LATENCY cycles ahead: D at the issue (apply) or in cycle 1
-        # (accumulate), T in cycle 4 (apply)
+        # reads, READ_LATENCY cycles before the stage that uses them: D at the issue
+        # (apply) or in cycle 3 (accumulate), T in cycle 6 (apply)
         used_d, used_t = ACCUMULATE_LATENCY - 1, APPLY_LATENCY - 1
         m.d.comb += [self.d_rd.addr.eq(at(addr[used_d - READ_LATENCY], addr[0])),
                      self.t_rd.addr.eq(addr[used_t - READ_LATENCY]),
@@ -134,7 +132,7 @@ class UpdateUnit(wiring.Component):
         with m.If(self.done):
             m.d.sync += self.busy.eq(0)
 
-        # cycle 1: the multiplier's second operand, one register for all lanes
+        # the multiplier's second operand, one register for all lanes
         shift = self.eta_shift
         b = Signal(signed(Formats.ETA_MULT_BITS + _SCALE + 1))
         m.d.sync += b.eq(Mux(apply, self.eta_mult << ~shift[:_SCALE.bit_length()], self.g))
@@ -168,7 +166,7 @@ class UpdateUnit(wiring.Component):
                 m.submodules[f"multiply_{i}_{low_a}_{low_b}"] = multiply
                 m.d.comb += [multiply.a.eq(chunk_a), multiply.b.eq(chunk_b)]
                 columns.setdefault(low_b, []).append((low_a, multiply.p))
-        # 5 (apply: 7): per chunk of b, the products of a's chunks summed; 6 (apply: 8):
+        # 4 (apply: 6): per chunk of b, the products of a's chunks summed; 5 (apply: 7):
         # the product
         sums = []
         for low_b, parts in columns.items():
@@ -179,13 +177,13 @@ class UpdateUnit(wiring.Component):
         total = sum(column << low_b for low_b, column in sums)
         prod = reg(signed(acc + len(b)), 6, "prod")
         m.d.sync += prod.eq(total)
-        # 7: accumulate D + prod; apply 9: t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+        # 6: accumulate D + prod; apply 8: t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
         new_d = reg(signed(acc), 4, "d")
         t = reg(signed(len(prod) - (_SCALE - 1)), 4, "t")
         m.d.sync += [new_d.eq(d_word + prod),
                      t.eq(prod[_SCALE - 1:].as_signed()
                           >> Cat(Const(0, 3), self.eta_shift[3:]))]
-        # apply 10: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1)
+        # apply 9: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1)
         n = reg(signed(len(t) + 2), 5, "n")
         m.d.sync += n.eq((Cat(Const(0, 1), t_word).as_signed() - t) >> 1)
         # apply 10: saturated to 24 bits: in range iff n's bits from 23 up are all equal
