@@ -193,12 +193,12 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 def test_predicted_cycles_by_hand():
     """16 x 16 x 16, r = 4, q = 2 on 4 x 4 (tile spacing 2R + C = 12, compute fill and
-    drain 14 + 3R + C = 30): batch load 16/4 tiles * 16/4 beats of 4 k-steps + 1 = 17;
-    frozen X*W 16 tiles * 16 + 30 = 286 and X*A 4 tiles * 16 + 30 = 94; a branch 16 tiles,
-    15 * max(r = 4, 12) + 4 + 30 = 214; accumulate 16/4 * 4 words - 1 + 7 (its latency)
+    drain 21 + 4R + C = 41): batch load 16/4 tiles * 16/4 beats of 4 k-steps + 1 = 17;
+    frozen X*W 16 tiles * 16 + 41 = 297 and X*A 4 tiles * 16 + 41 = 105; a branch 16 tiles,
+    15 * max(r = 4, 12) + 4 + 41 = 225; accumulate 16/4 * 4 words - 1 + 7 (its latency)
     + 2 = 24, apply 16 + 10 (its latency) + 1 = 27."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
-    batch, branch = 17 + 286 + 94, 214
+    batch, branch = 17 + 297 + 105, 225
     assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 24 + 27
     assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 24 + 27
 

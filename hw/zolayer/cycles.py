@@ -39,7 +39,7 @@ READ_EXTRA = 3
 #: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1).
 SPREAD_EXTRA = 3
 #: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
-FILL, FILL_PER_ROW, FILL_PER_COL = 14, 3, 1
+FILL, FILL_PER_ROW, FILL_PER_COL = 21, 4, 1
 
 
 def _ceil(a: int, b: int) -> int:
