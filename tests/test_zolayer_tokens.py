@@ -99,9 +99,10 @@ def test_token_walk_visits_every_beat_once(rows, cols, m, k):
 
 
 @pytest.mark.parametrize("rows, cols, m, k", SHAPES)
-def test_token_reader_reads_one_k_step_a_cycle_later(rows, cols, m, k):
-    """The feeder's port on the packed memory: X[tile*C + j, k] one cycle after the read,
-    held while ``en`` is low; the memory holds the host's beats, word Cat(word, tile)."""
+def test_token_reader_reads_one_k_step_two_cycles_later(rows, cols, m, k):
+    """The feeder's port on the packed memory: X[tile*C + j, k] two cycles after the read
+    (the register behind the memory, then the k-step picked), held while ``en`` is low; the
+    memory holds the host's beats, word Cat(word, tile)."""
     config = layer_config(rows=rows, cols=cols, max_m=m, max_k=k, max_n=rows, max_r=rows)
     tiling, lanes = layer_tiling(config), max(rows, cols)
     x = np.random.default_rng(k).integers(-128, 128, (m, k))
@@ -129,18 +130,21 @@ def test_token_reader_reads_one_k_step_a_cycle_later(rows, cols, m, k):
         return value - 256 if value >= 128 else value
 
     async def testbench(ctx):
-        previous = None
+        previous, before = None, None      # the last read, as of this and the last cycle
         for index, (tile, kk) in enumerate(reads):
             en = index % 5 != 3
             ctx.set(reader.x_rd.addr, (tile << k_bits) | kk)
             ctx.set(reader.x_rd.en, en)
             await ctx.tick()
+            before = previous
             if en:
                 previous = (tile, kk)
+            if before is None:
+                continue
             got = ctx.get(reader.x_rd.data.as_value())
-            expected = [int(x[previous[0] * cols + j, previous[1]]) for j in range(cols)]
+            expected = [int(x[before[0] * cols + j, before[1]]) for j in range(cols)]
             assert [token_byte((got >> (8 * j)) & 0xFF) for j in range(cols)] == expected, (
-                index, previous)
+                index, before)
 
     sim = Simulator(top)
     sim.add_clock(1e-6)

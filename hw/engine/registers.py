@@ -9,14 +9,11 @@ per-column parameter tables, and keeps STATUS, the cycle counters and ``irq``.
 """
 from __future__ import annotations
 
-import operator
-from functools import reduce
-
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.systolic.axil import RegisterPortSignature
+from zoforge.hw.systolic.axil import RegisterPortSignature, read_select
 from zoforge.hw.systolic.signatures import JobSignature, ModeSignature
 
 from .buffers import engine_buffers
@@ -84,14 +81,10 @@ class RegisterFile(wiring.Component):
                         elif register.kind == "config":
                             with m.If(~busy):
                                 m.d.sync += stored[name].eq(data)
-        # reads: the address decode registered (one hit flag per register), then the
-        # selected word (the AXI4-Lite target gives a read two cycles, READ_CYCLES)
-        selected = []
-        for name, register in REGISTER_MAP.items():
-            hit = Signal(name=f"read_{name.lower()}")
-            m.d.sync += hit.eq(port.rd_addr == register.address)
-            selected.append(Mux(hit, words.get(register.kind, values.get(name)), 0))
-        m.d.comb += port.rd_data.eq(reduce(operator.or_, selected))
+        # reads: the address decode registered, then the selected word (READ_CYCLES)
+        m.d.comb += port.rd_data.eq(read_select(m, port.rd_addr, {
+            name: (register.address, words.get(register.kind, values.get(name)))
+            for name, register in REGISTER_MAP.items()}))
         self._tables(m, busy)
 
         for name, counter in counters.items():

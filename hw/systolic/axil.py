@@ -9,15 +9,21 @@ SLVERR: AXI4-Lite lets a target either use the strobes, or ignore them and write
 word, or reject the strobe patterns it does not support with an error response; this target
 does the last (the register file has no byte lanes, and an OKAY for a write that did nothing
 would hide the host's mistake). Reads: ``rd_addr`` follows ``araddr`` and ``rd_data`` (from
-the register file, combinational) is registered into ``rdata``; read responses are OKAY.
+the register file) is taken into a register of its own every cycle, then into ``rdata`` (the
+register file's decode and the response's enable are not one path): a read's data comes
+:data:`READ_CYCLES` + 1 cycles after its address; read responses are OKAY.
 """
-from amaranth import Module, Mux, Signal
+import operator
+from functools import reduce
+
+from amaranth import Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import AxiLiteSignature
 
-__all__ = ["AxiLiteTarget", "RegisterPortSignature", "OKAY", "SLVERR", "READ_CYCLES"]
+__all__ = ["AxiLiteTarget", "RegisterPortSignature", "read_select", "OKAY", "SLVERR",
+           "READ_CYCLES"]
 
 OKAY, SLVERR = 0b00, 0b10      # AXI response codes (bresp / rresp)
 READ_CYCLES = 2                # cycles the register file has for a read (see the port)
@@ -39,6 +45,18 @@ class RegisterPortSignature(wiring.Signature):
 
     def __repr__(self):
         return f"RegisterPortSignature({self.addr_bits})"
+
+
+def read_select(m: Module, rd_addr: Value, words: dict[str, tuple[int, Value]]) -> Value:
+    """A register file's ``rd_data`` in :data:`READ_CYCLES` = 2 cycles: the address decode
+    registered (one hit flag per register, ``words``: name -> (byte address, value)), then
+    the selected word (an OR of the words whose flag is set; 0 at an unmapped address)."""
+    selected = []
+    for name, (address, value) in words.items():
+        hit = Signal(name=f"read_{name.lower()}")
+        m.d.sync += hit.eq(rd_addr == address)
+        selected.append(Mux(hit, value, 0))
+    return reduce(operator.or_, selected)
 
 
 class AxiLiteTarget(wiring.Component):
@@ -67,14 +85,16 @@ class AxiLiteTarget(wiring.Component):
         with m.Elif(bus.bready):
             m.d.sync += bus.bvalid.eq(0)
         # a read: the address into a register, held while the register file answers (it
-        # may register its decode), the data READ_CYCLES cycles after the address
-        pending = Signal(range(READ_CYCLES + 1))
-        rd_addr = Signal.like(regs.rd_addr)
+        # may register its decode); its data, taken every cycle, READ_CYCLES cycles after
+        # the address, goes to ``rdata`` in the next
+        pending = Signal(range(READ_CYCLES + 2))
+        rd_addr, rd_data = Signal.like(regs.rd_addr), Signal.like(regs.rd_data)
         m.d.comb += [bus.arready.eq(~bus.rvalid & (pending == 0)), regs.rd_addr.eq(rd_addr)]
+        m.d.sync += rd_data.eq(regs.rd_data)
         with m.If(bus.arvalid & bus.arready):
-            m.d.sync += [rd_addr.eq(bus.araddr), pending.eq(READ_CYCLES)]
+            m.d.sync += [rd_addr.eq(bus.araddr), pending.eq(READ_CYCLES + 1)]
         with m.Elif(pending == 1):
-            m.d.sync += [bus.rdata.eq(regs.rd_data), bus.rvalid.eq(1), pending.eq(0)]
+            m.d.sync += [bus.rdata.eq(rd_data), bus.rvalid.eq(1), pending.eq(0)]
         with m.Elif(pending != 0):
             m.d.sync += pending.eq(pending - 1)
         with m.Elif(bus.rready):

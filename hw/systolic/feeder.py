@@ -11,7 +11,10 @@ with the last k-step of a panel's last tile.
 
 Activations can come from one of several buffers (``act_ports``: port name -> words per
 tile, e.g. the ZO layer's tokens X and U = requant(X·A)); ``act_select`` picks the one a
-job reads (with more than one), all addressed ``Cat(word, tile)``.
+job reads (with more than one), all addressed ``Cat(word, tile)``. A port named in
+``registered`` delivers its data from a register of its own, one cycle later than a memory
+(its reader keeps the register behind the block RAM, e.g. before picking a part of the
+word): the feeder adds no register behind it.
 
 Outputs, :data:`READ_LATENCY` cycles after the step (the buffer read, then a register
 right behind each buffer, so that nothing combinational follows a block RAM, then one more
@@ -45,8 +48,9 @@ def weight_stream(tiling: Tiling) -> stream.Signature:
 
 
 class Feeder(wiring.Component):
-    def __init__(self, tiling: Tiling, min_gap: int, act_ports: dict[str, int] | None = None):
-        self.tiling, self.min_gap = tiling, min_gap
+    def __init__(self, tiling: Tiling, min_gap: int, act_ports: dict[str, int] | None = None,
+                 registered: frozenset[str] = frozenset()):
+        self.tiling, self.min_gap, self.registered = tiling, min_gap, frozenset(registered)
         self.act_ports = dict(act_ports or {"x_rd": tiling.panel_words})
         members = {
             "job": In(JobSignature(tiling.dim_bits)),
@@ -162,8 +166,11 @@ class Feeder(wiring.Component):
         for port, name in [(self.w_rd, "w_rd"), *zip(ports, self.act_ports)]:
             behind, word_reg = (Signal(port.data.shape(), name=f"{name}_{stage}")
                                 for stage in ("behind", "word"))
-            with top.If(load):
-                top.d.sync += behind.eq(port.data)
+            if name in self.registered:
+                top.d.comb += behind.eq(port.data)
+            else:
+                with top.If(load):
+                    top.d.sync += behind.eq(port.data)
             top.d.sync += word_reg.eq(behind)
             words.append(word_reg)
         w_word, acts = words[0], words[1]

@@ -7,9 +7,13 @@ Each tile leaves as R rows (top row first), tiles in the order of :func:`~.tiles
 (``tlast``). A result bank is free again (``tile_done``) when its last row has been read.
 Beside each row the stage reads the memories of ``side_reads`` (:class:`SideRead`: the
 engine's per-column parameter tables, the ZO layer's init buffer) into their fields of the
-row. :data:`READ_LATENCY` stages move with the stream (``~valid | ready``, the memories'
-``en``): the memory reads, a register of the whole row right behind the memories, then the
-row's register. ``job.start`` clears all state but the row's data.
+row. A row is issued (its memory reads) only when a place is reserved for it in a
+:data:`FIFO_DEPTH`-row FIFO in front of ``rows`` (a credit count: rows issued and not yet
+taken), so the :data:`READ_LATENCY` stages never stall: the memory reads, a register of the
+whole row right behind the memories, then the FIFO's write. The issue logic reads only
+registers (the credit count, the drained tiles, the tile order's end tests), not ``rows.ready``:
+the stream's back-pressure reaches it a cycle late, through the count. ``job.start`` clears
+all state but the rows' data.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 
 from amaranth import Cat, Module, ResetInserter, Signal
 from amaranth.lib import stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS
@@ -26,10 +31,13 @@ from .requant import input_layout, output_layout
 from .signatures import JobSignature
 from .tiles import Buffer, Tiling, tile_order
 
-__all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES", "READ_LATENCY"]
+__all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES", "READ_LATENCY", "FIFO_DEPTH"]
 
 #: Register stages from a row's issue (its memory reads) to the row on ``rows``.
 READ_LATENCY = 3
+#: Rows the output FIFO holds: the stages in flight, and a credit's way back, so that a
+#: stream that is always ready takes a row every cycle.
+FIFO_DEPTH = READ_LATENCY + 2
 
 SIDE_ADDRESSES = ("panel", "row")
 
@@ -72,30 +80,35 @@ class OutputStage(wiring.Component):
         bank = Signal()
         tiles_ready = Signal(2)     # drained tiles not yet read out
 
-        adv = ~rows.valid | rows.ready
-        issue = adv & (tiles_ready != 0)
+        width = len(Signal(input_layout(self.tiling.cols)).as_value())
+        m.submodules.fifo = fifo = SyncFIFO(width=width, depth=FIFO_DEPTH)
+        taken = rows.valid & rows.ready
+        credits = Signal(range(FIFO_DEPTH + 1))     # rows issued and not yet taken
+        room = Signal(init=1)                       # credits < FIFO_DEPTH, a register
+        issue = room & (tiles_ready != 0)
         cursor = tile_order(m, self.tiling, issue, job.m, job.n)
-        # READ_LATENCY stages, all moving with the stream (adv): the memory reads, a register
-        # of the whole row right behind the memories (its only load: placed beside them),
-        # then the row
+        after = credits + issue - taken
+        m.d.sync += [credits.eq(after), room.eq(after < FIFO_DEPTH)]
+        # the stages never stall: the memory reads, a register of the whole row right behind
+        # the memories (its only load: placed beside them), then the FIFO's write
         read = Signal(input_layout(self.tiling.cols))
-        m.d.comb += [self.res_rd.addr.eq(Cat(cursor.row, bank)), self.res_rd.en.eq(adv),
+        m.d.comb += [self.res_rd.addr.eq(Cat(cursor.row, bank)), self.res_rd.en.eq(1),
                      read.acc.eq(self.res_rd.data)]
         for name, side in self.side_reads.items():
             port = getattr(self, name)
             address = (cursor.panel if side.per == "panel"
                        else Cat(cursor.row, cursor.tile, cursor.panel))
-            m.d.comb += [port.addr.eq(address), port.en.eq(adv), read[side.field].eq(port.data)]
+            m.d.comb += [port.addr.eq(address), port.en.eq(1), read[side.field].eq(port.data)]
         read_valid, read_last, behind_valid = Signal(), Signal(), Signal()
-        behind, row = (Signal(input_layout(self.tiling.cols), name=name)
-                       for name in ("behind", "row"))
-        m.d.comb += [read.last.eq(read_last), rows.payload.eq(row)]
-        with m.If(adv):
-            m.d.sync += [read_valid.eq(issue), read_last.eq(issue & cursor.job_end),
-                         behind_valid.eq(read_valid), rows.valid.eq(behind_valid)]
+        behind = Signal(input_layout(self.tiling.cols), name="behind")
+        m.d.comb += read.last.eq(read_last)
+        m.d.sync += [read_valid.eq(issue), read_last.eq(issue & cursor.job_end),
+                     behind_valid.eq(read_valid)]
         rows_reg = Module()
-        with rows_reg.If(adv):
-            rows_reg.d.sync += [behind.eq(read), row.eq(behind)]
+        rows_reg.d.sync += behind.eq(read)
+        m.d.comb += [fifo.w_en.eq(behind_valid), fifo.w_data.eq(behind),
+                     rows.valid.eq(fifo.r_rdy), rows.payload.eq(fifo.r_data),
+                     fifo.r_en.eq(rows.ready)]
         # one expression (a Verilog ``assign``), not a conditional assignment: Icarus never
         # runs the ``always @*`` of one whose only input keeps its time-zero value, and the
         # counters that subtract tile_done would keep the X it leaves

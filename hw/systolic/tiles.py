@@ -194,7 +194,13 @@ def tile_order(m: Module, tiling: Tiling, advance, m_dim, n_dim) -> TileOrder:
     n0 = Signal(t.dim_bits + 1, name="first_weight")
     n1 = Signal(t.dim_bits + 1, init=t.weight_lanes, name="next_weight")
     tile_end = row == t.rows - 1
-    tiles_end = m1 >= m_dim
+    if t.rows > 1:
+        # the comparisons in registers (no carry chain behind ``advance``): m1 and n1 change
+        # at a tile's first row, their tests are read at its last, a cycle later at least
+        tiles_end, panels_end = Signal(name="tiles_end"), Signal(name="panels_end")
+        m.d.sync += [tiles_end.eq(m1 >= m_dim), panels_end.eq(n1 >= n_dim)]
+    else:
+        tiles_end, panels_end = m1 >= m_dim, n1 >= n_dim
     with m.If(advance):
         m.d.sync += row.eq(row + 1)
         with m.If(tile_end):
@@ -202,4 +208,4 @@ def tile_order(m: Module, tiling: Tiling, advance, m_dim, n_dim) -> TileOrder:
             with m.If(tiles_end):
                 m.d.sync += [tile.eq(0), m1.eq(t.act_lanes), panel.eq(panel + 1), n0.eq(n1),
                              n1.eq(n1 + t.weight_lanes)]
-    return TileOrder(row, tile, panel, n0, tile_end, tile_end & tiles_end & (n1 >= n_dim))
+    return TileOrder(row, tile, panel, n0, tile_end, tile_end & tiles_end & panels_end)

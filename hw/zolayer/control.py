@@ -6,7 +6,8 @@ from the AXI4-Lite target). A CTRL write with the start bit while idle starts a 
 registered from the written word. The cycle after the write is ``launch`` (a register):
 the units clear their state and the generator gets its ``save``/``restore`` pulse
 (``generator``); from the next cycle on (``active``) they work, until one of them reports
-the job's last action (``finish``), which ends ``busy`` and sets ``done``. The layer's
+the job's last action (``finish``, a cycle later: the layer registers its units' ends),
+which ends ``busy`` and sets ``done``. The layer's
 units see the job as ``job`` (:class:`LayerJobSignature`); a compute job's tile
 sequencers as ``tiles`` (:class:`~zoforge.hw.systolic.signatures.JobSignature`) and its
 requantizer as ``mode`` (``bias_en`` in a branch: the init XW; raw but in ``frozen_a``).
@@ -38,7 +39,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import ZoLayerConfig
 from zoforge.hw.rng.source import SnapshotSignature
-from zoforge.hw.systolic.axil import RegisterPortSignature
+from zoforge.hw.systolic.axil import RegisterPortSignature, read_select
 from zoforge.hw.systolic.signatures import JobSignature, ModeSignature
 
 from .registers import ADDR_BITS, CTRL_FIELDS, DIM_BITS, JOBS, LORA_JOBS, REGISTERS
@@ -83,7 +84,7 @@ class LayerControl(wiring.Component):
             "generator": Out(SnapshotSignature()),
             "settings": Out(settings_layout()),
             "array_step": In(1),     # the array takes a k-step (ARRAY_CYCLES)
-            "finish": In(1),         # the job's last action happens in this cycle
+            "finish": In(1),         # the job's last action happened (a cycle ago)
         })
 
     @property
@@ -145,10 +146,9 @@ class LayerControl(wiring.Component):
                        "STATUS": Cat(busy, done, unavailable),
                        "CTRL": Cat(Const(0, 1), code, Const(0, 2), job.minus, job.plain,
                                    job.query)}
-        with m.Switch(port.rd_addr):
-            for name, reg in REGISTERS.items():
-                with m.Case(reg.address):
-                    m.d.comb += port.rd_data.eq(read_values[name])
+        # reads: the address decode registered, then the selected word (READ_CYCLES)
+        m.d.comb += port.rd_data.eq(read_select(m, port.rd_addr, {
+            name: (reg.address, read_values[name]) for name, reg in REGISTERS.items()}))
 
         # the job: launch and the generator's pulses one cycle after the CTRL write
         m.d.sync += [job.launch.eq(start),

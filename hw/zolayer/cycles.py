@@ -21,6 +21,9 @@ Every phase of a job is counted (no stream stalls: the host keeps the streams bu
   and C). The first panel is fetched while its first tile computes, the next while the
   current one is computed, so a fetch adds no cycles.
 
+Every job then takes :data:`FINISH` cycle more: the layer registers its units' ends before
+the control's ``finish``.
+
 The constants of :func:`compute_extra` are the pipelines' depths, measured on the RTL
 (``benchmarks/bench_zolayer_busy.py`` prints the model's error on every case it runs).
 """
@@ -35,15 +38,18 @@ from .update import ACCUMULATE_LATENCY, APPLY_LATENCY
 __all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "bank_free", "LOAD_EXTRA",
            "READ_EXTRA", "SPREAD_EXTRA", "BIAS_EXTRA"]
 
+#: Cycles every job takes after its unit's last action: the layer's register in front of
+#: the control's ``finish``.
+FINISH = 1
 #: Cycles of a load beyond its beats, of ``read_master`` beyond its words.
 LOAD_EXTRA = 1
-READ_EXTRA = 2
+READ_EXTRA = 3
 #: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1), and a
 #: LoRA-FA branch in reading its bias XW beside the results.
 SPREAD_EXTRA = 2
 BIAS_EXTRA = 6
 #: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
-FILL, FILL_PER_ROW, FILL_PER_COL = 24, 3, 1
+FILL, FILL_PER_ROW, FILL_PER_COL = 25, 3, 1
 #: bank_free = FREE + FREE_PER_ROW * R + FREE_PER_COL * C (measured on the RTL; a LoRA-FA
 #: branch, which reads a bias beside each row, takes about half a cycle more: not modelled,
 #: its error stays below 1.5 % on every measured shape)
@@ -74,6 +80,12 @@ def job_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int =
                query: int = 0) -> int:
     """The CYCLES register of one ``job`` on a layer of shape ``m, k, n`` (rank ``r`` in
     lora-fa), ``query``: an accumulate's query within its branch job."""
+    return FINISH + _work_cycles(config, job, m, k, n, r, query)
+
+
+def _work_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int,
+                 query: int) -> int:
+    """A job's cycles up to its unit's last action."""
     R, C = config.rows, config.cols
     lora = config.mode == "lora-fa"
     k_t = r if lora else k

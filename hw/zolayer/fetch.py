@@ -12,8 +12,10 @@ Q transfers) into B k-steps of every branch's rows before the unit. A panel star
 while a bank is free (at most two panels staged or being staged); ``panels.w_banks`` counts
 the ones the feeder may start: a panel counts once its k-step :data:`LEAD` is staged (the
 rest arrive one per cycle, ahead of the feeder's reads, so the first tile of a panel
-computes while the panel is fetched), the feeder releases them (``panels.w_release``). The memory reads stall with the join (a word
-read waits in the read port until the unit takes it). The ``job``
+computes while the panel is fetched), the feeder releases them (``panels.w_release``). A
+word is read in two stages, the memory and a register behind it (the block RAM's output
+register; the master copy's is :class:`~.share.MasterPorts`'), which move together with the
+read ports' ``en``: both wait while the unit does not take the word. The ``job``
 (:class:`~.control.LayerJobSignature`): ``launch`` clears all state, ``active`` during a
 compute job enables the walk.
 """
@@ -86,15 +88,19 @@ class PanelFetch(wiring.Component):
         else:
             words, z_in = perturb.words, perturb.z
             m.d.comb += perturb.minus.eq(job.minus.replicate(R))
-        transfer = pending & words.ready
+        # the words' two stages: ``read`` (in the memory), ``pending`` (in the register
+        # behind it, offered to the unit); both move on ``advance``
+        read = Signal()
+        advance = ~pending | words.ready
         bank_free = (walk.k != 0) | (occupied < 2)   # mid-panel, or a bank to start one in
-        issue = active & ~fetched_all & bank_free & (~pending | transfer)
+        issue = active & ~fetched_all & bank_free & advance
         out = perturb.out.valid & perturb.out.ready
         m.d.comb += [walk.inner.eq(job.inner), written.inner.eq(job.inner << shift)]
         for w in (walk, written):
             m.d.comb += [w.restart.eq(job.launch), w.outer.eq(job.outer)]
         m.d.comb += [walk.advance.eq(issue), written.advance.eq(out)]
-        m.d.sync += pending.eq(issue | (pending & ~transfer))
+        with m.If(advance):
+            m.d.sync += [read.eq(issue), pending.eq(read)]
         with m.If(issue & walk.last):
             m.d.sync += fetched_all.eq(1)
         # a panel is the feeder's once its k-step LEAD is staged (the rest follow one per
@@ -104,13 +110,21 @@ class PanelFetch(wiring.Component):
             panels.w_banks.eq(panels.w_banks + ready - panels.w_release),
             occupied.eq(occupied + (issue & (walk.k == 0)) - panels.w_release)]
 
-        # the word: read in the issue cycle, in the read port's data from the next
-        m.d.comb += [self.t_rd.addr.eq(walk.flat), self.t_rd.en.eq(issue)]
+        # the word: read in the issue cycle, in the register behind the memory two
+        # advances later (top: the registers behind the block RAMs have no reset)
+        top = Module()
+        m.d.comb += [self.t_rd.addr.eq(walk.flat), self.t_rd.en.eq(advance)]
         word = self.t_rd.data
         if self.frozen:
-            m.d.comb += [self.w_rd.addr.eq(walk.flat), self.w_rd.en.eq(issue),
-                         self.a_rd.addr.eq(self.w_rd.addr), self.a_rd.en.eq(issue)]
-            weights = Mux(job.frozen_a, self.a_rd.data.as_value(), self.w_rd.data.as_value())
+            m.d.comb += [self.w_rd.addr.eq(walk.flat), self.w_rd.en.eq(advance),
+                         self.a_rd.addr.eq(self.w_rd.addr), self.a_rd.en.eq(advance)]
+            behind = []
+            for port, name in ((self.w_rd, "w_word"), (self.a_rd, "a_word")):
+                reg = Signal.like(port.data, name=name)
+                with top.If(advance):
+                    top.d.sync += reg.eq(port.data)
+                behind.append(reg)
+            weights = Mux(job.frozen_a, behind[1].as_value(), behind[0].as_value())
             weights = data.View(self.w_rd.data.shape(), weights)
             frozen = Signal(self.master_shape)
             for i in range(R):
@@ -122,4 +136,5 @@ class PanelFetch(wiring.Component):
         wiring.connect(m, wiring.flipped(self.z), z_in)
         m.d.comb += [self.stage_wr.addr.eq(Cat(written.k[:word_bits], written.panel[0])),
                      self.stage_wr.data.eq(perturb.out.payload), self.stage_wr.en.eq(out)]
-        return ResetInserter(job.launch)(m)
+        top.submodules.core = ResetInserter(job.launch)(m)
+        return top

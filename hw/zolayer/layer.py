@@ -109,7 +109,7 @@ class ZoLayer(wiring.Component):
         cfg, R = self.config, self.rows
         tiling = layer_tiling(cfg)
         buffers = layer_buffers(cfg, self.z_width)
-        memories = {name: buffer.memory() for name, buffer in buffers.items()}
+        memories = {name: buffer.memory(collisions_unused=True) for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
         acts = {"x_rd": cfg.max_k, **({"u_rd": cfg.max_r} if self.lora else {})}
@@ -121,7 +121,8 @@ class ZoLayer(wiring.Component):
         m.submodules.fetch = fetch = PanelFetch(tiling, buffers, self.z_lanes, self.z_width,
                                                 cfg.branch_lanes)
         m.submodules.array = array = SystolicArray(R, self.cols, a_bits=Formats.WEIGHT_BITS)
-        m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval, acts)
+        m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval, acts,
+                                                registered={"x_rd"})
         m.submodules.token_reader = tokens = TokenReader(tiling, cfg.max_k, self.lanes)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency)
         m.submodules.output = output = OutputStage(tiling, side)
@@ -144,9 +145,11 @@ class ZoLayer(wiring.Component):
         wiring.connect(m, control.tiles, feeder.job, output.job, sink.tiles)
         wiring.connect(m, control.mode, requant.mode)
         wiring.connect(m, control.generator, generator.control)
+        # a job finishes the cycle after its unit's last action (a register between the
+        # units' end tests and the control's state: not one path)
         m.d.comb += [self.irq.eq(control.irq), control.array_step.eq(feeder.valid),
-                     control.finish.eq(loader.done | update.done | reader.done | sink.done),
                      fetch.eps_shift.eq(control.settings.eps_shift)]
+        m.d.sync += control.finish.eq(loader.done | update.done | reader.done | sink.done)
 
         # loads; the generator to the panel fetch or the update unit
         wiring.connect(m, wiring.flipped(self.s_axis), loader.s_axis)

@@ -1,7 +1,10 @@
 """Master reader (``read_master``): the trained matrix's master copy out on the output
 stream, one word per beat in :class:`~.walk.PanelWalk` order (``inner`` x ``outer``), lane i
 the 24-bit value sign-extended to 32 bits, ``tlast`` on the last word. The read port is the
-parent's to share; a word read waits in it while the stream is stalled. The ``job``
+parent's to share (:class:`~.share.MasterPorts`: the data T_READ_LATENCY = 2 cycles after
+the read, a pipeline of the memory and a register that move on the port's ``en``); the
+reader drives ``en`` with the stream's advance, so a word read waits in that pipeline while
+the stream is stalled. The ``job``
 (:class:`~.control.LayerJobSignature`): ``launch`` clears the walk, ``active`` in a
 ``read_master`` job enables it; ``done`` pulses with the last beat.
 """
@@ -43,10 +46,14 @@ class MasterReader(wiring.Component):
         m.d.comb += [walk.restart.eq(job.launch), walk.advance.eq(issue),
                      walk.inner.eq(job.inner), walk.outer.eq(job.outer),
                      self.t_rd.addr.eq(walk.flat), self.t_rd.en.eq(adv)]
+        # a word is read with ``issue``, in the memory one cycle (valid_1, last_1), then in
+        # the port's register on the stream
+        valid_1, last_1 = Signal(), Signal()
         with m.If(job.launch):
-            m.d.sync += [read_all.eq(0), axis.tvalid.eq(0)]
+            m.d.sync += [read_all.eq(0), valid_1.eq(0), axis.tvalid.eq(0)]
         with m.Elif(adv):
-            m.d.sync += [axis.tvalid.eq(issue), axis.tlast.eq(issue & walk.last)]
+            m.d.sync += [valid_1.eq(issue), last_1.eq(issue & walk.last),
+                         axis.tvalid.eq(valid_1), axis.tlast.eq(last_1)]
         with m.If(issue & walk.last):
             m.d.sync += read_all.eq(1)
         m.d.comb += self.done.eq(axis.tvalid & axis.tlast & axis.tready)

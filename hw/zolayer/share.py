@@ -9,7 +9,13 @@
   (``load_master``).
 
 Both are multiplexers (the switch's transfer count modulo Q aside): a unit that is not
-selected sees its port's data but its requests go nowhere.
+selected sees its port's data but its requests go nowhere. T's read data passes one
+register (:data:`T_READ_LATENCY`: the block RAM's output register, its only load), which
+takes the read port's data whenever the port's ``en`` is high: a read with ``en`` in cycle
+c is on the units' ``data`` from cycle c + 2 if ``en`` is high in cycle c + 1 as well (a
+pipeline whose two stages, the memory and the register, move together on ``en``). The
+writes of T and D reach the memories a cycle after the unit's (registered after the
+multiplexer): a unit that reads a word it wrote waits a cycle more (none does within a job).
 """
 from __future__ import annotations
 
@@ -22,11 +28,13 @@ from zoforge.hw.systolic.tiles import Buffer
 from .buffers import Memory
 from .control import LayerJobSignature
 
-__all__ = ["ZSwitch", "MasterPorts", "T_READERS", "WRITERS"]
+__all__ = ["ZSwitch", "MasterPorts", "T_READERS", "WRITERS", "T_READ_LATENCY"]
 
 #: The units that read T, and the units that write T and D, each with the port name prefix.
 T_READERS = ("reader", "update", "fetch")
 WRITERS = ("update", "loader")
+#: Cycles from a read of T (``en`` high) to its word on the units' ``data``.
+T_READ_LATENCY = 2
 
 
 class ZSwitch(wiring.Component):
@@ -88,12 +96,16 @@ class MasterPorts(wiring.Component):
         for selected, port in ((updating, self.update_t_rd), (job.read_master, self.reader_t_rd)):
             address, enable = Mux(selected, port.addr, address), Mux(selected, port.en, enable)
         m.d.comb += [self.t_rd.addr.eq(address), self.t_rd.en.eq(enable)]
-        m.d.comb += [getattr(self, f"{unit}_t_rd").data.eq(self.t_rd.data) for unit in T_READERS]
-        # T's and D's writes: the update unit's while updating, else the loader's
+        word = Signal.like(self.t_rd.data, name="t_word")
+        with m.If(enable):
+            m.d.sync += word.eq(self.t_rd.data)
+        m.d.comb += [getattr(self, f"{unit}_t_rd").data.eq(word) for unit in T_READERS]
+        # T's and D's writes: the update unit's while updating, else the loader's, one cycle
+        # later (from registers: the block RAMs' write ports after the multiplexer)
         for memory in ("t_wr", "d_wr"):
             port, ours, theirs = (getattr(self, name) for name in
                                   (memory, f"update_{memory}", f"loader_{memory}"))
-            m.d.comb += [port.addr.eq(Mux(updating, ours.addr, theirs.addr)),
+            m.d.sync += [port.addr.eq(Mux(updating, ours.addr, theirs.addr)),
                          port.data.eq(Mux(updating, ours.data.as_value(), theirs.data.as_value())),
                          port.en.eq(Mux(updating, ours.en, theirs.en))]
         return m

@@ -86,7 +86,8 @@ class TokenWalk(wiring.Component):
 
 class TokenReader(wiring.Component):
     """The feeder's ``x_rd`` (k-steps up to ``max_k``) on the packed memory's ``packed_rd``
-    (module docstring)."""
+    (module docstring), its data two cycles after the read (a register behind the block
+    RAM, then the k-step picked): the feeder's ``registered`` port."""
 
     def __init__(self, tiling: Tiling, max_k: int, lanes: int):
         self.tiling, self.max_k = tiling, max_k
@@ -103,10 +104,16 @@ class TokenReader(wiring.Component):
         k, tile = self.x_rd.addr[:k_bits], self.x_rd.addr[k_bits:]
         word, step = divide(k, self.pack)
         word_bits = address_bits(token_words_per_tile(self.max_k, self.pack))
+        # the word in the register behind the block RAM (its output register), then the
+        # k-step picked from it: x_rd's data two cycles after the read (the feeder's
+        # ``registered`` port)
         selected = Signal(range(self.pack))         # k % P of the word being read
+        picked = Signal(range(self.pack))           # ... of the word in the register
+        word_reg = Signal.like(self.packed_rd.data, name="packed_word")
         m.d.comb += [self.packed_rd.addr.eq(Cat(word[:word_bits], tile)),
                      self.packed_rd.en.eq(self.x_rd.en),
-                     self.x_rd.data[0].eq(self.packed_rd.data[selected])]
+                     self.x_rd.data[0].eq(word_reg[picked])]
         with m.If(self.x_rd.en):
             m.d.sync += selected.eq(step)
+        m.d.sync += [word_reg.eq(self.packed_rd.data), picked.eq(selected)]
         return m

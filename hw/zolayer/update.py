@@ -7,28 +7,35 @@ Two jobs (see :mod:`zoforge.golden.zolayer.model` for the arithmetic), per lane:
                  T <- clamp(T - delta, -2^23, 2^23 - 1);  D <- 0
 
 The memories belong to the parent (``t_*``: the master copy T, ``d_*``: the update
-accumulator D; it shares the master's ports with other units). Words are issued one per
-cycle in :class:`~.walk.PanelWalk` order over ``outer`` features (``word_features`` per
-panel, R by default) and ``inner`` words (on ``z.valid`` when accumulating); every word is
-read when its
-pipeline stage needs it and written :data:`ACCUMULATE_LATENCY` (accumulate) or
+accumulator D; it shares the master's ports with other units, whose read data arrives
+:data:`~.share.T_READ_LATENCY` cycles after the read). Words are issued one per cycle in
+:class:`~.walk.PanelWalk` order over ``outer`` features (``word_features`` per panel, R by
+default) and ``inner`` words (on ``z.valid`` when accumulating); every word is read
+:data:`READ_LATENCY` cycles before its pipeline stage needs it (the block RAM's read, its
+output register, one more register; the read ports' ``en`` high all along, so that the
+registers move every cycle) and written :data:`ACCUMULATE_LATENCY` (accumulate) or
 :data:`APPLY_LATENCY` (apply) cycles after its issue. Every word is read and written once,
-so the pipeline needs no forwarding. ``done`` pulses with the last write.
+so the pipeline needs no forwarding (nor a read of a word in the cycle it is written).
+``done`` pulses with the last write.
 
-Pipeline, per lane, in cycles after the issue (registers at the end of each)::
+Pipeline, per lane, in cycles after the issue (what is registered at the end of each)::
 
-    0  issue; apply: read D                        accumulate: z taken
-    1  a = apply ? D : z
-       b = apply ? eta_mult << (7 - s % 8) : g    (s = eta_shift; one register for all lanes)
-    2  a[:16] * b, a[16:] * b                      partial products, one DSP48E2 each
-    3  prod = a * b (their sum)                    accumulate: read D; apply: -
-    4  accumulate: D + prod                        apply: t = (prod >> 6) >> (s & ~7), read T
-                                                          (= (2 * D * eta_mult) >> s)
-    5  accumulate: written                         apply: n = (2 * T - t) >> 1 = T -
-                                                          round_half_up(D * eta_mult / 2^s)
-    6                                              apply: T = n saturated to 24 bits (from
-                                                          its upper bits), written; D = 0
+    accumulate              apply
+    0   issue, z taken      0   issue, read D
+    1   a = z, b = g        3   a = D (READ_LATENCY later), b = eta_mult << (7 - s % 8)
+    2-3 the products of a's and b's 16-bit chunks, one DSP each
+        (:class:`~zoforge.hw.systolic.multiply.PipelinedMultiplier`: its operand
+        registers take a and b in cycle 1 / 3)
+                            4-5 the products;  6: read T
+    3   read D
+    4   per chunk of b, the products summed                 6
+    5   prod = a * b (their sum)                             7
+    6   D + prod            8   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+    7   D written           9   n = (2 * T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s)
+                            10  T = n saturated to 24 bits (from its upper bits) and D = 0
+                                written
 
+(b is one register for all lanes.)
 (The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
 :class:`~zoforge.hw.systolic.requant.RequantStream`.)
 """
@@ -40,15 +47,22 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
+from zoforge.hw.systolic.multiply import LATENCY as MULTIPLY_LATENCY
+from zoforge.hw.systolic.multiply import PipelinedMultiplier
 
 from .walk import PanelWalk
 
-__all__ = ["UpdateUnit", "ACCUMULATE_LATENCY", "APPLY_LATENCY"]
+__all__ = ["UpdateUnit", "ACCUMULATE_LATENCY", "APPLY_LATENCY", "READ_LATENCY"]
 
-#: Cycles from a word's issue to its write, per job.
-ACCUMULATE_LATENCY = 5
-APPLY_LATENCY = 6
-_CHUNK = 16                 # bits of the lower operand chunks (one DSP48E2 product each)
+#: Cycles from a read of D or T to the register the datapath uses.
+READ_LATENCY = 3
+_SUMS = 2                   # register stages summing the partial products
+#: Cycles from a word's issue to its write, per job: accumulate's operand z a cycle after
+#: the issue, apply's D READ_LATENCY cycles; the products, their sums; then D + prod
+#: (accumulate), t and n (apply).
+ACCUMULATE_LATENCY = 1 + MULTIPLY_LATENCY + _SUMS + 1
+APPLY_LATENCY = READ_LATENCY + MULTIPLY_LATENCY + _SUMS + 2
+_CHUNK = 16                 # bits of the operands' chunks (one DSP product each)
 _SCALE = 7                  # the multiplier is pre-scaled by up to 2^7
 
 
@@ -104,10 +118,12 @@ class UpdateUnit(wiring.Component):
             """The stage of the job that is running."""
             return Mux(apply, applying, accumulate)
 
-        # reads: D at the issue (apply) or in cycle 3 (accumulate), T in cycle 4 (apply)
-        m.d.comb += [self.d_rd.addr.eq(at(addr[3], addr[0])),
-                     self.d_rd.en.eq(at(valid[3], valid[0])),
-                     self.t_rd.addr.eq(addr[4]), self.t_rd.en.eq(valid[4] & apply)]
+        # reads, READ_LATENCY cycles before the stage that uses them: D at the issue
+        # (apply) or in cycle 3 (accumulate), T in cycle 6 (apply)
+        used_d, used_t = ACCUMULATE_LATENCY - 1, APPLY_LATENCY - 1
+        m.d.comb += [self.d_rd.addr.eq(at(addr[used_d - READ_LATENCY], addr[0])),
+                     self.t_rd.addr.eq(addr[used_t - READ_LATENCY]),
+                     self.d_rd.en.eq(1), self.t_rd.en.eq(1)]
         written = at(valid[ACCUMULATE_LATENCY], valid[APPLY_LATENCY])
         written_last = at(last[ACCUMULATE_LATENCY], last[APPLY_LATENCY])
         m.d.comb += [self.d_wr.addr.eq(at(addr[ACCUMULATE_LATENCY], addr[APPLY_LATENCY])),
@@ -116,7 +132,7 @@ class UpdateUnit(wiring.Component):
         with m.If(self.done):
             m.d.sync += self.busy.eq(0)
 
-        # cycle 1: the multiplier's second operand, one register for all lanes
+        # the multiplier's second operand, one register for all lanes
         shift = self.eta_shift
         b = Signal(signed(Formats.ETA_MULT_BITS + _SCALE + 1))
         m.d.sync += b.eq(Mux(apply, self.eta_mult << ~shift[:_SCALE.bit_length()], self.g))
@@ -133,37 +149,54 @@ class UpdateUnit(wiring.Component):
         def reg(shape, stage, name):
             return Signal(shape, name=f"{name}_s{stage}_{i}")
 
-        # 1: the operand
-        a = reg(signed(acc), 1, "a")
-        m.d.sync += a.eq(Mux(apply, self.d_rd.data[i], z))
-        # 2: partial products: unsigned 16-bit chunks of a, its signed top chunk
-        cuts = list(range(0, acc, _CHUNK))
-        parts = []
-        for n, low in enumerate(cuts):
-            chunk = a[low:min(low + _CHUNK, acc)]
-            chunk = chunk.as_signed() if low == cuts[-1] else chunk
-            part = reg(signed(len(chunk) + len(b) + 1), 2, f"part{n}")
-            m.d.sync += part.eq(chunk * b)
-            parts.append((low, part))
-        # 3: the product
-        prod = reg(signed(acc + len(b)), 3, "prod")
-        total = parts[0][1]
-        for low, part in parts[1:]:
-            total = total + (part << low)
+        # the words read, READ_LATENCY cycles after their read: D behind the block RAM
+        # (its output register), then one more; T from the shared port's register, then
+        # one more
+        d_behind, d_word = reg(signed(acc), 0, "d_behind"), reg(signed(acc), 0, "d_word")
+        t_word = reg(signed(Formats.MASTER_BITS), 0, "t_word")
+        m.d.sync += [d_behind.eq(self.d_rd.data[i]), d_word.eq(d_behind),
+                     t_word.eq(self.t_rd.data[i])]
+        # 1 (apply: 3): the operand into the multipliers' input registers; the products of
+        # its 16-bit chunks (unsigned but the top one) with b's (the same)
+        a = Mux(apply, d_word, z)
+        columns = {}
+        for low_a, chunk_a in _chunks(a, acc):
+            for low_b, chunk_b in _chunks(b, len(b)):
+                multiply = PipelinedMultiplier(chunk_a.shape(), chunk_b.shape())
+                m.submodules[f"multiply_{i}_{low_a}_{low_b}"] = multiply
+                m.d.comb += [multiply.a.eq(chunk_a), multiply.b.eq(chunk_b)]
+                columns.setdefault(low_b, []).append((low_a, multiply.p))
+        # 4 (apply: 6): per chunk of b, the products of a's chunks summed; 5 (apply: 7):
+        # the product
+        sums = []
+        for low_b, parts in columns.items():
+            total = sum(part << low_a for low_a, part in parts)
+            column = reg(total.shape(), 5, f"column{low_b}")
+            m.d.sync += column.eq(total)
+            sums.append((low_b, column))
+        total = sum(column << low_b for low_b, column in sums)
+        prod = reg(signed(acc + len(b)), 6, "prod")
         m.d.sync += prod.eq(total)
-        # 4: accumulate D + prod; apply t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+        # 6: accumulate D + prod; apply 8: t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
         new_d = reg(signed(acc), 4, "d")
         t = reg(signed(len(prod) - (_SCALE - 1)), 4, "t")
-        m.d.sync += [new_d.eq(self.d_rd.data[i] + prod),
+        m.d.sync += [new_d.eq(d_word + prod),
                      t.eq(prod[_SCALE - 1:].as_signed()
                           >> Cat(Const(0, 3), self.eta_shift[3:]))]
-        # 5: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1)
+        # apply 9: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1)
         n = reg(signed(len(t) + 2), 5, "n")
-        m.d.sync += n.eq((Cat(Const(0, 1), self.t_rd.data[i]).as_signed() - t) >> 1)
-        # 6: saturated to 24 bits: in range iff n's bits from 23 up are all equal
+        m.d.sync += n.eq((Cat(Const(0, 1), t_word).as_signed() - t) >> 1)
+        # apply 10: saturated to 24 bits: in range iff n's bits from 23 up are all equal
         top = (1 << (Formats.MASTER_BITS - 1)) - 1
         upper = n[Formats.MASTER_BITS - 1:]
         inside = (upper == 0) | (upper == (1 << len(upper)) - 1)
         m.d.comb += [self.t_wr.data[i].eq(Mux(inside, n[:Formats.MASTER_BITS],
                                                 Mux(n[-1], -top - 1, top))),
                      self.d_wr.data[i].eq(Mux(apply, 0, new_d))]
+
+
+def _chunks(value, width: int):
+    """``(offset, chunk)`` of ``value``'s 16-bit chunks: unsigned, the top one signed."""
+    cuts = range(0, width, _CHUNK)
+    return [(low, value[low:min(low + _CHUNK, width)].as_signed() if low == cuts[-1]
+             else value[low:low + _CHUNK]) for low in cuts]
