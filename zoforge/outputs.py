@@ -13,6 +13,8 @@
 * :func:`make_dirs` creates folders inside the output folder, refusing a symbolic link at
   any level between the output folder and the new folder (a link there could point
   anywhere).
+* :func:`set_aside` renames an unusable file (a damaged checkpoint) to ``NAME.damaged``
+  beside it, keeping it for inspection.
 * :func:`write_text`, :func:`write_bytes` and :func:`output_path` write a file so that
   readers see the old file or the complete new one: the new content goes to a temporary
   file created beside it with ``O_EXCL | O_NOFOLLOW`` (never an existing file or link) and
@@ -37,7 +39,7 @@ from zoforge.errors import ConfigError, os_fault
 from zoforge.files import atomic_path, can_write
 
 __all__ = ["check_out_dir", "make_out_dir", "make_dirs", "check_targets", "write_text",
-           "write_bytes", "output_path"]
+           "write_bytes", "output_path", "set_aside"]
 
 _NO_LINKS = ("a folder in which no output file (nor a folder on the way to it) is a symbolic "
              "link: zoforge never writes through one")
@@ -159,3 +161,18 @@ def write_bytes(path: str | os.PathLike, data: bytes, root: str | os.PathLike | 
         with open(tmp, "wb") as handle:
             handle.write(data)
     return Path(path)
+
+
+def set_aside(path: str | os.PathLike, root: str | os.PathLike | None = None,
+              flag: str = "--out", suffix: str = ".damaged") -> Path:
+    """Rename ``path`` to ``path`` + ``suffix`` (replacing an earlier one; a link at either
+    name, or between ``root`` and them, is refused); returns the new path."""
+    path = Path(path)
+    target = path.with_name(path.name + suffix)
+    root = path.parent if root is None else root
+    check_targets(root, [path, target], flag)
+    try:
+        os.replace(path, target)
+    except OSError as error:
+        raise os_fault(flag, path, error) from None
+    return target

@@ -125,7 +125,8 @@ def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
         else:
             inputs[name] = (hidden, mask)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
+    with atomic_path(path, "cache_dir" if cfg.cache_dir else "ZOFORGE_CACHE") as tmp, \
+            open(tmp, "wb") as handle:
         torch.save(inputs, handle)      # to a handle: the bytes do not depend on tmp's name
     return inputs
 
