@@ -450,10 +450,32 @@ def _task_problem(key, kind, spec, status, result, attempts, completions) -> str
         return f"spec: {problem}"
     if status == "done" and result is None:
         return "done without a result"
-    if result is not None and (problem := _json_object(result)):
+    if result is not None and (problem := _json_object(result) or _result_problem(
+            kind, json.loads(result))):
         return f"result: {problem}"
     if not all(isinstance(n, int) for n in (attempts, completions)):
         return "attempts or completions not integers"
+    return None
+
+
+def _result_problem(kind: str, result: dict) -> str | None:
+    """What makes a stored result unreadable by :mod:`zoforge.sweep.results`, or None: a
+    training's needs every field of :data:`~zoforge.sweep.tasks.TRAIN_FIELDS` (a number or
+    null), a report's must be read by :meth:`~zoforge.reports.model.Report.from_json`."""
+    # imported here: the task and report modules load only when a store holds results
+    if kind == "train":
+        from zoforge.sweep.tasks import TRAIN_FIELDS
+        for name in TRAIN_FIELDS:
+            value = result.get(name, "missing")
+            if value is not None and (isinstance(value, bool)
+                                      or not isinstance(value, (int, float))):
+                return f"{name} {value!r} is not a number"
+        return None
+    from zoforge.reports.model import Report
+    try:
+        Report.from_json(result)
+    except Exception as error:        # any way a stored report can be unreadable
+        return f"not a report ({type(error).__name__})"
     return None
 
 

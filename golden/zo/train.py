@@ -25,6 +25,7 @@ one-line error naming ``lr``.
 """
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
@@ -41,7 +42,7 @@ from zoforge.golden.zo.hwmlp import HardwarePRGE
 from zoforge.golden.zo.optimizers import make_optimizer
 from zoforge.inputs import open_regular
 from zoforge.outputs import (check_out_dir, check_targets, make_out_dir, output_path, set_aside,
-                             write_text)
+                             write_bytes, write_text)
 
 __all__ = ["train", "batch_index", "build_optimizer", "Interrupted"]
 
@@ -72,8 +73,11 @@ def build_optimizer(cfg: TrainConfig, trainable):
 
 
 def _save(path: Path, state: dict) -> None:
-    with output_path(path, root=path.parent) as tmp, open(tmp, "wb") as handle:
-        torch.save(state, handle)       # to a handle: the bytes do not depend on tmp's name
+    # serialised in memory first: torch.save on a full disk raises a RuntimeError of its
+    # own; write_bytes makes any failed write one line, with nothing under the final name
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    write_bytes(path, buffer.getvalue(), root=path.parent, flag="out")
 
 
 def _read_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
