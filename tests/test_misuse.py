@@ -106,6 +106,11 @@ def files(tmp_path_factory) -> dict:
     (text_reports / "top_power.rpt").write_text("| nothing | here |\n")
     empty_reports = tmp / "vivado-empty"
     empty_reports.mkdir()
+    (tmp / "version-bool.json").write_text('{"zoforge_config": true, "lr": 0.1}')
+    (tmp / "nested.json").write_text('{"lr": ' + "[" * 50 + "]" * 50 + "}")
+    (tmp / "control.toml").write_text('kind = "rng"\nstrategy = "onthefly\\u001b[2J"\n')
+    (tmp / "damaged-store").mkdir()
+    (tmp / "damaged-store" / "sweep.db").write_bytes(b"SQLite format 3\x00" + binary)
     (tmp / "store-file").write_text("")
     (tmp / "out-dir").mkdir()
     return f
@@ -292,6 +297,17 @@ CASES = [
     ("train-config-duplicate-key", TRAIN + ["--config", "{tmp}/duplicate.json"], "key 'lr' in"),
     ("train-config-too-deep", TRAIN + ["--config", "{tmp}/deep.json"], "--config"),
     ("train-config-forged-line", TRAIN + ["--config", "{tmp}/forged.json"], "method in"),
+    ("train-config-version-bool", TRAIN + ["--config", "{tmp}/version-bool.json"],
+     "zoforge_config in"),
+    ("train-config-nested", TRAIN + ["--config", "{tmp}/nested.json"], "--config"),
+    ("generate-config-control-character", ["generate", "--config", "{tmp}/control.toml",
+                                           "--out", NO_OUT], "strategy in"),
+    ("train-cache-empty", train_without("--cache-dir"), "ZOFORGE_CACHE",
+     {"ZOFORGE_CACHE": ""}),
+    ("cosim-cache-relative", ["cosim", "rng", "--cycles", "10"], "ZOFORGE_CACHE",
+     {"ZOFORGE_CACHE": "relative/cache"}),
+    ("sweep-store-damaged", ["sweep", "--preset", "tiny", "--store", "{tmp}/damaged-store",
+                             "--outputs-only"], "--store"),
     ("generate-config-fifo", ["generate", "--config", "{tmp}/fifo.json", "--out", NO_OUT],
      "--config"),
     ("sweep-config-fifo", ["sweep", "--config", "{tmp}/fifo.json", "--store", "{tmp}/store"],
