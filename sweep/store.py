@@ -462,8 +462,8 @@ def _result_problem(kind: str, result: dict) -> str | None:
     """What makes a stored result unreadable by :mod:`zoforge.sweep.results`, or None: a
     training's needs every field of :data:`~zoforge.sweep.tasks.TRAIN_FIELDS` (a number or
     null), a report's must be read by :meth:`~zoforge.reports.model.Report.from_json`."""
-    # imported here: the task and report modules load only when a store holds results
     if kind == "train":
+        # imported here for start-up time: the task module loads only when results are read
         from zoforge.sweep.tasks import TRAIN_FIELDS
         for name in TRAIN_FIELDS:
             value = result.get(name, "missing")
@@ -471,6 +471,7 @@ def _result_problem(kind: str, result: dict) -> str | None:
                                       or not isinstance(value, (int, float))):
                 return f"{name} {value!r} is not a number"
         return None
+    # imported here for start-up time: the report model loads only when reports are read
     from zoforge.reports.model import Report
     try:
         Report.from_json(result)
