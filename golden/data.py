@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from zoforge.errors import ConfigError
-from zoforge.inputs import open_regular
+from zoforge.inputs import MAX_DATA_BYTES, open_regular
 
 __all__ = ["TextDataset", "Splits", "default_data_path", "load_dataset", "split"]
 
@@ -77,7 +77,8 @@ def _open_text(raw, path: Path):
 
 def _rows(path: Path):
     # a regular file only, opened without blocking (zoforge.inputs: the guarded input path)
-    with open_regular(path, "data", "a readable CSV or JSON-lines file") as raw, \
+    with open_regular(path, "data", "a readable CSV or JSON-lines file of at most 1 GiB",
+                      MAX_DATA_BYTES) as raw, \
             _open_text(raw, path) as handle:
         if ".jsonl" in path.name or ".json" in path.name:
             for number, line in enumerate(handle, 1):

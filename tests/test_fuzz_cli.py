@@ -95,7 +95,6 @@ CONFIG_COMMANDS = {
 
 
 def _fields(kind: str) -> list[str]:
-    from zoforge.config import Config  # noqa: F401  (the field names of each kind)
     if kind == "train":
         from zoforge.golden.zo.config import TrainConfig
         return [f for f in TrainConfig.__dataclass_fields__]
@@ -105,10 +104,11 @@ def _fields(kind: str) -> list[str]:
     if kind == "sweep":
         return ["name", "description", "train", "grid", "points", "report", "hardware",
                 "search", "paper"]
-    from zoforge.golden.rng import GENERATOR_CONFIGS
-    names = {"kind", "strategy"}
-    for config in GENERATOR_CONFIGS.values():
-        names |= set(config.__dataclass_fields__)
+    from zoforge.hw.designs import designs       # every registered design's fields
+    names = {"kind", "strategy", "zoforge_config"}
+    for design in designs().values():
+        for config in design.configs:
+            names |= set(config.__dataclass_fields__) | ({config.tag} - {None})
     return sorted(names)
 
 
@@ -149,6 +149,8 @@ def config_files(draw, command: str) -> tuple[str, bytes]:
     fields = _fields(kind)
     syntax = draw(st.sampled_from(syntaxes))
     values = draw(st.dictionaries(st.sampled_from(fields), VALUES, max_size=4))
+    if kind == "design" and draw(st.booleans()):      # a real design, so its fields are read
+        values["kind"] = draw(st.sampled_from(["rng", "engine", "zo-layer"]))
     poison = draw(_poisons(fields))
     raw = None
     if isinstance(poison, tuple):

@@ -109,6 +109,8 @@ def files(tmp_path_factory) -> dict:
     (tmp / "version-bool.json").write_text('{"zoforge_config": true, "lr": 0.1}')
     (tmp / "nested.json").write_text('{"lr": ' + "[" * 50 + "]" * 50 + "}")
     (tmp / "control.toml").write_text('kind = "rng"\nstrategy = "onthefly\\u001b[2J"\n')
+    with open(tmp / "huge.jsonl", "wb") as handle:      # sparse: no disk space used
+        handle.truncate((1 << 30) + 1)
     (tmp / "damaged-store").mkdir()
     (tmp / "damaged-store" / "sweep.db").write_bytes(b"SQLite format 3\x00" + binary)
     (tmp / "store-file").write_text("")
@@ -269,6 +271,7 @@ CASES = [
     ("train-data-null-text", TRAIN + ["--data", "{tmp}/null-text.jsonl"], "--data"),
     ("train-data-blank-text", TRAIN + ["--data", "{tmp}/empty-text.jsonl"], "--data"),
     ("train-data-a-folder", TRAIN + ["--data", "{tmp}"], "--data"),
+    ("train-data-over-the-size-limit", TRAIN + ["--data", "{tmp}/huge.jsonl"], "--data"),
     ("train-lr-huge", TRAIN + ["--lr", "1e300"], "--lr"),
     ("train-lr-inf", TRAIN + ["--lr", "inf"], "--lr"),
     ("train-eps-huge", TRAIN + ["--eps", "1e300"], "--eps"),

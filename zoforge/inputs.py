@@ -4,7 +4,8 @@ checkpoints, stores).
 * :func:`open_regular` / :func:`read_bytes` accept a **regular file only** (after resolving
   links): a folder, a FIFO, a socket or a device is refused before it is opened, and the
   file is opened without blocking and checked again once open (a FIFO swapped in between
-  cannot hang the read). :func:`read_bytes` reads at most ``limit`` bytes (a larger file is
+  cannot hang the read), refused unread if larger than its limit (:data:`MAX_DATA_BYTES`
+  for data files). :func:`read_bytes` reads at most ``limit`` bytes (a larger file is
   refused before it is read: nothing reads without bound).
 * :func:`read_table` is the one strict reader of configuration files (TOML or JSON, at most
   :data:`MAX_FILE_BYTES`): it refuses, each with a one-line
@@ -28,10 +29,12 @@ from typing import Any, BinaryIO
 from zoforge.errors import ConfigError
 
 __all__ = ["open_regular", "read_bytes", "read_table", "check_values", "MAX_FILE_BYTES",
-           "MAX_DEPTH"]
+           "MAX_DEPTH", "MAX_DATA_BYTES"]
 
 #: Largest configuration file read, 1 MiB (a larger one is refused before it is read).
 MAX_FILE_BYTES = 1 << 20
+#: Largest data file read (``--data``, compressed or not), 1 GiB.
+MAX_DATA_BYTES = 1 << 30
 #: Deepest nesting of tables and lists in a configuration file (zoforge's use 2).
 MAX_DEPTH = 16
 
@@ -42,10 +45,11 @@ def _refusal(parameter: str, what: str, path: Path):
     return refused
 
 
-def open_regular(path: Path | str, parameter: str, what: str = "a readable regular file"
-                 ) -> BinaryIO:
-    """``path`` opened for reading in binary, if it is a regular file (links resolved);
-    a one-line :class:`ConfigError` naming ``parameter`` (``must be WHAT``) otherwise."""
+def open_regular(path: Path | str, parameter: str, what: str = "a readable regular file",
+                 limit: int | None = None) -> BinaryIO:
+    """``path`` opened for reading in binary, if it is a regular file (links resolved) of
+    at most ``limit`` bytes (None: any size); a one-line :class:`ConfigError` naming
+    ``parameter`` (``must be WHAT``) otherwise."""
     path = Path(path)
     refused = _refusal(parameter, what, path)
     try:
@@ -54,6 +58,8 @@ def open_regular(path: Path | str, parameter: str, what: str = "a readable regul
         raise refused(getattr(error, "strerror", None) or str(error)) from None
     if not stat.S_ISREG(before.st_mode):
         raise refused("not a regular file")
+    if limit is not None and before.st_size > limit:
+        raise refused(f"{before.st_size} bytes, more than {_size(limit)}")
     try:    # without blocking: a FIFO swapped in after the check cannot hang the open
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
     except OSError as error:
