@@ -31,7 +31,8 @@ no reader ever sees a ``done`` task without its result.
 **Checked on open.** Once per process and store, :class:`Store` checks that ``sweep.db``
 is a regular file (a link is resolved; a FIFO or a device is refused unopened), SQLite's
 ``PRAGMA quick_check``, the schema (the tables and their columns) and every row (a known
-status and kind, JSON objects where JSON is kept, a result for every ``done`` task). A
+status and kind, JSON objects where JSON is kept, a result for every ``done`` task that
+:mod:`zoforge.sweep.results` can read). A
 damaged store or row is a one-line :class:`~zoforge.errors.ConfigError` naming ``store``,
 what is wrong and how to recover: a damaged file is moved aside by hand (its tasks are run
 again), damaged rows are set aside by ``repair=True`` (``zoforge sweep --repair``): each
@@ -81,16 +82,22 @@ CREATE TABLE IF NOT EXISTS damaged(
     tbl TEXT NOT NULL, key TEXT, data TEXT NOT NULL, reason TEXT NOT NULL, moved REAL);
 """
 
-#: The columns of each table (the schema check on open; ``damaged`` may be missing).
-COLUMNS = {
-    "meta": ("key", "value"),
-    "tasks": ("key", "kind", "spec", "status", "owner", "host", "pid", "heartbeat",
-              "attempts", "completions", "result", "error", "traceback", "seconds",
-              "finished_by", "updated"),
-    "scopes": ("scope", "data"),
-    "points": ("scope", "ord", "train_key", "hw_key", "swept"),
-    "damaged": ("tbl", "key", "data", "reason", "moved"),
-}
+
+
+def _schema_columns() -> dict[str, tuple[str, ...]]:
+    """Each table of :data:`_SCHEMA` and its columns, read from a database made from it."""
+    db = sqlite3.connect(":memory:")
+    db.executescript(_SCHEMA)
+    tables = [row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = "
+                                           "'table'")]
+    columns = {table: tuple(row[1] for row in db.execute(f"PRAGMA table_info({table})"))
+               for table in tables}
+    db.close()
+    return columns
+
+
+#: The columns of each table (the schema check on open; a missing table is created).
+COLUMNS = _schema_columns()
 _KINDS = ("train", "report")
 _RECOVER = ("to recover, move {db} aside (its tasks are run again) or restore a copy")
 _REPAIR = "run again with --repair to set damaged rows aside (their tasks run again)"

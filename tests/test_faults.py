@@ -644,8 +644,8 @@ ATOMIC = {"output_path", "atomic_path"}
 #: Writers exempt from the rule, ``file:function`` -> why: scratch files of a simulation or
 #: synthesis run inside a cache entry (locked, cleared when incomplete, complete only once
 #: its manifest is stored last by :func:`zoforge.files.store_result`) or in a temporary run
-#: folder. (A write into an ``io.BytesIO()`` is not a file write.) Every entry must still be a writer (a stale entry
-#: fails the test), so the list only shrinks.
+#: folder. (A write into an ``io.BytesIO()`` is not a file write.) Every entry must still
+#: be a writer (a stale entry fails the test), so the list only shrinks.
 EXEMPT = {
     "reports/nextpnr.py:_run": "synthesis scripts and netlist in a cached entry",
     "reports/pipeline.py:_activity": "the activity cache entry's folder",

@@ -29,9 +29,9 @@ from pathlib import Path
 
 from zoforge.errors import ConfigError, os_fault
 
-__all__ = ["cache_dir", "check_cache_dir", "can_write", "CACHE_PATH_CHARACTERS", "content_key", "entry_dir", "load_result", "store_result",
-           "atomic_write_text", "atomic_write_bytes", "atomic_path", "file_lock", "locked", "RESULT", "clear_entry",
-           "file_digest"]
+__all__ = ["cache_dir", "check_cache_dir", "can_write", "CACHE_PATH_CHARACTERS", "content_key",
+           "entry_dir", "load_result", "store_result", "atomic_write_text", "atomic_write_bytes",
+           "atomic_path", "file_lock", "locked", "RESULT", "clear_entry", "file_digest"]
 
 RESULT = "result.json"
 

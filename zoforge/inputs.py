@@ -12,8 +12,9 @@ checkpoints, stores).
   :class:`~zoforge.errors.ConfigError` naming the parameter (``--config``) and the file,
   bytes that are not UTF-8, malformed TOML or JSON, a key given twice (JSON as TOML),
   ``NaN``/``Infinity``, nesting deeper than :data:`MAX_DEPTH` tables or lists, a string (or
-  a key) with a control character (a newline, a terminal escape: a value is always shown on
-  one line) and a top level that is not a table.
+  a key) with a control, format or line-breaking character (a newline, a tab, a terminal
+  escape, a bidi override: a value is always shown on one line) and a top level that is not
+  a table.
 
 Every message escapes what it quotes (:func:`zoforge.errors.printable`), so it is one line.
 """
@@ -23,6 +24,7 @@ import json
 import os
 import stat
 import tomllib
+import unicodedata
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -147,6 +149,11 @@ def read_table(path: Path | str, parameter: str = "config", syntax: str | None =
     return values
 
 
+def _printable(text: str) -> bool:
+    """No control, format or line-breaking character (spaces such as U+00A0 are fine)."""
+    return all(c.isprintable() or unicodedata.category(c) == "Zs" for c in text)
+
+
 def check_values(values: Any, where: str = "", refused=None) -> None:
     """Refuse nesting deeper than :data:`MAX_DEPTH` (``refused(reason)`` makes that error)
     and a string or key with a character that is not printable (the error names the key
@@ -162,13 +169,13 @@ def check_values(values: Any, where: str = "", refused=None) -> None:
                 raise refused(f"nested more than {MAX_DEPTH} levels deep")
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for key, item in items:
-                if isinstance(key, str) and not key.isprintable():
+                if isinstance(key, str) and not _printable(key):
                     raise ConfigError(f"key {key!r}{where}", "printable characters only "
                                       "(no control characters)")
                 label = f"{name}.{key}" if isinstance(key, str) and name else (
                     f"{name}[{key}]" if isinstance(key, int) else str(key))
                 stack.append((label, item, depth + 1))
-        elif isinstance(value, str) and not value.isprintable():
+        elif isinstance(value, str) and not _printable(value):
             raise ConfigError(f"{name}{where}", "a string of printable characters (no "
                               "control characters: newlines, tabs, terminal escapes)",
                               repr(value))
