@@ -191,11 +191,13 @@ def _resume(path: Path, state: dict, trainable, optimizer) -> bool:
     problem = _mismatch(template, {"theta": state["theta"], "optimizer": state["optimizer"]},
                         "")
     if problem is None:
+        initial = trainable.theta.clone()
         try:
             trainable.theta.copy_(state["theta"])
             optimizer.load_state_dict(state["optimizer"])
             return True
         except Exception as error:      # a state the optimizer cannot take
+            trainable.theta.copy_(initial)     # step 0 starts from the model's own theta
             problem = f"the optimizer cannot load it ({type(error).__name__})"
     _set_aside(path, problem)
     return False
