@@ -104,6 +104,8 @@ def files(tmp_path_factory) -> dict:
     text_reports.mkdir()
     (text_reports / "top_utilization_place.rpt").write_text("this is not a report\n" * 20)
     (text_reports / "top_power.rpt").write_text("| nothing | here |\n")
+    (tmp / "vivado-fifo").mkdir()
+    os.mkfifo(tmp / "vivado-fifo" / "top_timing.rpt")       # must be refused, never opened
     empty_reports = tmp / "vivado-empty"
     empty_reports.mkdir()
     (tmp / "version-bool.json").write_text('{"zoforge_config": true, "lr": 0.1}')
@@ -209,6 +211,8 @@ CASES = [
     ("build-vivado-text-garbage", ["build", "--design", "rng", "--out", NO_OUT,
                                    "--vivado-reports", "{tmp}/vivado-text-garbage"],
      "--vivado-reports"),
+    ("build-vivado-fifo", ["build", "--design", "rng", "--out", NO_OUT,
+                           "--vivado-reports", "{tmp}/vivado-fifo"], "--vivado-reports"),
     ("build-vivado-empty-folder", ["build", "--design", "rng", "--out", NO_OUT,
                                    "--vivado-reports", "{tmp}/vivado-empty"],
      "--vivado-reports"),

@@ -6,7 +6,8 @@ checkpoints, stores).
   file is opened without blocking and checked again once open (a FIFO swapped in between
   cannot hang the read), refused unread if larger than its limit (:data:`MAX_DATA_BYTES`
   for data files). :func:`read_bytes` reads at most ``limit`` bytes (a larger file is
-  refused before it is read: nothing reads without bound).
+  refused before it is read: nothing reads without bound); :func:`read_text` decodes it as
+  UTF-8 (one line if it is not).
 * :func:`read_table` is the one strict reader of configuration files (TOML or JSON, at most
   :data:`MAX_FILE_BYTES`): it refuses, each with a one-line
   :class:`~zoforge.errors.ConfigError` naming the parameter (``--config``) and the file,
@@ -30,7 +31,7 @@ from typing import Any, BinaryIO
 
 from zoforge.errors import ConfigError
 
-__all__ = ["open_regular", "read_bytes", "read_table", "check_values", "MAX_FILE_BYTES",
+__all__ = ["open_regular", "read_bytes", "read_text", "read_table", "check_values", "MAX_FILE_BYTES",
            "MAX_DEPTH", "MAX_DATA_BYTES"]
 
 #: Largest configuration file read, 1 MiB (a larger one is refused before it is read).
@@ -91,6 +92,18 @@ def read_bytes(path: Path | str, parameter: str, limit: int,
     if len(data) > limit:
         raise refused(f"more than {limit} bytes")
     return data
+
+
+def read_text(path: Path | str, parameter: str, limit: int, what: str | None = None) -> str:
+    """The UTF-8 text of the regular file ``path`` of at most ``limit`` bytes (see
+    :func:`read_bytes`); bytes that are not UTF-8 are refused (one line)."""
+    what = what or f"a readable UTF-8 text file of at most {_size(limit)}"
+    data = read_bytes(path, parameter, limit, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _refusal(parameter, what, Path(path))(
+            f"not UTF-8 text (byte {error.start})") from None
 
 
 def _size(limit: int) -> str:
