@@ -9,7 +9,8 @@ Hypothesis generates the inputs:
   the generator dump, co-simulation, builds, fine-tuning, sweeps), as JSON or TOML: known
   and unknown keys, values of every wrong kind (booleans, huge integers, non-finite
   numbers, strings with control characters, nested tables and lists), too deep nesting,
-  duplicate keys, ``zoforge_config = true``, truncated text and random bytes. Each file
+  duplicate keys, ``zoforge_config = true``, truncated text, random bytes and files over the
+  size limit. Each file
   carries at least one *poison* (an input that must be refused), so no valid file starts
   real work;
 * argument vectors: a command's flags with hostile values (empty, negative, huge,
@@ -35,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zoforge.cli import build_parser, main
-from zoforge.inputs import MAX_DEPTH
+from zoforge.inputs import MAX_DEPTH, MAX_FILE_BYTES
 
 FEW, MANY = 40, 400
 
@@ -139,7 +140,7 @@ def _poisons(fields: list[str]):
         st.tuples(field, st.builds(lambda c: "mezo" + c + "zoforge: error: fine", CONTROL)),
         st.tuples(field, st.integers(MAX_DEPTH + 1, 60).map(_deep)),         # too deep
         st.tuples(st.builds(lambda c: "key" + c, CONTROL), st.integers()),  # key, control
-        st.sampled_from(["duplicate", "truncated", "bytes", "not-a-table"]))
+        st.sampled_from(["duplicate", "truncated", "bytes", "not-a-table", "oversize"]))
 
 
 @st.composite
@@ -159,6 +160,8 @@ def config_files(draw, command: str) -> tuple[str, bytes]:
         raw = draw(st.binary(min_size=1, max_size=200))
     elif poison == "not-a-table":
         raw = b"[1, 2]" if syntax == "json" else b"= 1\n"
+    elif poison == "oversize":                 # a valid-looking file over the size limit
+        values["zz_padding"] = "x" * MAX_FILE_BYTES
     text = _serialise(values, syntax)
     if poison == "duplicate":
         key = draw(st.sampled_from(fields))
