@@ -647,8 +647,6 @@ ATOMIC = {"output_path", "atomic_path"}
 #: folder. (A write into an ``io.BytesIO()`` is not a file write.) Every entry must still
 #: be a writer (a stale entry fails the test), so the list only shrinks.
 EXEMPT = {
-    "reports/nextpnr.py:_run": "synthesis scripts and netlist in a cached entry",
-    "reports/pipeline.py:_activity": "the activity cache entry's folder",
     "reports/synth.py:synthesize": "synthesis sources in a cached entry",
     "sim/backends.py:run_program": "a co-simulation's input arrays in its run folder",
     "sim/benches/engine_percycle.py:run_jobs": "a cocotb bench's output arrays",
