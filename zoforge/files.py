@@ -28,6 +28,7 @@ import shutil
 from pathlib import Path
 
 from zoforge.errors import ConfigError, os_fault
+from zoforge.inputs import read_bytes
 
 __all__ = ["cache_dir", "check_cache_dir", "can_write", "CACHE_PATH_CHARACTERS", "content_key",
            "entry_dir", "load_result", "store_result", "atomic_write_text", "atomic_write_bytes",
@@ -126,15 +127,21 @@ def file_digest(path: Path | str) -> str:
     return digest.hexdigest()
 
 
+#: Largest cache result (``result.json``) read; a larger one is a damaged entry.
+MAX_RESULT_BYTES = 16 << 20
+
+
 def load_result(entry: Path) -> dict | None:
-    """The stored result of a complete entry, or None."""
+    """The stored result of a complete entry, or None (none, or not a regular file of at
+    most :data:`MAX_RESULT_BYTES` holding a JSON object: a damaged entry, redone)."""
     path = Path(entry) / RESULT
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        value = json.loads(read_bytes(path, "ZOFORGE_CACHE", MAX_RESULT_BYTES))
+    except (ConfigError, ValueError, RecursionError):
         return None
+    return value if isinstance(value, dict) else None
 
 
 def store_result(entry: Path, result: dict) -> None:
