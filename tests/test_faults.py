@@ -365,6 +365,15 @@ def test_a_full_cache_is_one_line(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_cache_result_that_is_not_a_file_is_a_damaged_entry(tmp_path):
+    from zoforge.files import load_result
+    os.mkfifo(tmp_path / "result.json")              # never opened: no hang
+    assert load_result(tmp_path) is None
+    (tmp_path / "result.json").unlink()
+    (tmp_path / "result.json").write_text("[1, 2]")
+    assert load_result(tmp_path) is None
+
+
 def test_an_os_fault_no_check_named_is_one_line(monkeypatch, capsys):
     import zoforge.cli.toolchain as toolchain
 
