@@ -600,6 +600,29 @@ def test_sigkill_never_leaves_a_part_under_the_final_name_many_times(tmp_path, n
     _kill_writer(name, source, file_name, tmp_path, rounds, random.Random(name))
 
 
+@pytest.mark.parametrize("rounds", [pytest.param(2, id="few"),
+                                    pytest.param(12, id="many", marks=pytest.mark.slow)])
+def test_sigkill_during_generate_leaves_whole_files_or_none(tmp_path, rounds):
+    """``zoforge generate`` killed at random points: every file it left is byte for byte
+    the one a complete run writes."""
+    reference = tmp_path / "reference"
+    assert main(GENERATE + ["--out", str(reference)]) == 0
+    expected = {p.name: p.read_bytes() for p in reference.iterdir()}
+    rng = random.Random(rounds)
+    for round_ in range(rounds):
+        out = tmp_path / f"out{round_}"
+        child = subprocess.Popen([sys.executable, "-m", "zoforge", *GENERATE, "--out", str(out)],
+                                 cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.3, 2.5))           # start-up is about 1 s here
+        child.send_signal(signal.SIGKILL)
+        child.wait(30)
+        for path in (out.iterdir() if out.exists() else []):
+            if path.name.startswith("."):           # a killed writer's hidden temporary
+                continue
+            assert path.read_bytes() == expected[path.name], f"a part of {path.name}"
+
+
 _FINISH_LOOP = """
 import sys
 from zoforge.sweep.store import Owner, Store
