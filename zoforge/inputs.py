@@ -64,7 +64,7 @@ def open_regular(path: Path | str, parameter: str, what: str = "a readable regul
     if limit is not None and before.st_size > limit:
         raise refused(f"{before.st_size} bytes, more than {_size(limit)}")
     try:    # without blocking: a FIFO swapped in after the check cannot hang the open
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as error:
         raise refused(error.strerror or type(error).__name__) from None
     handle = os.fdopen(fd, "rb")
@@ -81,12 +81,9 @@ def read_bytes(path: Path | str, parameter: str, limit: int,
     path = Path(path)
     what = what or f"a readable regular file of at most {_size(limit)}"
     refused = _refusal(parameter, what, path)
-    with open_regular(path, parameter, what) as handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size > limit:
-            raise refused(f"{size} bytes")
+    with open_regular(path, parameter, what, limit) as handle:
         try:
-            data = handle.read(limit + 1)
+            data = handle.read(limit + 1)       # bounded, whatever the file became
         except OSError as error:
             raise refused(error.strerror or type(error).__name__) from None
     if len(data) > limit:
