@@ -31,8 +31,8 @@ from typing import Any, BinaryIO
 
 from zoforge.errors import ConfigError
 
-__all__ = ["open_regular", "read_bytes", "read_text", "read_table", "check_values", "MAX_FILE_BYTES",
-           "MAX_DEPTH", "MAX_DATA_BYTES"]
+__all__ = ["open_regular", "read_bytes", "read_text", "read_table", "check_values",
+           "MAX_FILE_BYTES", "MAX_DEPTH", "MAX_DATA_BYTES"]
 
 #: Largest configuration file read, 1 MiB (a larger one is refused before it is read).
 MAX_FILE_BYTES = 1 << 20
