@@ -26,6 +26,7 @@ from amaranth import Cat, Elaboratable, Module, Signal
 from amaranth.lib import io, wiring
 
 from zoforge.boards.registry import Board
+from zoforge.outputs import make_out_dir
 
 __all__ = ["BoardHarness", "write_vivado_project", "xor_tree", "SAIF_NAME", "SAIF_ROOT", "DUT",
            "TOP", "XOR_FAN_IN"]
@@ -87,8 +88,7 @@ def write_vivado_project(board: Board, design, out_dir: Path | str, frequency_mh
     Returns file name -> path. The Tcl reads :data:`SAIF_NAME` from ``out_dir`` when it
     exists (the report pipeline writes it there, re-rooted).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_out_dir("--out", out_dir)
     platform = board.make_platform(frequency_mhz * 1e6)
     after_route = "\n".join([
         f"if {{[file exists {SAIF_NAME}]}} {{",

@@ -23,6 +23,7 @@ import bz2
 import csv
 import gzip
 import importlib.util
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from zoforge.errors import ConfigError
+from zoforge.inputs import MAX_DATA_BYTES, open_regular
 
 __all__ = ["TextDataset", "Splits", "default_data_path", "load_dataset", "split"]
 
@@ -64,16 +66,20 @@ def default_data_path() -> Path:
         "rotten_tomatoes_corpus_full.csv.bz2"
 
 
-def _open_text(path: Path):
+def _open_text(raw, path: Path):
+    """Text from the opened file ``raw`` (decompressed for ``.bz2`` / ``.gz``)."""
     if path.suffix == ".bz2":
-        return bz2.open(path, "rt", encoding="utf-8")
+        return bz2.open(raw, "rt", encoding="utf-8")
     if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(raw, "rt", encoding="utf-8")
+    return io.TextIOWrapper(raw, encoding="utf-8")
 
 
 def _rows(path: Path):
-    with _open_text(path) as handle:
+    # a regular file only, opened without blocking (zoforge.inputs: the guarded input path)
+    with open_regular(path, "data", "a readable CSV or JSON-lines file of at most 1 GiB",
+                      MAX_DATA_BYTES) as raw, \
+            _open_text(raw, path) as handle:
         if ".jsonl" in path.name or ".json" in path.name:
             for number, line in enumerate(handle, 1):
                 if not line.strip():

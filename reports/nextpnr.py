@@ -27,7 +27,8 @@ from pathlib import Path
 from zoforge.boards.harness import TOP, BoardHarness
 from zoforge.boards.registry import Board
 from zoforge.hw.systolic.tiles import COLLISIONS_UNUSED
-from zoforge.files import content_key, entry_dir, load_result, locked, store_result
+from zoforge.files import (atomic_write_text, content_key, entry_dir, load_result, locked,
+                           store_result)
 from zoforge.reports.synth import Progress, run_yosys
 
 __all__ = ["PnrResult", "place_and_route", "collisions_undefined", "bram_output_registers",
@@ -193,7 +194,7 @@ def _run(files: dict[str, str], args: list[str], entry: Path,
     """Synthesize, place and route in ``entry``; returns what is cached."""
     started = time.perf_counter()
     for name in (f"{TOP}.il", f"{TOP}.ys", f"{TOP}.lpf"):
-        (entry / name).write_text(files[name])
+        atomic_write_text(entry / name, files[name])
     if progress:
         progress("synth_ecp5")
     run_yosys(["-l", "yosys.log", f"{TOP}.ys"], cwd=entry, progress=progress,
@@ -201,7 +202,7 @@ def _run(files: dict[str, str], args: list[str], entry: Path,
     netlist = entry / f"{TOP}.json"
     design = json.loads(netlist.read_text())
     folded = bram_output_registers(design["modules"][TOP])
-    netlist.write_text(json.dumps(design))
+    atomic_write_text(netlist, json.dumps(design))
     _run_nextpnr(args, entry, progress)
     report = json.loads((entry / "report.json").read_text())
     stored = {

@@ -30,6 +30,7 @@ from zoforge.errors import check_int_range
 from zoforge.files import atomic_write_text, content_key
 from zoforge.hw.designs import Elaborated
 from zoforge.hw.export import write_design
+from zoforge.outputs import make_dirs, make_out_dir
 from zoforge.reports import activity as activity_mod
 from zoforge.reports.fmax import DELAY_MODELS, FAMILIES, MODEL, estimate_fmax, measured_error
 from zoforge.reports.model import (ACTIVITY, LABELS, NEXTPNR, VIVADO, YOSYS, BoardFacts, Fmax,
@@ -84,8 +85,7 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
     parsed = None
     if vivado_reports is not None:     # parse first: a bad folder fails before slow steps
         parsed = read_vivado_reports(vivado_reports)
-    out = Path(out_dir).resolve()    # absolute: the simulator runs in another folder
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_out_dir("--out", Path(out_dir).resolve())  # absolute: the simulator runs elsewhere
     paths = write_design(design, out)
     verilog = paths["verilog"].read_text()
     sections: dict = {}
@@ -218,7 +218,7 @@ def _activity(verilog: str, design: Elaborated, folder: Path, cycles: int, mode:
         if data.get("key") != key or not Path(data["saif"]).exists():
             data = None
     if data is None:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder.parent, folder)    # inside --out: never through a link
         measured = activity_mod.measure_activity(
             verilog, top, cycles=cycles, mode=mode, seed=seed, clock_ns=1000.0 / clock_mhz,
             data_dir=folder, bench=bench, extra_files=design.memory_files)

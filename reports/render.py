@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zoforge.files import atomic_path, atomic_write_text
+from zoforge.outputs import output_path, write_text
 from zoforge.reports.model import RESOURCE_KEYS, Report, VivadoFigures
 
 __all__ = ["write_report", "render_markdown", "plot_report", "summary_lines"]
@@ -18,9 +18,9 @@ _KEYS = RESOURCE_KEYS
 def write_report(report: Report, out_dir: Path | str) -> dict[str, Path]:
     out = Path(out_dir)
     paths = {"json": out / "report.json", "markdown": out / "report.md"}
-    atomic_write_text(paths["json"], json.dumps(report.to_json(), indent=1, sort_keys=True,
-                                                default=str) + "\n")
-    atomic_write_text(paths["markdown"], render_markdown(report))
+    write_text(paths["json"], json.dumps(report.to_json(), indent=1, sort_keys=True,
+                                         default=str) + "\n", root=out)
+    write_text(paths["markdown"], render_markdown(report), root=out)
     plot = plot_report(report, out / "report.png")
     if plot is not None:
         paths["plot"] = plot
@@ -197,7 +197,7 @@ def plot_report(report: Report, path: Path) -> Path | None:
         ax.tick_params(axis="x", rotation=30)
     fig.suptitle(f"{report.design} on {report.board.name}")
     fig.tight_layout()
-    with atomic_path(path) as tmp:
+    with output_path(path) as tmp:
         fig.savefig(tmp, dpi=100, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

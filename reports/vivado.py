@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoforge.errors import ConfigError
+from zoforge.inputs import read_text
 
 __all__ = ["parse_utilization", "parse_hierarchical_utilization", "parse_timing_summary",
            "parse_power", "parse_tool_version", "VivadoReports", "read_vivado_reports",
            "SOURCE"]
+
+#: Largest Vivado report read (a hierarchical utilization report is a few MB).
+MAX_REPORT_BYTES = 64 << 20
 
 SOURCE = "vivado"
 
@@ -225,7 +229,10 @@ def read_vivado_reports(folder: Path | str) -> VivadoReports:
                "timing": parse_timing_summary, "power": parse_power}
     for role, path in choices.items():
         if path is not None:
-            text = path.read_text()
+            # a regular file of bounded size only (zoforge.inputs): a FIFO never hangs
+            text = read_text(path, "vivado_reports", MAX_REPORT_BYTES,
+                             "a folder of readable Vivado text reports (.rpt) of at most "
+                             "64 MiB each")
             setattr(reports, role, parsers[role](text))
             reports.files[role] = path.name
             reports.tool = reports.tool or parse_tool_version(text)

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from zoforge.files import RESULT, clear_entry, content_key, entry_dir, load_result, locked, \
-    store_result
+from zoforge.files import RESULT, check_cache_dir, clear_entry, content_key, entry_dir, \
+    load_result, locked, store_result
 from zoforge.sim.toolchain import cxx_opt
 
 __all__ = ["cached_build"]
@@ -32,6 +32,7 @@ def cached_build(name: str, parts: list[str], build: Callable[[Path, bool], None
     ``build(entry, complete)`` runs under the entry's lock: it builds into ``entry`` when
     ``complete`` is False (the entry then holds nothing but its lock) and may run a cheap
     up-to-date step when True (cocotb's runner needs its build step before a test)."""
+    check_cache_dir()       # a one-line error for a cache Make cannot build in or write
     key = content_key(*parts, sys.prefix, cxx_opt())
     entry = entry_dir("sim", f"{name}-{key}")
     started = time.perf_counter()

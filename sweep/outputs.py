@@ -1,12 +1,14 @@
 """Write a scope's outputs from the store: ``<name>.md``, ``<name>.csv``,
 ``<name>-plots/*.png`` and the self-contained ``<name>.html`` (see :mod:`.table`,
 :mod:`.plots`, :mod:`.html`). Reads only the store, so it can run at any time, also while
-the sweep is still running (unfinished points show their status)."""
+the sweep is still running (unfinished points show their status). Every file is written
+through :mod:`zoforge.outputs` (atomically, never through a symbolic link inside
+``out_dir``; a failed write is one line naming ``--out`` and the file)."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from zoforge.files import atomic_write_text
+from zoforge.outputs import check_targets, make_dirs, make_out_dir, write_bytes, write_text
 from zoforge.sweep.html import page
 from zoforge.sweep.plots import sweep_plots
 from zoforge.sweep.results import group_runs, read_runs
@@ -19,8 +21,7 @@ __all__ = ["write_outputs"]
 def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = True
                   ) -> dict[str, Path]:
     """Write the outputs of ``scope`` into ``out_dir``; returns their paths by kind."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_out_dir("--out", out_dir)
     data = store.scopes().get(scope, {})
     runs = read_runs(store, scope)
     groups = group_runs(runs)
@@ -34,21 +35,22 @@ def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = T
     stem = _stem(scope)
     paths = {"markdown": out / f"{stem}.md", "csv": out / f"{stem}.csv",
              "html": out / f"{stem}.html"}
+    check_targets(out, paths.values())      # before any file is written
     paper = data.get("paper", "")
     text_notes = notes + ([f"paper (not our measurement): {paper}"] if paper else [])
-    atomic_write_text(paths["markdown"], markdown(title, runs, groups, text_notes))
-    atomic_write_text(paths["csv"], csv_text(runs))
+    write_text(paths["markdown"], markdown(title, runs, groups, text_notes), root=out)
+    write_text(paths["csv"], csv_text(runs), root=out)
     figures = sweep_plots(groups, scope) if plots else []
     folder = out / f"{stem}-plots"
     if figures:
-        folder.mkdir(exist_ok=True)
+        make_dirs(out, folder)
         for figure in figures:
-            (folder / f"{figure.name}.png").write_bytes(figure.png)
+            write_bytes(folder / f"{figure.name}.png", figure.png, root=out)
         paths["plots"] = folder
     tables = [("Configurations (mean ± sd over seeds; * on the Pareto front)",
                *configuration_table(runs, groups)), ("Runs", *run_table(runs))]
-    atomic_write_text(paths["html"], page(title, notes, paper, tables, figures,
-                                          failures(runs)))
+    write_text(paths["html"], page(title, notes, paper, tables, figures,
+                                   failures(runs)), root=out)
     return paths
 
 

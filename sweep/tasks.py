@@ -18,6 +18,7 @@ from zoforge.config import config_from_dict
 from zoforge.files import file_lock
 from zoforge.golden.rng import GENERATOR_CONFIGS, GaussianConfig
 from zoforge.golden.zo.config import TrainConfig
+from zoforge.outputs import make_dirs
 
 __all__ = ["run_task", "TRAIN_FIELDS", "run_folder"]
 
@@ -37,7 +38,7 @@ def run_task(kind: str, key: str, spec: dict, work_dir: str) -> dict:
     ``{"ok": False, "error": one line, "traceback": text, "seconds": ...}``."""
     started = time.perf_counter()
     folder = run_folder(work_dir, key)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_dirs(work_dir, folder, "--store")      # never through a link inside the store
     try:
         with file_lock(folder / ".lock"):
             result = _train(spec, folder) if kind == "train" else _report(spec, folder)

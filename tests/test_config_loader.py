@@ -197,7 +197,7 @@ def test_the_command_line_escapes_a_forged_line(tmp_path, capsys):
     assert main(["train", "--config", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "\x1b" not in err
-    assert err.startswith(f"zoforge: error: method in {path} must be one of")
+    assert err.startswith(f"zoforge: error: method in {path} must be a string of printable")
 
 
 def test_the_sweep_reads_through_the_same_reader(tmp_path):

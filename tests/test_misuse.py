@@ -104,8 +104,17 @@ def files(tmp_path_factory) -> dict:
     text_reports.mkdir()
     (text_reports / "top_utilization_place.rpt").write_text("this is not a report\n" * 20)
     (text_reports / "top_power.rpt").write_text("| nothing | here |\n")
+    (tmp / "vivado-fifo").mkdir()
+    os.mkfifo(tmp / "vivado-fifo" / "top_timing.rpt")       # must be refused, never opened
     empty_reports = tmp / "vivado-empty"
     empty_reports.mkdir()
+    (tmp / "version-bool.json").write_text('{"zoforge_config": true, "lr": 0.1}')
+    (tmp / "nested.json").write_text('{"lr": ' + "[" * 50 + "]" * 50 + "}")
+    (tmp / "control.toml").write_text('kind = "rng"\nstrategy = "onthefly\\u001b[2J"\n')
+    with open(tmp / "huge.jsonl", "wb") as handle:      # sparse: no disk space used
+        handle.truncate((1 << 30) + 1)
+    (tmp / "damaged-store").mkdir()
+    (tmp / "damaged-store" / "sweep.db").write_bytes(b"SQLite format 3\x00" + binary)
     (tmp / "store-file").write_text("")
     (tmp / "out-dir").mkdir()
     return f
@@ -202,6 +211,8 @@ CASES = [
     ("build-vivado-text-garbage", ["build", "--design", "rng", "--out", NO_OUT,
                                    "--vivado-reports", "{tmp}/vivado-text-garbage"],
      "--vivado-reports"),
+    ("build-vivado-fifo", ["build", "--design", "rng", "--out", NO_OUT,
+                           "--vivado-reports", "{tmp}/vivado-fifo"], "--vivado-reports"),
     ("build-vivado-empty-folder", ["build", "--design", "rng", "--out", NO_OUT,
                                    "--vivado-reports", "{tmp}/vivado-empty"],
      "--vivado-reports"),
@@ -264,6 +275,7 @@ CASES = [
     ("train-data-null-text", TRAIN + ["--data", "{tmp}/null-text.jsonl"], "--data"),
     ("train-data-blank-text", TRAIN + ["--data", "{tmp}/empty-text.jsonl"], "--data"),
     ("train-data-a-folder", TRAIN + ["--data", "{tmp}"], "--data"),
+    ("train-data-over-the-size-limit", TRAIN + ["--data", "{tmp}/huge.jsonl"], "--data"),
     ("train-lr-huge", TRAIN + ["--lr", "1e300"], "--lr"),
     ("train-lr-inf", TRAIN + ["--lr", "inf"], "--lr"),
     ("train-eps-huge", TRAIN + ["--eps", "1e300"], "--eps"),
@@ -292,6 +304,17 @@ CASES = [
     ("train-config-duplicate-key", TRAIN + ["--config", "{tmp}/duplicate.json"], "key 'lr' in"),
     ("train-config-too-deep", TRAIN + ["--config", "{tmp}/deep.json"], "--config"),
     ("train-config-forged-line", TRAIN + ["--config", "{tmp}/forged.json"], "method in"),
+    ("train-config-version-bool", TRAIN + ["--config", "{tmp}/version-bool.json"],
+     "zoforge_config in"),
+    ("train-config-nested", TRAIN + ["--config", "{tmp}/nested.json"], "--config"),
+    ("generate-config-control-character", ["generate", "--config", "{tmp}/control.toml",
+                                           "--out", NO_OUT], "strategy in"),
+    ("train-cache-empty", train_without("--cache-dir"), "ZOFORGE_CACHE",
+     {"ZOFORGE_CACHE": ""}),
+    ("cosim-cache-relative", ["cosim", "rng", "--cycles", "10"], "ZOFORGE_CACHE",
+     {"ZOFORGE_CACHE": "relative/cache"}),
+    ("sweep-store-damaged", ["sweep", "--preset", "tiny", "--store", "{tmp}/damaged-store",
+                             "--outputs-only"], "--store"),
     ("generate-config-fifo", ["generate", "--config", "{tmp}/fifo.json", "--out", NO_OUT],
      "--config"),
     ("sweep-config-fifo", ["sweep", "--config", "{tmp}/fifo.json", "--store", "{tmp}/store"],

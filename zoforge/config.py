@@ -23,7 +23,7 @@ Every configuration
   result stores.
 
 The one strict reader of configuration files, for every kind of configuration (designs,
-trainings, sweeps), is :func:`read_table`; the one hash recipe is
+trainings, sweeps), is :func:`read_table` (:mod:`zoforge.inputs`, the guarded input path); the one hash recipe is
 :func:`zoforge.files.content_key`, applied to canonical JSON by :func:`data_hash`.
 
 Command-line flags are generated from the fields by :mod:`zoforge.cli._options`.
@@ -35,9 +35,6 @@ import difflib
 import functools
 import json
 import math
-import os
-import stat
-import tomllib
 import types
 import typing
 from collections.abc import Sequence
@@ -48,6 +45,7 @@ import tomli_w
 
 from zoforge.errors import ConfigError
 from zoforge.files import atomic_write_text, content_key
+from zoforge.inputs import MAX_FILE_BYTES, read_table
 
 __all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "NonBlank",
            "flag_name", "config_text", "config_from_dict", "config_type_of", "load_config",
@@ -58,10 +56,6 @@ __all__ = ["Config", "param", "IntRange", "Mersenne", "OneOf", "FloatRange", "No
 SCHEMA_VERSION = 1
 _VERSION_KEY = "zoforge_config"
 _KIND_KEY = "kind"
-
-
-#: Largest configuration file read, 1 MiB (a larger one is refused before it is read).
-MAX_FILE_BYTES = 1 << 20
 
 
 def flag_name(field: str) -> str:
@@ -336,7 +330,7 @@ def config_type_of(values: dict, types: Sequence[type[Config]], source: str = ""
                           type(values).__name__)
     values = dict(values)
     version = values.pop(_VERSION_KEY, SCHEMA_VERSION)
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version != SCHEMA_VERSION:     # not true, not 1.0
         raise ConfigError(f"{_VERSION_KEY}{where}", f"{SCHEMA_VERSION} (this zoforge's "
                           "configuration format)", version)
     kinds = sorted({t.kind for t in types})
@@ -375,87 +369,3 @@ def config_text(config: Config, suffix: str = ".toml") -> str:
 def load_config(path: Path | str, types: Sequence[type[Config]]) -> Config:
     """Read a TOML (``.toml``) or JSON file written by :func:`dump_config` (or by hand)."""
     return config_from_dict(read_table(path), types, source=str(path))
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs: list) -> dict:
-    out = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def read_table(path: Path | str, parameter: str = "config", syntax: str | None = None
-               ) -> dict:
-    """The table of keys and values in a TOML or JSON file (``syntax``; by default TOML for
-    a ``.toml`` file, else JSON): the one strict reader of configuration files.
-
-    Refused, each with a one-line :class:`ConfigError` naming ``parameter`` (the command
-    line's ``--config``) and the file: a missing or unreadable path, anything but a regular
-    file (a FIFO or a device is never opened, so nothing hangs), more than
-    :data:`MAX_FILE_BYTES`, bytes that are not UTF-8, malformed TOML or JSON, a key given
-    twice (JSON; TOML refuses it itself), ``NaN``/``Infinity``, nesting too deep to read
-    and a top level that is not a table.
-    """
-    path = Path(path)
-    kind = syntax or ("TOML" if path.suffix == ".toml" else "JSON")
-
-    def refused(reason: str) -> ConfigError:
-        return ConfigError(parameter, f"a readable {kind} file of at most "
-                           f"{MAX_FILE_BYTES >> 20} MiB", f"{str(path)!r}: {reason}")
-
-    data = _read_regular_file(path, refused)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise refused(f"not UTF-8 text (byte {error.start})") from None
-    try:
-        if kind == "TOML":
-            values = tomllib.loads(text)
-        else:
-            values = json.loads(text, object_pairs_hook=_no_duplicates,
-                                parse_constant=_no_constant)
-    except _DuplicateKey as error:
-        raise ConfigError(f"key {error.args[0]!r} in {path}", "given once", None) from None
-    except RecursionError:
-        raise refused("nested too deeply") from None
-    except ValueError as error:
-        raise refused(str(error).splitlines()[0] if str(error) else "malformed") from None
-    if not isinstance(values, dict):
-        raise ConfigError(f"the top level of {path}", "a table of keys and values",
-                          type(values).__name__)
-    return values
-
-
-def _read_regular_file(path: Path, refused) -> bytes:
-    """The bytes of ``path``, checked to be a regular file of at most MAX_FILE_BYTES before
-    it is opened (non-blocking, and checked again once open: no FIFO can hang the read)."""
-    try:
-        before = os.stat(path)
-    except OSError as error:
-        raise refused(error.strerror or type(error).__name__) from None
-    if not stat.S_ISREG(before.st_mode):
-        raise refused("not a regular file")
-    if before.st_size > MAX_FILE_BYTES:
-        raise refused(f"{before.st_size} bytes")
-    # opened without blocking (a FIFO swapped in after the check cannot hang the open)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise refused("not a regular file")
-            data = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise refused(error.strerror or type(error).__name__) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise refused(f"more than {MAX_FILE_BYTES} bytes")
-    return data

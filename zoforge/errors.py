@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["ConfigError", "printable", "check_int_range", "check_choice", "check_mersenne"]
+__all__ = ["ConfigError", "printable", "check_int_range", "check_choice", "check_mersenne",
+           "os_fault", "fault_line"]
 
 
 def printable(text: str) -> str:
@@ -40,6 +41,21 @@ class ConfigError(ValueError):
     def renamed(self, parameter: str) -> "ConfigError":
         """This error naming ``parameter`` instead (a flag, or a key where it was written)."""
         return ConfigError(parameter, self.allowed, self.got)
+
+
+def os_fault(parameter: str, path: object, error: OSError,
+             allowed: str = "a folder where zoforge can write") -> ConfigError:
+    """The one-line error for a failed write (no space left, a read-only file system, no
+    permission): ``PARAMETER must be ALLOWED (got PATH: No space left on device)``."""
+    return ConfigError(parameter, allowed, f"{path}: {error.strerror or error}")
+
+
+def fault_line(error: BaseException) -> str:
+    """One escaped line for an operating-system fault that no check turned into a
+    :class:`ConfigError` (the command line's last resort): ``PATH: REASON``."""
+    reason = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    where = getattr(error, "filename", None)
+    return printable(f"{where}: {reason}" if where is not None else reason)
 
 
 def check_int_range(parameter: str, value: object, low: int, high: int | None = None) -> int:

@@ -1,6 +1,8 @@
 """Caches, file locks and atomic writes: the one place sim/ and reports/ get them from.
 
-* :func:`cache_dir` is ``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``).
+* :func:`cache_dir` is ``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``);
+  :func:`check_cache_dir` validates it before any work (absolute, characters the build
+  tools accept, writable).
 * A cache *entry* is a folder ``cache_dir()/<kind>/<key>/`` (:func:`entry_dir`) keyed by a
   content hash (:func:`content_key` of everything that changes the result: inputs, tool
   versions, options). :func:`content_key` is zoforge's one hash recipe: caches, sweep
@@ -25,15 +27,66 @@ import secrets
 import shutil
 from pathlib import Path
 
-__all__ = ["cache_dir", "content_key", "entry_dir", "load_result", "store_result",
-           "atomic_write_text", "atomic_path", "file_lock", "locked", "RESULT", "clear_entry",
-           "file_digest"]
+from zoforge.errors import ConfigError, os_fault
+from zoforge.inputs import read_bytes
+
+__all__ = ["cache_dir", "check_cache_dir", "can_write", "CACHE_PATH_CHARACTERS", "content_key",
+           "entry_dir", "load_result", "store_result", "atomic_write_text", "atomic_write_bytes",
+           "atomic_path", "file_lock", "locked", "RESULT", "clear_entry", "file_digest"]
 
 RESULT = "result.json"
 
 
+#: Characters a cache path may hold besides letters and digits: what Verilator's GNU Make
+#: and the compilers accept in a path (no white space, ``$``, ``:``, ``#``, quotes...).
+CACHE_PATH_CHARACTERS = "/._-+@~"
+_CACHE_RULE = ("an absolute folder path of letters, digits and " + CACHE_PATH_CHARACTERS +
+               " only (Verilator's GNU Make cannot build elsewhere; unset, it is "
+               "~/.cache/zoforge)")
+
+
 def cache_dir() -> Path:
-    return Path(os.environ.get("ZOFORGE_CACHE", Path.home() / ".cache" / "zoforge"))
+    """``$ZOFORGE_CACHE`` (default ``~/.cache/zoforge``). A set but empty or relative value
+    is refused (one-line :class:`~zoforge.errors.ConfigError` naming ``ZOFORGE_CACHE``):
+    never a cache in whatever the current folder is."""
+    value = os.environ.get("ZOFORGE_CACHE")
+    if value is None:
+        return Path.home() / ".cache" / "zoforge"
+    if not value.strip() or not os.path.isabs(value):
+        raise ConfigError("ZOFORGE_CACHE", _CACHE_RULE, repr(value))
+    return Path(value)
+
+
+def check_cache_dir() -> Path:
+    """The cache folder, validated before any work: :func:`cache_dir`'s rules, only the
+    characters of :data:`CACHE_PATH_CHARACTERS` besides letters and digits, and a folder
+    that exists or can be created and can be written (tested by writing: permission bits
+    say nothing for root or a read-only file system)."""
+    path = cache_dir()
+    if not all(c.isalnum() or c in CACHE_PATH_CHARACTERS for c in str(path)):
+        raise ConfigError("ZOFORGE_CACHE", _CACHE_RULE, repr(str(path)))
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise os_fault("ZOFORGE_CACHE", path, error, "a folder that can be created and "
+                       "written") from None
+    if not path.is_dir() or not can_write(path):
+        raise ConfigError("ZOFORGE_CACHE", "a writable folder", path)
+    return path
+
+
+def can_write(folder: Path | str) -> bool:
+    """Whether a file can be created in ``folder`` (tried: a temporary file is created and
+    removed)."""
+    probe = Path(folder) / f".zoforge-probe-{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        return False
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return True
 
 
 def content_key(*parts: str) -> str:
@@ -74,15 +127,21 @@ def file_digest(path: Path | str) -> str:
     return digest.hexdigest()
 
 
+#: Largest cache result (``result.json``) read; a larger one is a damaged entry.
+MAX_RESULT_BYTES = 16 << 20
+
+
 def load_result(entry: Path) -> dict | None:
-    """The stored result of a complete entry, or None."""
+    """The stored result of a complete entry, or None (none, or not a regular file of at
+    most :data:`MAX_RESULT_BYTES` holding a JSON object: a damaged entry, redone)."""
     path = Path(entry) / RESULT
     if not path.exists():
         return None
     try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        value = json.loads(read_bytes(path, "ZOFORGE_CACHE", MAX_RESULT_BYTES))
+    except (ConfigError, ValueError, RecursionError):
         return None
+    return value if isinstance(value, dict) else None
 
 
 def store_result(entry: Path, result: dict) -> None:
@@ -90,31 +149,48 @@ def store_result(entry: Path, result: dict) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path | str):
+def atomic_path(path: Path | str, parameter: str | None = None):
     """Yield a new, empty temporary file's path beside ``path``; when the block succeeds,
     rename it to ``path`` (readers see the old file or the new one, never a part; a link at
-    ``path`` is replaced, not followed), else remove it."""
+    ``path`` is replaced, not followed), else remove it. With ``parameter`` (what the user
+    gave: ``--out``, ``ZOFORGE_CACHE``), a failed write (no space, a read-only file system,
+    no permission) is a one-line :class:`~zoforge.errors.ConfigError` naming it and the
+    path, and nothing is left under either name."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    # created here, never an existing file or a link planted under a predictable name
-    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
     try:
-        yield tmp
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        # created here, never an existing file or a link planted under a predictable name
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666))
+        try:
+            yield tmp
+            os.replace(tmp, path)
+        finally:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+    except OSError as error:
+        if parameter is None:
+            raise
+        raise os_fault(parameter, path, error) from None
 
 
-def atomic_write_text(path: Path | str, text: str) -> None:
+def atomic_write_text(path: Path | str, text: str, parameter: str | None = None) -> None:
     """Write ``text`` to ``path`` so that readers see either the old or the new file."""
-    with atomic_path(path) as tmp:
-        tmp.write_text(text)
+    atomic_write_bytes(path, text.encode("utf-8"), parameter)
+
+
+def atomic_write_bytes(path: Path | str, data: bytes, parameter: str | None = None) -> None:
+    """Write ``data`` to ``path`` so that readers see either the old or the new file."""
+    with atomic_path(path, parameter) as tmp:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
 
 
 @contextlib.contextmanager
 def file_lock(path: Path | str):
     """Hold an exclusive lock on ``path`` (a file beside what parallel processes share)."""
-    with open(path, "w") as handle:
+    # never through a link planted at the lock's name (O_NOFOLLOW), never truncating
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    with os.fdopen(fd, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield

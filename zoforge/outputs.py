@@ -1,4 +1,5 @@
-"""Output folders (``--out``): checked before any work, written without following links.
+"""Guarded output: the one way zoforge writes what a user asked for (``--out``, ``--json``,
+``--store``): checked before any work, written atomically, never through a link.
 
 * :func:`check_out_dir` validates an output folder given on the command line before any
   work starts: not an empty string, not an existing file, and either an existing writable
@@ -9,25 +10,36 @@
 * :func:`check_targets` refuses output files that are symbolic links (or folders), and
   symbolic links among the folders between the output folder and a file: zoforge never
   writes through a link inside ``--out`` (a link there could point anywhere).
-* :func:`write_text` and :func:`output_path` write a file so that readers see the old file
-  or the complete new one: the new content goes to a temporary file created beside it with
-  ``O_EXCL | O_NOFOLLOW`` (never an existing file or link) and is renamed over the target,
-  which replaces a link itself, never what it points to; a link at the target is refused
-  (:func:`zoforge.files.atomic_path` with the link checks around it).
+* :func:`make_dirs` creates folders inside the output folder, refusing a symbolic link at
+  any level between the output folder and the new folder (a link there could point
+  anywhere).
+* :func:`set_aside` renames an unusable file (a damaged checkpoint) to ``NAME.damaged``
+  beside it, keeping it for inspection.
+* :func:`write_text`, :func:`write_bytes` and :func:`output_path` write a file so that
+  readers see the old file or the complete new one: the new content goes to a temporary
+  file created beside it with ``O_EXCL | O_NOFOLLOW`` (never an existing file or link) and
+  is renamed over the target, which replaces a link itself, never what it points to; a link
+  at the target, or at any folder between the output folder and it, is refused
+  (:func:`zoforge.files.atomic_path` with the link checks around it). A write that fails
+  (no space left, a read-only file system, no permission) is one line naming the flag and
+  the file, and leaves nothing under the file's name (the old file, if any, stays whole).
 
 Errors are :class:`~zoforge.errors.ConfigError` naming the flag (``--out`` by default).
+Every writer of the code base goes through this module, :mod:`zoforge.files` (caches) or
+:mod:`zoforge.inputs`' counterpart for reading; ``tests/test_faults.py`` checks that no
+other module writes a file itself.
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
-from zoforge.errors import ConfigError
-from zoforge.files import atomic_path
+from zoforge.errors import ConfigError, os_fault
+from zoforge.files import atomic_path, can_write
 
-__all__ = ["check_out_dir", "make_out_dir", "check_targets", "write_text", "output_path"]
+__all__ = ["check_out_dir", "make_out_dir", "make_dirs", "check_targets", "write_text",
+           "write_bytes", "output_path", "set_aside"]
 
 _NO_LINKS = ("a folder in which no output file (nor a folder on the way to it) is a symbolic "
              "link: zoforge never writes through one")
@@ -56,22 +68,10 @@ def check_out_dir(flag: str, value: str | os.PathLike | None) -> Path:
     if not existing.is_dir():
         raise ConfigError(flag, "a folder, or a path where one can be created (" +
                           f"{existing} is a file)", path)
-    if not _writable(existing):
+    if not can_write(existing):
         raise ConfigError(flag, "a writable folder" + ("" if existing == path else
                           f" (cannot create folders in {existing})"), path)
     return path
-
-
-def _writable(folder: Path) -> bool:
-    probe = folder / f".zoforge-probe-{os.getpid()}-{secrets.token_hex(4)}"
-    try:
-        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    except OSError:
-        return False
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
-    return True
 
 
 def make_out_dir(flag: str, path: str | os.PathLike) -> Path:
@@ -83,9 +83,33 @@ def make_out_dir(flag: str, path: str | os.PathLike) -> Path:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ConfigError(flag, "a folder that can be created",
-                          f"{path}: {error.strerror or error}") from None
+        raise os_fault(flag, path, error, "a folder that can be created") from None
+    if not path.is_dir():
+        raise ConfigError(flag, "a folder (this is an existing file)", path)
     return path
+
+
+def make_dirs(root: str | os.PathLike, folder: str | os.PathLike, flag: str = "--out"
+              ) -> Path:
+    """Create ``folder`` (inside the output folder ``root``, given joined to it) and the
+    folders between, refusing (one line) a symbolic link or a file at any level below
+    ``root``."""
+    root, folder = Path(root), Path(folder)
+    current = make_out_dir(flag, root)
+    for part in folder.relative_to(root).parts:
+        current = current / part
+        try:
+            os.mkdir(current)
+        except FileExistsError:
+            pass
+        except OSError as error:
+            raise os_fault(flag, current, error) from None
+        if current.is_symlink():
+            raise ConfigError(flag, _NO_LINKS, f"{current} -> {os.readlink(current)}")
+        if not current.is_dir():
+            raise ConfigError(flag, "a folder in which zoforge's folders are not files",
+                              current)
+    return current
 
 
 def check_targets(root: str | os.PathLike, paths, flag: str = "--out") -> None:
@@ -117,16 +141,38 @@ def output_path(path: str | os.PathLike, root: str | os.PathLike | None = None,
     path = Path(path)
     root = path.parent if root is None else root
     check_targets(root, [path], flag)
-    with atomic_path(path) as tmp:
+    with atomic_path(path, flag) as tmp:
         yield tmp
         check_targets(root, [path], flag)
 
 
 def write_text(path: str | os.PathLike, text: str, root: str | os.PathLike | None = None,
                flag: str = "--out") -> Path:
-    """Write ``text`` to ``path`` atomically, never through a symbolic link (see
+    """Write ``text`` (UTF-8) to ``path`` atomically, never through a symbolic link (see
+    :func:`output_path`)."""
+    return write_bytes(path, text.encode("utf-8"), root, flag)
+
+
+def write_bytes(path: str | os.PathLike, data: bytes, root: str | os.PathLike | None = None,
+                flag: str = "--out") -> Path:
+    """Write ``data`` to ``path`` atomically, never through a symbolic link (see
     :func:`output_path`)."""
     with output_path(path, root, flag) as tmp:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with open(tmp, "wb") as handle:
+            handle.write(data)
     return Path(path)
+
+
+def set_aside(path: str | os.PathLike, root: str | os.PathLike | None = None,
+              flag: str = "--out", suffix: str = ".damaged") -> Path:
+    """Rename ``path`` to ``path`` + ``suffix`` (replacing an earlier one; a link at either
+    name, or between ``root`` and them, is refused); returns the new path."""
+    path = Path(path)
+    target = path.with_name(path.name + suffix)
+    root = path.parent if root is None else root
+    check_targets(root, [path, target], flag)
+    try:
+        os.replace(path, target)
+    except OSError as error:
+        raise os_fault(flag, path, error) from None
+    return target

@@ -9,6 +9,7 @@ back whole is discarded with a one-line notice and rebuilt.
 """
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -23,7 +24,8 @@ from zoforge.golden.zo.trainable import (FullTrainable, HeadTrainable, LoraFATra
                                          SplitData)
 from zoforge.errors import ConfigError
 from zoforge.config import data_hash
-from zoforge.files import atomic_path, cache_dir, content_key
+from zoforge.files import atomic_write_bytes, cache_dir, content_key
+from zoforge.outputs import make_out_dir
 
 __all__ = ["load_model", "build_trainable", "default_cache_dir", "check_model_limits"]
 
@@ -124,9 +126,11 @@ def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
             inputs[name] = (models.mean_pool(hidden, mask), None)
         else:
             inputs[name] = (hidden, mask)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(path) as tmp, open(tmp, "wb") as handle:
-        torch.save(inputs, handle)      # to a handle: the bytes do not depend on tmp's name
+    parameter = "cache_dir" if cfg.cache_dir else "ZOFORGE_CACHE"
+    make_out_dir(parameter, path.parent)
+    buffer = io.BytesIO()            # in memory first: a failed write is then one line
+    torch.save(inputs, buffer)
+    atomic_write_bytes(path, buffer.getvalue(), parameter)
     return inputs
 
 

@@ -5,7 +5,11 @@ so it depends only on the step. A checkpoint (``OUT/checkpoint.pt``, written ato
 every ``checkpoint_every`` steps and at the end) holds theta, the optimizer's state (which
 includes the perturbation source's state, never a perturbation vector) and the history;
 a run started again on the same ``OUT`` with the same configuration continues from it and
-ends with the same parameters, bit for bit, as an uninterrupted run.
+ends with the same parameters, bit for bit, as an uninterrupted run. A checkpoint that
+cannot be used (unreadable, missing keys, wrong types, tensors of other shapes or dtypes
+than the model's and the optimizer's, a step outside its history, non-finite values: a
+damaged one) is set aside as ``checkpoint.pt.damaged`` with a notice, and the run starts
+from step 0.
 
 ``OUT/result.json``: ``accuracy_before`` / ``accuracy_after`` (test split),
 ``test_loss_before`` / ``test_loss_after``, ``final_loss`` (mean training loss of the last
@@ -21,6 +25,7 @@ one-line error naming ``lr``.
 """
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
@@ -29,13 +34,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from zoforge.errors import ConfigError
+from zoforge.errors import ConfigError, printable
 from zoforge.golden.zo.config import HARDWARE_METHOD, TrainConfig
 from zoforge.golden.zo.dual import DualForwardPRGE
 from zoforge.golden.zo.features import build_trainable
 from zoforge.golden.zo.hwmlp import HardwarePRGE
 from zoforge.golden.zo.optimizers import make_optimizer
-from zoforge.outputs import check_out_dir, check_targets, make_out_dir, output_path, write_text
+from zoforge.inputs import open_regular
+from zoforge.outputs import (check_out_dir, check_targets, make_out_dir, output_path, set_aside,
+                             write_bytes, write_text)
 
 __all__ = ["train", "batch_index", "build_optimizer", "Interrupted"]
 
@@ -66,24 +73,30 @@ def build_optimizer(cfg: TrainConfig, trainable):
 
 
 def _save(path: Path, state: dict) -> None:
-    with output_path(path, root=path.parent) as tmp, open(tmp, "wb") as handle:
-        torch.save(state, handle)       # to a handle: the bytes do not depend on tmp's name
+    # serialised in memory first: torch.save on a full disk raises a RuntimeError of its
+    # own; write_bytes makes any failed write one line, with nothing under the final name
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    write_bytes(path, buffer.getvalue(), root=path.parent, flag="out")
 
 
-def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
+def _read_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
     """The checkpoint to resume from (tensors and plain values only: never unpickled code),
-    or None. A damaged one is set aside as ``checkpoint.pt.damaged`` with a notice."""
+    or None: none there, or an unusable one, set aside (:func:`_set_aside`). One of another
+    configuration, or of more steps than ``cfg.steps``, is a one-line error (the user's
+    choice of ``out``)."""
     if not path.is_file():
         return None
     try:
-        state = torch.load(path, weights_only=True)
-        state["config"], state["step"], state["theta"], state["optimizer"]
+        with open_regular(path, "out") as handle:
+            state = torch.load(handle, weights_only=True)
+    except ConfigError:
+        raise
     except Exception as error:           # truncated, not a checkpoint, or unsafe content
-        damaged = path.with_name(path.name + ".damaged")
-        path.replace(damaged)
-        print(f"zoforge: {path} cannot be read ({type(error).__name__}); moved it to "
-              f"{damaged.name} and starting from step 0", file=sys.stderr)
-        return None
+        return _set_aside(path, f"cannot be read ({type(error).__name__})")
+    problem = _shape_problem(state)
+    if problem:
+        return _set_aside(path, problem)
     if state["config"] != cfg.resume_key():
         changed = sorted(k for k in cfg.resume_key()
                          if state["config"].get(k) != cfg.resume_key()[k])
@@ -95,23 +108,117 @@ def _load_checkpoint(path: Path, cfg: TrainConfig) -> dict | None:
     return state
 
 
+def _shape_problem(state) -> str | None:
+    """What makes ``state`` not a checkpoint of :func:`train` (keys, types, the step range,
+    the history's length), or None; the tensors are checked against the model later
+    (:func:`_resume`)."""
+    if not isinstance(state, dict):
+        return f"holds a {type(state).__name__}, not a checkpoint"
+    missing = {"config", "step", "theta", "optimizer", "history", "seconds",
+               "accuracy_before", "test_loss_before"} - set(state)
+    if missing:
+        return f"has no {', '.join(sorted(missing))}"
+    step, history = state["step"], state["history"]
+    if not isinstance(state["config"], dict) or not isinstance(history, dict):
+        return "config or history is not a table"
+    if type(step) is not int or step < 0:
+        return f"step {step!r} is not a step count"
+    losses = history.get("loss")
+    if not isinstance(losses, list) or len(losses) != step:
+        return "its loss history does not match its step"
+    return _mismatch({"val_step": [], "val_accuracy": []},
+                     {k: v for k, v in history.items() if k != "loss"}, "history") or \
+        _mismatch({"seconds": 0.0, "accuracy_before": 0.0, "test_loss_before": 0.0,
+                   "losses": losses},
+                  {"seconds": state["seconds"], "accuracy_before": state["accuracy_before"],
+                   "test_loss_before": state["test_loss_before"], "losses": losses}, "")
+
+
+def _mismatch(template, value, name: str) -> str | None:
+    """Where ``value`` differs from ``template`` in structure (keys, types, tensor shapes
+    and dtypes) or holds a non-finite number, or None. A list is checked for finite values
+    only (its length varies); a None in ``template`` allows anything finite."""
+    where = name or "a value"
+    if isinstance(value, torch.Tensor):
+        if isinstance(template, torch.Tensor) and (value.shape != template.shape
+                                                   or value.dtype != template.dtype):
+            return (f"{where} is a {value.dtype} tensor of shape {tuple(value.shape)}, not "
+                    f"{template.dtype} {tuple(template.shape)}")
+        if not isinstance(template, (torch.Tensor, type(None))):
+            return f"{where} is a tensor, not a {type(template).__name__}"
+        if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+            return f"{where} holds non-finite values"
+        return None
+    if isinstance(template, dict):
+        if not isinstance(value, dict) or set(value) != set(template):
+            return f"{where} does not have the keys {', '.join(map(str, sorted(template)))}"
+        for key in template:
+            if problem := _mismatch(template[key], value[key], f"{name}.{key}".lstrip(".")):
+                return problem
+        return None
+    if isinstance(value, (list, tuple)):
+        if not isinstance(template, (list, tuple, type(None))):
+            return f"{where} is a {type(value).__name__}"
+        for index, item in enumerate(value):
+            if problem := _mismatch(None, item, f"{where}[{index}]"):
+                return problem
+        return None
+    if isinstance(value, float) and not np.isfinite(value):
+        return f"{where} is not finite ({value})"
+    if template is None:
+        return None
+    if isinstance(template, float) and type(value) in (int, float):
+        return None
+    if type(value) is not type(template):
+        return f"{where} is a {type(value).__name__}, not a {type(template).__name__}"
+    return None
+
+
+def _set_aside(path: Path, problem: str) -> None:
+    """Move an unusable checkpoint to ``checkpoint.pt.damaged`` with a notice; None (the
+    training starts from step 0)."""
+    damaged = set_aside(path, root=path.parent, flag="out")
+    print(f"zoforge: the checkpoint {printable(str(path))} is damaged ({printable(problem)}); "
+          f"moved it to {damaged.name} and starting from step 0", file=sys.stderr)
+    return None
+
+
+def _resume(path: Path, state: dict, trainable, optimizer) -> bool:
+    """Load ``state`` into the model and optimizer if its tensors fit them (shapes, dtypes,
+    finite values); else set the checkpoint aside (False: start from step 0 with a new
+    optimizer)."""
+    template = {"theta": trainable.theta, "optimizer": optimizer.state_dict()}
+    problem = _mismatch(template, {"theta": state["theta"], "optimizer": state["optimizer"]},
+                        "")
+    if problem is None:
+        initial = trainable.theta.clone()
+        try:
+            trainable.theta.copy_(state["theta"])
+            optimizer.load_state_dict(state["optimizer"])
+            return True
+        except Exception as error:      # a state the optimizer cannot take
+            trainable.theta.copy_(initial)     # step 0 starts from the model's own theta
+            problem = f"the optimizer cannot load it ({type(error).__name__})"
+    _set_aside(path, problem)
+    return False
+
+
 def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
     """Run (or resume) the training of ``cfg``; returns the result dictionary."""
     out = check_out_dir("out", cfg.out)
     check_targets(out, [out / name for name in OUTPUTS])
-    state = _load_checkpoint(out / CHECKPOINT, cfg)
+    state = _read_checkpoint(out / CHECKPOINT, cfg)
     torch.set_num_threads(cfg.threads)
     trainable, info = build_trainable(cfg)
     optimizer = build_optimizer(cfg, trainable)
     make_out_dir("out", out)
+    if state is not None and not _resume(out / CHECKPOINT, state, trainable, optimizer):
+        state, optimizer = None, build_optimizer(cfg, trainable)
     if state is None:
         accuracy_before, loss_before = trainable.evaluate(trainable.theta, "test")
         state = {"step": 0, "seconds": 0.0, "accuracy_before": accuracy_before,
                  "test_loss_before": loss_before,
                  "history": {"loss": [], "val_step": [], "val_accuracy": []}}
-    else:
-        trainable.theta.copy_(state["theta"])
-        optimizer.load_state_dict(state["optimizer"])
     history = state["history"]
     bar = _progress(cfg, state["step"])
     try:

@@ -6,7 +6,9 @@ modules of this package that register it. Such a module defines
 imported only when its command is used, so ``zoforge --help`` imports none of them. A handler
 takes the parsed ``argparse.Namespace`` and returns an exit code.
 :class:`~zoforge.errors.ConfigError` raised anywhere below a handler is printed as one line
-(``zoforge: error: ...``) with exit code 2; so are argparse's own errors (an unknown option,
+(``zoforge: error: ...``, every character that is not printable escaped: the one place
+nothing raw from an input reaches the terminal) with exit code 2, and so is an operating
+system's fault that no check turned into one (``PATH: No space left on device``); so are argparse's own errors (an unknown option,
 ``abc`` for a number: ``zoforge: error: argument --rows: invalid int value: 'abc'``, raised
 as ``SystemExit(2)`` like ``--help``'s ``SystemExit(0)``), without the usage text, which
 ``--help`` shows.
@@ -26,7 +28,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from zoforge import __version__
-from zoforge.errors import ConfigError
+from zoforge.errors import ConfigError, fault_line, printable
 
 __all__ = ["COMMANDS", "Command", "CommandTree", "ArgumentParser", "main", "build_parser"]
 
@@ -64,7 +66,7 @@ class ArgumentParser(argparse.ArgumentParser):
         return super().format_help()
 
     def error(self, message: str):
-        message = " ".join(message.split())
+        message = printable(" ".join(message.split()))    # an argument echoed: escaped
         command = self.prog.removeprefix("zoforge").strip()
         hint = f" (see zoforge {command + ' ' if command else ''}--help)"
         self.exit(2, f"zoforge: error: {message}{hint}\n")
@@ -164,11 +166,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except ConfigError as error:       # a field shown as its flag (one place: _flags)
         from zoforge.cli._flags import as_flag
-        print(f"zoforge: error: {as_flag(error, parser, args)}", file=sys.stderr)
+        print(f"zoforge: error: {printable(str(as_flag(error, parser, args)))}",
+              file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `zoforge rng dump ... | head`
         sys.stderr.close()
         return 0
+    except OSError as error:  # a fault no check named (a full disk, a read-only folder)
+        print(f"zoforge: error: {fault_line(error)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("zoforge: interrupted", file=sys.stderr)
         return 130

@@ -9,8 +9,9 @@
   design's memories may hold at most :data:`~zoforge.hw.designs.MAX_WORDS` words and
   :data:`~zoforge.hw.designs.MAX_BITS` bits
   (32 Mbit, the ZCU102's block RAM: a larger design could not be built anyway).
-* :func:`check_sim_cache`: Verilator's build (GNU Make) cannot run in a folder whose path
-  holds a space, so the simulation cache (``$ZOFORGE_CACHE``) must not have one.
+* :func:`check_sim_cache`: the simulation cache (``$ZOFORGE_CACHE``) must be an absolute,
+  writable folder whose path Verilator's build (GNU Make) accepts
+  (:func:`zoforge.files.check_cache_dir`).
 """
 from __future__ import annotations
 
@@ -45,11 +46,7 @@ def check_design_size(config) -> None:
 
 
 def check_sim_cache() -> None:
-    """Refuse a simulation cache path with white space (Verilator's Make cannot build
-    there)."""
-    from zoforge.files import cache_dir
-    path = str(cache_dir())
-    if any(c.isspace() for c in path):
-        raise ConfigError("ZOFORGE_CACHE", "a folder path without spaces (Verilator's GNU "
-                          "Make cannot build in one; the default is ~/.cache/zoforge)",
-                          repr(path))
+    """Refuse a simulation cache Verilator cannot build in, or zoforge cannot write
+    (:func:`zoforge.files.check_cache_dir`)."""
+    from zoforge.files import check_cache_dir
+    check_cache_dir()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from zoforge.outputs import output_path, write_text
+from zoforge.outputs import make_out_dir, output_path, write_text
 
 __all__ = ["run_training_demo", "demo_train_config", "step_cost", "COST_KEYS"]
 
@@ -62,7 +62,7 @@ def run_training_demo(args, generator) -> int:
         raise ConfigError("--stalls", "a probability with 0 <= p < 1", args.stalls)
     cfg = demo_train_config(args, generator)
     board = get_board(args.board)
-    args.out.mkdir(parents=True, exist_ok=True)
+    make_out_dir("--out", args.out)
     _say(f"golden model: {cfg.model or 'MiniLM'} embeddings of Rotten Tomatoes (cached "
          "after the first run), int8 inputs, the ZO layer's integer step")
     training = LockstepTraining(cfg)
@@ -168,7 +168,7 @@ def _summarise(args, cfg, name, lint, report, result) -> int:
     text = json.dumps(summary, indent=1)
     write_text(args.out / "summary.json", text + "\n")
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
+        make_out_dir("--json", args.json.parent)
         write_text(args.json, text + "\n", flag="--json")
     _print(summary, args.out)
     return 0 if result.bit_exact and lint.clean else 1

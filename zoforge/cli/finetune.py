@@ -174,6 +174,8 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
     """The checked run: prepare, accuracies before, the steps, accuracies after, files."""
     import contextlib
 
+    from zoforge.outputs import make_out_dir
+
     from tqdm import tqdm
 
     from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune,
@@ -192,7 +194,7 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
               **_cost_fields(cfg, hidden, ffn, model.config.num_attention_heads, classes),
               "host_seconds_per_step": None, "loss": [], "float_loss": [],
               "backprop_loss": [], "config": cfg.to_dict()}
-    out.mkdir(parents=True, exist_ok=True)
+    make_out_dir("--out", out)
     mismatch = getattr(rtl_module, "CallMismatch", ())     # (): nothing to catch
     with contextlib.ExitStack() as stack:
         units = None

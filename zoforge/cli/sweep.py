@@ -75,6 +75,8 @@ def register(tree) -> None:
     run.add_argument("--outputs-only", action="store_true",
                      help="only write the tables, plots and page from the store")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--repair", action="store_true", help="set the store's damaged rows "
+                     "aside (table damaged) and run their tasks again")
     parser.set_defaults(func=run_sweep)
 
 
@@ -105,7 +107,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     executor = (None if args.outputs_only
                 else make_executor(args.executor, args.jobs, args.scheduler))
     try:
-        store = Store(store_dir)
+        store = Store(store_dir, repair=args.repair)
         if args.outputs_only and scope not in store.scopes():
             raise ConfigError("--outputs-only", "used with a sweep the store holds (" + (
                 ", ".join(store.scopes()) or "it holds none") + ")", scope)

@@ -74,6 +74,9 @@ def run(args) -> int:
     if unused is not None:
         name, chosen, users = unused
         raise named(ConfigError(name, f"used only with {users}", chosen))
+    if cfg.cache_dir is None:        # the features' cache: ZOFORGE_CACHE, checked first
+        from zoforge.files import check_cache_dir
+        check_cache_dir()
     result = train(cfg)
     print(json.dumps({k: result[k] for k in ("accuracy_before", "accuracy_after",
                                              "final_loss", "steps_per_s")}))
