@@ -183,7 +183,11 @@ class LayerControl(wiring.Component):
 
         # a compute job's tiles and output mode: XW is the branches' init (bias), U the
         # only requantized result
-        compute = Cat(getattr(job, name) for name in COMPUTE_JOBS).any()
+        # (a register of its own, set with the job's flags: one flag, not their OR, in front
+        # of the sequencers' enables)
+        compute = Signal()
+        with m.If(start):
+            m.d.sync += compute.eq(Cat(written == JOBS[name] for name in COMPUTE_JOBS).any())
         tiles, mode = self.tiles, self.mode
         m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & compute),
                      tiles.m.eq(settings.m), tiles.k.eq(k_steps),
