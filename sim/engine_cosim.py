@@ -276,7 +276,7 @@ class EngineCosim:
         info = {"sim_cycles": sim_cycles, "wall_s": wall,
                 "cycles_per_s": sim_cycles / wall if wall else 0.0,
                 "build_s": result.build_s, "run_s": result.run_s,
-                "simulator": result.simulator}
+                "simulator": result.simulator, "stalls": result.results.get("stalls")}
         return self.check_results(jobs, outputs, result.results["jobs"]), info
 
     def program_inputs(self, jobs: list[EngineJob]) -> tuple[dict, dict[str, np.ndarray]]:
@@ -288,7 +288,8 @@ class EngineCosim:
             specs.append(spec)
             data[f"job{index}_frame"] = frame_words(frame, self.in_bytes)
             data.update({f"job{index}_{name}": table for name, table in tables.items()})
-        return {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}, data
+        return {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS,
+                "lanes": self.cols}, data
 
     def _run_bench(self, jobs: list[EngineJob], bench: str, data_dir: Path | None):
         with scratch_folder(data_dir, "zoforge-gemm-") as data:
@@ -406,5 +407,6 @@ def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None
         "cycles_per_s": round(info.get("cycles_per_s", 0.0), 1),
         "sim_cycles": info.get("sim_cycles"), "sim_wall_s": round(info.get("wall_s", 0), 3),
         "build_s": round(info["build_s"], 2), "run_s": round(info["run_s"], 2),
-        "simulator": info["simulator"], "config_hash": config.stable_hash(),
+        "simulator": info["simulator"], "stalls": info.get("stalls"),
+        "config_hash": config.stable_hash(),
     }

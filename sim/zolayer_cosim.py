@@ -244,7 +244,7 @@ def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) ->
         "strategy": config.variant, "mode": config.mode, "rows": config.rows,
         "cols": config.cols, "m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r,
         "q": options.q, "steps": options.steps,
-        "grads": bench.get("grads"),
+        "grads": bench.get("grads"), "stalls": bench.get("stalls"),
         "cycles_per_step": cycles, "sequential_cycles_per_step": sequential,
         "predicted_cycles_per_step": predicted_cycles(config, shape, options.q),
         "measured_ratio": round(sequential / cycles, 4) if cycles else 0.0,

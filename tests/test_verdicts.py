@@ -14,13 +14,19 @@ import numpy as np
 import pytest
 
 from zoforge.golden.zolayer import layer_config
+from zoforge.golden.zolayer.host import squared_error
 from zoforge.golden.zolayer.model import LayerShape
+from zoforge.hw.engine.engine import REGISTERS
 from zoforge.sim import zolayer_cosim
+from zoforge.sim.engine_cosim import EngineCosim, random_job
+from zoforge.sim.engine_host import engine_program
+from zoforge.sim.program import HostCheckFailed, Poll, Read, Receive, Reply, drive
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.verdict import Verdict, same_values
 from zoforge.sim.zolayer_cosim import (LAYER_COMPARISONS, ZoCosimOptions, array_steps,
                                        cosim_layer, golden_run, layer_verdict, make_data,
                                        run_layer)
+from zoforge.sim.zolayer_host import LayerHost, LayerSteps
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
 CONFIG = layer_config("onthefly", mode="lora-fa", **SMALL)
@@ -101,3 +107,66 @@ def test_a_run_that_broke_off_fails_every_comparison(layer_run):
     broken = dataclasses.replace(result, passed=False, failures=["job server exited"])
     verdict = layer_verdict(CONFIG, SHAPE, broken, rtl, golden)
     assert verdict.failed == list(LAYER_COMPARISONS)
+
+
+# -- TLAST on the frame's last beat, in every host program -----------------------------------
+
+def _replies(frames):
+    """A fake bus: each Receive gets the next of ``frames``; STATUS reads say done, then
+    clear; irq high."""
+    frames = iter(frames)
+    status = iter([0b10, 0] * 100)
+
+    def execute(batch):
+        replies = []
+        for operation in batch:
+            if isinstance(operation, Receive):
+                words = next(frames)
+            elif isinstance(operation, Poll):
+                words = [0b10]
+            elif isinstance(operation, Read):
+                words = [next(status) if operation.address == REGISTERS["STATUS"] else 7, 0]
+            else:
+                words = [0]
+            replies.append(Reply(1, True, np.asarray(words, np.uint32)))
+        return replies
+    return execute
+
+
+def _layer_step(frames):
+    """One full-mode step (q = 1) of an 8 x 8 x 8 layer on 4 x 4, its frames ``frames``."""
+    host = LayerHost(4)
+    steps = LayerSteps(host, 4, 4, False, 8, 8, 8)
+    program = steps.step(np.zeros((8, 8), np.int64), np.zeros((8, 8), np.int64), 1,
+                         squared_error, lambda plus, minus: 0)
+    return drive(program, _replies(frames))
+
+
+@pytest.mark.parametrize("frame", [0, 1, 2])
+@pytest.mark.parametrize("off_by", [-1, 1])
+def test_a_zo_layer_frame_must_end_on_its_last_beat(frame, off_by):
+    """Branch +, branch -, read_master: each frame's TLAST one beat early or late fails."""
+    beats = [16, 16, 16]                    # M N / C for a branch, K N / R for the master
+    record = _layer_step([np.zeros(4 * b, np.uint32) for b in beats])
+    assert record.master.shape == (8, 8) and len(record.outputs) == 2
+    beats[frame] += off_by
+    with pytest.raises(HostCheckFailed, match=f"TLAST after {beats[frame]} beats, expected "
+                                              "on beat 16"):
+        _layer_step([np.zeros(4 * b, np.uint32) for b in beats])
+
+
+@pytest.mark.parametrize("off_by", [-1, 0, 1])
+def test_an_engine_frame_must_end_on_its_last_beat(off_by):
+    cosim = EngineCosim(rows=2, cols=2, pack=1, max_m=8, max_k=8, max_n=8)
+    job = random_job(np.random.default_rng(0), 3, 4, 3, raw=True)
+    args, data = cosim.program_inputs([job])
+    beats = args["jobs"][0]["out_beats"]
+    assert beats == 2 * 2 * 2                   # 2 x 2 tiles of R = 2 beats
+    program = engine_program(args, data)
+    frame = np.zeros(2 * (beats + off_by), np.uint32)
+    if off_by:
+        with pytest.raises(HostCheckFailed, match=f"job 0: TLAST after {beats + off_by} "):
+            drive(program, _replies([frame]))
+    else:
+        arrays, _ = drive(program, _replies([frame]))
+        assert arrays["out0"].size == 2 * beats
