@@ -26,9 +26,9 @@
 //   9 STALLS                      -> per channel (IN AW W AR OUT B R) the cycles a stall held
 //                                 back a pending transfer since CONFIGURE, as lo, hi words
 // Stalls draw one xorshift32 value per channel per cycle (the top 16 bits below the
-// threshold: stalled), as cocotbext-axi's pause generators draw one value per cycle. A stall
-// is counted where it mattered: a source (IN, AW, W, AR) had a transfer to offer, a sink's
-// partner (OUT, B, R) held valid.
+// threshold: stalled), as cocotbext-axi's pause generators draw one value per cycle. STALLS
+// counts them where they show at the ports: a source (IN, AW, W, AR) with a transfer to
+// offer holds valid low, a sink (OUT, B, R) holds ready low while the DUT holds valid.
 //
 // LANES (a macro) is the output stream's width in 32-bit lanes, IN_WORDS the 32-bit words of
 // one input beat (the input stream's width rounded up; the unused bits are zero); the
@@ -138,11 +138,13 @@ class Server {
         top_->m_tready = !top_->rst && !stall[OUT];
         top_->clk = 0;
         top_->eval();
-        const bool waiting[CHANNELS] = {in_pending, aw_, w_, ar_,
-                                        !top_->rst && static_cast<bool>(top_->m_tvalid),
-                                        static_cast<bool>(top_->bvalid),
-                                        static_cast<bool>(top_->rvalid)};
-        for (int ch = 0; ch < CHANNELS; ++ch) stalled[ch] += stall[ch] && waiting[ch];
+        // held back, as the ports show it: a source's valid low with a transfer pending, a
+        // sink's ready low against the DUT's valid
+        const bool held[CHANNELS] = {
+            in_pending && !top_->s_tvalid, aw_ && !top_->awvalid, w_ && !top_->wvalid,
+            ar_ && !top_->arvalid, !top_->rst && top_->m_tvalid && !top_->m_tready,
+            top_->bvalid && !top_->bready, top_->rvalid && !top_->rready};
+        for (int ch = 0; ch < CHANNELS; ++ch) stalled[ch] += held[ch];
         const bool in_fire = top_->s_tvalid && top_->s_tready;
         const bool aw_fire = top_->awvalid && top_->awready;
         const bool w_fire = top_->wvalid && top_->wready;
