@@ -39,6 +39,7 @@ from zoforge.golden.zolayer.network import StepSettings
 from zoforge.sim.cosim import SIMULATORS
 from zoforge.sim.jobserver import JobServerError
 from zoforge.sim.program import HostCheckFailed
+from zoforge.sim.verdict import Verdict
 from zoforge.sim.zolayer_cosim import BACKENDS, ZoCosimOptions, run_layer
 from zoforge.sim.zolayer_jobserver import LayerServer, LayerSession
 
@@ -83,11 +84,9 @@ class StepOutcome:
 def compare_step(golden: StepOutcome, rtl: StepOutcome | None) -> dict[str, bool]:
     """The bit-exactness checks of one step: ``grads`` (equal g values) and ``master`` (equal
     masters after the update); both False when the RTL has no outcome (its run failed)."""
-    if rtl is None:
-        return dict.fromkeys(CHECKS, False)
-    return {"grads": [int(g) for g in rtl.grads] == [int(g) for g in golden.grads],
-            "master": rtl.master.shape == golden.master.shape
-            and np.array_equal(rtl.master, golden.master)}
+    pairs = dict.fromkeys(CHECKS, (None, None)) if rtl is None else {
+        "grads": (rtl.grads, golden.grads), "master": (rtl.master, golden.master)}
+    return Verdict.of(CHECKS, rtl is not None, pairs).checks
 
 
 def accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:

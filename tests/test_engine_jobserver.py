@@ -67,7 +67,7 @@ def test_a_wrong_output_is_detected(free_run):
     m, k, n = job.shape
     words = np.zeros(-(-m // cosim.rows) * -(-n // cosim.cols) * cosim.rows * cosim.cols,
                      np.uint32)
-    stats = [{"cycles": 1, "array_cycles": 1, "irq": True}]
+    stats = [{"cycles": 1, "array_cycles": result.array_cycles, "irq": True}]
     assert not cosim.check_results([job], [words], stats)[0].bit_exact
     tiles = words.reshape(-(-n // cosim.cols), -(-m // cosim.rows), cosim.rows, cosim.cols)
     full = np.zeros((tiles.shape[1] * cosim.rows, tiles.shape[0] * cosim.cols), np.int64)

@@ -18,6 +18,7 @@ from zoforge.golden.zolayer.host import squared_error
 from zoforge.golden.zolayer.model import LayerShape
 from zoforge.hw.engine.engine import REGISTERS
 from zoforge.sim import zolayer_cosim
+from zoforge.sim import engine_cosim
 from zoforge.sim.engine_cosim import EngineCosim, random_job
 from zoforge.sim.engine_host import engine_program
 from zoforge.sim.program import HostCheckFailed, Poll, Read, Receive, Reply, drive
@@ -170,3 +171,26 @@ def test_an_engine_frame_must_end_on_its_last_beat(off_by):
     else:
         arrays, _ = drive(program, _replies([frame]))
         assert arrays["out0"].size == 2 * beats
+
+
+# -- the engine's jobs ----------------------------------------------------------------------
+
+def test_an_engine_job_fails_on_its_output_or_its_counter_alone():
+    cosim = EngineCosim(rows=2, cols=2, pack=2, max_m=8, max_k=8, max_n=8)
+    job = random_job(np.random.default_rng(1), 3, 5, 3, raw=True)
+    words = np.zeros((4, 2, 2), np.uint32)            # 2 x 2 tiles of R x C, nt outer
+    tiles = np.zeros((4, 4), np.int32)
+    tiles[:3, :3] = job.golden()
+    words[:] = tiles.reshape(2, 2, 2, 2).transpose(2, 0, 1, 3).reshape(4, 2, 2).view(np.uint32)
+    steps = 4 * 3 * 2                                 # 4 tiles x ceil(5 / 2) beats x pack 2
+    assert engine_cosim.array_steps(3, 5, 3, 2, 2, 2) == steps
+
+    def judged(words, array_cycles):
+        stats = [{"cycles": 99, "array_cycles": array_cycles, "irq": True}]
+        (result,) = cosim.check_results([job], [words.reshape(-1)], stats)
+        return result.checks, result.bit_exact
+    assert judged(words, steps) == ({"outputs": True, "counters": True}, True)
+    assert judged(words, steps + 1) == ({"outputs": True, "counters": False}, False)
+    wrong = words.copy()
+    wrong[0, 0, 0] ^= 1
+    assert judged(wrong, steps) == ({"outputs": False, "counters": True}, False)
