@@ -194,15 +194,16 @@ def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np
 
 
 def array_steps(config: ZoLayerConfig, shape, job: str) -> int:
-    """The k-steps ``job`` feeds the array (its ARRAY_CYCLES): a compute job's
-    multiply-accumulates over R x C (every tile's k-steps: a branch job of ``branch_lanes``
-    takes ``branch_lanes`` k-steps a word on R / ``branch_lanes`` features), 0 for the
-    others."""
-    per_cycle = config.rows * config.cols
+    """The k-steps ``job`` feeds the array (its ARRAY_CYCLES): one per k of every output
+    tile, a tile being C tokens by the features of a word (R; a branch job's R /
+    ``branch_lanes``, its branches side by side on the rows); 0 for the jobs without the
+    array."""
+    tokens = shape.m // config.cols
     k_t = shape.r if config.mode == "lora-fa" else shape.k
-    macs = {"frozen_w": shape.m * shape.k * shape.n, "frozen_a": shape.m * shape.k * shape.r,
-            "branch": shape.m * k_t * shape.n}.get(job, 0)
-    return macs // per_cycle
+    features = config.rows // config.branch_lanes
+    return {"frozen_w": tokens * (shape.n // config.rows) * shape.k,
+            "frozen_a": tokens * (shape.r // config.rows) * shape.k,
+            "branch": tokens * (shape.n // features) * k_t}.get(job, 0)
 
 
 def layer_verdict(config: ZoLayerConfig, shape, result: CosimResult,

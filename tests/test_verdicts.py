@@ -194,3 +194,11 @@ def test_an_engine_job_fails_on_its_output_or_its_counter_alone():
     wrong = words.copy()
     wrong[0, 0, 0] ^= 1
     assert judged(wrong, steps) == ({"outputs": False, "counters": True}, False)
+
+
+def test_array_steps_with_branches_side_by_side():
+    """branch_lanes 2 on 4 rows: 2 features a word, so N = 4 is two tiles of features, each
+    K = 16 k-steps, for each of the 2 token tiles (measured: ARRAY_CYCLES 64)."""
+    config = layer_config("onthefly", mode="full", rows=4, cols=4, max_m=16, max_k=32,
+                          max_n=8, branch_lanes=2)
+    assert array_steps(config, LayerShape(8, 16, 4, 0), "branch") == 2 * 2 * 16
