@@ -18,6 +18,7 @@ from zoforge.golden.zolayer.model import LayerShape
 from zoforge.hw.export import to_verilog
 from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import JOBS, REGISTERS
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.lint import lint_verilog
 from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                        predicted_cycles, predicted_ratio, run_layer)
@@ -225,6 +226,7 @@ def test_rtl_branch_lanes_bit_exact_with_stalls(strategy, rows, cols, branch_lan
     stalled = cosim_layer(config, ZoCosimOptions(steps=2, seed=5, source_idle=0.3,
                                                  sink_backpressure=0.3, **shape))
     assert stalled["bit_exact"], stalled["checks"]
+    assert stall_problems(stalled["stalls"], 0.3, 0.3) == []
     assert any(any(g) for g in stalled["grads"])
     clean = cosim_layer(config, ZoCosimOptions(steps=1, seed=6, **shape))
     assert clean["bit_exact"], clean["checks"]
@@ -246,6 +248,7 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator)
                                                  sink_backpressure=0.3, grad_shift=30,
                                                  simulator=simulator))
     assert summary["bit_exact"], summary
+    assert stall_problems(summary["stalls"], 0.3, 0.3) == []
     assert any(g != 0 for step in summary["grads"] for g in step)
     assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
 
@@ -263,6 +266,8 @@ def test_stalls_happen_and_cost_cycles(every_simulator):
                 for stalls in ({}, dict(source_idle=0.3, sink_backpressure=0.3))]
         (rtl, free), (stalled_rtl, stalled) = runs
         assert free.passed and stalled.passed, (free.failures, stalled.failures)
+        assert stall_problems(free.results["stalls"]) == [], backend
+        assert stall_problems(stalled.results["stalls"], 0.3, 0.3) == [], backend
         for name in ("branches", "masters", "plain"):
             np.testing.assert_array_equal(rtl[name], stalled_rtl[name], err_msg=name)
         assert stalled.results["grads"] == free.results["grads"]
@@ -346,3 +351,4 @@ def test_rtl_many_panels_reuse_the_staging_banks(mode, simulator):
                                                  grad_shift=36, sink_backpressure=0.2,
                                                  simulator=simulator))
     assert summary["bit_exact"], summary
+    assert stall_problems(summary["stalls"], 0.0, 0.2) == []
