@@ -1,6 +1,6 @@
 """Write a scope's outputs from the store: ``<name>.md``, ``<name>.csv``,
 ``<name>-plots/*.png`` and the self-contained ``<name>.html`` (see :mod:`.table`,
-:mod:`.plots`, :mod:`.html`). Reads only the store, so it can run at any time, also while
+:mod:`.plots`, :mod:`.html`), each opening with the recommendation (:mod:`.recommend`). Reads only the store, so it can run at any time, also while
 the sweep is still running (unfinished points show their status)."""
 from __future__ import annotations
 
@@ -9,21 +9,32 @@ from pathlib import Path
 from zoforge.files import atomic_write_text
 from zoforge.sweep.html import page
 from zoforge.sweep.plots import sweep_plots
+from zoforge.sweep.recommend import Recommendation, recommend
 from zoforge.sweep.results import group_runs, read_runs
 from zoforge.sweep.store import Store
-from zoforge.sweep.table import configuration_table, csv_text, failures, markdown, run_table
+from zoforge.sweep.table import (BOARD_STATED, CONFIGURATIONS_HEADING, configuration_table,
+                                 csv_text, failures, markdown, run_table, source_label)
 
-__all__ = ["write_outputs"]
+__all__ = ["write_outputs", "Outputs"]
 
 
-def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = True
-                  ) -> dict[str, Path]:
-    """Write the outputs of ``scope`` into ``out_dir``; returns their paths by kind."""
+class Outputs(dict):
+    """The written files' paths by kind (``markdown``, ``csv``, ``html``, ``plots``), with
+    the :attr:`recommendation` they open with."""
+
+    recommendation: Recommendation
+
+
+def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = True,
+                  budget: dict[str, float] | None = None) -> Outputs:
+    """Write the outputs of ``scope`` into ``out_dir``; returns their paths by kind.
+    ``budget``: hardware column -> limit (:func:`zoforge.sweep.recommend.parse_budget`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     data = store.scopes().get(scope, {})
     runs = read_runs(store, scope)
     groups = group_runs(runs)
+    recommendation = recommend(groups, budget)
     counts = store.counts(scope)
     title = f"Sweep {scope}"
     notes = [text for text in (data.get("description", ""),) if text]
@@ -32,12 +43,14 @@ def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = T
                  "Hardware numbers carry their source label; accuracy is the test accuracy "
                  "after training (ours).")
     stem = _stem(scope)
-    paths = {"markdown": out / f"{stem}.md", "csv": out / f"{stem}.csv",
-             "html": out / f"{stem}.html"}
+    paths = Outputs(markdown=out / f"{stem}.md", csv=out / f"{stem}.csv",
+                    html=out / f"{stem}.html")
+    paths.recommendation = recommendation
     paper = data.get("paper", "")
     text_notes = notes + ([f"paper (not our measurement): {paper}"] if paper else [])
-    atomic_write_text(paths["markdown"], markdown(title, runs, groups, text_notes))
-    atomic_write_text(paths["csv"], csv_text(runs))
+    atomic_write_text(paths["markdown"], markdown(title, runs, groups, text_notes,
+                                                  recommendation))
+    atomic_write_text(paths["csv"], csv_text(runs, groups))
     figures = sweep_plots(groups, scope) if plots else []
     folder = out / f"{stem}-plots"
     if figures:
@@ -45,10 +58,12 @@ def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = T
         for figure in figures:
             (folder / f"{figure.name}.png").write_bytes(figure.png)
         paths["plots"] = folder
-    tables = [("Configurations (mean ± sd over seeds; * on the Pareto front)",
-               *configuration_table(runs, groups)), ("Runs", *run_table(runs))]
-    atomic_write_text(paths["html"], page(title, notes, paper, tables, figures,
-                                          failures(runs)))
+    tables = [(CONFIGURATIONS_HEADING, *configuration_table(runs, groups)),
+              ("Runs", *run_table(runs))]
+    stated = sorted({m.source for run in runs for m in run.hardware.values()
+                     if source_label(m.source) == BOARD_STATED})
+    atomic_write_text(paths["html"], page(title, notes, paper, recommendation, tables,
+                                          figures, failures(runs), stated))
     return paths
 
 

@@ -5,6 +5,8 @@ Every run is compared with one uninterrupted reference run, value for value (tim
 file paths left out)."""
 from __future__ import annotations
 
+import csv
+import io
 import os
 import random
 import shutil
@@ -83,10 +85,18 @@ def test_tiny_preset_results_and_outputs(reference):
     assert len(set(by_bits.values())) == 2           # one report per generator, not per seed
     table = (reference / "tiny.md").read_text()
     assert "LUT (yosys-estimate)" in table and "power W (activity-model)" in table
-    assert (reference / "tiny.csv").read_text().count("\n") == 7
+    assert "## What to build" in table and table.index("## What to build") < table.index(
+        "## Configurations")
+    rows = list(csv.DictReader(io.StringIO((reference / "tiny.csv").read_text())))
+    assert [r["row"] for r in rows] == ["configuration"] * 3 + ["run"] * 6
+    configurations = [r for r in rows if r["row"] == "configuration"]
+    assert all(r["front"] in ("True", "False") and r["n"] == "2" for r in configurations)
+    assert sum(r["front"] == "True" for r in configurations) >= 1
+    assert configurations[2]["perturbation"] == "gaussian" == rows[-1]["perturbation"]
+    assert configurations[2]["front"] == "False"            # no generator: never on a front
+    # BRAM18 is 0 everywhere: no plot for it; power is plotted as its dynamic part
     plots = sorted(p.stem for p in (reference / "tiny-plots").glob("*.png"))
-    assert plots == ["accuracy-vs-BRAM18", "accuracy-vs-LUT", "accuracy-vs-bits",
-                     "accuracy-vs-power_w"]
+    assert plots == ["accuracy-vs-LUT", "accuracy-vs-bits", "accuracy-vs-dynamic_w"]
 
 
 def test_a_finished_sweep_runs_nothing_again(reference, tmp_path):

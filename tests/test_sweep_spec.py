@@ -79,7 +79,14 @@ def test_the_command_line_prints_the_error_and_creates_nothing(tmp_path, capsys)
     (["--grid", "bits"], "--grid must be KEY=VALUE (got bits)"),
     (["--set", "colour.x=1"], "--set must be KEY=VALUE with KEY a training option"),
     (["--executor", "ray"], "--executor must be one of local, dask (got ray)"),
-    (["--executor", "dask"], "--scheduler must be a Dask scheduler address"),
+    (["--executor", "dask", "--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"],
+     "--jobs must be given only with --executor local, or --executor dask without"),
+    (["--executor", "local", "--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler must be given only with --executor dask"),
+    (["--budget", "lutt=5"], "--budget key 'lutt' must be one of lut, ff, bram18, dsp, "
+                             "power; did you mean lut?"),
+    (["--budget", "power=-1"], "--budget power must be a number >= 0 (got -1)"),
+    (["--budget", "lut"], "--budget must be KEY=LIMIT,... with KEY one of lut"),
     (["--preset", "fig9"], "--preset must be one of tiny, pezo-fig3"),
 ])
 def test_bad_flags_give_one_line(tmp_path, capsys, argv, expected):

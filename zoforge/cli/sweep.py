@@ -16,8 +16,10 @@ configurations' stable hashes; a generator's report is made once for all its see
 go into a durable store (--store DIR, SQLite): a sweep killed at any moment resumes where
 it stopped, several sweep processes can share a store, failed points are recorded and run
 again only with --retry-failed. Then it writes DIR/<name>.md, .csv, .html (self-contained,
-plots embedded) and <name>-plots/. The points come from --config SWEEP.toml, --preset, or
-the quick flags (--set, --grid) on top of either."""
+plots embedded) and <name>-plots/, each opening with what to build (the front under noise,
+the best design within --budget, the knee of the front, with the commands that generate
+them); the same goes to the terminal. The points come from --config SWEEP.toml, --preset,
+or the quick flags (--set, --grid) on top of either."""
 
 _EPILOG = """\
 examples:
@@ -26,7 +28,9 @@ examples:
   zoforge sweep --store runs/q --set model=tiny --set steps=50 \\
       --set perturbation=pezo-onthefly --grid bits=6,8,10 --grid seed=0,1
   zoforge sweep --preset pezo-fig4 --store runs/fig4 --search --trials 12
+  zoforge sweep --preset tiny --store runs/tiny --executor dask --jobs 2   # a local cluster
   zoforge sweep --preset pezo-fig4 --store runs/fig4 --executor dask --scheduler tcp://h:8786
+  zoforge sweep --preset pezo-fig4 --store runs/fig4 --outputs-only --budget lut=300,power=0.61
   zoforge sweep --preset pezo-fig3 --print-config > SWEEP.toml"""
 
 
@@ -59,9 +63,11 @@ def register(tree) -> None:
     run.add_argument("--executor", default="local", metavar="{local,dask}",
                      help="local worker processes (default) or a Dask cluster")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="the Dask scheduler (tcp://HOST:PORT) for --executor dask")
+                     help="the Dask scheduler (tcp://HOST:PORT) for --executor dask "
+                          "(default: a local cluster of --jobs worker processes)")
     run.add_argument("--jobs", type=int, default=None,
-                     help="local worker processes, one task each (default: the CPU count)")
+                     help="local worker processes, one task each (default: the CPU count); "
+                          "with --executor dask and no --scheduler, the local cluster's")
     run.add_argument("--lease-s", type=float, default=None, metavar="S",
                      help="a claimed task whose process sends no heartbeat for this long "
                           "may be taken over by another sweep process (default 120)")
@@ -75,6 +81,9 @@ def register(tree) -> None:
     run.add_argument("--outputs-only", action="store_true",
                      help="only write the tables, plots and page from the store")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--budget", metavar="KEY=LIMIT,...",
+                     help="hardware budget of the recommended design: lut, ff, bram18, dsp, "
+                          "power (W), e.g. lut=500,power=0.7")
     parser.set_defaults(func=run_sweep)
 
 
@@ -82,11 +91,13 @@ def run_sweep(args: argparse.Namespace) -> int:
     from zoforge.outputs import check_out_dir
     from zoforge.sweep.executors import make_executor
     from zoforge.sweep.outputs import write_outputs
+    from zoforge.sweep.recommend import parse_budget, summary_lines
     from zoforge.sweep.runner import DEFAULT_LEASE_S, register_scope, run_scope
     from zoforge.sweep.search import run_search, search_scope
     from zoforge.sweep.store import Store
 
     sweep = _sweep(args)
+    budget = parse_budget(args.budget)
     if args.print_config:
         import tomli_w
         sys.stdout.write(tomli_w.dumps(sweep.data))
@@ -121,8 +132,10 @@ def run_sweep(args: argparse.Namespace) -> int:
     finally:
         if executor is not None:
             executor.close()
-    paths = write_outputs(store, scope, out_dir)
+    paths = write_outputs(store, scope, out_dir, budget=budget)
     counts = store.counts(scope)
+    print("What to build:")
+    print("\n".join("  " + line for line in summary_lines(paths.recommendation)))
     print(f"{scope}: " + ", ".join(f"{n} {status}" for status, n in counts.items()
                                    if n) + " tasks")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
@@ -151,6 +164,7 @@ def _sweep(args: argparse.Namespace):
         data, source, name = preset(args.preset), f"preset {args.preset}", args.preset
     else:
         data, source, name = {}, "the command line", "sweep"
+    origins: dict[str, str] = {}        # key -> the flag that set it (errors blame it)
     for text in args.set:
         key, value = _pair("--set", text)
         table, _, field = key.rpartition(".")
@@ -158,19 +172,32 @@ def _sweep(args: argparse.Namespace):
             raise ConfigError("--set", "KEY=VALUE with KEY a training option or report.KEY, "
                               "hardware.KEY, search.KEY", text)
         data.setdefault(table or "train", {})[field] = _value(value)
+        origins[f"{table or 'train'}.{field}"] = f"--set {key}"
         if table in ("", "train"):      # a fixed value replaces the sweep's values of it
-            data.get("grid", {}).pop(field, None)
-            for entry in data.get("points", []):
-                entry.pop(field, None)
+            _drop(data, field, keep="train")
     for text in args.grid:
         key, values = _pair("--grid", text)
+        _drop(data, key, keep="grid")   # a swept key replaces the sweep's values of it
         data.setdefault("grid", {})[key] = [_value(v) for v in values.split(",")]
-        data.get("train", {}).pop(key, None)
+        origins[f"grid.{key}"] = f"--grid {key}"
     if args.trials is not None:
         data.setdefault("search", {})["trials"] = args.trials
+        origins["search.trials"] = "--trials"
     if args.name:
         data["name"] = args.name
-    return sweep_from_dict(data, source=source, default_name=name)
+        origins["name"] = "--name"
+    return sweep_from_dict(data, source=source, default_name=name, origins=origins)
+
+
+def _drop(data: dict, key: str, keep: str) -> None:
+    """Remove ``key`` from the sweep's tables but ``keep`` (a flag sets it there): from
+    [train], [grid] and every point table."""
+    for table in ("train", "grid"):
+        if table != keep and isinstance(data.get(table), dict):
+            data[table].pop(key, None)
+    for entry in data.get("points", []) if isinstance(data.get("points"), list) else []:
+        if isinstance(entry, dict):
+            entry.pop(key, None)
 
 
 def _pair(flag: str, text: str) -> tuple[str, str]:
