@@ -117,7 +117,7 @@ def _cost(group: Group) -> tuple:
 
 
 def _budget_text(budget: dict[str, float]) -> str:
-    return "the budget " + ", ".join(f"{column_title(c)} <= {limit:g}"
+    return "the budget " + ", ".join(f"{column_title(c)} ≤ {limit:g}"
                                      for c, limit in budget.items())
 
 

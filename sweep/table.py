@@ -70,7 +70,7 @@ def timing_text(item) -> str:
         return ""
     fmax = item.hardware["fmax_mhz"].value
     clock = (item.report_options or {}).get("clock_mhz")
-    return f"Fmax {fmax:.0f} < clock {clock:g} MHz"
+    return f"Fmax {fmax:.0f} MHz below the {clock:g} MHz clock"
 
 
 def _hardware_cell(item, column: str, sources: dict[str, list[str]]) -> str:
