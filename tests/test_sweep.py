@@ -21,7 +21,7 @@ import pytest
 
 from zoforge.cli import main
 from zoforge.sweep.presets import preset
-from zoforge.sweep.results import read_runs
+from zoforge.sweep.results import group_runs, read_runs
 from zoforge.sweep.spec import sweep_from_dict
 from zoforge.sweep.store import Store
 
@@ -184,9 +184,12 @@ def test_search_finds_the_front_from_the_store(reference, tmp_path):
         found = run_search(TINY, store, executor, progress=False)
     finally:
         executor.close()
-    assert found.trials == 4 and found.trainings <= 6
+    # 3 configurations, 4 trials: every configuration is evaluated, none twice
+    assert found.trials == found.configurations == 3 and found.trainings == 6
     assert all(r["completions"] == 1 for r in task_rows(folder))   # all found in the store
-    assert found.front and all(g.config["perturbation"] == "pezo-onthefly" for g in found.front)
+    grid = [g for g in group_runs(read_runs(store, "tiny")) if g.front]
+    assert sorted(g.runs[0].train_key for g in found.front) == sorted(
+        g.runs[0].train_key for g in grid)
 
 
 def test_a_failed_task_is_recorded_and_retried_only_on_request(tmp_path, capsys):
