@@ -40,7 +40,7 @@ CONNECT_TIMEOUT_S = 30.0
 
 
 def make_executor(name: str, jobs: int | None = None, scheduler: str | None = None,
-                  connect_timeout_s: float = CONNECT_TIMEOUT_S):
+                  connect_timeout_s: float | None = None):
     """The executor ``name`` (``--executor``): local with ``jobs`` processes (default: the
     CPU count), or Dask on ``scheduler`` (an address, or a ``distributed.Client``; None: a
     local cluster of ``jobs`` single-threaded worker processes)."""
@@ -55,7 +55,7 @@ def make_executor(name: str, jobs: int | None = None, scheduler: str | None = No
         raise ConfigError("jobs", "given only with --executor local, or --executor dask "
                           "without --scheduler (a cluster runs one task per worker thread)",
                           jobs)
-    return DaskExecutor(scheduler, connect_timeout_s=connect_timeout_s)
+    return DaskExecutor(scheduler, connect_timeout_s=connect_timeout_s or CONNECT_TIMEOUT_S)
 
 
 #: The environment of every worker process (local and local-cluster Dask).
@@ -109,12 +109,12 @@ class DaskExecutor:
     for a ``LocalCluster`` of ``jobs`` single-threaded worker processes (closed with the
     executor)."""
 
-    def __init__(self, scheduler, jobs: int = 1,
-                 connect_timeout_s: float = CONNECT_TIMEOUT_S):
+    def __init__(self, scheduler, jobs: int = 1, connect_timeout_s: float | None = None):
         # imported here: dask.distributed loads only for --executor dask
         import distributed
         self._distributed = distributed
         self._cluster = None
+        connect_timeout_s = connect_timeout_s or CONNECT_TIMEOUT_S
         if isinstance(scheduler, distributed.Client):
             self.client, self._own = scheduler, False
             return

@@ -160,14 +160,21 @@ def test_two_sweep_processes_share_one_store(reference, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.ci
-def test_the_same_sweep_on_a_local_dask_cluster(reference, tmp_path):
+@pytest.mark.parametrize("own_cluster", [True, False], ids=["no-scheduler", "scheduler"])
+def test_the_same_sweep_on_a_local_dask_cluster(reference, tmp_path, own_cluster):
+    """--executor dask without --scheduler starts (and closes) its own LocalCluster of
+    --jobs single-threaded worker processes; with one, it uses that cluster."""
     from distributed import LocalCluster
 
     folder = tmp_path / "dask"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        assert main(["sweep", "--preset", "tiny", "--store", str(folder), "--executor",
-                     "dask", "--scheduler", cluster.scheduler_address, "--no-progress"]) == 0
+    command = ["sweep", "--preset", "tiny", "--store", str(folder), "--executor", "dask",
+               "--no-progress"]
+    if own_cluster:
+        assert main(command + ["--jobs", "2"]) == 0
+    else:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:
+            assert main(command + ["--scheduler", cluster.scheduler_address]) == 0
     assert all(r["status"] == "done" and r["completions"] == 1 for r in task_rows(folder))
     assert comparable(folder) == comparable(reference)
 
