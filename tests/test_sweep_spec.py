@@ -161,3 +161,60 @@ def test_quick_flags_build_a_sweep(tmp_path, capsys):
                  "--set", "report.clock_mhz=250", "--print-config"]) == 0
     out = capsys.readouterr().out
     assert 'perturbation = "pezo-onthefly"' in out and "clock_mhz = 250" in out
+
+
+def test_a_huge_grid_is_refused_before_any_point_is_built(monkeypatch):
+    from zoforge.sweep import spec
+
+    built = []
+    monkeypatch.setattr(spec, "TrainConfig", lambda **kw: built.append(kw))
+    data = {"train": {"model": "tiny"},
+            "grid": {"seed": list(range(1000)), "steps": list(range(1, 1001))}}
+    with pytest.raises(ConfigError) as error:
+        sweep_from_dict(data, source="SWEEP.toml")
+    assert built == []                                   # refused before expansion
+    message = str(error.value)
+    assert "\n" not in message
+    assert message == ("grid in SWEEP.toml must be a sweep of at most 10,000 points "
+                       "(got 1000 seed x 1000 steps = 1,000,000)")
+    assert spec.MAX_POINTS == 10_000
+
+
+def test_the_command_line_refuses_a_huge_grid_in_one_line(tmp_path, capsys):
+    values = ",".join(str(v) for v in range(1, 1001))
+    assert main(["sweep", "--set", "model=tiny", "--grid", f"seed={values}",
+                 "--grid", f"steps={values}", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "at most 10,000 points" in err
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--set", "nrng=7"], "key 'nrng' in --set nrng must be one of"),
+    (["--set", "nrng=7"], "; did you mean n_rng?"),
+    (["--grid", "nrng=7,15"], "key 'nrng' in --grid nrng must be one of"),
+    (["--set", "bits=66"], "--set bits must be an integer with 4 <= value <= 20 (got 66)"),
+    (["--grid", "bits=6,66"], "--grid bits must be an integer with 4 <= value <= 20 (got 66)"),
+    (["--set", "report.clock_mhz=5000"], "--set report.clock_mhz must be a frequency with"),
+    (["--set", "report.clck=5"], "key 'clck' in --set report.clck must be one of board, "
+                                 "clock_mhz"),
+    (["--set", "search.population=1"], "--set search.population must be an integer with 2"),
+    (["--trials", "0"], "--trials must be an integer >= 1"),
+])
+def test_errors_blame_the_flag_that_set_the_value(tmp_path, capsys, argv, expected):
+    assert main(["sweep", "--preset", "tiny", "--store", str(tmp_path / "s")] + argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and expected in err, err
+    assert "preset tiny" not in err                       # the preset is not to blame
+
+
+def test_a_grid_flag_replaces_the_preset_s_values_of_its_key(capsys):
+    import tomllib
+
+    assert main(["sweep", "--preset", "tiny", "--grid", "bits=6,8", "--print-config"]) == 0
+    data = tomllib.loads(capsys.readouterr().out)
+    assert data["grid"]["bits"] == [6, 8]
+    assert all("bits" not in entry for entry in data["points"])
+    sweep = sweep_from_dict(data)
+    assert {p.train.bits for p in sweep.points
+            if p.train.perturbation == "pezo-onthefly"} == {6, 8}
