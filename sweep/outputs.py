@@ -42,6 +42,11 @@ def write_outputs(store: Store, scope: str, out_dir: Path | str, plots: bool = T
                  + ", ".join(f"{n} {status}" for status, n in counts.items()) + ". "
                  "Hardware numbers carry their source label; accuracy is the test accuracy "
                  "after training (ours).")
+    over = [g for g in groups if g.over_clock()]
+    if over:
+        notes.append(f"WARNING: {len(over)} of {len(groups)} configurations' target clock "
+                     "exceeds their estimated Fmax (flagged in the timing column and crossed "
+                     "in red in the plots); their power at the achievable clock is beside it.")
     stem = _stem(scope)
     paths = Outputs(markdown=out / f"{stem}.md", csv=out / f"{stem}.csv",
                     html=out / f"{stem}.html")

@@ -1,8 +1,9 @@
 """The sweep's figures (matplotlib, PNG bytes): ours only, never the papers' numbers.
 
-* accuracy against each numeric key the sweep varies (bit-width, RNG count, pool size, ...):
-  one line per combination of the other varied keys, the mean over seeds with its standard
-  deviation as error bars and every seed as a dot;
+* accuracy, and the final training loss (the metric of PeZO's Fig. 4), against each
+  numeric key the sweep varies (bit-width, RNG count, pool size, ...): one line per
+  combination of the other varied keys, the mean over seeds with its standard deviation as
+  error bars and every seed as a dot;
 * accuracy against LUTs, BRAM18 and dynamic power: one marker per configuration with a
   generator, labelled with its configuration, the two-objective Pareto front of that plot
   as a step line, the configurations on the sweep's front under noise ringed, those whose
@@ -44,9 +45,10 @@ def sweep_plots(groups: list[Group], title: str) -> list[Plot]:
 
     plots = []
     for key in _numeric_swept(groups):
-        figure = _accuracy_against(plt, groups, key)
-        plots.append(_png(plt, figure, f"accuracy-vs-{key}",
-                          f"{title}: accuracy vs {key} (mean ± sd over seeds)"))
+        for metric in _METRICS:
+            figure = _metric_against(plt, groups, key, metric)
+            plots.append(_png(plt, figure, f"{metric.name}-vs-{key}",
+                              f"{title}: {metric.label} vs {key} (mean ± sd over seeds)"))
     sources = column_sources(groups)
     for column in COST_COLUMNS:
         if column == "dynamic_w" and column not in sources:
@@ -95,27 +97,42 @@ def _point_label(group: Group) -> str:
                     or group.config["perturbation"])
 
 
-def _accuracy_against(plt, groups: list[Group], key: str):
+@dataclass(frozen=True)
+class _Metric:
+    name: str           # file-name part
+    label: str          # axis label
+    mean: str           # Group attributes: mean, sd, the seeds' values
+    sd: str
+    values: str
+
+
+_METRICS = (_Metric("accuracy", "test accuracy after training (ours)", "accuracy",
+                    "accuracy_sd", "accuracies"),
+            _Metric("final-loss", "final training loss (ours; mean of the last 50 steps)",
+                    "final_loss", "final_loss_sd", "final_losses"))
+
+
+def _metric_against(plt, groups: list[Group], key: str, metric: _Metric):
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
     series: dict[str, list[Group]] = {}
-    groups = [g for g in groups if key in g.label and g.accuracy is not None]
+    groups = [g for g in groups if key in g.label and getattr(g, metric.mean) is not None]
     for group in groups:
         series.setdefault(_series_label(group, key), []).append(group)
     for label, members in series.items():
         members.sort(key=lambda g: g.config[key])
         xs = [g.config[key] for g in members]
-        line = axes.errorbar(xs, [g.accuracy for g in members],
-                             yerr=[g.accuracy_sd or 0.0 for g in members], marker="o",
-                             capsize=3, label=label)
+        line = axes.errorbar(xs, [getattr(g, metric.mean) for g in members],
+                             yerr=[getattr(g, metric.sd) or 0.0 for g in members],
+                             marker="o", capsize=3, label=label)
         colour = line[0].get_color()
         for x, group in zip(xs, members):
-            axes.scatter([x] * len(group.accuracies), group.accuracies, s=10, alpha=0.35,
-                         color=colour)
+            values = getattr(group, metric.values)
+            axes.scatter([x] * len(values), values, s=10, alpha=0.35, color=colour)
     values = sorted({g.config[key] for g in groups})
     if min(values) > 0 and max(values) / min(values) >= 8:
         axes.set_xscale("log", base=2)
     axes.set_xticks(values, [str(v) for v in values])
-    axes.set(xlabel=key, ylabel="test accuracy after training (ours)")
+    axes.set(xlabel=key, ylabel=metric.label)
     axes.grid(alpha=0.3)
     if len(series) > 1:
         axes.legend(fontsize=7)

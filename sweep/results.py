@@ -55,11 +55,13 @@ NOISE_TEST = ("two mean accuracies differ only when their gap exceeds twice its 
 
 
 def column_title(column: str) -> str:
-    """A hardware column's name for people: ``LUT core``, ``power W``, ``fmax MHz``."""
+    """A hardware column's name for people: ``LUT core``, ``power W``, ``static power W``,
+    ``fmax MHz``."""
     unit = HARDWARE[column][0]
     if unit == "count":
         return column.replace("_", " ")
-    return column.rsplit("_", 1)[0].replace("_", " ") + f" {unit}"
+    name = column.rsplit("_", 1)[0].replace("_", " ")
+    return f"{name} power W" if unit == "W" and name != "power" else f"{name} {unit}"
 
 
 @dataclass(frozen=True)

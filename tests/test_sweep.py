@@ -96,7 +96,8 @@ def test_tiny_preset_results_and_outputs(reference):
     assert configurations[2]["front"] == "False"            # no generator: never on a front
     # BRAM18 is 0 everywhere: no plot for it; power is plotted as its dynamic part
     plots = sorted(p.stem for p in (reference / "tiny-plots").glob("*.png"))
-    assert plots == ["accuracy-vs-LUT", "accuracy-vs-bits", "accuracy-vs-dynamic_w"]
+    assert plots == ["accuracy-vs-LUT", "accuracy-vs-bits", "accuracy-vs-dynamic_w",
+                     "final-loss-vs-bits"]
 
 
 def test_a_finished_sweep_runs_nothing_again(reference, tmp_path):
