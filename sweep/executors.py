@@ -21,6 +21,7 @@ the finished ones, and ``close()``.
 """
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
 import ctypes
 import multiprocessing
@@ -162,8 +163,6 @@ class DaskExecutor:
 def _check_scheduler(distributed, address: str, timeout_s: float) -> None:
     """Connect to ``address`` and ask the scheduler who it is, all within ``timeout_s``;
     a one-line ConfigError naming ``scheduler`` if that fails or takes longer."""
-    import asyncio
-
     async def identity():
         comm = await distributed.comm.connect(address, timeout=timeout_s)
         try:

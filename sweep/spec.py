@@ -22,7 +22,7 @@ Points are the list entries (or one empty entry) times the grid, each merged ove
 (a larger one is refused at once, naming the grid and the limit). The file is read by :func:`zoforge.config.read_table` (the one strict reader).
 An unknown key or a value of the wrong type or out of range anywhere is one
 :class:`ConfigError` naming the key where it was written (``grid.bits in SWEEP.toml must be
-...``, or the flag that set it: ``--set bits``) and its allowed values: :func:`read_sweep` constructs every point's
+...``, or the flag that set it: ``train.bits (set by --set bits)``) and its allowed values: :func:`read_sweep` constructs every point's
 :class:`TrainConfig` and generator configuration, whose errors name the field, and says
 where that field was written, so nothing invalid reaches the store.
 
@@ -188,8 +188,9 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
     origins = dict(origins or {})
 
     def place(path: str) -> str:
-        """Where the key ``path`` was written, for an error message."""
-        return origins.get(path) or f"{path}{where}"
+        """Where the key ``path`` was written, for an error message: ``train.steps in
+        SWEEP.toml``, or ``train.steps (set by --set steps)``."""
+        return f"{path} (set by {origins[path]})" if path in origins else f"{path}{where}"
 
     _known_keys(data, TOP_KEYS, "", where)
     name = _string(data, "name", default_name, where)
@@ -290,7 +291,7 @@ def _known_keys(table: dict, allowed, prefix: str, where: str, origins: dict | N
                     if key in SET_BY_SWEEP else "")
             flag = (origins or {}).get(f"{prefix}{key}")
             if flag is not None:
-                raise unknown_key(key, allowed, f" in {flag}", note)
+                raise unknown_key(f"{prefix}{key}", allowed, f" (set by {flag})", note)
             raise unknown_key(f"{prefix}{key}", allowed, where, note)
 
 
@@ -320,7 +321,8 @@ def _options(config_type: type[Config], data: dict, key: str, where: str, origin
     except ConfigError as error:
         field = error.parameter.split(" in ", 1)[0]
         if f"{key}.{field}" in origins:
-            raise error.renamed(origins[f"{key}.{field}"]) from None
+            raise error.renamed(f"{key}.{field} (set by {origins[f'{key}.{field}']})"
+                                ) from None
         raise
 
 

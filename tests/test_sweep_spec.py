@@ -190,15 +190,19 @@ def test_the_command_line_refuses_a_huge_grid_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["--set", "nrng=7"], "key 'nrng' in --set nrng must be one of"),
+    (["--set", "nrng=7"], "key 'train.nrng' (set by --set nrng) must be one of"),
     (["--set", "nrng=7"], "; did you mean n_rng?"),
-    (["--grid", "nrng=7,15"], "key 'nrng' in --grid nrng must be one of"),
-    (["--set", "bits=66"], "--set bits must be an integer with 4 <= value <= 20 (got 66)"),
-    (["--grid", "bits=6,66"], "--grid bits must be an integer with 4 <= value <= 20 (got 66)"),
-    (["--set", "report.clock_mhz=5000"], "--set report.clock_mhz must be a frequency with"),
-    (["--set", "report.clck=5"], "key 'clck' in --set report.clck must be one of board, "
-                                 "clock_mhz"),
-    (["--set", "search.population=1"], "--set search.population must be an integer with 2"),
+    (["--grid", "nrng=7,15"], "key 'grid.nrng' (set by --grid nrng) must be one of"),
+    (["--set", "bits=66"],
+     "train.bits (set by --set bits) must be an integer with 4 <= value <= 20 (got 66)"),
+    (["--grid", "bits=6,66"],
+     "grid.bits (set by --grid bits) must be an integer with 4 <= value <= 20 (got 66)"),
+    (["--set", "report.clock_mhz=5000"],
+     "report.clock_mhz (set by --set report.clock_mhz) must be a frequency with"),
+    (["--set", "report.clck=5"], "key 'report.clck' (set by --set report.clck) must be one "
+                                 "of board, clock_mhz"),
+    (["--set", "search.population=1"],
+     "search.population (set by --set search.population) must be an integer with 2"),
     (["--trials", "0"], "--trials must be an integer >= 1"),
 ])
 def test_errors_blame_the_flag_that_set_the_value(tmp_path, capsys, argv, expected):
