@@ -49,9 +49,10 @@ PRESETS: dict[str, dict] = {
     "pezo-fig4": {
         "name": "pezo-fig4",
         "description": "On-the-fly generator, 31 LFSRs, bit-width 6 .. 16.",
-        "paper": "PeZO Fig. 4: the final loss falls as the RNG bit-width grows, down to a "
-                 "bottleneck width beyond which it stays flat (8 bits for RoBERTa-large, "
-                 "14 for OPT).",
+        "paper": "PeZO Fig. 4 (training loss): the final training loss falls as the RNG "
+                 "bit-width grows, down to a bottleneck width beyond which it stays flat "
+                 "(8 bits for RoBERTa-large, 14 for OPT). Compare it with our final-loss "
+                 "plot (the figure's own metric), not the accuracy plot.",
         "train": dict(_HEAD, perturbation="pezo-onthefly", n_rng=31),
         "grid": {"bits": [6, 7, 8, 10, 12, 14, 16], "seed": _SEEDS},
     },

@@ -86,7 +86,7 @@ def _mean_sd(mean, sd) -> str:
     return fmt(mean) + ("" if sd is None else f" ± {sd:.3f}")
 
 
-def _timing_columns(items) -> tuple[list[str], callable]:
+def _timing_columns(items):
     """The timing flag and power-at-Fmax columns, when any item exceeds its Fmax."""
     if not any(item.over_clock() for item in items):
         return [], lambda item: []
