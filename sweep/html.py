@@ -10,7 +10,7 @@ import base64
 
 from zoforge.reports.model import LABELS
 from zoforge.sweep.plots import Plot
-from zoforge.sweep.recommend import Recommendation, commands, describe
+from zoforge.sweep.recommend import SAME, Recommendation, commands, describe
 from zoforge.sweep.results import NOISE_TEST
 from zoforge.sweep.safe import html_text
 from zoforge.sweep.table import BOARD_STATED
@@ -79,14 +79,13 @@ def page(title: str, notes: list[str], paper: str, recommendation: Recommendatio
 
 def _recommendation(recommendation: Recommendation) -> str:
     parts = ['<div class="build" id="what-to-build"><h2>What to build</h2>']
-    for pick in (recommendation.best, recommendation.knee):
-        if pick is None:
-            continue
-        text = describe(pick.group)
+    for pick, repeated in recommendation.picks():
+        text = SAME if repeated else describe(pick.group)
         cls = ' class="warn"' if pick.group.over_clock() else ""
         parts.append(f"<p><strong>{_e(pick.role)}</strong>: <span{cls}>{_e(text)}</span> "
                      f"({_e(pick.why)})</p>")
-        parts += [f"<pre>{_e(command)}</pre>" for command in commands(pick.group)]
+        if not repeated:
+            parts += [f"<pre>{_e(command)}</pre>" for command in commands(pick.group)]
     if recommendation.unmet:
         parts.append(f"<p>{_e(recommendation.unmet)}</p>")
     if recommendation.front:

@@ -29,7 +29,10 @@ from zoforge.sweep.pareto import normaliser
 from zoforge.sweep.results import Group, accuracy_tolerance, column_title, objectives
 
 __all__ = ["BUDGET_KEYS", "Pick", "Recommendation", "parse_budget", "recommend",
-           "describe", "commands", "summary_lines"]
+           "describe", "commands", "summary_lines", "SAME"]
+
+#: What a pick that repeats the one before it says instead of its figures and commands.
+SAME = "the same design as above"
 
 #: --budget key -> hardware column
 BUDGET_KEYS = {"lut": "LUT", "ff": "FF", "bram18": "BRAM18", "dsp": "DSP", "power": "power_w"}
@@ -49,6 +52,15 @@ class Recommendation:
     knee: Pick | None
     budget: dict[str, float]    # column -> limit
     unmet: str                  # why there is no best pick ("" when there is one)
+
+    def picks(self) -> list[tuple[Pick, bool]]:
+        """The picks in order, each with whether it repeats the design before it."""
+        out, seen = [], set()
+        for pick in (self.best, self.knee):
+            if pick is not None:
+                out.append((pick, id(pick.group) in seen))
+                seen.add(id(pick.group))
+        return out
 
 
 def parse_budget(text: str | None) -> dict[str, float]:
@@ -189,13 +201,14 @@ def summary_lines(recommendation: Recommendation) -> list[str]:
     """The recommendation as plain text lines (the terminal summary; the Markdown and the
     page show the same)."""
     lines = []
-    picks = [p for p in (recommendation.best, recommendation.knee) if p is not None]
+    picks = recommendation.picks()
     if not picks:
         return [recommendation.unmet or "no configuration with a generator has finished yet"]
-    for pick in picks:
-        lines.append(f"{pick.role}: {describe(pick.group)}")
+    for pick, repeated in picks:
+        lines.append(f"{pick.role}: {SAME if repeated else describe(pick.group)}")
         lines.append(f"  why: {pick.why}")
-        lines += [f"  $ {command}" for command in commands(pick.group)[:1]]
+        if not repeated:
+            lines += [f"  $ {command}" for command in commands(pick.group)[:1]]
     if recommendation.unmet:
         lines.append(recommendation.unmet)
     lines.append("front under noise: " + "; ".join(_name(g) for g in recommendation.front))

@@ -14,7 +14,7 @@ import csv
 import io
 
 from zoforge.reports.model import LABELS
-from zoforge.sweep.recommend import Recommendation, commands, describe
+from zoforge.sweep.recommend import SAME, Recommendation, commands, describe
 from zoforge.sweep.results import HARDWARE, NOISE_TEST, Group, Run, column_title, shown_keys
 from zoforge.sweep.safe import csv_cell, markdown_text
 
@@ -142,12 +142,12 @@ def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def recommendation_markdown(recommendation: Recommendation) -> list[str]:
     """The "What to build" section (Markdown lines)."""
     lines = ["## What to build", ""]
-    for pick in (recommendation.best, recommendation.knee):
-        if pick is None:
-            continue
-        lines.append(f"**{markdown_text(pick.role)}**: {markdown_text(describe(pick.group))}"
+    for pick, repeated in recommendation.picks():
+        text = SAME if repeated else describe(pick.group)
+        lines.append(f"**{markdown_text(pick.role)}**: {markdown_text(text)}"
                      f" ({markdown_text(pick.why)})")
-        lines += [""] + ["    " + command for command in commands(pick.group)] + [""]
+        lines += [""] + ([] if repeated else ["    " + command
+                                              for command in commands(pick.group)] + [""])
     if recommendation.unmet:
         lines += [markdown_text(recommendation.unmet), ""]
     if recommendation.front:
