@@ -27,6 +27,7 @@ from zoforge.config import flag_name
 from zoforge.errors import ConfigError
 from zoforge.sweep.pareto import normaliser
 from zoforge.sweep.results import Group, accuracy_tolerance, column_title, objectives
+from zoforge.sweep.safe import plain
 
 __all__ = ["BUDGET_KEYS", "Pick", "Recommendation", "parse_budget", "recommend",
            "describe", "commands", "summary_lines", "SAME"]
@@ -199,7 +200,11 @@ def commands(group: Group) -> list[str]:
 
 def summary_lines(recommendation: Recommendation) -> list[str]:
     """The recommendation as plain text lines (the terminal summary; the Markdown and the
-    page show the same)."""
+    page show the same), each one printable line (no terminal escape from a data path)."""
+    return [plain(line) for line in _summary(recommendation)]
+
+
+def _summary(recommendation: Recommendation) -> list[str]:
     lines = []
     picks = recommendation.picks()
     if not picks:

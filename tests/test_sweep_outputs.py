@@ -18,7 +18,7 @@ from zoforge.boards.registry import get_board
 from zoforge.reports.model import BoardFacts, Fmax, Power, Report, ReportFiles, Resources
 from zoforge.sweep.outputs import write_outputs
 from zoforge.sweep.pareto import pareto_mask, pareto_mask_within
-from zoforge.sweep.recommend import commands
+from zoforge.sweep.recommend import commands, summary_lines
 from zoforge.sweep.results import group_runs, read_runs
 from zoforge.sweep.runner import register_scope
 from zoforge.sweep.spec import sweep_from_dict
@@ -258,3 +258,6 @@ def test_hostile_text_is_escaped_in_every_output(tmp_path):
     assert any(cell.startswith("'@SUM") for record in records for cell in record)
     assert any(cell.startswith("'-2+3") for record in records for cell in record)
     assert paths["plots"].is_dir()       # the plots drew the hostile labels ($ is no math)
+    summary = summary_lines(paths.recommendation)     # the terminal's: printable lines
+    assert summary and all(line.isprintable() for line in summary)
+    assert any("=cmd" in line or "@SUM" in line for line in summary)
