@@ -10,8 +10,9 @@ short points on the small random BERT, the sweep of the default test suite.
 from __future__ import annotations
 
 import copy
+import difflib
 
-from zoforge.errors import check_choice
+from zoforge.errors import ConfigError
 
 __all__ = ["PRESETS", "preset"]
 
@@ -68,6 +69,10 @@ PRESETS: dict[str, dict] = {
 
 
 def preset(name: str) -> dict:
-    """A copy of the preset ``name``'s SWEEP data."""
-    check_choice("--preset", name, PRESETS)
+    """A copy of the preset ``name``'s SWEEP data (a one-line ConfigError naming
+    ``--preset``, with the closest name as a guess, for an unknown one)."""
+    if name not in PRESETS:
+        guess = difflib.get_close_matches(str(name), PRESETS, n=1)
+        raise ConfigError("--preset", "one of " + ", ".join(PRESETS)
+                          + (f"; did you mean {guess[0]}?" if guess else ""), name)
     return copy.deepcopy(PRESETS[name])
