@@ -1,7 +1,8 @@
 """Write a scope's outputs from the store: ``<name>.md``, ``<name>.csv``,
 ``<name>-plots/*.png`` and the self-contained ``<name>.html`` (see :mod:`.table`,
-:mod:`.plots`, :mod:`.html`), each opening with the recommendation (:mod:`.recommend`). Reads only the store, so it can run at any time, also while
-the sweep is still running (unfinished points show their status)."""
+:mod:`.plots`, :mod:`.html`), each opening with the recommendation (:mod:`.recommend`).
+Reads only the store, so it can run at any time, also while the sweep is still running
+(unfinished points show their status)."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -19,10 +19,11 @@ Schema (every table is optional; a sweep has at least one point)::
 
 Points are the list entries (or one empty entry) times the grid, each merged over
 ``[train]``; a sweep has at most :data:`MAX_POINTS` of them, counted before any is built
-(a larger one is refused at once, naming the grid and the limit). The file is read by :func:`zoforge.config.read_table` (the one strict reader).
-An unknown key or a value of the wrong type or out of range anywhere is one
-:class:`ConfigError` naming the key where it was written (``grid.bits in SWEEP.toml must be
-...``, or the flag that set it: ``train.bits (set by --set bits)``) and its allowed values: :func:`read_sweep` constructs every point's
+(a larger one is refused at once, naming the grid and the limit). The file is read by
+:func:`zoforge.config.read_table` (the one strict reader). An unknown key or a value of the
+wrong type or out of range anywhere is one :class:`ConfigError` naming the key where it was
+written (``grid.bits in SWEEP.toml must be ...``, or the flag that set it: ``train.bits
+(set by --set bits)``) and its allowed values: :func:`read_sweep` constructs every point's
 :class:`TrainConfig` and generator configuration, whose errors name the field, and says
 where that field was written, so nothing invalid reaches the store.
 
