@@ -1,9 +1,9 @@
 """Pareto fronts and how close two fronts are (every objective minimised).
 
 * :func:`pareto_mask`: which points no other point dominates;
-* :func:`pareto_mask_within`: the same when differences within a tolerance are ties (a
-  point is dominated only by one that is no worse beyond the tolerance in every objective
-  and better beyond it in at least one);
+* :func:`pareto_mask_within`: the same when a point is dominated only by one that is no
+  worse in every objective and better beyond a tolerance in at least one (a difference
+  within the noise never removes a point);
 * :func:`hypervolume`: the volume dominated by a front up to a reference point (exact,
   by slicing along the last objective; fine for the tens of points a sweep has);
 * :func:`igd`: inverted generational distance, the mean distance from each point of a
@@ -33,13 +33,13 @@ def pareto_mask(points: Sequence[Vector]) -> list[bool]:
 def pareto_mask_within(points: Sequence[Vector], tolerance) -> list[bool]:
     """``True`` for each point that no other point dominates beyond ``tolerance(i, j, k)``
     (the gap in objective ``k`` below which points ``i`` and ``j`` count as equal; 0 gives
-    :func:`pareto_mask`). With a tolerance in one objective only, the relation has no
-    cycle, so a non-empty set keeps at least one point."""
+    :func:`pareto_mask`): a point is dominated only by one that is no worse in every
+    objective and better beyond the tolerance in at least one. Every point
+    :func:`pareto_mask` keeps, this keeps too."""
     def dominates(i: int, j: int) -> bool:
         a, b = points[i], points[j]
-        gaps = [tolerance(i, j, k) for k in range(len(a))]
-        return (all(x <= y + g for x, y, g in zip(a, b, gaps))
-                and any(x < y - g for x, y, g in zip(a, b, gaps)))
+        return (all(x <= y for x, y in zip(a, b))
+                and any(x < y - tolerance(i, j, k) for k, (x, y) in enumerate(zip(a, b))))
     return [not any(dominates(i, j) for i in range(len(points)) if i != j)
             for j in range(len(points))]
 

@@ -3,8 +3,8 @@
 From the configurations with a generator (:func:`zoforge.sweep.results.group_runs`):
 
 * the **front under noise** (:attr:`Group.front_noise`): a configuration is dominated only
-  when another is no worse in every objective and worse beyond the seeds' spread in one
-  (:data:`zoforge.sweep.results.NOISE_TEST`);
+  when another is no worse in every objective and it is worse beyond the seeds' spread in
+  one (:data:`zoforge.sweep.results.NOISE_TEST`);
 * the **best within the budget** (``--budget lut=500,power=0.7``; no budget: the whole
   space): of the configurations whose figures are within every limit, the most accurate;
   among those whose accuracy is within noise of it, the cheapest (LUTs, then power);

@@ -8,8 +8,10 @@ the source label of each (``yosys-estimate``, ``activity-model``, ``nextpnr``, `
 estimate. The front is over the configurations with a generator: maximise the mean
 accuracy, minimise LUTs and (if measured) power. Two fronts are marked: :attr:`Group.front`
 on the exact means, and :attr:`Group.front_noise`, where a configuration is dominated only
-when it is worse beyond the seeds' spread (:func:`accuracy_tolerance`: two means differ
-when their gap exceeds twice its standard error; the hardware figures are exact).
+when another is no worse in every objective and it is worse beyond the seeds' spread in one
+(:func:`accuracy_tolerance`: two means differ when their gap exceeds twice its standard
+error; the hardware figures are exact). The front under noise holds the exact front and
+the configurations that only a difference within the noise removed from it.
 
 A report whose target clock exceeds its estimated Fmax is flagged (:meth:`Run.over_clock`)
 and its power re-evaluated at the achievable clock (:meth:`Run.power_at_fmax`: the static
@@ -48,9 +50,11 @@ HARDWARE = {
 #: The search's and the front's objectives: (column, +1 maximise / -1 minimise).
 OBJECTIVES = (("accuracy", 1), ("LUT", -1), ("power_w", -1))
 #: How the front under noise compares two mean accuracies (stated on the page).
-NOISE_TEST = ("two mean accuracies differ only when their gap exceeds twice its standard "
-              "error, sqrt(sd_a^2/n_a + sd_b^2/n_b) (Welch; about 95 % for normal errors); "
-              "a configuration with one seed has no spread and is compared exactly; the "
+NOISE_TEST = ("a configuration is dominated only by one that is no worse in every "
+              "objective and better beyond the noise in one; two mean accuracies differ "
+              "only when their gap exceeds twice its standard error, "
+              "sqrt(sd_a^2/n_a + sd_b^2/n_b) (Welch; about 95 % for normal errors); a "
+              "configuration with one seed has no spread and is compared exactly; the "
               "hardware figures are exact")
 
 
