@@ -111,6 +111,9 @@ def recommend(groups: list[Group], budget: dict[str, float] | None = None) -> Re
         best = Pick("best within the budget" if budget else "most accurate", choice, why)
     elif costed:
         unmet = f"no configuration fits {_budget_text(budget)}"
+        missing = [column_title(c) for c in budget if not any(c in g.hardware for g in costed)]
+        if missing:
+            unmet += f" ({', '.join(missing)} not measured in this sweep)"
     knee = None
     if front:
         width = min(len(objectives(g)) for g in front)

@@ -113,6 +113,7 @@ def test_configuration_numbers_are_the_stored_runs(tmp_path):
     configurations = {int(r["bits"]): r for r in rows if r["row"] == "configuration"}
     assert sorted(configurations) == [6, 8, 10]
     markdown = paths["markdown"].read_text()
+    page = paths["html"].read_text()
     for bits, values in stored.items():
         row = configurations[bits]
         assert len(values) == 3 and int(row["n"]) == 3
@@ -128,6 +129,7 @@ def test_configuration_numbers_are_the_stored_runs(tmp_path):
         # the Markdown shows the same mean ± sd
         cell = f"{statistics.fmean(values):.3g} ± {statistics.stdev(values):.3f}"
         assert re.search(rf"\| {bits} \| 3 \| {re.escape(cell)} \|", markdown), cell
+        assert f"<td>{bits}</td><td>3</td><td>{cell}</td>" in page, cell   # and the page
     runs = [r for r in rows if r["row"] == "run"]
     assert sorted(float(r["accuracy_after"]) for r in runs) == sorted(ACCURACY.values())
     assert all(configurations[int(r["bits"])]["configuration"] == r["configuration"]
