@@ -189,6 +189,10 @@ def test_the_command_line_refuses_a_huge_grid_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "at most 10,000 points" in err
     assert not (tmp_path / "s").exists()
+    many = ",".join("1" for _ in range(10_001))
+    assert main(["sweep", "--set", "model=tiny", "--grid", f"seed={many}",
+                 "--store", str(tmp_path / "s")]) == 2
+    assert "--grid seed must be at most 10,000 values" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, expected", [

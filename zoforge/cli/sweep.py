@@ -149,7 +149,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace):
     """The sweep from --config / --preset and the quick flags, validated."""
     from zoforge.sweep.presets import preset
-    from zoforge.sweep.spec import read_toml, sweep_from_dict
+    from zoforge.sweep.spec import MAX_POINTS, read_toml, sweep_from_dict
 
     if args.config is not None and args.preset is not None:
         raise ConfigError("--preset", "left out when --config is given", args.preset)
@@ -177,8 +177,12 @@ def _sweep(args: argparse.Namespace):
             _drop(data, field, keep="train")
     for text in args.grid:
         key, values = _pair("--grid", text)
+        parts = values.split(",")
+        if len(parts) > MAX_POINTS:     # counted before any value is parsed
+            raise ConfigError(f"--grid {key}", f"at most {MAX_POINTS:,} values (a sweep has "
+                              f"at most {MAX_POINTS:,} points)", f"{len(parts):,} values")
         _drop(data, key, keep="grid")   # a swept key replaces the sweep's values of it
-        data.setdefault("grid", {})[key] = [_value(v) for v in values.split(",")]
+        data.setdefault("grid", {})[key] = [_value(v) for v in parts]
         origins[f"grid.{key}"] = f"--grid {key}"
     if args.trials is not None:
         data.setdefault("search", {})["trials"] = args.trials
