@@ -67,18 +67,24 @@ def test_a_silent_scheduler_is_a_one_line_error(silent_scheduler):
     assert address in str(error)
 
 
-def test_the_command_line_reports_a_silent_scheduler(silent_scheduler, monkeypatch, capsys,
-                                                     tmp_path):
+def test_the_command_line_reports_a_silent_scheduler(silent_scheduler, capsys, tmp_path):
     address, _ = silent_scheduler
-    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1.0)
     codes = []
     error = _in_thread(lambda: codes.append(main([
         "sweep", "--set", "model=tiny", "--store", str(tmp_path / "s"), "--executor", "dask",
-        "--scheduler", address, "--no-progress"])), 60)
+        "--scheduler", address, "--connect-timeout-s", "1", "--no-progress"])), 60)
     assert error is None and codes == [2]
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0
-    assert err.startswith("zoforge: error: --scheduler must be a Dask scheduler that answers")
+    assert err.startswith("zoforge: error: --scheduler must be a Dask scheduler that answers "
+                          "within 1 s")
+
+
+def test_the_default_timeout_is_the_module_s(silent_scheduler, monkeypatch):
+    address, _ = silent_scheduler
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1.0)
+    error = _in_thread(lambda: executors.make_executor("dask", None, address), 60)
+    assert isinstance(error, ConfigError) and "within 1 s" in str(error)
 
 
 def test_an_address_nobody_listens_on_is_a_one_line_error(silent_scheduler):

@@ -87,6 +87,8 @@ def test_the_command_line_prints_the_error_and_creates_nothing(tmp_path, capsys)
                              "power; did you mean lut?"),
     (["--budget", "power=-1"], "--budget power must be a number >= 0 (got -1)"),
     (["--budget", "lut"], "--budget must be KEY=LIMIT,... with KEY one of lut"),
+    (["--connect-timeout-s", "0"], "--connect-timeout-s must be a number of seconds"),
+    (["--connect-timeout-s", "nan"], "--connect-timeout-s must be a number of seconds"),
     (["--preset", "fig9"], "--preset must be one of tiny, pezo-fig3"),
     (["--preset", "pezo-fgi4"], "--preset must be one of tiny, pezo-fig3, pezo-fig4, "
                                 "pezo-rng-count; did you mean pezo-fig4? (got pezo-fgi4)"),

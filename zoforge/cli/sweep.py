@@ -65,6 +65,9 @@ def register(tree) -> None:
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="the Dask scheduler (tcp://HOST:PORT) for --executor dask "
                           "(default: a local cluster of --jobs worker processes)")
+    run.add_argument("--connect-timeout-s", type=float, default=None, metavar="S",
+                     help="seconds for connecting to --scheduler and its first answer, "
+                          "together (default 30)")
     run.add_argument("--jobs", type=int, default=None,
                      help="local worker processes, one task each (default: the CPU count); "
                           "with --executor dask and no --scheduler, the local cluster's")
@@ -112,9 +115,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         raise ConfigError("--lease-s", "a number of seconds >= 5", args.lease_s)
     if args.jobs is not None:
         check_int_range("--jobs", args.jobs, 1, 1024)
+    timeout_s = args.connect_timeout_s
+    if timeout_s is not None and not 0 < timeout_s <= 3600:
+        raise ConfigError("--connect-timeout-s", "a number of seconds with 0 < S <= 3600",
+                          timeout_s)
     scope = search_scope(sweep) if args.search else sweep.name
     executor = (None if args.outputs_only
-                else make_executor(args.executor, args.jobs, args.scheduler))
+                else make_executor(args.executor, args.jobs, args.scheduler, timeout_s))
     try:
         store = Store(store_dir)
         if args.outputs_only and scope not in store.scopes():
