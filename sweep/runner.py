@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from zoforge.sweep.safe import plain
 from zoforge.sweep.spec import Point, Sweep
 from zoforge.sweep.store import Owner, Store
 from zoforge.sweep.tasks import read_progress
@@ -97,7 +98,7 @@ def _record(store: Store, owner: Owner, task, future) -> None:
 
 def _bar(counts: dict[str, int], scope: str):
     total = sum(counts.values())
-    return tqdm(total=total, initial=counts["done"] + counts["failed"], desc=scope,
+    return tqdm(total=total, initial=counts["done"] + counts["failed"], desc=plain(scope),
                 unit="task", dynamic_ncols=True)
 
 

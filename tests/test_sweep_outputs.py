@@ -274,3 +274,23 @@ def test_hostile_text_is_escaped_in_every_output(tmp_path):
     summary = summary_lines(paths.recommendation)     # the terminal's: printable lines
     assert summary and all(line.isprintable() for line in summary)
     assert any("=cmd" in line or "@SUM" in line for line in summary)
+
+
+def test_the_command_line_prints_hostile_names_as_text(tmp_path, capsys):
+    import tomli_w
+
+    from zoforge.cli import main
+
+    config = tmp_path / "SWEEP.toml"
+    config.write_text(tomli_w.dumps({
+        "name": "evil\x1b[2J<b>", "description": HOSTILE,
+        "train": {"model": "tiny", "steps": 2, "n_train": 8, "n_val": 4, "n_test": 4,
+                  "batch": 2, "data": str(tmp_path / ("missing\x1b[31m<i>.csv"))}}))
+    assert main(["sweep", "--config", str(config), "--store", str(tmp_path / "s"),
+                 "--jobs", "1"]) == 1                          # the training fails: no data
+    captured = capsys.readouterr()
+    for text in (captured.out, captured.err):
+        assert "\x1b[2J" not in text and "\x1b[31m" not in text
+    page = next((tmp_path / "s").glob("*.html")).read_text()
+    assert "\x1b" not in page and "<b>" not in page and "&lt;b&gt;" in page
+    assert "missing\\x1b[31m&lt;i&gt;.csv" in page                # the error, escaped

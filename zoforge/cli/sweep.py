@@ -95,6 +95,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     from zoforge.sweep.executors import make_executor
     from zoforge.sweep.outputs import write_outputs
     from zoforge.sweep.recommend import parse_budget, summary_lines
+    from zoforge.sweep.safe import plain
     from zoforge.sweep.runner import DEFAULT_LEASE_S, register_scope, run_scope
     from zoforge.sweep.search import run_search, search_scope
     from zoforge.sweep.store import Store
@@ -143,8 +144,8 @@ def run_sweep(args: argparse.Namespace) -> int:
     counts = store.counts(scope)
     print("What to build:")
     print("\n".join("  " + line for line in summary_lines(paths.recommendation)))
-    print(f"{scope}: " + ", ".join(f"{n} {status}" for status, n in counts.items()
-                                   if n) + " tasks")
+    print(f"{plain(scope)}: " + ", ".join(f"{n} {status}" for status, n in counts.items()
+                                          if n) + " tasks")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     if counts["failed"]:
         print(f"zoforge: {counts['failed']} tasks failed (errors in {paths['markdown']}); "
