@@ -35,6 +35,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,13 +106,19 @@ def _channels(bus: Bus):
     return [(valid, ready, payload, not bus.receiver)]
 
 
-def _driven_by_design(bus: Bus, signal: str) -> bool:
+def _driven_by_design(bus: Bus, wire: str) -> bool:
     for valid, ready, payload, by_design in _channels(bus):
-        if signal in (valid, *payload):
+        if wire in (valid, *payload):
             return by_design
-        if signal == ready:
+        if wire == ready:
             return not by_design
-    raise AssertionError(signal)
+    raise AssertionError(wire)
+
+
+def _role(bus: Bus) -> str:
+    if bus.kind == "axil":
+        return "AXI4-Lite target"
+    return "AXI4-Stream " + ("receiver" if bus.receiver else "transmitter")
 
 
 def _declare(width: int) -> str:
@@ -134,7 +141,6 @@ def harness_verilog(component: wiring.Component, top: str,
                 raise ConfigError(parameter, "one of the design's buses " + ", ".join(names),
                                   name)
     checked = set(names if checked is None else checked)
-    in_bus = {f"{b.name}__{s}" for b in bus_list for s in b.widths}
     lines = ["module formal_top(input clk);",
              "  reg in_reset = 1'b1;   // rst high in the first cycle only",
              "  always @(posedge clk) in_reset <= 1'b0;",
@@ -145,22 +151,17 @@ def harness_verilog(component: wiring.Component, top: str,
              "  always @(posedge clk) checking <= past_valid && !rst;"]
     connections = [".clk(clk)", ".rst(rst)"]
     # the design's other ports: inputs free, outputs left open
-    for name, member in component.signature.members.items():
+    for port, member in component.signature.members.items():
         if member.is_signature:
             continue
-        port = name
-        if port in in_bus:
-            continue
-        width = Shape.cast(member.shape).width
-        by_design = member.flow == wiring.Out
-        decl = "wire" if by_design else "(* anyseq *) wire"
-        lines.append(f"  {decl} {_declare(width)}{port};")
+        decl = "wire" if member.flow == wiring.Out else "(* anyseq *) wire"
+        lines.append(f"  {decl} {_declare(Shape.cast(member.shape).width)}{port};")
         connections.append(f".{port}({port})")
     for bus in bus_list:
-        lines.append(f"  // {bus.name}: AXI4-{'Lite target' if bus.kind == 'axil' else 'Stream ' + ('receiver' if bus.receiver else 'transmitter')}")
-        for signal, width in bus.widths.items():
-            port = f"{bus.name}__{signal}"
-            if _driven_by_design(bus, signal):
+        lines.append(f"  // {bus.name}: {_role(bus)}")
+        for wire, width in bus.widths.items():
+            port = f"{bus.name}__{wire}"
+            if _driven_by_design(bus, wire):
                 lines.append(f"  wire {_declare(width)}{port}, {port}_dut;")
                 connections.append(f".{port}({port}_dut)")
             else:
@@ -170,8 +171,8 @@ def harness_verilog(component: wiring.Component, top: str,
             if not by_design:
                 lines.append(f"  assign {bus.name}__{ready} = {bus.name}__{ready}_dut;")
                 continue
-            for signal in payload:
-                lines.append(f"  assign {bus.name}__{signal} = {bus.name}__{signal}_dut;")
+            for wire in payload:
+                lines.append(f"  assign {bus.name}__{wire} = {bus.name}__{wire}_dut;")
             v, r = f"{bus.name}__{valid}", f"{bus.name}__{ready}"
             if bus.name == drop_valid:
                 lines += [f"  reg {v}_waited = 1'b0;  // planted bug: VALID dropped after "
@@ -204,9 +205,9 @@ def _handshake_rules(bus: Bus) -> list[str]:
             reset.append(f"    if (rst) assume (!{v});")
         held.append(f"    if ($past({v} && !{r})) begin")
         held.append(f"      {p}_{valid}_held: {kind} ({v});")
-        for signal in payload:
-            s = f"{p}__{signal}"
-            held.append(f"      {p}_{signal}_stable: {kind} ({s} == $past({s}));")
+        for wire in payload:
+            s = f"{p}__{wire}"
+            held.append(f"      {p}_{wire}_stable: {kind} ({s} == $past({s}));")
         held.append("    end")
         covers.append(f"    {p}_{valid[:-5]}_handshake: cover ({v} && {r});")
     asserted = [line for line in reset if "assert" in line]
@@ -255,7 +256,7 @@ def sby_script(mode: str, depth: int, top_file: str, harness_file: str = "harnes
 
 @dataclass
 class FormalResult:
-    """A SymbiYosys run: ``status`` PASS / FAIL / UNKNOWN / ERROR, the labels of the failed
+    """A SymbiYosys run: ``status`` PASS / FAIL / UNKNOWN / ERROR (or TIMEOUT), the labels of the failed
     assertions (``failed``), the cover labels reached with their step (``reached``) and the
     end of its log."""
 
@@ -306,9 +307,16 @@ def check_protocols(component: wiring.Component, top: str, mode: str = "bmc",
         env = dict(os.environ, YOSYS=tools["YOSYS"], SMTBMC=tools["SMTBMC"],
                    WITNESS=tools["WITNESS"],
                    PATH=f"{Path(tools['SOLVER']).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-        run = subprocess.run([tools["SBY"], "-f", "check.sby"], cwd=folder, env=env,
-                             capture_output=True, text=True, timeout=timeout_s)
-    return parse_log(run.stdout + run.stderr)
+        run = subprocess.Popen([tools["SBY"], "-f", "check.sby"], cwd=folder, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               start_new_session=True)     # the solver dies with it
+        try:
+            log, _ = run.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(run.pid, signal.SIGKILL)
+            log, _ = run.communicate()
+            return FormalResult("TIMEOUT", log=f"{log[-4000:]}\nstopped after {timeout_s} s")
+    return parse_log(log)
 
 
 def parse_log(log: str) -> FormalResult:

@@ -27,6 +27,8 @@ LAYER = layer_config(rows=1, cols=1, max_m=1, max_k=1, max_n=1, max_r=1)
 #: 2 minutes for cycle 31 alone, 0.5-1 minute for each cycle after).
 DEPTHS = {"engine": 32, "zo-layer": 30}
 proof = (pytest.mark.slow, pytest.mark.ci)
+# the harness tests elaborate a design only to read its signature
+pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
 
 def _elaborate(design: str):
@@ -118,3 +120,10 @@ def test_a_stage_dropping_valid_is_caught(design, bus, caught):
                              drop_valid=bus)
     assert result.status == "FAIL", (result.status, result.log)
     assert result.failed and set(result.failed) <= caught, result.failed
+
+
+def test_a_run_past_its_time_limit_is_stopped_and_says_so():
+    elaborated = _elaborate("engine")
+    result = check_protocols(elaborated.top, elaborated.name, "bmc", 32, timeout_s=1)
+    assert result.status == "TIMEOUT" and not result.passed
+    assert result.log.endswith("stopped after 1 s")
