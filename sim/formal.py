@@ -221,7 +221,8 @@ def _handshake_rules(bus: Bus) -> list[str]:
 def _transaction_rules(bus: Bus) -> list[str]:
     """One response per request, none without one: requests accepted and not answered."""
     p = bus.name
-    hs = {name: f"({p}__{name}valid && {p}__{name}ready)" for name in ("aw", "w", "b", "ar", "r")}
+    hs = {name: f"({p}__{name}valid && {p}__{name}ready)"
+          for name in ("aw", "w", "b", "ar", "r")}
     lines = [f"  reg [1:0] {p}_aw_open = 0, {p}_w_open = 0, {p}_ar_open = 0;",
              "  always @(posedge clk) begin",
              f"    if (rst) begin {p}_aw_open <= 0; {p}_w_open <= 0; {p}_ar_open <= 0; end",
@@ -256,9 +257,9 @@ def sby_script(mode: str, depth: int, top_file: str, harness_file: str = "harnes
 
 @dataclass
 class FormalResult:
-    """A SymbiYosys run: ``status`` PASS / FAIL / UNKNOWN / ERROR (or TIMEOUT), the labels of the failed
-    assertions (``failed``), the cover labels reached with their step (``reached``) and the
-    end of its log."""
+    """A SymbiYosys run: ``status`` PASS / FAIL / UNKNOWN / ERROR (or TIMEOUT), the labels of
+    the failed assertions (``failed``), the cover labels reached with their first step
+    (``reached``) and the end of its log."""
 
     status: str
     failed: list[str] = field(default_factory=list)
