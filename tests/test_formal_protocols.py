@@ -1,6 +1,6 @@
 """Formal proofs of the bus protocols (zoforge.sim.formal, docs/verification.md): the AXI4-Lite
-and AXI4-Stream handshake rules on a small engine and a small ZO layer, proved with
-SymbiYosys (yowasp-sby, yices) from the generated Verilog.
+and AXI4-Stream handshake rules on two small engines (1 x 1, 2 x 2) and two small ZO layers
+(lora-fa, full), proved with SymbiYosys (yowasp-sby, yices) from the generated Verilog.
 
 Per design: a bounded model check of every rule (the environment's side assumed, the
 design's asserted), k-induction on the AXI4-Lite rules (they close; the streams' do not, the
@@ -19,20 +19,35 @@ from zoforge.hw.engine.config import EngineConfig
 from zoforge.sim.formal import (Bus, buses, check_protocols, cover_depths, harness_verilog,
                                 parse_log)
 
-ENGINE = EngineConfig(rows=1, cols=1, pack=1, max_m=2, max_k=2, max_n=2)
-LAYER = layer_config(rows=1, cols=1, max_m=1, max_k=1, max_n=1, max_r=1)
-#: Bounded depths: the engine's first output beat can leave in cycle 30 (registers, two
-#: input beats, one tile), the layer's in cycle 6; each depth covers that beat stalled and the
-#: cycle after it (the engine's solver time grows steeply past its first output beat: about
-#: 2 minutes for cycle 31 alone, 0.5-1 minute for each cycle after).
-DEPTHS = {"engine": 32, "zo-layer": 30}
+#: name -> (design, configuration, bounded depth). The engine's first output beat can leave
+#: in cycle 30 (1 x 1) / 33 (2 x 2): register writes, the input beats, one tile; the layer's
+#: in cycle 6. Each depth covers that beat stalled and the cycle after it (the engine's solver
+#: time grows steeply past its first output beat: a 40-cycle check of the 1 x 1 ran for over
+#: six minutes).
+CONFIGS = {
+    "engine": ("engine", EngineConfig(rows=1, cols=1, pack=1, max_m=2, max_k=2, max_n=2), 32),
+    "engine-2x2": ("engine", EngineConfig(rows=2, cols=2, pack=1, max_m=2, max_k=2, max_n=2),
+                   35),
+    "zo-layer": ("zo-layer", layer_config(rows=1, cols=1, max_m=1, max_k=1, max_n=1,
+                                          max_r=1), 30),
+    "zo-layer-full": ("zo-layer", layer_config(mode="full", rows=1, cols=1, max_m=1, max_k=1,
+                                               max_n=1, max_r=1), 30),
+}
 proof = (pytest.mark.slow, pytest.mark.ci)
+#: The configurations whose every proof CI runs (-m ci); of the other two CI runs the bounded
+#: check of the 2 x 2 engine and the induction proofs, the rest runs with -m slow.
+IN_CI = ("engine", "zo-layer")
 # the harness tests elaborate a design only to read its signature
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
 
-def _elaborate(design: str):
-    return get_design(design).elaborate(ENGINE if design == "engine" else LAYER)
+def _elaborate(name: str):
+    design, config, _ = CONFIGS[name]
+    return get_design(design).elaborate(config)
+
+
+def _params(names):
+    return [pytest.param(n, marks=proof if n in IN_CI else pytest.mark.slow) for n in names]
 
 
 # -- the harness (no tools needed) ---------------------------------------------------------
@@ -85,28 +100,30 @@ def test_the_log_gives_status_failures_and_covers():
 
 # -- the proofs ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("design", [pytest.param(d, marks=proof) for d in DEPTHS])
+@pytest.mark.parametrize("design", _params(["engine", "zo-layer", "zo-layer-full"])
+                         + [pytest.param("engine-2x2", marks=proof)])
 def test_every_rule_holds_to_the_bounded_depth(design):
     elaborated = _elaborate(design)
-    result = check_protocols(elaborated.top, elaborated.name, "bmc", DEPTHS[design])
+    result = check_protocols(elaborated.top, elaborated.name, "bmc", CONFIGS[design][2])
     assert result.passed, (result.status, result.failed, result.log)
 
 
-@pytest.mark.parametrize("design", [pytest.param(d, marks=proof) for d in DEPTHS])
+@pytest.mark.parametrize("design", [pytest.param(d, marks=proof) for d in CONFIGS])
 def test_the_axi_lite_rules_are_proved_by_induction(design):
     elaborated = _elaborate(design)
     result = check_protocols(elaborated.top, elaborated.name, "prove", 10, checked=["s_axil"])
     assert result.passed, (result.status, result.failed, result.log)
 
 
-@pytest.mark.parametrize("design", [pytest.param(d, marks=proof) for d in DEPTHS])
+@pytest.mark.parametrize("design", _params(CONFIGS))
 def test_the_bounded_depth_reaches_every_channel(design):
     elaborated = _elaborate(design)
-    reached = cover_depths(elaborated.top, elaborated.name, DEPTHS[design])
+    depth = CONFIGS[design][2]
+    reached = cover_depths(elaborated.top, elaborated.name, depth)
     channels = ["s_axil_aw", "s_axil_w", "s_axil_b", "s_axil_ar", "s_axil_r", "s_axis_t",
                 "m_axis_t"]
     assert sorted(reached) == sorted(f"{c}_handshake" for c in channels)
-    assert reached["m_axis_t_handshake"] <= DEPTHS[design] - 2     # a stall, and after
+    assert reached["m_axis_t_handshake"] <= depth - 2     # a stall, and the cycle after
 
 
 @pytest.mark.parametrize("design, bus, caught", [
@@ -116,7 +133,7 @@ def test_the_bounded_depth_reaches_every_channel(design):
     pytest.param("zo-layer", "m_axis", {"m_axis_tvalid_held"}, marks=proof)])
 def test_a_stage_dropping_valid_is_caught(design, bus, caught):
     elaborated = _elaborate(design)
-    result = check_protocols(elaborated.top, elaborated.name, "bmc", DEPTHS[design],
+    result = check_protocols(elaborated.top, elaborated.name, "bmc", CONFIGS[design][2],
                              drop_valid=bus)
     assert result.status == "FAIL", (result.status, result.log)
     assert result.failed and set(result.failed) <= caught, result.failed
