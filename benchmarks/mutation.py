@@ -18,6 +18,7 @@ progress). Exit status 0 (the counts are the result, not a verdict).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import random
 import signal
@@ -121,6 +122,9 @@ def main(argv=None) -> int:
                         help="seconds one mutant's tests may take")
     parser.add_argument("--survivors", action="store_true", help="print survivors' diffs")
     args = parser.parse_args(argv)
+    if importlib.util.find_spec("cosmic_ray") is None:
+        print("error: cosmic-ray is not installed (pip install -e '.[dev]')", file=sys.stderr)
+        return 2
     modules = args.modules or list(TARGETS)
     unknown = [m for m in modules if m not in TARGETS]
     if unknown:
