@@ -47,6 +47,7 @@ from amaranth.hdl import Shape
 from amaranth.lib import wiring
 
 from zoforge.errors import ConfigError
+from zoforge.outputs import make_out_dir, write_text
 from zoforge.hw.export import to_verilog
 from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
 
@@ -300,11 +301,10 @@ def check_protocols(component: wiring.Component, top: str, mode: str = "bmc",
     harness = harness_verilog(component, top, checked, drop_valid)
     tools = _tools()
     with tempfile.TemporaryDirectory(prefix="zoforge-formal-") as scratch:
-        folder = Path(workdir) if workdir is not None else Path(scratch)
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"{top}.v").write_text(to_verilog(component, top))
-        (folder / "harness.sv").write_text(harness)
-        (folder / "check.sby").write_text(script)
+        folder = make_out_dir("workdir", workdir if workdir is not None else scratch)
+        for name, text in ((f"{top}.v", to_verilog(component, top)),
+                           ("harness.sv", harness), ("check.sby", script)):
+            write_text(folder / name, text, folder, "workdir")
         env = dict(os.environ, YOSYS=tools["YOSYS"], SMTBMC=tools["SMTBMC"],
                    WITNESS=tools["WITNESS"],
                    PATH=f"{Path(tools['SOLVER']).parent}{os.pathsep}{os.environ.get('PATH', '')}")

@@ -281,16 +281,21 @@ def test_the_command_line_prints_hostile_names_as_text(tmp_path, capsys):
 
     from zoforge.cli import main
 
-    config = tmp_path / "SWEEP.toml"
-    config.write_text(tomli_w.dumps({
-        "name": "evil\x1b[2J<b>", "description": HOSTILE,
-        "train": {"model": "tiny", "steps": 2, "n_train": 8, "n_val": 4, "n_test": 4,
-                  "batch": 2, "data": str(tmp_path / ("missing\x1b[31m<i>.csv"))}}))
-    assert main(["sweep", "--config", str(config), "--store", str(tmp_path / "s"),
-                 "--jobs", "1"]) == 1                          # the training fails: no data
+    def sweep_config(name: str, data: str) -> list[str]:
+        config = tmp_path / "SWEEP.toml"
+        config.write_text(tomli_w.dumps({
+            "name": name, "description": "<script>alert(1)</script> =cmd",
+            "train": {"model": "tiny", "steps": 2, "n_train": 8, "n_val": 4, "n_test": 4,
+                      "batch": 2, "data": str(tmp_path / data)}}))
+        return ["sweep", "--config", str(config), "--store", str(tmp_path / "s"), "--jobs", "1"]
+
+    # control characters never get past the configuration: one line, shown escaped
+    assert main(sweep_config("evil\x1b[2J<b>", "missing\x1b[31m<i>.csv")) == 2
     captured = capsys.readouterr()
-    for text in (captured.out, captured.err):
-        assert "\x1b[2J" not in text and "\x1b[31m" not in text
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "\x1b" not in captured.err and "\\x1b[" in captured.err
+    # markup does: the training fails (no data), and every output shows it as text
+    assert main(sweep_config("evil<b>", "missing<i>.csv")) == 1
     page = next((tmp_path / "s").glob("*.html")).read_text()
-    assert "\x1b" not in page and "<b>" not in page and "&lt;b&gt;" in page
-    assert "missing\\x1b[31m&lt;i&gt;.csv" in page                # the error, escaped
+    assert "<b>" not in page and "&lt;b&gt;" in page and "<script>" not in page
+    assert "missing&lt;i&gt;.csv" in page                         # the error, escaped
