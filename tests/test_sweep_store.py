@@ -2,6 +2,8 @@
 the Pareto helpers."""
 from __future__ import annotations
 
+import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -82,6 +84,27 @@ def test_release_hands_back_claims(store):
     store.claim("s", 3, me, lease_s=60)
     store.release(me)
     assert store.counts("s")["pending"] == 6
+
+
+def test_no_reader_sees_a_done_task_without_its_result(store):
+    """finish writes status and result in one transaction: another connection, reading
+    before every statement of the finish and after it, sees the task running without a
+    result or done with it, never in between."""
+    me = Owner.here()
+    (task,) = store.claim("s", 1, me, lease_s=60)
+    reader = sqlite3.connect(store.path)
+    seen = []
+    store._db.set_trace_callback(lambda statement: seen.append(reader.execute(
+        "SELECT status, result FROM tasks WHERE key = ?", (task.key,)).fetchone()))
+    try:
+        assert store.finish(task.key, me, {"x": 1}, 1.0)
+    finally:
+        store._db.set_trace_callback(None)
+    seen.append(reader.execute("SELECT status, result FROM tasks WHERE key = ?",
+                               (task.key,)).fetchone())
+    reader.close()
+    assert seen[0] == ("running", None) and seen[-1][0] == "done"
+    assert set(seen) == {("running", None), seen[-1]} and json.loads(seen[-1][1]) == {"x": 1}
 
 
 def test_a_folder_that_is_not_a_store_is_a_one_line_error(tmp_path):
