@@ -1,6 +1,7 @@
 """The masked on-the-fly generator (issue 25): golden model against an independent
 register-level reference (tests/rng_reference.py), its configuration rules and its
 diversity at small d."""
+import json
 import math
 import re
 
@@ -109,3 +110,34 @@ def test_masked_rtl_equals_golden_value_for_value(simulator):
         if config["bits"] <= 6:            # past a full lane period and a mask period
             golden = MaskedConfig(n_rng=config["n_rng"], bits=config["bits"]).golden()
             assert config["transfers"] > max(golden.period, golden.mask_period)
+
+
+# -- command line ---------------------------------------------------------------------------
+
+def test_generate_and_dump_masked(tmp_path, capsys):
+    from zoforge.cli import main
+    assert main(["generate", "rng", "--strategy", "masked", "--n-rng", "7", "--bits", "6",
+                 "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "rng_masked_n7_b6.json").read_text())
+    assert (summary["W"], summary["F"], summary["mask_bits"]) == (6, 4, 7)
+    capsys.readouterr()
+    assert main(["rng", "dump", "--strategy", "masked", "--n-rng", "7", "--bits", "6",
+                 "--cycles", "4", "--start", "5"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0] == "cycle," + ",".join(f"v{p}" for p in range(7))
+    expected = MaskedGolden(7, 6).values_at(np.arange(5, 9))
+    assert [list(map(int, row.split(",")[1:])) for row in rows[1:]] == expected.tolist()
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["generate", "rng", "--strategy", "masked", "--bits", "17"], "--bits"),
+    (["rng", "dump", "--strategy", "masked", "--n-rng", "6"], "--n-rng"),
+    (["rng", "dump", "--strategy", "masked", "--length", "5"], "--length"),
+    (["train", "--perturbation", "masked-onthefly", "--pool-size", "255"], "--pool-size")])
+def test_masked_misuse_is_a_one_line_error(argv, flag, capsys, tmp_path):
+    from zoforge.cli import main
+    if argv[0] == "generate":
+        argv = argv + ["--out", str(tmp_path)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and flag in err and "Traceback" not in err
