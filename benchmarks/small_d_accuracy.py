@@ -7,7 +7,7 @@ The golden trainer (``zoforge train``'s :func:`~zoforge.golden.zo.train.train`) 
 PeZO presets' head settings (MeZO, lr 2e-3, eps 1e-2, batch 16; docs/zo-training.md,
 sweep/presets.py) and only ``steps`` and ``seed`` changed. Every finished (generator,
 seed) is appended to ``--results`` (JSON lines) as it completes; a rerun skips those. The
-table (mean and spread over seeds, difference to Gaussian) goes to stdout as Markdown.
+table over ``--seeds`` (mean and spread, difference to Gaussian) goes to stdout as Markdown.
 """
 from __future__ import annotations
 
@@ -42,9 +42,10 @@ def run(label: str, seed: int, steps: int) -> dict:
             "seconds": time.time() - started}
 
 
-def table(rows: list[dict], steps: int) -> str:
+def table(rows: list[dict], steps: int, seeds: list[int]) -> str:
+    """Markdown: per generator, the test accuracy over ``seeds`` at ``steps``."""
     by_label = {label: [r["accuracy"] for r in rows if r["label"] == label and
-                        r["steps"] == steps] for label in SOURCES}
+                        r["steps"] == steps and r["seed"] in seeds] for label in SOURCES}
     gaussian = statistics.fmean(by_label["Gaussian (software)"] or [float("nan")])
     lines = [f"| generator ({steps} steps) | seeds | test accuracy, mean | min .. max | "
              "mean - Gaussian |", "|---|---|---|---|---|"]
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.write(json.dumps(row) + "\n")
             print(f"{label}, seed {seed}: accuracy {row['accuracy']:.4f} "
                   f"({row['seconds']:.0f} s)", flush=True)
-    print(table(rows, args.steps))
+    print(table(rows, args.steps, args.seeds))
     return 0
 
 
