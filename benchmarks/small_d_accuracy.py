@@ -7,9 +7,10 @@ on-the-fly generator, a few seeds each.
 
 The golden trainer (``zoforge train``'s :func:`~zoforge.golden.zo.train.train`) with the
 PeZO presets' head settings (MeZO, lr 2e-3, eps 1e-2, batch 16; docs/zo-training.md,
-sweep/presets.py) and only ``trainable``, ``steps`` and ``seed`` changed. Every finished (generator,
-seed) is appended to ``--results`` (JSON lines) as it completes; a rerun skips those. The
-table over ``--seeds`` (mean and spread, difference to Gaussian) goes to stdout as Markdown.
+sweep/presets.py) and only ``trainable``, ``steps`` and ``seed`` changed. Every finished
+(generator, trainable, seed, steps) is appended to ``--results`` (JSON lines) as it
+completes; a rerun skips those. The table over ``--seeds`` (mean and spread, difference to
+Gaussian) goes to stdout as Markdown.
 """
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def table(rows: list[dict], trainable: str, steps: int, seeds: list[int]) -> str
                         if _key(r) in {(label, trainable, s, steps) for s in seeds}]
                 for label in SOURCES}
     gaussian = statistics.fmean(by_label["Gaussian (software)"] or [float("nan")])
-    lines = [f"| generator ({trainable}, {steps} steps) | seeds | test accuracy, mean | min .. max | "
-             "mean - Gaussian |", "|---|---|---|---|---|"]
+    lines = [f"| generator ({trainable}, {steps} steps) | seeds | test accuracy, mean | "
+             "min .. max | mean - Gaussian |", "|---|---|---|---|---|"]
     for label, values in by_label.items():
         if not values:
             continue

@@ -7,10 +7,10 @@
   (issue 25: diversity at small d).
 
 Each is configured by a frozen configuration (:class:`OnTheFlyConfig`, :class:`PregenConfig`,
-:class:`GaussianConfig`, :class:`MaskedConfig`; ``config.golden()`` builds the model) and offers the one interface of
-:class:`~zoforge.golden.rng.base.GoldenGenerator` (``state``, ``values_at``, ``advance``,
-``take``, ``take_float``, ``save``/``restore``, ``width``, ``frac_bits``) plus ``config()``,
-its derived facts; the hardware in :mod:`zoforge.hw.rng` matches them bit for bit.
+:class:`GaussianConfig`, :class:`MaskedConfig`; ``config.golden()`` builds the model) and
+offers the one interface of :class:`~zoforge.golden.rng.base.GoldenGenerator` (``state``,
+``values_at``, ``advance``, ``take``, ``take_float``, ``save``/``restore``, ``width``,
+``frac_bits``) plus ``config()``, its derived facts; the hardware in :mod:`zoforge.hw.rng` matches them bit for bit.
 """
 from zoforge.errors import check_choice
 from zoforge.golden.rng.base import GeneratorConfig, GoldenGenerator
@@ -34,7 +34,7 @@ STRATEGIES = tuple(GENERATOR_CONFIGS)
 
 
 def make_golden(strategy: str, **params):
-    """The golden generator for ``strategy`` ("onthefly", "pregen", "gaussian", "masked") with the
-    configuration's fields ``params`` (defaults for the rest)."""
+    """The golden generator for ``strategy`` ("onthefly", "pregen", "gaussian", "masked")
+    with the configuration's fields ``params`` (defaults for the rest)."""
     check_choice("strategy", strategy, STRATEGIES)
     return GENERATOR_CONFIGS[strategy](**params).golden()

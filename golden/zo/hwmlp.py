@@ -10,8 +10,8 @@ row-major ``(K, N)``.
 ``hw-prge`` is the hardware's step (:meth:`ZoNetwork.step`): the perturbation source's
 golden generator (``pezo-onthefly``, ``pezo-pregen``, ``gaussian-hw`` or
 ``masked-onthefly``, started where ``seed`` says, as the hardware's) drives the branches
-and the update; ``lr`` and ``eps`` become the integer settings of :func:`~zoforge.golden.zolayer.network.
-step_settings`, which the result reports. A golden run is the exact prediction of the same
+and the update; ``lr`` and ``eps`` become the integer settings of
+:func:`~zoforge.golden.zolayer.network.step_settings`, which the result reports. A golden run is the exact prediction of the same
 run on the RTL: same batches, same g values, same masters after every step.
 """
 from __future__ import annotations
