@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="search a preset's space instead of the default one")
     parser.add_argument("--population", type=int, default=4)
     parser.add_argument("--trials", type=int, default=None,
-                        help="trials per search (default: as many as the grid has "
-                             "configurations)")
+                        help="trials per search (default: half the grid's configurations; "
+                             "the search evaluates the whole space when it has no more "
+                             "configurations than trials)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4],
                         help="sampler seeds, one search each")
     parser.add_argument("--jobs", type=int, default=2)
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|---|")
         finals = []
         for seed in args.seeds:
-            trials = args.trials or len(grid)
+            trials = args.trials or max(1, len(grid) // 2)
             searched = replace(sweep, search=SearchOptions(trials=trials,
                                                            population=args.population,
                                                            seed=seed))

@@ -11,7 +11,9 @@ comes first: a test that fails without a bug proves nothing.
 
 The bugs are the ones issue 12 lists as uncaught at the time, plus two golden-model errors
 that an RTL-vs-golden co-simulation cannot see (the RTL's constants come from the golden
-model), which only the independent reference tests catch.
+model), which only the independent reference tests catch, and issue 23's: the sweep store,
+Pareto front, page and table, the job server's stalls, the resource parser and the training
+paths (batches, key, bit-exactness, the demo's accuracy).
 
     python benchmarks/planted_bugs.py            # every bug
     python benchmarks/planted_bugs.py --list
@@ -94,6 +96,82 @@ BUGS = (
         (("np.arange(n_rng, dtype=np.int64) * (period(bits) // n_rng)",
           "np.arange(n_rng, dtype=np.int64) * (period(bits) // n_rng + 1)"),),
         ("tests/test_rng_reference.py",)),
+    # issue 23: bugs in the sweep, the reports, the job server and the training paths
+    Bug("store-finish-two-transactions", "the sweep store finishes a task in two "
+        "transactions (status first, result after): a crash between leaves a done task "
+        "without its result",
+        "sweep/store.py",
+        (('        with self._write():\n'
+          '            cursor = self._db.execute(\n'
+          '                f"UPDATE tasks SET status = :status, {sets}{bump}, owner = NULL, "',
+          '        with self._write():\n'
+          '            cursor = self._db.execute(\n'
+          '                f"UPDATE tasks SET status = :status{bump}, owner = NULL, "'),
+         ('                 "owner": owner.token, "by": f"{owner.host}:{owner.pid}"})\n'
+          '        return cursor.rowcount == 1\n',
+          '                 "owner": owner.token, "by": f"{owner.host}:{owner.pid}"})\n'
+          '        if cursor.rowcount == 1:\n'
+          '            with self._write():\n'
+          '                self._db.execute(f"UPDATE tasks SET {sets} WHERE key = :key",\n'
+          '                                 {**values, "key": key})\n'
+          '        return cursor.rowcount == 1\n')),
+        ("tests/test_sweep_store.py", "tests/test_crash_recovery.py")),
+    Bug("pareto-dominated-tie", "the Pareto front keeps a point that ties another in one "
+        "objective and is worse in the rest (strict dominance only)",
+        "sweep/pareto.py",
+        (("return all(x <= y for x, y in zip(a, b)) and any(x < y for x, y in zip(a, b))",
+          "return all(x < y for x, y in zip(a, b))"),),
+        ("tests/test_sweep_store.py::test_pareto_helpers",)),
+    Bug("sweep-page-unescaped", "the sweep page writes table cells without HTML escaping",
+        "sweep/html.py",
+        (("    return html.escape(str(text), quote=True)", "    return str(text)"),),
+        ("tests/test_sweep_html.py",)),
+    Bug("jobserver-stalls-off", "the job server ignores source_idle / sink_backpressure "
+        "(no stalls on any channel)",
+        "sim/jobserver.py",
+        (("thresholds = stall_threshold(source_idle), stall_threshold(sink_backpressure)",
+          "thresholds = stall_threshold(0.0), stall_threshold(0.0)"),),
+        ("tests/test_engine_jobserver.py::test_backpressure_stalls_without_losing_data",
+         "tests/test_zolayer_jobserver.py")),
+    Bug("carry8-as-lut", "the Yosys resource parser counts a CARRY8 block as a LUT",
+        "reports/synth.py",
+        (('if re.fullmatch(r"LUT[1-6]", name) or name == "INV":',
+          'if re.fullmatch(r"LUT[1-6]", name) or name in ("INV", "CARRY8"):'),),
+        ("tests/test_reports_build.py::test_xilinx_resources_classifies_primitives",)),
+    Bug("demo-accuracy-train-split", "the demo's accuracies (golden and RTL) are counted on "
+        "the training split instead of the test split",
+        "sim/zo_training.py",
+        (('return self.trainable.evaluate(self.trainable.theta, "test")[0]',
+          'return self.trainable.evaluate(self.trainable.theta, "train")[0]'),
+         ('test = self.trainable.splits["test"]', 'test = self.trainable.splits["train"]')),
+        ("tests/test_demo.py", "tests/test_zo_hwtrain.py")),
+    Bug("same-minibatch", "every training step draws the same minibatch (the step left out "
+        "of the batch's seed)",
+        "golden/zo/train.py",
+        (("np.random.default_rng([seed, step]).choice(n_train, batch, replace=False)",
+          "np.random.default_rng([seed, 0]).choice(n_train, batch, replace=False)"),),
+        ("tests/test_zo_train.py",)),
+    Bug("eps-not-in-key", "eps left out of the training's key (and of the resume check): "
+        "a sweep over eps reuses one result",
+        "golden/zo/config.py",
+        (('NOT_RESULT = ("out", "eval_every", "checkpoint_every", "cache_dir", "progress", '
+          '"threads")',
+          'NOT_RESULT = ("out", "eval_every", "checkpoint_every", "cache_dir", "progress", '
+          '"threads", "eps")'),),
+        ("tests/test_sweep_spec.py", "tests/test_zo_train.py")),
+    Bug("bit-exact-no-master", "a lock-step training step counts as bit-exact without "
+        "comparing the master weights (only their shape)",
+        "sim/zo_training.py",
+        (('            "master": rtl.master.shape == golden.master.shape\n'
+          '            and np.array_equal(rtl.master, golden.master)}',
+          '            "master": rtl.master.shape == golden.master.shape}'),),
+        ("tests/test_zo_hwtrain.py", "tests/test_demo.py")),
+    Bug("table-mean-first-seed", "the sweep table's accuracy mean (and sd) over seeds uses "
+        "only the first seed's run",
+        "sweep/results.py",
+        (("        return [r.accuracy for r in self.runs if r.accuracy is not None]",
+          "        return [r.accuracy for r in self.runs[:1] if r.accuracy is not None]"),),
+        ("tests/test_sweep.py",)),
 )
 
 
@@ -130,7 +208,7 @@ def main(argv=None) -> int:
     by_name = {bug.name: bug for bug in BUGS}
     if args.list:
         for bug in BUGS:
-            print(f"{bug.name:22} {bug.path:26} {bug.what}")
+            print(f"{bug.name:30} {bug.path:26} {bug.what}")
         return 0
     unknown = [name for name in args.bugs if name not in by_name]
     if unknown:
@@ -146,7 +224,7 @@ def main(argv=None) -> int:
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # still restore the file
     failures = 0
-    print(f"{'bug':22} {'clean':>6} {'planted':>8} {'time':>7}  tests")
+    print(f"{'bug':30} {'clean':>6} {'planted':>8} {'time':>7}  tests")
     for bug in chosen:
         clean_ok, _, clean_line = run_tests(bug.tests)
         original = plant(bug)
@@ -156,10 +234,10 @@ def main(argv=None) -> int:
             (ROOT / bug.path).write_text(original)
         caught = clean_ok and not planted_ok
         failures += not caught
-        print(f"{bug.name:22} {'pass' if clean_ok else 'FAIL':>6} "
+        print(f"{bug.name:30} {'pass' if clean_ok else 'FAIL':>6} "
               f"{'caught' if not planted_ok else 'MISSED':>8} {seconds:6.1f}s  "
-              f"{' '.join(bug.tests)}\n{'':22} planted: {line}"
-              + ("" if clean_ok else f"\n{'':22} clean run failed: {clean_line}"), flush=True)
+              f"{' '.join(bug.tests)}\n{'':30} planted: {line}"
+              + ("" if clean_ok else f"\n{'':30} clean run failed: {clean_line}"), flush=True)
     print(f"{len(chosen) - failures} of {len(chosen)} planted bugs caught")
     return 1 if failures else 0
 

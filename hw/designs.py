@@ -29,7 +29,8 @@ Example::
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -38,7 +39,8 @@ from zoforge.config import Config, config_from_dict, load_config
 from zoforge.errors import ConfigError
 from zoforge.references import is_reference, resolve
 
-__all__ = ["Elaborated", "MemorySize", "memory_sizes", "Design", "BUILTIN", "register_design", "designs",
+__all__ = ["Elaborated", "MemorySize", "memory_sizes", "Design", "BUILTIN", "register_design",
+           "registered_designs", "designs",
            "get_design", "MAX_WORDS", "MAX_BITS"]
 
 #: Largest total depth (words) of a design's memories zoforge generates (elaborating a
@@ -196,6 +198,20 @@ def register_design(design: Design) -> Design:
         raise RuntimeError(f"design {design.name!r} registered twice")
     _REGISTRY[design.name] = design
     return design
+
+
+@contextlib.contextmanager
+def registered_designs(*extra: Design) -> Iterator[None]:
+    """Register ``extra`` for the duration of a ``with`` block only (tests, trials of a
+    plug-in): afterwards every command sees the registry as it was."""
+    added = [design for design in extra if design.name not in _REGISTRY]
+    for design in extra:
+        register_design(design)
+    try:
+        yield
+    finally:
+        for design in added:
+            del _REGISTRY[design.name]
 
 
 def designs() -> dict[str, Design]:

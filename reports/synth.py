@@ -31,8 +31,8 @@ from zoforge.errors import check_choice
 from zoforge.files import (clear_entry, content_key, entry_dir, file_digest, load_result,
                            locked, store_result)
 
-__all__ = ["SynthResult", "synthesize", "xilinx_resources", "yosys_version", "run_yosys",
-           "FAMILIES", "RAM_STYLES", "SOURCE"]
+__all__ = ["SynthResult", "synthesize", "xilinx_resources", "ecp5_resources", "stat_cells",
+           "yosys_version", "run_yosys", "FAMILIES", "RAM_STYLES", "SOURCE"]
 
 SOURCE = "yosys synth_xilinx (estimate)"
 FAMILIES = ("xcup", "xcu", "xc7")
@@ -207,6 +207,39 @@ def xilinx_resources(cells: dict[str, int]) -> dict[str, int]:
     for key in ("LUT", "FF", "CARRY", "BRAM18", "DSP", "URAM"):
         out.setdefault(key, 0)
     return dict(out)
+
+
+def ecp5_resources(cells: dict[str, int]) -> dict[str, int]:
+    """Device resources used by Lattice ECP5 primitives ``cells`` (``synth_ecp5``), in the
+    classes of :func:`xilinx_resources`.
+
+    LUT:    LUT4
+    LUTRAM: TRELLIS_DPR16X4 (16 x 4 distributed RAM)
+    FF:     TRELLIS_FF
+    CARRY:  CCU2C (a 2-bit carry cell)
+    BRAM18: DP16KD (18 Kb)
+    DSP:    MULT18X18D (ALU54B: DSP too)
+    MUXF:   PFUMX / L6MUX21 (the slice's wide-function multiplexers, no LUT)
+    IO:     TRELLIS_IO and the BB/IB/OB buffers
+    """
+    classes = {"LUT4": "LUT", "TRELLIS_DPR16X4": "LUTRAM", "TRELLIS_FF": "FF",
+               "CCU2C": "CARRY", "DP16KD": "BRAM18", "MULT18X18D": "DSP", "ALU54B": "DSP",
+               "PFUMX": "MUXF", "L6MUX21": "MUXF", "TRELLIS_IO": "IO", "BB": "IO",
+               "IB": "IO", "OB": "IO", "OBZ": "IO"}
+    out = Counter()
+    for cell, count in cells.items():
+        name = cell.lstrip("\\")
+        if name not in ("VCC", "GND", "VHI", "VLO"):
+            out[classes.get(name, "OTHER")] += count
+    for key in ("LUT", "FF", "CARRY", "BRAM18", "DSP"):
+        out.setdefault(key, 0)
+    return dict(out)
+
+
+def stat_cells(stats: dict, top: str) -> dict[str, int]:
+    """Primitive -> count of the whole design ``top`` (its submodules' instances expanded)
+    from Yosys' ``stat -json`` output ``stats``."""
+    return dict(_expand(top, _module_cells(stats), {}))
 
 
 # -- internals -----------------------------------------------------------------------------

@@ -8,7 +8,10 @@
 :func:`run_program` takes the design (:class:`BusTarget`), the program's ``module:function``
 reference, its JSON-able ``args`` and input arrays, and the stalls; it returns the program's
 arrays and a :class:`~zoforge.sim.cosim.CosimResult` (``results``: the program's, plus
-``sim_cycles``). A failure in the run is ``passed`` False with its message in ``failures``.
+``sim_cycles`` and ``stalls``: per channel of :data:`~zoforge.sim.jobserver.CHANNELS`, the
+stalls inserted: on the job server the cycles a stall held back a pending transfer, in the
+cocotb bench the pause cycles drawn). A failure in the run is ``passed`` False with its
+message in ``failures``. :func:`stall_problems` checks the counts against the settings.
 """
 from __future__ import annotations
 
@@ -22,11 +25,15 @@ import numpy as np
 
 from zoforge.errors import ConfigError
 from zoforge.sim.cosim import CosimResult, run_cocotb
-from zoforge.sim.jobserver import JobServer, JobServerError
+from zoforge.sim.jobserver import CHANNELS, JobServer, JobServerError
 from zoforge.sim.program import HostCheckFailed, drive, load_program
 
 __all__ = ["BACKENDS", "BACKEND_CHOICES", "BACKEND_HELP", "BusTarget", "Stalls",
-           "resolve_backend", "run_program"]
+           "resolve_backend", "run_program", "stall_problems", "SOURCES", "SINKS"]
+
+#: The channels ``source_idle`` stalls (valid held low) and ``sink_backpressure`` stalls
+#: (ready held low).
+SOURCES, SINKS = CHANNELS[:4], CHANNELS[4:]
 
 BACKENDS = ("cocotb", "jobserver")
 #: what a ``--backend`` option accepts: ``auto`` is the job server on Verilator, else cocotb
@@ -78,6 +85,23 @@ class Stalls:
     patterns: dict | None = None
 
 
+def stall_problems(counts: dict | None, source_idle: float = 0.0,
+                   sink_backpressure: float = 0.0, used=CHANNELS) -> list[str]:
+    """What is wrong with a run's stall ``counts`` (``results["stalls"]``) for its settings:
+    a channel among ``used`` (those the program transfers on) that its probability stalls
+    but that never stalled, or any channel stalled with its probability 0; [] if none."""
+    if counts is None:
+        return ["no stall counts"]
+    problems = []
+    for name in CHANNELS:
+        probability = source_idle if name in SOURCES else sink_backpressure
+        if probability and name in used and not counts.get(name):
+            problems.append(f"{name}: no stall at probability {probability:g}")
+        if not probability and counts.get(name):
+            problems.append(f"{name}: {counts[name]} stalls at probability 0")
+    return problems
+
+
 def run_program(program: str, args: dict, data: dict[str, np.ndarray], target: BusTarget,
                 *, backend: str = "jobserver", simulator: str = "verilator",
                 stalls: Stalls = Stalls(), max_cycles: int = 20_000_000,
@@ -123,7 +147,7 @@ def _on_server(program, target: BusTarget, stalls: Stalls, max_cycles: int):
     try:
         with server:
             arrays, results = drive(program, server.exchange)
-            results = {**results, "sim_cycles": server.cycle}
+            results = {**results, "sim_cycles": server.cycle, "stalls": server.stalls()}
     except (JobServerError, HostCheckFailed) as error:
         failures = [str(error)]
     return arrays, CosimResult(passed=not failures, results=results,

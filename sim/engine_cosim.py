@@ -28,9 +28,15 @@ from zoforge.hw.engine.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, Engine
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
                                   resolve_backend, run_program)
 from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
+from zoforge.sim.verdict import Verdict
 
 __all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
-           "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job"]
+           "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job",
+           "array_steps", "JOB_COMPARISONS"]
+
+#: What a job's verdict compares, each by name: its output with the golden model's, and its
+#: ARRAY_CYCLES counter with the k-steps its tiles feed the array (:func:`array_steps`).
+JOB_COMPARISONS = ("outputs", "counters")
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,8 @@ class EngineJob:
 
 @dataclass
 class JobResult:
+    """One job's counters and verdict: ``checks`` (:data:`JOB_COMPARISONS`, each equal or
+    not), ``bit_exact`` their conjunction."""
     shape: tuple[int, int, int]
     bit_exact: bool
     mismatches: int
@@ -111,6 +119,7 @@ class JobResult:
     irq: bool
     output: np.ndarray = field(repr=False)
     expected: np.ndarray = field(repr=False)
+    checks: dict = field(default_factory=dict)
 
     @property
     def pe_utilization(self) -> float:
@@ -120,6 +129,12 @@ class JobResult:
 def ideal_cycles(m: int, k: int, n: int, rows: int, cols: int) -> int:
     """``ceil(M*K*N / (R*C))``: cycles if every PE did a useful MAC every cycle."""
     return -(-m * k * n // (rows * cols))
+
+
+def array_steps(m: int, k: int, n: int, rows: int, cols: int, pack: int) -> int:
+    """The k-steps a job feeds the array (its ARRAY_CYCLES): every output tile takes
+    ``ceil(K / pack)`` beats of ``pack`` k-steps."""
+    return -(-m // rows) * -(-n // cols) * -(-k // pack) * pack
 
 
 def pack_input_stream(x: np.ndarray, w: np.ndarray, rows: int, cols: int, pack: int
@@ -276,7 +291,7 @@ class EngineCosim:
         info = {"sim_cycles": sim_cycles, "wall_s": wall,
                 "cycles_per_s": sim_cycles / wall if wall else 0.0,
                 "build_s": result.build_s, "run_s": result.run_s,
-                "simulator": result.simulator}
+                "simulator": result.simulator, "stalls": result.results.get("stalls")}
         return self.check_results(jobs, outputs, result.results["jobs"]), info
 
     def program_inputs(self, jobs: list[EngineJob]) -> tuple[dict, dict[str, np.ndarray]]:
@@ -288,7 +303,8 @@ class EngineCosim:
             specs.append(spec)
             data[f"job{index}_frame"] = frame_words(frame, self.in_bytes)
             data.update({f"job{index}_{name}": table for name, table in tables.items()})
-        return {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}, data
+        return {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS,
+                "lanes": self.cols}, data
 
     def _run_bench(self, jobs: list[EngineJob], bench: str, data_dir: Path | None):
         with scratch_folder(data_dir, "zoforge-gemm-") as data:
@@ -311,18 +327,24 @@ class EngineCosim:
 
     def check_results(self, jobs: list[EngineJob], outputs: list[np.ndarray],
                       stats: list[dict]) -> list[JobResult]:
-        """Each job's output words (uint32) against the golden model, with its counters."""
+        """Each job's output words (uint32) against the golden model and its counters
+        against :func:`array_steps` (``stats``: the host program's per-job counters)."""
         job_results = []
         for job, words, job_stats in zip(jobs, outputs, stats):
             m, k, n = job.shape
             output = unpack_output(words, m, n, self.rows, self.cols, job.raw)
             expected = job.golden()
             mismatches = int(np.count_nonzero(output != expected))
+            verdict = Verdict.of(JOB_COMPARISONS, True, {
+                "outputs": (output, expected),
+                "counters": (job_stats["array_cycles"],
+                             array_steps(m, k, n, self.rows, self.cols, self.pack))})
             job_results.append(JobResult(
-                shape=job.shape, bit_exact=mismatches == 0, mismatches=mismatches,
+                shape=job.shape, bit_exact=verdict.bit_exact, mismatches=mismatches,
                 cycles=job_stats["cycles"], array_cycles=job_stats["array_cycles"],
                 ideal_cycles=ideal_cycles(m, k, n, self.rows, self.cols),
-                irq=job_stats["irq"], output=output, expected=expected))
+                irq=job_stats["irq"], output=output, expected=expected,
+                checks=verdict.checks))
         return job_results
 
     def job_spec(self, job: EngineJob) -> tuple[dict, np.ndarray, dict[str, np.ndarray]]:
@@ -396,6 +418,7 @@ def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None
     ideal = sum(r.ideal_cycles for r in results)
     return {
         "bit_exact": all(r.bit_exact for r in results),
+        "checks": {name: all(r.checks[name] for r in results) for name in JOB_COMPARISONS},
         "mismatches": sum(r.mismatches for r in results),
         "m": options.m, "k": options.k, "n": options.n, "rows": config.rows,
         "cols": config.cols, "pack": config.pack, "output": options.output,
@@ -406,5 +429,6 @@ def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None
         "cycles_per_s": round(info.get("cycles_per_s", 0.0), 1),
         "sim_cycles": info.get("sim_cycles"), "sim_wall_s": round(info.get("wall_s", 0), 3),
         "build_s": round(info["build_s"], 2), "run_s": round(info["run_s"], 2),
-        "simulator": info["simulator"], "config_hash": config.stable_hash(),
+        "simulator": info["simulator"], "stalls": info.get("stalls"),
+        "config_hash": config.stable_hash(),
     }

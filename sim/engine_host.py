@@ -2,17 +2,18 @@
 
 Jobs run back to back without reset: per job, write the dimension and requantization
 registers and the per-column tables over AXI4-Lite, queue the job's input frame, start the
-engine (CTRL), collect the output frame (up to TLAST: the frame must be exactly the job's
-output, which :func:`zoforge.sim.engine_cosim.unpack_output` checks), wait two cycles (done
-and irq follow the last beat), sample irq, read STATUS and the cycle counters, clear done
-and read STATUS again. Each job is one batch. ``args``: ``registers``, ``regions`` (the
-engine's address map) and ``jobs`` (per job: ``m, k, n, ctrl, mult, shift, tables``);
+engine (CTRL), collect the output frame (up to TLAST, which must fall on the job's last
+output beat: :func:`~zoforge.sim.program.check_frame`), wait two cycles (done and irq follow
+the last beat), sample irq, read STATUS and the cycle counters, clear done and read STATUS
+again. Each job is one batch. ``args``: ``lanes`` (32-bit words of an output beat),
+``registers``, ``regions`` (the engine's address map) and ``jobs`` (per job: ``m, k, n,
+ctrl, mult, shift, tables, out_beats``);
 ``data``: ``job<i>_frame`` (the input stream as 32-bit words) and ``job<i>_<TABLE>``.
 Returns the arrays ``out<i>`` (output words) and the results ``jobs`` (per-job counters).
 """
 from __future__ import annotations
 
-from zoforge.sim.program import HostCheckFailed, Idle, Read, Receive, Send, Write
+from zoforge.sim.program import HostCheckFailed, Idle, Read, Receive, Send, Write, check_frame
 
 __all__ = ["engine_program"]
 
@@ -34,6 +35,7 @@ def engine_program(args: dict, data: dict):
                   Read(reg["ARRAY_CYCLES"]), Write(reg["STATUS"], DONE), Read(reg["STATUS"])]
         replies = yield batch
         frame, settled = replies[-7], replies[-6]
+        check_frame(f"job {index}", frame.words, args["lanes"], spec["out_beats"])
         status, cycles, array_cycles, _, cleared = (reply.value for reply in replies[-5:])
         if status & 0b11 != DONE:
             raise HostCheckFailed(f"job {index}: STATUS {status:#x} after its output frame")

@@ -58,7 +58,7 @@ def update_call(host: LayerHost, rows: int, spec: dict, master: np.ndarray):
     yield from host.write("GRAD", spec["g"])
     yield from host.job("accumulate", restore=bool(spec["restore"]))
     yield from host.job("apply")
-    out = yield from host.job("read_master", receive=True)
+    out = yield from host.job("read_master", receive=True, beats=r * n // rows)   # r x N on R
     return master_output(out, n, rows)
 
 

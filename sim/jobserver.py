@@ -43,7 +43,8 @@ from zoforge.sim.build_cache import cached_build
 from zoforge.sim.program import Idle, Poll, Read, Receive, Reply, Send, Write
 from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
 
-__all__ = ["EXE", "JobServer", "JobServerError", "build_server", "encode", "stall_threshold"]
+__all__ = ["EXE", "CHANNELS", "JobServer", "JobServerError", "build_server", "encode",
+           "stall_threshold"]
 
 WRAPPER = "jobserver.sv"
 HARNESS = "jobserver_main.cpp"
@@ -52,7 +53,12 @@ EXE = "Vjobserver"
 BUILD_ARGS = ["--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-WIDTHEXPAND",
               "-Wno-WIDTHTRUNC", "-Wno-lint", "-Wno-style", "--x-assign", "fast",
               "--x-initial", "fast", "--top-module", "jobserver_top", "--prefix", "Vtop"]
-OPS = ("QUIT", "CONFIGURE", "RESET", "WRITE", "READ", "SEND", "RECEIVE", "POLL", "IDLE")
+OPS = ("QUIT", "CONFIGURE", "RESET", "WRITE", "READ", "SEND", "RECEIVE", "POLL", "IDLE",
+       "STALLS")
+#: The harness's channels, in the order STALLS reports them: the sources (the input stream,
+#: AXI4-Lite AW, W, AR; stalled by ``source_idle``) and the sinks (the output stream, B, R;
+#: stalled by ``sink_backpressure``).
+CHANNELS = ("in", "aw", "w", "ar", "out", "b", "r")
 OK, TIMEOUT, BAD = 0, 1, 2
 _HEAD = 5                       # words of a command's and a reply's header
 _WORD = np.dtype("<u4")
@@ -201,6 +207,15 @@ class JobServer:
 
     def idle(self, cycles: int) -> None:
         self.exchange([Idle(cycles)])
+
+    def stalls(self) -> dict[str, int]:
+        """Per channel (:data:`CHANNELS`), the cycles a stall held back a pending transfer
+        since the server started: a source with a transfer to offer kept valid low, a sink
+        kept ready low while its partner held valid."""
+        (reply,) = self.exchange([_Control("STALLS")])
+        words = reply.words.astype(np.uint64)
+        return {name: int(words[2 * i] | words[2 * i + 1] << np.uint64(32))
+                for i, name in enumerate(CHANNELS)}
 
     # -- batches ----------------------------------------------------------------------------
     def exchange(self, commands: list) -> list[Reply]:

@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = ["Write", "Read", "Send", "Receive", "Poll", "Idle", "Operation", "Reply",
            "HostProgram", "HostCheckFailed", "drive", "drive_async", "load_program",
-           "stream_words"]
+           "stream_words", "check_frame"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,14 @@ HostProgram = Generator[list, list, tuple]
 
 class HostCheckFailed(RuntimeError):
     """A host program saw the design misbehave (a wrong status, a missing frame)."""
+
+
+def check_frame(what: str, words: np.ndarray, lanes: int, beats: int) -> None:
+    """A received frame (:class:`Receive`, up to TLAST) must be ``beats`` beats of ``lanes``
+    words: TLAST on the frame's last beat, not before or after (HostCheckFailed)."""
+    if words.size != beats * lanes:
+        raise HostCheckFailed(f"{what}: TLAST after {words.size / lanes:g} beats, expected "
+                              f"on beat {beats} (the frame's last)")
 
 
 def stream_words(words) -> np.ndarray:

@@ -38,6 +38,8 @@ from zoforge.golden.zolayer import ZoLayerConfig
 from zoforge.golden.zolayer.network import StepSettings
 from zoforge.sim.cosim import SIMULATORS
 from zoforge.sim.jobserver import JobServerError
+from zoforge.sim.program import HostCheckFailed
+from zoforge.sim.verdict import Verdict
 from zoforge.sim.zolayer_cosim import BACKENDS, ZoCosimOptions, run_layer
 from zoforge.sim.zolayer_jobserver import LayerServer, LayerSession
 
@@ -82,11 +84,9 @@ class StepOutcome:
 def compare_step(golden: StepOutcome, rtl: StepOutcome | None) -> dict[str, bool]:
     """The bit-exactness checks of one step: ``grads`` (equal g values) and ``master`` (equal
     masters after the update); both False when the RTL has no outcome (its run failed)."""
-    if rtl is None:
-        return dict.fromkeys(CHECKS, False)
-    return {"grads": [int(g) for g in rtl.grads] == [int(g) for g in golden.grads],
-            "master": rtl.master.shape == golden.master.shape
-            and np.array_equal(rtl.master, golden.master)}
+    pairs = dict.fromkeys(CHECKS, (None, None)) if rtl is None else {
+        "grads": (rtl.grads, golden.grads), "master": (rtl.master, golden.master)}
+    return Verdict.of(CHECKS, rtl is not None, pairs).checks
 
 
 def accuracy(outputs: np.ndarray, labels: np.ndarray) -> float:
@@ -121,7 +121,8 @@ class TrainingResult:
     model's, and (jobserver) those counted from the RTL's own unperturbed outputs
     ``outputs_before_rtl`` / ``outputs_after_rtl`` (``(n_test, classes)``), else None.
     ``failures``: one-line messages of an RTL run that broke off; ``sim_cycles``: clock
-    cycles simulated by the training steps."""
+    cycles simulated by the training steps; ``stalls``: the stalls inserted per channel
+    (:func:`zoforge.sim.backends.stall_problems`), None when the run broke off."""
 
     steps: list[StepResult]
     requested_steps: int
@@ -136,6 +137,7 @@ class TrainingResult:
     failures: list[str] = dataclasses.field(default_factory=list)
     simulator: str = ""
     sim_cycles: int = 0
+    stalls: dict | None = None
 
     @property
     def mismatched_steps(self) -> list[int]:
@@ -260,7 +262,8 @@ class LockstepTraining:
                 result.sim_cycles = layer.cycle - first_cycle
                 result.outputs_after_rtl = session.outputs(test_x)[:, :self.classes]
                 result.accuracy_after_rtl = accuracy(result.outputs_after_rtl, test_labels)
-        except JobServerError as error:
+                result.stalls = layer.stalls()
+        except (JobServerError, HostCheckFailed) as error:
             result.failures.append(str(error))
 
     def _run_replay(self, options: LockstepOptions, result: TrainingResult,
@@ -286,6 +289,7 @@ class LockstepTraining:
         rtl, bench = run_layer(self.design, cosim, data, host=host.to_dict())
         result.simulator, result.failures = bench.simulator, list(bench.failures)
         result.sim_cycles = bench.results.get("sim_cycles", 0) if bench.passed else 0
+        result.stalls = bench.results.get("stalls") if bench.passed else None
         branches = 2 * cfg.queries
         for step, (index, (_, labels), (golden, golden_s)) in enumerate(zip(indices, batches,
                                                                             goldens)):
@@ -338,4 +342,4 @@ def cosim_training(cfg: TrainConfig, steps: int, simulator: str = "verilator",
             "accuracy_before_rtl": result.accuracy_before_rtl,
             "accuracy_after_rtl": result.accuracy_after_rtl,
             "settings": vars(result.settings), "design": result.design.to_dict(),
-            "simulator": result.simulator}
+            "simulator": result.simulator, "stalls": result.stalls}

@@ -7,6 +7,11 @@ target per step), runs the bench and replays the same steps on the golden model
 (:class:`~zoforge.golden.zolayer.model.ZoLayerGolden`), comparing every branch's outputs,
 every g and T after every update. The last step runs under the sequential schedule (every
 forward pass recomputes the frozen products) to measure what P-RGE's sharing saves.
+
+The verdict (:func:`layer_verdict`, a :class:`~zoforge.sim.verdict.Verdict`) is the
+conjunction of :data:`LAYER_COMPARISONS`: every branch's outputs, the plain branch, the g
+values, the masters after every update, and the counters (every job's ARRAY_CYCLES equal to
+the k-steps it feeds the array, :func:`array_steps`).
 """
 from __future__ import annotations
 
@@ -22,10 +27,15 @@ from zoforge.golden.zolayer.host import GRAD_SHIFT_MAX, projected_gradient, squa
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BACKENDS, Stalls,
                                   resolve_backend, run_program)
 from zoforge.sim.cosim import SIMULATORS, CosimResult
+from zoforge.sim.verdict import Verdict
 
 __all__ = ["ZoCosimOptions", "cosim_layer", "run_layer", "predicted_cycles", "predicted_ratio",
-           "golden_run", "make_data", "layer_args", "BACKENDS"]
+           "golden_run", "make_data", "layer_args", "layer_verdict", "array_steps",
+           "LAYER_COMPARISONS", "BACKENDS"]
 
+#: What :func:`layer_verdict` compares, each by name: the RTL's arrays with the golden
+#: model's, and its job counters with the k-steps the jobs feed the array.
+LAYER_COMPARISONS = ("branches", "plain", "grads", "masters", "counters")
 
 
 @dataclass(frozen=True)
@@ -183,6 +193,34 @@ def run_layer(config: ZoLayerConfig, options: ZoCosimOptions, data: dict[str, np
                                      options.seed))
 
 
+def array_steps(config: ZoLayerConfig, shape, job: str) -> int:
+    """The k-steps ``job`` feeds the array (its ARRAY_CYCLES): one per k of every output
+    tile, a tile being C tokens by the features of a word (R; a branch job's R /
+    ``branch_lanes``, its branches side by side on the rows); 0 for the jobs without the
+    array."""
+    tokens = shape.m // config.cols
+    k_t = shape.r if config.mode == "lora-fa" else shape.k
+    features = config.rows // config.branch_lanes
+    return {"frozen_w": tokens * (shape.n // config.rows) * shape.k,
+            "frozen_a": tokens * (shape.r // config.rows) * shape.k,
+            "branch": tokens * (shape.n // features) * k_t}.get(job, 0)
+
+
+def layer_verdict(config: ZoLayerConfig, shape, result: CosimResult,
+                  rtl: dict[str, np.ndarray], golden: dict[str, np.ndarray]) -> Verdict:
+    """The run's verdict over :data:`LAYER_COMPARISONS` (``rtl``, ``result``: from
+    :func:`run_layer`; ``golden``: from :func:`golden_run`)."""
+    bench = result.results
+    jobs = bench.get("jobs") or None
+    counters = None if jobs is None else [[j["job"], j["array_cycles"]] for j in jobs]
+    expected = None if jobs is None else [[j["job"], array_steps(config, shape, j["job"])]
+                                          for j in jobs]
+    pairs = {name: (rtl.get(name), golden[name]) for name in ("branches", "plain", "masters")}
+    pairs["grads"] = (bench.get("grads"), golden["grads"])
+    pairs["counters"] = (counters, expected)
+    return Verdict.of(LAYER_COMPARISONS, result.passed, pairs)
+
+
 def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) -> dict:
     """Run ``options.steps`` ZO steps (and one sequential) on the RTL and on the golden
     model; a JSON-able summary with ``bit_exact``, cycles and PE utilization."""
@@ -192,9 +230,7 @@ def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) ->
     rtl, result = run_layer(config, options, data)
     golden = golden_run(config, options, data)
     bench = result.results
-    checks = {name: result.passed and np.array_equal(rtl[name], golden[name])
-              for name in ("branches", "masters", "plain")}
-    checks["grads"] = result.passed and bench["grads"] == golden["grads"].tolist()
+    verdict = layer_verdict(config, shape, result, rtl, golden)
     jobs = bench.get("jobs", [])
     branches = [j for j in jobs if j["job"] == "branch" and not j.get("plain")]
     plain = [j for j in jobs if j["job"] == "branch" and j.get("plain")]
@@ -204,12 +240,12 @@ def cosim_layer(config: ZoLayerConfig, options: ZoCosimOptions | None = None) ->
     sequential = step_cycles[-1] if step_cycles else 0
     branch_cycles = sum(j["cycles"] for j in branches)
     return {
-        "bit_exact": all(checks.values()), "checks": checks,
+        "bit_exact": verdict.bit_exact, "checks": verdict.checks,
         "failures": result.failures,
         "strategy": config.variant, "mode": config.mode, "rows": config.rows,
         "cols": config.cols, "m": shape.m, "k": shape.k, "n": shape.n, "r": shape.r,
         "q": options.q, "steps": options.steps,
-        "grads": bench.get("grads"),
+        "grads": bench.get("grads"), "stalls": bench.get("stalls"),
         "cycles_per_step": cycles, "sequential_cycles_per_step": sequential,
         "predicted_cycles_per_step": predicted_cycles(config, shape, options.q),
         "measured_ratio": round(sequential / cycles, 4) if cycles else 0.0,

@@ -26,7 +26,7 @@ import numpy as np
 from zoforge.golden.zolayer.host import CrossEntropyHost, projected_gradient, squared_error
 from zoforge.hw.zolayer.layouts import branch_outputs, master_output, panel_words, token_words
 from zoforge.hw.zolayer.registers import address, ctrl_word
-from zoforge.sim.program import Poll, Read, Receive, Send, Write
+from zoforge.sim.program import Poll, Read, Receive, Send, Write, check_frame
 
 __all__ = ["LayerHost", "LayerSteps", "StepRecord", "layer_program", "host_functions",
            "POLL_GAP", "DONE"]
@@ -53,9 +53,11 @@ class LayerHost:
         self.irq = reply.irq
         return reply.value
 
-    def job(self, name: str, words=None, receive: bool = False, **flags):
+    def job(self, name: str, words=None, receive: bool = False, beats: int | None = None,
+            **flags):
         """One job; ``words`` (rows of lanes) are streamed in; returns the output frame
-        ``(beats, lanes)`` int32 when ``receive`` (else None)."""
+        ``(beats, lanes)`` int32 when ``receive`` (else None), which must end (TLAST) on
+        beat ``beats`` (:func:`~zoforge.sim.program.check_frame`)."""
         batch = [] if words is None else [Send(words)]
         batch.append(Write(address("CTRL"), ctrl_word(name, **flags)))
         if receive:
@@ -69,7 +71,10 @@ class LayerHost:
                           **{k: bool(v) for k, v in flags.items()}})
         if not receive:
             return None
-        return replies[-5].words.view(np.int32).reshape(-1, self.lanes)
+        frame = replies[-5].words
+        if beats is not None:
+            check_frame(f"{name} job", frame, self.lanes, beats)
+        return frame.view(np.int32).reshape(-1, self.lanes)
 
 
 @dataclass
@@ -94,6 +99,10 @@ class LayerSteps:
         self.m, self.k, self.n, self.r = m, k, n, r
         self.branch_lanes = branch_lanes
         self.per_job = max(1, branch_lanes // 2)     # queries of one branch job
+        # output frames: a branch job's branch_lanes * M * N values on C lanes of a beat,
+        # read_master's K_t * N values on R
+        self.branch_beats = branch_lanes * m * n // cols
+        self.master_beats = (r if lora else k) * n // rows
 
     def configure(self, *, eps_shift: int, eta_mult: int, eta_shift: int, mult: int,
                   shift: int):
@@ -123,7 +132,8 @@ class LayerSteps:
     def branches(self, **flags):
         """One branch job: its branches' outputs ``(branch_lanes, M, N)`` (query j's + and -
         at 2j and 2j + 1; a plain job's are all the plain output)."""
-        out = yield from self.host.job("branch", receive=True, **flags)
+        out = yield from self.host.job("branch", receive=True, beats=self.branch_beats,
+                                       **flags)
         return branch_outputs(out, self.m, self.n, self.rows, self.cols, self.branch_lanes)
 
     def branch(self, **flags):
@@ -159,7 +169,8 @@ class LayerSteps:
                 yield from self.host.job("accumulate", restore=True, query=query)
         yield from self.host.job("apply")
         record.cycles = yield from self.host.read("STEP_CYCLES")
-        master = yield from self.host.job("read_master", receive=True)
+        master = yield from self.host.job("read_master", receive=True,
+                                          beats=self.master_beats)
         record.master = master_output(master, self.n, self.rows, self.branch_lanes)
         return record
 

@@ -75,6 +75,10 @@ class LayerServer:
         """Run one job (see :meth:`zoforge.sim.zolayer_host.LayerHost.job`)."""
         return self.run(self.host.job(name, words, receive, **flags))
 
+    def stalls(self) -> dict[str, int]:
+        """The stalls the server inserted per channel (:meth:`JobServer.stalls`)."""
+        return self.server.stalls()
+
     def close(self, kill: bool = False) -> None:
         self.server.close(kill)
 
@@ -126,6 +130,6 @@ class LayerSession:
 def run_steps(layer: LayerServer, args: dict, data: dict[str, np.ndarray]
               ) -> tuple[dict[str, np.ndarray], dict]:
     """:func:`~zoforge.sim.zolayer_host.layer_program` on ``layer``'s server (``args``, ``data``:
-    the program's); its arrays and results, plus ``sim_cycles``."""
+    the program's); its arrays and results, plus ``sim_cycles`` and ``stalls``."""
     rtl, results = layer.run(layer_program(args, data, layer.host))
-    return rtl, {**results, "sim_cycles": layer.cycle}
+    return rtl, {**results, "sim_cycles": layer.cycle, "stalls": layer.stalls()}

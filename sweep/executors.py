@@ -13,10 +13,15 @@ the finished ones, and ``close()``.
 * :class:`DaskExecutor`: a ``distributed.Client`` on ``--scheduler ADDRESS``; one task per
   worker thread (start workers with ``--nthreads 1``). Workers need zoforge installed and,
   for the task folders, the store's path (a shared file system; otherwise the files stay on
-  the workers and only the results come back).
+  the workers and only the results come back). Connecting and the scheduler's first
+  answer happen under one overall timeout (:data:`CONNECT_TIMEOUT_S`): a scheduler that
+  accepts the connection and never answers is a one-line error, not a hang. Without an
+  address it starts a ``LocalCluster`` of ``jobs`` single-threaded worker processes and
+  closes it afterwards.
 """
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures as cf
 import ctypes
 import multiprocessing
@@ -27,33 +32,42 @@ from concurrent.futures.process import BrokenProcessPool
 from zoforge.errors import ConfigError, check_choice, check_int_range
 from zoforge.sweep.tasks import run_task
 
-__all__ = ["EXECUTORS", "LocalExecutor", "DaskExecutor", "make_executor"]
+__all__ = ["EXECUTORS", "LocalExecutor", "DaskExecutor", "make_executor",
+           "CONNECT_TIMEOUT_S"]
 
 EXECUTORS = ("local", "dask")
+#: Seconds for connecting to a Dask scheduler and its first answer, together.
+CONNECT_TIMEOUT_S = 30.0
 
 
-def make_executor(name: str, jobs: int | None = None, scheduler: str | None = None):
+def make_executor(name: str, jobs: int | None = None, scheduler: str | None = None,
+                  connect_timeout_s: float | None = None):
     """The executor ``name`` (``--executor``): local with ``jobs`` processes (default: the
-    CPU count), or Dask on ``scheduler`` (an address, or a ``distributed.Client``)."""
+    CPU count), or Dask on ``scheduler`` (an address, or a ``distributed.Client``; None: a
+    local cluster of ``jobs`` single-threaded worker processes)."""
     check_choice("--executor", name, EXECUTORS)
     if name == "local":
         if scheduler is not None:
             raise ConfigError("scheduler", "given only with --executor dask", scheduler)
         return LocalExecutor(jobs or os.cpu_count() or 1)
-    if jobs is not None:
-        raise ConfigError("jobs", "given only with --executor local (a Dask cluster runs "
-                          "one task per worker thread)", jobs)
     if scheduler is None:
-        raise ConfigError("scheduler", "a Dask scheduler address (tcp://HOST:PORT) with "
-                          "--executor dask", None)
-    return DaskExecutor(scheduler)
+        return DaskExecutor(None, jobs=jobs or os.cpu_count() or 1)
+    if jobs is not None:
+        raise ConfigError("jobs", "given only with --executor local, or --executor dask "
+                          "without --scheduler (a cluster runs one task per worker thread)",
+                          jobs)
+    return DaskExecutor(scheduler, connect_timeout_s=connect_timeout_s or CONNECT_TIMEOUT_S)
+
+
+#: The environment of every worker process (local and local-cluster Dask).
+_WORKER_ENV = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+               "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
 
 
 def _worker_start() -> None:
     """In each local worker: die with the coordinator; one thread for torch and the
     tokenizer; no model-loading progress bars over the sweep's own."""
-    os.environ.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false",
-                      HF_HUB_DISABLE_PROGRESS_BARS="1")
+    os.environ.update(_WORKER_ENV)
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -92,19 +106,34 @@ class LocalExecutor:
 
 
 class DaskExecutor:
-    def __init__(self, scheduler):
+    """Tasks on a Dask cluster: ``scheduler`` an address, a ``distributed.Client``, or None
+    for a ``LocalCluster`` of ``jobs`` single-threaded worker processes (closed with the
+    executor)."""
+
+    def __init__(self, scheduler, jobs: int = 1, connect_timeout_s: float | None = None):
         # imported here: dask.distributed loads only for --executor dask
         import distributed
         self._distributed = distributed
+        self._cluster = None
+        connect_timeout_s = connect_timeout_s or CONNECT_TIMEOUT_S
         if isinstance(scheduler, distributed.Client):
             self.client, self._own = scheduler, False
+            return
+        if scheduler is None:
+            check_int_range("--jobs", jobs, 1, 1024)
+            self._cluster = distributed.LocalCluster(
+                n_workers=jobs, threads_per_worker=1, processes=True,
+                dashboard_address=None, env=dict(_WORKER_ENV))
+            scheduler = self._cluster.scheduler_address
         else:
-            try:
-                self.client = distributed.Client(scheduler, timeout="30s")
-            except (OSError, ValueError, TypeError) as error:
-                raise ConfigError("scheduler", "the address of a running Dask scheduler",
-                                  f"{scheduler}: {error}") from None
-            self._own = True
+            _check_scheduler(distributed, scheduler, connect_timeout_s)
+        try:
+            self.client = distributed.Client(scheduler, timeout=f"{connect_timeout_s}s")
+        except (OSError, ValueError, TypeError) as error:
+            self._close_cluster()
+            raise ConfigError("scheduler", "the address of a running Dask scheduler",
+                              f"{scheduler}: {error}") from None
+        self._own = True
 
     def slots(self) -> int:
         return max(1, sum(self.client.nthreads().values()))
@@ -123,3 +152,37 @@ class DaskExecutor:
     def close(self) -> None:
         if self._own:
             self.client.close()
+        self._close_cluster()
+
+    def _close_cluster(self) -> None:
+        if self._cluster is not None:
+            self._cluster.close()
+            self._cluster = None
+
+
+def _check_scheduler(distributed, address: str, timeout_s: float) -> None:
+    """Connect to ``address`` and ask the scheduler who it is, all within ``timeout_s``;
+    a one-line ConfigError naming ``scheduler`` if that fails or takes longer."""
+    async def identity():
+        comm = await distributed.comm.connect(address, timeout=timeout_s)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    async def bounded():
+        return await asyncio.wait_for(identity(), timeout_s)
+
+    try:
+        answer = asyncio.run(bounded())
+    except (TimeoutError, asyncio.TimeoutError):
+        raise ConfigError("scheduler", f"a Dask scheduler that answers within "
+                          f"{timeout_s:g} s", address) from None
+    except (OSError, ValueError, TypeError) as error:
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ConfigError("scheduler", "the address of a running Dask scheduler",
+                          f"{address}: {reason}") from None
+    if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
+        raise ConfigError("scheduler", "the address of a Dask scheduler (something else "
+                          "answered)", address)

@@ -1,14 +1,19 @@
-"""One self-contained HTML page for a sweep: the plots embedded as base64 PNG, the tables,
-the failures and what every source label means. No script, no external resource: it opens
-from disk with no server. What a paper found is shown apart, labelled "paper".
+"""One self-contained HTML page for a sweep: what to build first, then the tables, the
+failures, the plots (embedded as base64 PNG) and what every source label means. No script,
+no external resource: it opens from disk with no server. What a paper found is shown apart,
+labelled "paper". Every text (names, descriptions, data paths, notes, errors) is escaped
+(:func:`zoforge.sweep.safe.html_text`).
 """
 from __future__ import annotations
 
 import base64
-import html
 
 from zoforge.reports.model import LABELS
 from zoforge.sweep.plots import Plot
+from zoforge.sweep.recommend import SAME, Recommendation, commands, describe
+from zoforge.sweep.results import NOISE_TEST
+from zoforge.sweep.safe import html_text
+from zoforge.sweep.table import BOARD_STATED
 
 __all__ = ["page"]
 
@@ -22,6 +27,9 @@ figcaption { font-size: 0.8em; max-width: 640px; }
 .paper { border-left: 4px solid #b58900; background: #fdf6e3; padding: 0.5em 1em; }
 .note { color: #555; font-size: 0.9em; }
 .wide { overflow-x: auto; }
+.build { border-left: 4px solid #268bd2; background: #eef6fc; padding: 0.5em 1em; }
+.warn { color: #b00; }
+pre { background: #f6f6f6; padding: 0.3em 0.6em; overflow-x: auto; }
 """
 
 # What each label means (the table of docs/reports.md, in one line each).
@@ -33,14 +41,23 @@ _SOURCES = {
 }
 
 
-def page(title: str, notes: list[str], paper: str, tables: list[tuple[str, list, list]],
-         plots: list[Plot], failures: list[str]) -> str:
-    """The page; ``tables``: ``(heading, header, rows)`` with cells already formatted."""
+def page(title: str, notes: list[str], paper: str, recommendation: Recommendation,
+         tables: list[tuple[str, list, list]], plots: list[Plot], failures: list[str],
+         stated: list[str] = ()) -> str:
+    """The page; ``tables``: ``(heading, header, rows)`` with cells already formatted;
+    ``stated``: the boards' statements behind ``board-stated`` figures."""
     parts = [f"<h1>{_e(title)}</h1>"]
     parts += [f'<p class="note">{_e(note)}</p>' for note in notes]
     if paper:
         parts.append('<div class="paper"><strong>paper</strong> (the authors\' finding, '
                      f"not our measurement; never plotted here): {_e(paper)}</div>")
+    parts.append(_recommendation(recommendation))
+    for heading, header, rows in tables:
+        parts.append(f"<h2>{_e(heading)}</h2>")
+        parts.append(_table(header, rows))
+    if failures:
+        parts.append("<h2>Failed tasks (run again with --retry-failed)</h2><ul>"
+                     + "".join(f"<li>{_e(line)}</li>" for line in failures) + "</ul>")
     parts.append("<h2>Plots (ours)</h2>")
     for plot in plots:
         data = base64.b64encode(plot.png).decode()
@@ -48,20 +65,35 @@ def page(title: str, notes: list[str], paper: str, tables: list[tuple[str, list,
                      f'alt="{_e(plot.title)}"><figcaption>{_e(plot.title)}</figcaption>'
                      "</figure>")
     if not plots:
-        parts.append('<p class="note">No plot yet: no finished run varies a number.</p>')
-    for heading, header, rows in tables:
-        parts.append(f"<h2>{_e(heading)}</h2>")
-        parts.append(_table(header, rows))
-    if failures:
-        parts.append("<h2>Failed tasks (run again with --retry-failed)</h2><ul>"
-                     + "".join(f"<li>{_e(line)}</li>" for line in failures) + "</ul>")
+        parts.append('<p class="note">No plot: no finished run varies a number with more '
+                     'than one value.</p>')
     parts.append("<h2>Sources of the hardware numbers</h2><ul>" + "".join(
         f"<li><code>{_e(label)}</code>: {_e(_SOURCES.get(label, ''))}</li>" for label in LABELS)
-        + "</ul>")
+        + "".join(f"<li><code>{BOARD_STATED}</code> (static power): {_e(text)}</li>"
+                  for text in stated) + "</ul>")
     head = ('<meta charset="utf-8"><link rel="icon" href="data:,">'
             f"<title>{_e(title)}</title><style>{_STYLE}</style>")
     return (f'<!DOCTYPE html>\n<html lang="en"><head>{head}</head><body>\n'
             + "\n".join(parts) + "\n</body></html>\n")
+
+
+def _recommendation(recommendation: Recommendation) -> str:
+    parts = ['<div class="build" id="what-to-build"><h2>What to build</h2>']
+    for pick, repeated in recommendation.picks():
+        text = SAME if repeated else describe(pick.group)
+        cls = ' class="warn"' if pick.group.over_clock() else ""
+        parts.append(f"<p><strong>{_e(pick.role)}</strong>: <span{cls}>{_e(text)}</span> "
+                     f"({_e(pick.why)})</p>")
+        if not repeated:
+            parts += [f"<pre>{_e(command)}</pre>" for command in commands(pick.group)]
+    if recommendation.unmet:
+        parts.append(f"<p>{_e(recommendation.unmet)}</p>")
+    if recommendation.front:
+        parts.append(f"<p>Front under noise ({_e(NOISE_TEST)}):</p><ul>" + "".join(
+            f"<li>{_e(describe(g))}</li>" for g in recommendation.front) + "</ul>")
+    else:
+        parts.append("<p>No configuration with a generator has finished yet.</p>")
+    return "".join(parts) + "</div>"
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -73,4 +105,4 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _e(text) -> str:
-    return html.escape(str(text), quote=True)
+    return html_text(text)

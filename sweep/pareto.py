@@ -1,6 +1,9 @@
 """Pareto fronts and how close two fronts are (every objective minimised).
 
 * :func:`pareto_mask`: which points no other point dominates;
+* :func:`pareto_mask_within`: the same when a point is dominated only by one that is no
+  worse in every objective and better beyond a tolerance in at least one (a difference
+  within the noise never removes a point);
 * :func:`hypervolume`: the volume dominated by a front up to a reference point (exact,
   by slicing along the last objective; fine for the tens of points a sweep has);
 * :func:`igd`: inverted generational distance, the mean distance from each point of a
@@ -13,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["pareto_mask", "hypervolume", "igd", "normaliser"]
+__all__ = ["pareto_mask", "pareto_mask_within", "hypervolume", "igd", "normaliser"]
 
 Vector = Sequence[float]
 
@@ -25,6 +28,20 @@ def _dominates(a: Vector, b: Vector) -> bool:
 def pareto_mask(points: Sequence[Vector]) -> list[bool]:
     """``True`` for each point that no other point dominates (duplicates all stay)."""
     return [not any(_dominates(other, p) for other in points) for p in points]
+
+
+def pareto_mask_within(points: Sequence[Vector], tolerance) -> list[bool]:
+    """``True`` for each point that no other point dominates beyond ``tolerance(i, j, k)``
+    (the gap in objective ``k`` below which points ``i`` and ``j`` count as equal; 0 gives
+    :func:`pareto_mask`): a point is dominated only by one that is no worse in every
+    objective and better beyond the tolerance in at least one. Every point
+    :func:`pareto_mask` keeps, this keeps too."""
+    def dominates(i: int, j: int) -> bool:
+        a, b = points[i], points[j]
+        return (all(x <= y for x, y in zip(a, b))
+                and any(x < y - tolerance(i, j, k) for k, (x, y) in enumerate(zip(a, b))))
+    return [not any(dominates(i, j) for i in range(len(points)) if i != j)
+            for j in range(len(points))]
 
 
 def hypervolume(points: Sequence[Vector], reference: Vector) -> float:

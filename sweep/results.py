@@ -6,32 +6,66 @@ Hardware numbers come out of the stored report (``Report.from_json(...).figures(
 the source label of each (``yosys-estimate``, ``activity-model``, ``nextpnr``, ``vivado``):
 :data:`HARDWARE` names which figure each column takes, a real (post-route) figure before an
 estimate. The front is over the configurations with a generator: maximise the mean
-accuracy, minimise LUTs and (if measured) power.
+accuracy, minimise LUTs and (if measured) power. Two fronts are marked: :attr:`Group.front`
+on the exact means, and :attr:`Group.front_noise`, where a configuration is dominated only
+when another is no worse in every objective and it is worse beyond the seeds' spread in one
+(:func:`accuracy_tolerance`: two means differ when their gap exceeds twice its standard
+error; the hardware figures are exact). The front under noise holds the exact front and
+the configurations that only a difference within the noise removed from it.
+
+A report whose target clock exceeds its estimated Fmax is flagged (:meth:`Run.over_clock`)
+and its power re-evaluated at the achievable clock (:meth:`Run.power_at_fmax`: the static
+power plus the dynamic power scaled by Fmax / clock).
 """
 from __future__ import annotations
 
 import json
+import math
 import statistics
 from dataclasses import dataclass, field
 
 from zoforge.reports.model import Report
-from zoforge.sweep.pareto import pareto_mask
+from zoforge.sweep.pareto import pareto_mask, pareto_mask_within
 from zoforge.sweep.store import Store
 
 __all__ = ["Measure", "Run", "Group", "read_runs", "group_runs", "HARDWARE", "OBJECTIVES",
-           "objectives", "mark_front", "shown_keys"]
+           "objectives", "mark_front", "shown_keys", "accuracy_tolerance", "NOISE_TEST",
+           "column_title"]
 
 #: column -> (unit, figure names in order of preference; a name ending in "." is a prefix)
 HARDWARE = {
     "LUT": ("count", ("vivado.utilization.LUT", "nextpnr.resources.LUT", "resources.total.LUT")),
+    # the generator's core and its shift stage apart (docs/table6.md: PeZO's Table 6 counts
+    # the core); only reports whose design has these blocks (the on-the-fly generator)
+    "LUT_core": ("count", ("resources.blocks.core.LUT",)),
+    "LUT_shift": ("count", ("resources.blocks.shift.LUT",)),
     "FF": ("count", ("vivado.utilization.FF", "nextpnr.resources.FF", "resources.total.FF")),
     "BRAM18": ("count", ("nextpnr.resources.BRAM18", "resources.total.BRAM18")),
     "DSP": ("count", ("nextpnr.resources.DSP", "resources.total.DSP")),
     "power_w": ("W", ("vivado.power.total_w", "power.total_w")),
+    "static_w": ("W", ("vivado.power.static_w", "power.static_w")),
+    "dynamic_w": ("W", ("vivado.power.dynamic_w", "power.dynamic_w")),
     "fmax_mhz": ("MHz", ("vivado.timing.fmax_mhz", "nextpnr.fmax_mhz.", "fmax.fmax_mhz")),
 }
 #: The search's and the front's objectives: (column, +1 maximise / -1 minimise).
 OBJECTIVES = (("accuracy", 1), ("LUT", -1), ("power_w", -1))
+#: How the front under noise compares two mean accuracies (stated on the page).
+NOISE_TEST = ("a configuration is dominated only by one that is no worse in every "
+              "objective and better beyond the noise in one; two mean accuracies differ "
+              "only when their gap exceeds twice its standard error, "
+              "sqrt(sd_a^2/n_a + sd_b^2/n_b) (Welch; about 95 % for normal errors); a "
+              "configuration with one seed has no spread and is compared exactly; the "
+              "hardware figures are exact")
+
+
+def column_title(column: str) -> str:
+    """A hardware column's name for people: ``LUT core``, ``power W``, ``static power W``,
+    ``fmax MHz``."""
+    unit = HARDWARE[column][0]
+    if unit == "count":
+        return column.replace("_", " ")
+    name = column.rsplit("_", 1)[0].replace("_", " ")
+    return f"{name} power W" if unit == "W" and name != "power" else f"{name} {unit}"
 
 
 @dataclass(frozen=True)
@@ -57,6 +91,7 @@ class Run:
     hardware: dict[str, Measure] = field(default_factory=dict)
     report_error: str | None = None
     generator: dict | None = None
+    report_options: dict | None = None   # the sweep's [report] options of its report
 
     @property
     def status(self) -> str:
@@ -70,6 +105,24 @@ class Run:
     def accuracy(self) -> float | None:
         return None if self.train is None else self.train["accuracy_after"]
 
+    @property
+    def clock_mhz(self) -> float | None:
+        return None if self.report_options is None else self.report_options["clock_mhz"]
+
+    def over_clock(self) -> bool:
+        """True when the report's target clock exceeds its (estimated) Fmax."""
+        fmax = self.hardware.get("fmax_mhz")
+        return (fmax is not None and self.clock_mhz is not None
+                and fmax.value < self.clock_mhz)
+
+    def power_at_fmax(self) -> float | None:
+        """Static + dynamic power at the achievable clock (Fmax) when the target clock
+        exceeds it, else None."""
+        if not self.over_clock() or not {"static_w", "dynamic_w"} <= set(self.hardware):
+            return None
+        scale = self.hardware["fmax_mhz"].value / self.clock_mhz
+        return self.hardware["static_w"].value + self.hardware["dynamic_w"].value * scale
+
 
 @dataclass
 class Group:
@@ -77,11 +130,17 @@ class Group:
 
     label: dict             # the swept values without the seed
     runs: list[Run]
-    front: bool = False
+    front: bool = False         # on the Pareto front of the exact means
+    front_noise: bool = False   # on the front under noise (NOISE_TEST)
 
     @property
     def accuracies(self) -> list[float]:
         return [r.accuracy for r in self.runs if r.accuracy is not None]
+
+    @property
+    def n(self) -> int:
+        """The number of seeds with a finished training."""
+        return len(self.accuracies)
 
     @property
     def accuracy(self) -> float | None:
@@ -94,14 +153,41 @@ class Group:
         return statistics.stdev(values) if len(values) > 1 else None
 
     @property
+    def final_losses(self) -> list[float]:
+        return [r.train["final_loss"] for r in self.runs
+                if r.train is not None and r.train["final_loss"] is not None]
+
+    @property
     def final_loss(self) -> float | None:
-        values = [r.train["final_loss"] for r in self.runs
-                  if r.train is not None and r.train["final_loss"] is not None]
+        values = self.final_losses
         return statistics.fmean(values) if values else None
 
     @property
+    def final_loss_sd(self) -> float | None:
+        values = self.final_losses
+        return statistics.stdev(values) if len(values) > 1 else None
+
+    @property
     def hardware(self) -> dict[str, Measure]:
-        return next((r.hardware for r in self.runs if r.hardware), {})
+        return self._report_run.hardware if self._report_run else {}
+
+    @property
+    def _report_run(self) -> Run | None:
+        return next((r for r in self.runs if r.hardware), None)
+
+    @property
+    def generator(self) -> dict | None:
+        return next((r.generator for r in self.runs if r.generator), None)
+
+    @property
+    def report_options(self) -> dict | None:
+        return next((r.report_options for r in self.runs if r.report_options), None)
+
+    def over_clock(self) -> bool:
+        return self._report_run is not None and self._report_run.over_clock()
+
+    def power_at_fmax(self) -> float | None:
+        return None if self._report_run is None else self._report_run.power_at_fmax()
 
     @property
     def config(self) -> dict:
@@ -126,7 +212,8 @@ def read_runs(store: Store, scope: str) -> list[Run]:
             hardware=(_hardware(report["result"]) if report and report["status"] == "done"
                       else {}),
             report_error=report["error"] if report and report["status"] == "failed" else None,
-            generator=None if report is None else report["spec"]["generator"]))
+            generator=None if report is None else report["spec"]["generator"],
+            report_options=None if report is None else report["spec"]["report"]))
     return runs
 
 
@@ -166,15 +253,26 @@ def objectives(group: Group) -> tuple | None:
     return tuple(-sign * values[name] for name, sign in OBJECTIVES if name in values)
 
 
+def accuracy_tolerance(a: Group, b: Group) -> float:
+    """The gap below which the mean accuracies of ``a`` and ``b`` count as equal
+    (:data:`NOISE_TEST`)."""
+    variance = sum((g.accuracy_sd or 0.0) ** 2 / g.n for g in (a, b) if g.n)
+    return 2.0 * math.sqrt(variance)
+
+
 def mark_front(groups: list[Group]) -> None:
+    """Set :attr:`Group.front` (exact means) and :attr:`Group.front_noise` of ``groups``."""
     costs = {id(g): objectives(g) for g in groups}
     width = min((len(c) for c in costs.values() if c is not None), default=0)
     candidates = [g for g in groups if costs[id(g)] is not None]
-    mask = pareto_mask([costs[id(g)][:width] for g in candidates])
+    vectors = [costs[id(g)][:width] for g in candidates]
+    mask = pareto_mask(vectors)
+    noisy = pareto_mask_within(vectors, lambda i, j, k: accuracy_tolerance(
+        candidates[i], candidates[j]) if k == 0 else 0.0)
     for group in groups:
-        group.front = False
-    for group, on_front in zip(candidates, mask):
-        group.front = on_front
+        group.front = group.front_noise = False
+    for group, on_front, on_noisy in zip(candidates, mask, noisy):
+        group.front, group.front_noise = on_front, on_noisy
 
 
 def shown_keys(runs: list[Run]) -> list[str]:

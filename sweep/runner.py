@@ -7,7 +7,10 @@ result (or the error and its traceback) the moment it arrives. Tasks another liv
 holds are waited for (and taken over if their lease ends). A heartbeat thread keeps this
 process's leases alive. On Ctrl-C the claims are handed back; on SIGKILL they end with the
 process (same host) or with their lease (another host). A progress bar (tqdm, on stderr)
-counts finished tasks with an ETA.
+counts finished tasks with an ETA; under it one line per task in flight says what it is
+and where it stands (loading the model and features, training step n of N, a report's
+pipeline step), from the task's ``progress.json`` (:func:`zoforge.sweep.tasks.read_progress`;
+absent when the workers' files are not on this machine).
 """
 from __future__ import annotations
 
@@ -18,8 +21,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from zoforge.sweep.safe import plain
 from zoforge.sweep.spec import Point, Sweep
 from zoforge.sweep.store import Owner, Store
+from zoforge.sweep.tasks import read_progress
 
 __all__ = ["run_scope", "register_scope", "DEFAULT_LEASE_S"]
 
@@ -49,6 +54,7 @@ def run_scope(store: Store, scope: str, executor, *, lease_s: float = DEFAULT_LE
     work_dir = str(Path(store.folder).resolve())
     in_flight: dict = {}
     bar = _bar(store.counts(scope), scope) if progress else None
+    lines = _TaskLines(executor.slots(), work_dir) if progress else None
     try:
         while True:
             free = executor.slots() - len(in_flight)
@@ -58,6 +64,7 @@ def run_scope(store: Store, scope: str, executor, *, lease_s: float = DEFAULT_LE
             counts = store.counts(scope)
             if bar is not None:
                 _advance(bar, counts)
+                lines.show(list(in_flight.values()))
             if not in_flight:
                 if counts["pending"] + counts["running"] == 0:
                     return counts
@@ -72,6 +79,7 @@ def run_scope(store: Store, scope: str, executor, *, lease_s: float = DEFAULT_LE
     finally:
         beat.stop()
         if bar is not None:
+            lines.close()
             bar.close()
 
 
@@ -90,7 +98,7 @@ def _record(store: Store, owner: Owner, task, future) -> None:
 
 def _bar(counts: dict[str, int], scope: str):
     total = sum(counts.values())
-    return tqdm(total=total, initial=counts["done"] + counts["failed"], desc=scope,
+    return tqdm(total=total, initial=counts["done"] + counts["failed"], desc=plain(scope),
                 unit="task", dynamic_ncols=True)
 
 
@@ -99,6 +107,51 @@ def _advance(bar, counts: dict[str, int]) -> None:
     if finished > bar.n:
         bar.update(finished - bar.n)
     bar.set_postfix(running=counts["running"], failed=counts["failed"], refresh=False)
+
+
+def task_label(kind: str, spec: dict) -> str:
+    """A task in a few words: ``train pezo-onthefly seed 1``, ``report onthefly n_rng=7,
+    bits=6``."""
+    if kind == "train":
+        return f"train {spec.get('perturbation')} seed {spec.get('seed')}"
+    generator = spec.get("generator", {})
+    rest = ", ".join(f"{k}={v}" for k, v in generator.items()
+                     if k not in ("kind", "strategy") and not isinstance(v, bool))
+    return f"report {generator.get('strategy', '')} {rest}".strip()
+
+
+def progress_text(state: dict | None) -> str:
+    """A task's reported progress in a few words."""
+    if not state:
+        return "waiting for a worker"
+    if state.get("stage") == "training":
+        return f"training step {state.get('step')}/{state.get('steps')}"
+    text = str(state.get("text", ""))
+    text = text if len(text) <= 50 else text[:47] + "..."
+    return f"{state.get('stage')}: {text}" if text else str(state.get("stage"))
+
+
+class _TaskLines:
+    """One text line per task in flight, under the task bar."""
+
+    def __init__(self, slots: int, work_dir: str):
+        self.work_dir = work_dir
+        self.lines = [tqdm(bar_format="{desc}", position=index + 1, leave=False,
+                           dynamic_ncols=True) for index in range(min(slots, 16))]
+
+    def show(self, tasks) -> None:
+        for index, line in enumerate(self.lines):
+            if index < len(tasks):
+                task = tasks[index]
+                text = (f"  {task_label(task.kind, task.spec)}: "
+                        f"{progress_text(read_progress(self.work_dir, task.key))}")
+            else:
+                text = ""
+            line.set_description_str(text, refresh=True)
+
+    def close(self) -> None:
+        for line in self.lines:
+            line.close()
 
 
 class _Heartbeat:

@@ -11,9 +11,17 @@ earlier search) already trained costs nothing. The study itself lives in memory;
 fixed ``[search] seed`` a rerun asks the same trials again and finds them in the store.
 A configuration without a hardware generator (a software source) or with a failed task is
 a failed trial.
+
+A search cannot do worse than the grid on a small space: when the space has no more
+configurations than ``trials``, every configuration is evaluated (one generation, no
+sampler). Otherwise the first generation holds the space's corners (every key at its
+smallest or largest value, :func:`corners`; at most ``population`` of them), and NSGA-II
+goes on from there.
 """
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,7 +31,7 @@ from zoforge.sweep.spec import Point, Sweep
 from zoforge.sweep.store import Store
 
 __all__ = ["SearchResult", "run_search", "search_generations", "search_space",
-           "search_scope"]
+           "search_scope", "corners", "space_size"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +53,23 @@ def search_space(sweep: Sweep) -> dict[str, list]:
     if len(sweep.entries) > 1:
         space["points"] = list(range(len(sweep.entries)))
     return space
+
+
+def space_size(space: dict[str, list]) -> int:
+    """The number of configurations of ``space``."""
+    return math.prod(len(values) for values in space.values())
+
+
+def corners(space: dict[str, list]) -> list[dict]:
+    """Every key at its first or last value (numbers: the smallest or the largest), each
+    combination once, the all-smallest first."""
+    ends = {}
+    for key, values in space.items():
+        ordered = (sorted(values) if all(isinstance(v, (int, float))
+                                         and not isinstance(v, bool) for v in values)
+                   else list(values))
+        ends[key] = list(dict.fromkeys((ordered[0], ordered[-1])))
+    return [dict(zip(ends, combo)) for combo in itertools.product(*ends.values())]
 
 
 def _points_of(sweep: Sweep, params: dict) -> list[Point]:
@@ -86,14 +111,23 @@ def search_generations(sweep: Sweep, store: Store, executor, *,
         directions=["maximize" if sign > 0 else "minimize" for _, sign in measured],
         sampler=optuna.samplers.NSGAIISampler(population_size=options.population,
                                               seed=options.seed))
-    distributions = {k: CategoricalDistribution(v) for k, v in search_space(sweep).items()}
+    space = search_space(sweep)
+    distributions = {k: CategoricalDistribution(v) for k, v in space.items()}
     scope = search_scope(sweep)
     store.add_scope(scope, sweep.data, [], [])          # a fresh search: no points yet
     registered: set[str] = set()
     asked = 0
-    while asked < options.trials:
-        trials = [study.ask(distributions)
-                  for _ in range(min(options.population, options.trials - asked))]
+    every = space_size(space) <= options.trials     # a small space: evaluate it all
+    if every:
+        for params in itertools.product(*space.values()):
+            study.enqueue_trial(dict(zip(space, params)))
+    else:                                           # seed the first generation
+        for params in corners(space)[:options.population]:
+            study.enqueue_trial(params)
+    budget = space_size(space) if every else options.trials
+    while asked < budget:
+        size = budget if every else min(options.population, budget - asked)
+        trials = [study.ask(distributions) for _ in range(size)]
         asked += len(trials)
         chosen = {t.number: _points_of(sweep, t.params) for t in trials}
         new = {p.train_key: p for points in chosen.values() for p in points

@@ -18,10 +18,12 @@ Schema (every table is optional; a sweep has at least one point)::
     [search]                   # the multi-objective search (SearchOptions)
 
 Points are the list entries (or one empty entry) times the grid, each merged over
-``[train]``. The file is read by :func:`zoforge.config.read_table` (the one strict reader).
-An unknown key or a value of the wrong type or out of range anywhere is one
-:class:`ConfigError` naming the key where it was written (``grid.bits in SWEEP.toml must be
-...``) and its allowed values: :func:`read_sweep` constructs every point's
+``[train]``; a sweep has at most :data:`MAX_POINTS` of them, counted before any is built
+(a larger one is refused at once, naming the grid and the limit). The file is read by
+:func:`zoforge.config.read_table` (the one strict reader). An unknown key or a value of the
+wrong type or out of range anywhere is one :class:`ConfigError` naming the key where it was
+written (``grid.bits in SWEEP.toml must be ...``, or the flag that set it: ``train.bits
+(set by --set bits)``) and its allowed values: :func:`read_sweep` constructs every point's
 :class:`TrainConfig` and generator configuration, whose errors name the field, and says
 where that field was written, so nothing invalid reaches the store.
 
@@ -48,7 +50,7 @@ from zoforge.reports.synth import RAM_STYLES
 
 __all__ = ["ReportOptions", "SearchOptions", "Point", "Sweep", "read_sweep", "read_toml",
            "sweep_from_dict", "stable_key", "train_key", "TOP_KEYS", "SET_BY_SWEEP",
-           "TRAIN_KEYS", "HARDWARE_KEYS"]
+           "TRAIN_KEYS", "HARDWARE_KEYS", "MAX_POINTS"]
 
 #: TrainConfig fields every point gets from the sweep, not from the file.
 SET_BY_SWEEP = ("out", "progress", "threads")
@@ -59,6 +61,8 @@ HARDWARE_KEYS = tuple(sorted({f.name for t in GENERATOR_CONFIGS.values()
 TOP_KEYS = ("name", "description", "paper", "train", "grid", "points", "hardware", "report",
             "search")
 _KEY_VERSION = 2       # 2: keys are zoforge.config.data_hash (20 hex digits)
+#: The most points one sweep may have (point tables x grid values; checked before expansion).
+MAX_POINTS = 10_000
 
 
 def stable_key(kind: str, data: dict) -> str:
@@ -176,22 +180,31 @@ def read_sweep(path: Path | str, name: str | None = None) -> Sweep:
                            default_name=name or Path(path).stem)
 
 
-def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "sweep"
-                    ) -> Sweep:
-    """Validate ``data`` (TOML data) into a :class:`Sweep`; errors name the key and ``source``."""
+def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "sweep",
+                    origins: dict[str, str] | None = None) -> Sweep:
+    """Validate ``data`` (TOML data) into a :class:`Sweep`; errors name the key and ``source``
+    or, for a key in ``origins`` (``train.bits``, ``grid.seed``, ``report.clock_mhz``), the
+    flag that set it (``--set bits``)."""
     where = f" in {source}"
+    origins = dict(origins or {})
+
+    def place(path: str) -> str:
+        """Where the key ``path`` was written, for an error message: ``train.steps in
+        SWEEP.toml``, or ``train.steps (set by --set steps)``."""
+        return f"{path} (set by {origins[path]})" if path in origins else f"{path}{where}"
+
     _known_keys(data, TOP_KEYS, "", where)
     name = _string(data, "name", default_name, where)
     description = _string(data, "description", "", where)
     paper = _string(data, "paper", "", where)
     fixed = _table(data, "train", where)
-    _known_keys(fixed, TRAIN_KEYS, "train.", where)
+    _known_keys(fixed, TRAIN_KEYS, "train.", where, origins)
     grid = _table(data, "grid", where)
-    _known_keys(grid, TRAIN_KEYS, "grid.", where)
+    _known_keys(grid, TRAIN_KEYS, "grid.", where, origins)
     for key, values in grid.items():
         if not isinstance(values, list) or not values or any(
                 isinstance(v, (list, dict)) for v in values):
-            raise ConfigError(f"grid.{key}{where}", "a non-empty list of values", values)
+            raise ConfigError(place(f"grid.{key}"), "a non-empty list of values", values)
     entries = data.get("points", [{}])
     if not isinstance(entries, list) or not entries or not all(
             isinstance(e, dict) for e in entries):
@@ -203,15 +216,16 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
         if both:
             raise ConfigError(f"points[{number}].{both[0]}{where}", "a key that is not also "
                               "in [grid]", entry[both[0]])
+    _check_size(grid, entries, where)
     hardware = _table(data, "hardware", where)
-    _known_keys(hardware, HARDWARE_KEYS, "hardware.", where)
+    _known_keys(hardware, HARDWARE_KEYS, "hardware.", where, origins)
     for key, value in hardware.items():   # each value valid for the generators that have it
         for config_type in GENERATOR_CONFIGS.values():
             if key in {f.name for f in dataclasses.fields(config_type)}:
-                _located(lambda: config_type(**{key: value}), {key: f"hardware.{key}"}, where)
-    report = _options(ReportOptions, data, "report", where)
-    search = _options(SearchOptions, data, "search", where)
-    points, located = _expand(fixed, grid, entries, hardware, report, where)
+                _located(lambda: config_type(**{key: value}), {key: f"hardware.{key}"}, place)
+    report = _options(ReportOptions, data, "report", where, origins)
+    search = _options(SearchOptions, data, "search", where, origins)
+    points, located = _expand(fixed, grid, entries, hardware, report, place)
     normalised = {"name": name, "description": description, "paper": paper, "train": fixed,
                   "grid": grid, "points": entries, "hardware": hardware,
                   "report": _fields(report), "search": _fields(search)}
@@ -221,8 +235,20 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
                  data={k: v for k, v in normalised.items() if v not in ({}, "", [{}])})
 
 
+def _check_size(grid: dict, entries: list, where: str) -> None:
+    """Refuse a sweep of more than :data:`MAX_POINTS` points before building any."""
+    count = len(entries)
+    for values in grid.values():
+        count *= len(values)
+    if count > MAX_POINTS:
+        factors = ([f"{len(entries)} point tables"] if len(entries) > 1 else []) + [
+            f"{len(v)} {k}" for k, v in grid.items()]
+        raise ConfigError(f"grid{where}", f"a sweep of at most {MAX_POINTS:,} points",
+                          f"{' x '.join(factors)} = {count:,}")
+
+
 def _expand(fixed: dict, grid: dict, entries: list[dict], hardware: dict,
-            report: ReportOptions, where: str) -> tuple[list[Point], dict]:
+            report: ReportOptions, place) -> tuple[list[Point], dict]:
     points: list[Point] = []
     seen: dict[str, int] = {}
     located: dict[tuple, int] = {}
@@ -234,7 +260,7 @@ def _expand(fixed: dict, grid: dict, entries: list[dict], hardware: dict,
                       **{k: f"points[{number}].{k}" for k in entry},
                       **{k: f"grid.{k}" for k in grid}}
             cfg = _located(lambda: TrainConfig(**values, progress=False, threads=1),
-                           origin, where)
+                           origin, place)
             generator = cfg.hardware_generator()
             if generator is not None:
                 own = {f.name for f in dataclasses.fields(generator)}
@@ -258,11 +284,15 @@ def _report_spec(generator: GeneratorConfig, report: ReportOptions) -> dict:
 
 # -- strict reading helpers ---------------------------------------------------------------
 
-def _known_keys(table: dict, allowed, prefix: str, where: str) -> None:
+def _known_keys(table: dict, allowed, prefix: str, where: str, origins: dict | None = None
+                ) -> None:
     for key in table:
         if key not in allowed:
             note = (f" ({', '.join(SET_BY_SWEEP)} are set by the sweep)"
                     if key in SET_BY_SWEEP else "")
+            flag = (origins or {}).get(f"{prefix}{key}")
+            if flag is not None:
+                raise unknown_key(f"{prefix}{key}", allowed, f" (set by {flag})", note)
             raise unknown_key(f"{prefix}{key}", allowed, where, note)
 
 
@@ -281,20 +311,31 @@ def _string(data: dict, key: str, default: str, where: str) -> str:
     return value
 
 
-def _options(config_type: type[Config], data: dict, key: str, where: str):
+def _options(config_type: type[Config], data: dict, key: str, where: str, origins: dict):
     values = _table(data, key, where)
-    return config_type.from_dict(values, source=f"[{key}]{where.replace(' in ', ' of ')}")
+    fields = [f.name for f in dataclasses.fields(config_type)]
+    _known_keys({k: v for k, v in values.items() if f"{key}.{k}" in origins}, fields,
+                f"{key}.", where, origins)
+    source = f"[{key}]{where.replace(' in ', ' of ')}"
+    try:
+        return config_type.from_dict(values, source=source)
+    except ConfigError as error:
+        field = error.parameter.split(" in ", 1)[0]
+        if f"{key}.{field}" in origins:
+            raise error.renamed(f"{key}.{field} (set by {origins[f'{key}.{field}']})"
+                                ) from None
+        raise
 
 
 def _fields(config: Config) -> dict:
     return config.field_values()
 
 
-def _located(build, origin: dict, where: str):
+def _located(build, origin: dict, place):
     """``build()``, with a ConfigError naming a field (``n_rng``) renamed to where the key
-    was written (``grid.n_rng in FILE``)."""
+    was written (``grid.n_rng in FILE``, or the flag: ``--grid n_rng``)."""
     try:
         return build()
     except ConfigError as error:
         field = field_of(error)
-        raise error.renamed(f"{origin.get(field, field)}{where}") from None
+        raise error.renamed(place(origin.get(field, field))) from None

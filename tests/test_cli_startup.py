@@ -15,7 +15,7 @@ import pytest
 
 from zoforge.cli import COMMANDS, main
 from zoforge.config import Config, IntRange, param
-from zoforge.hw.designs import BUILTIN, Design, MemorySize, register_design
+from zoforge.hw.designs import BUILTIN, Design, MemorySize, registered_designs
 from zoforge.sim.runners import COSIMS
 
 #: Modules no parser and no ``--help`` may import (numpy itself is allowed).
@@ -153,9 +153,17 @@ def _table_memories(config: TableConfig) -> dict[str, MemorySize]:
     return {"table": MemorySize(config.depth, config.depth * config.width, ("depth", "width"))}
 
 
-register_design(Design("test-table", "test-only table (tests/test_cli_startup.py)",
+TABLE = Design("test-table", "test-only table (tests/test_cli_startup.py)",
                        configs=TableConfig, elaborate=lambda config: None,
-                       memories=_table_memories))
+                       memories=_table_memories)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_designs():
+    """This module's test-only designs, registered while its tests run (never leaking
+    into another module's view of the commands)."""
+    with registered_designs(TABLE):
+        yield
 
 
 def test_a_registered_designs_memories_are_checked_and_name_its_flags(capsys, tmp_path):

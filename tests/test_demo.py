@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from zoforge.cli import main
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zo_training import LockstepTraining
 
@@ -54,6 +55,7 @@ def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driv
     assert all(key in summary for key in KEYS)
     assert summary["steps"] == 5 and summary["loss_rtl"] == summary["loss_golden"]
     assert summary["mismatched_steps"] == [] and summary["failures"] == []
+    assert stall_problems(summary["stalls"], 0.3, 0.3) == []         # --stalls 0.3
     assert summary["cycles_per_step"] > 0 and summary["fmax_mhz"] is None   # no report
     assert (tmp_path / "demo" / "training.png").stat().st_size > 5_000
     assert "bit-exact          True" in capsys.readouterr().out

@@ -21,7 +21,7 @@ from zoforge.config import (Config, FloatRange, IntRange, Mersenne, OneOf, confi
                             dump_config, load_config, param)
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GENERATOR_CONFIGS, OnTheFlyConfig, PregenConfig
-from zoforge.hw.designs import Design, Elaborated, designs, register_design
+from zoforge.hw.designs import Design, Elaborated, designs, registered_designs
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.sim.engine_cosim import EngineCosimOptions
 from zoforge.sim.rng_cosim import RngCosimOptions
@@ -193,10 +193,18 @@ def _cosim_counter(config, run):
     return {"bit_exact": True, "final": run.steps % (1 << config.width)}
 
 
-register_design(Design("test-counter", "test-only counter (tests/test_designs_as_data.py)",
+COUNTER = Design("test-counter", "test-only counter (tests/test_designs_as_data.py)",
                        configs=(CounterConfig,), elaborate=_elaborate_counter,
                        cosim=_cosim_counter, cosim_options=CounterRun,
-                       cosim_help="test-only counter run"))
+                       cosim_help="test-only counter run")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_designs():
+    """This module's test-only designs, registered while its tests run (never leaking
+    into another module's view of the commands)."""
+    with registered_designs(COUNTER):
+        yield
 
 
 def test_a_registered_design_appears_in_every_command(tmp_path, capsys):

@@ -13,6 +13,7 @@ from zoforge.config import field_of
 from zoforge.errors import ConfigError
 from zoforge.hw.export import to_verilog
 from zoforge.hw.engine.engine import Engine, check_engine_parameters
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.engine_cosim import EngineCosim, EngineJob, random_job
 from zoforge.sim.lint import lint_verilog
 
@@ -67,7 +68,9 @@ def test_output_backpressure_stalls_without_losing_data(run_a):
     # run_a is parametrized over the simulators; each is compared with its own free run.
     cosim, jobs, results, _ = run_a
     picked = [1, 4, 7]
-    stalled, _ = cosim.run([jobs[i] for i in picked], backpressure=0.6, seed=5)
+    stalled, info = cosim.run([jobs[i] for i in picked], backpressure=0.6, seed=5)
+    # the output stream and the B and R channels were held off (the program writes and reads)
+    assert stall_problems(info["stalls"], 0.0, 0.6) == []
     for index, result in zip(picked, stalled):
         assert result.bit_exact, (result.shape, result.mismatches)
         assert result.cycles >= results[index].cycles  # (a compute-bound job may absorb them)

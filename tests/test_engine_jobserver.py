@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from engine_checks import assert_jobs_bit_exact
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.engine_cosim import EngineCosim, random_job
 
 CONFIG = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)
@@ -51,8 +52,9 @@ def test_random_shapes_are_bit_exact_back_to_back(free_run):
 def test_backpressure_stalls_without_losing_data(free_run):
     cosim, jobs, results, _ = free_run
     picked = [1, 5, 6]
-    stalled, _ = cosim.run([jobs[i] for i in picked], backpressure=0.8, seed=3,
-                           backend="jobserver")
+    stalled, info = cosim.run([jobs[i] for i in picked], backpressure=0.8, seed=3,
+                              backend="jobserver")
+    assert stall_problems(info["stalls"], 0.0, 0.8) == []      # out, B and R held off
     for index, result in zip(picked, stalled):
         assert result.bit_exact, (result.shape, result.mismatches)
         assert result.cycles > results[index].cycles      # the stalls did happen
@@ -65,7 +67,7 @@ def test_a_wrong_output_is_detected(free_run):
     m, k, n = job.shape
     words = np.zeros(-(-m // cosim.rows) * -(-n // cosim.cols) * cosim.rows * cosim.cols,
                      np.uint32)
-    stats = [{"cycles": 1, "array_cycles": 1, "irq": True}]
+    stats = [{"cycles": 1, "array_cycles": result.array_cycles, "irq": True}]
     assert not cosim.check_results([job], [words], stats)[0].bit_exact
     tiles = words.reshape(-(-n // cosim.cols), -(-m // cosim.rows), cosim.rows, cosim.cols)
     full = np.zeros((tiles.shape[1] * cosim.rows, tiles.shape[0] * cosim.cols), np.int64)

@@ -37,6 +37,7 @@ import rng_reference as ref
 from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.rng.onthefly import OnTheFlyCore, lut_memory_init
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.engine_cosim import EngineCosim, random_job
 from zoforge.sim.rng_cosim import cosim_configs
 
@@ -229,8 +230,10 @@ def cosimulate_engine(run, simulator: str) -> list:
     jobs = make_jobs(specs, seed)
     data = Path(tempfile.mkdtemp(prefix="zoforge-gemm-fuzz-"))
     patterns = {"sink": np.array(sink, np.uint8), "source": np.array(source, np.uint8)}
-    results, _ = EngineCosim(config, simulator=simulator).run(jobs, data_dir=data,
-                                                             patterns=patterns)
+    results, info = EngineCosim(config, simulator=simulator).run(jobs, data_dir=data,
+                                                                patterns=patterns)
+    # the patterns were applied: pause cycles on each stream whose pattern stalls
+    assert (info["stalls"]["out"] > 0, info["stalls"]["in"] > 0) == (any(sink), any(source))
     for job, result in zip(jobs, results):
         m, k, n = job.shape
         tiles = -(-m // config.rows) * -(-n // config.cols)
@@ -250,8 +253,9 @@ def cosimulate_engine_on_server(runs) -> list:
     for config, groups in by_engine.items():
         jobs = [job for group, _ in groups for job in group]
         backpressure = max(p for _, p in groups)
-        results, _ = EngineCosim(config).run(jobs, backpressure=backpressure,
-                                           backend="jobserver")
+        results, info = EngineCosim(config).run(jobs, backpressure=backpressure,
+                                              backend="jobserver")
+        assert stall_problems(info["stalls"], 0.0, backpressure, used=("out",)) == []
         failed += [(config.to_dict(), r.shape, r.mismatches) for r in results
                    if not r.bit_exact]
     return failed

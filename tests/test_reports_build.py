@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 from zoforge.boards.registry import get_board
 from zoforge.cli import main
 from zoforge.config import Config, IntRange, param
-from zoforge.hw.designs import Design, Elaborated, register_design
+from zoforge.hw.designs import Design, Elaborated, registered_designs
 from zoforge.hw.export import to_verilog
 from zoforge.reports.model import LABELS, SCHEMA_VERSION, Report
 from zoforge.reports.pipeline import Progress, build_report
@@ -88,8 +88,8 @@ def elaborate_demo(config) -> Elaborated:
                       config=config, blocks={"acc": "accumulator", "shift": "shift register"})
 
 
-register_design(Design("reports-demo", "test-only design of tests/test_reports_build.py",
-                       configs=(ReportDemoConfig,), elaborate=elaborate_demo))
+REPORTS_DEMO = Design("reports-demo", "test-only design of tests/test_reports_build.py",
+                       configs=(ReportDemoConfig,), elaborate=elaborate_demo)
 
 
 @pytest.fixture(scope="module")
@@ -253,9 +253,17 @@ def demo_activity_bench(config, elaborated):
             {"inputs": [["a", config.width, "hold"], ["valid", 1, "high"]]})
 
 
-register_design(Design("reports-demo-bench", "test-only: reports-demo with its own stimulus",
+REPORTS_DEMO_BENCH = Design("reports-demo-bench", "test-only: reports-demo with its own stimulus",
                        configs=(ReportDemoBenchConfig,), elaborate=elaborate_demo,
-                       activity_bench=demo_activity_bench))
+                       activity_bench=demo_activity_bench)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_designs():
+    """This module's test-only designs, registered while its tests run (never leaking
+    into another module's view of the commands)."""
+    with registered_designs(REPORTS_DEMO, REPORTS_DEMO_BENCH):
+        yield
 
 
 def test_build_uses_a_designs_own_activity_bench(tmp_path):

@@ -5,6 +5,8 @@ Every run is compared with one uninterrupted reference run, value for value (tim
 file paths left out)."""
 from __future__ import annotations
 
+import csv
+import io
 import os
 import random
 import shutil
@@ -19,7 +21,7 @@ import pytest
 
 from zoforge.cli import main
 from zoforge.sweep.presets import preset
-from zoforge.sweep.results import read_runs
+from zoforge.sweep.results import group_runs, read_runs
 from zoforge.sweep.spec import sweep_from_dict
 from zoforge.sweep.store import Store
 
@@ -83,10 +85,19 @@ def test_tiny_preset_results_and_outputs(reference):
     assert len(set(by_bits.values())) == 2           # one report per generator, not per seed
     table = (reference / "tiny.md").read_text()
     assert "LUT (yosys-estimate)" in table and "power W (activity-model)" in table
-    assert (reference / "tiny.csv").read_text().count("\n") == 7
+    assert "## What to build" in table and table.index("## What to build") < table.index(
+        "## Configurations")
+    rows = list(csv.DictReader(io.StringIO((reference / "tiny.csv").read_text())))
+    assert [r["row"] for r in rows] == ["configuration"] * 3 + ["run"] * 6
+    configurations = [r for r in rows if r["row"] == "configuration"]
+    assert all(r["front"] in ("True", "False") and r["n"] == "2" for r in configurations)
+    assert sum(r["front"] == "True" for r in configurations) >= 1
+    assert configurations[2]["perturbation"] == "gaussian" == rows[-1]["perturbation"]
+    assert configurations[2]["front"] == "False"            # no generator: never on a front
+    # BRAM18 is 0 everywhere: no plot for it; power is plotted as its dynamic part
     plots = sorted(p.stem for p in (reference / "tiny-plots").glob("*.png"))
-    assert plots == ["accuracy-vs-BRAM18", "accuracy-vs-LUT", "accuracy-vs-bits",
-                     "accuracy-vs-power_w"]
+    assert plots == ["accuracy-vs-LUT", "accuracy-vs-bits", "accuracy-vs-dynamic_w",
+                     "final-loss-vs-bits"]
 
 
 def test_a_finished_sweep_runs_nothing_again(reference, tmp_path):
@@ -150,14 +161,21 @@ def test_two_sweep_processes_share_one_store(reference, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.ci
-def test_the_same_sweep_on_a_local_dask_cluster(reference, tmp_path):
+@pytest.mark.parametrize("own_cluster", [True, False], ids=["no-scheduler", "scheduler"])
+def test_the_same_sweep_on_a_local_dask_cluster(reference, tmp_path, own_cluster):
+    """--executor dask without --scheduler starts (and closes) its own LocalCluster of
+    --jobs single-threaded worker processes; with one, it uses that cluster."""
     from distributed import LocalCluster
 
     folder = tmp_path / "dask"
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster:
-        assert main(["sweep", "--preset", "tiny", "--store", str(folder), "--executor",
-                     "dask", "--scheduler", cluster.scheduler_address, "--no-progress"]) == 0
+    command = ["sweep", "--preset", "tiny", "--store", str(folder), "--executor", "dask",
+               "--no-progress"]
+    if own_cluster:
+        assert main(command + ["--jobs", "2"]) == 0
+    else:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster:
+            assert main(command + ["--scheduler", cluster.scheduler_address]) == 0
     assert all(r["status"] == "done" and r["completions"] == 1 for r in task_rows(folder))
     assert comparable(folder) == comparable(reference)
 
@@ -174,9 +192,12 @@ def test_search_finds_the_front_from_the_store(reference, tmp_path):
         found = run_search(TINY, store, executor, progress=False)
     finally:
         executor.close()
-    assert found.trials == 4 and found.trainings <= 6
+    # 3 configurations, 4 trials: every configuration is evaluated, none twice
+    assert found.trials == found.configurations == 3 and found.trainings == 6
     assert all(r["completions"] == 1 for r in task_rows(folder))   # all found in the store
-    assert found.front and all(g.config["perturbation"] == "pezo-onthefly" for g in found.front)
+    grid = [g for g in group_runs(read_runs(store, "tiny")) if g.front]
+    assert sorted(g.runs[0].train_key for g in found.front) == sorted(
+        g.runs[0].train_key for g in grid)
 
 
 def test_a_failed_task_is_recorded_and_retried_only_on_request(tmp_path, capsys):

@@ -79,8 +79,19 @@ def test_the_command_line_prints_the_error_and_creates_nothing(tmp_path, capsys)
     (["--grid", "bits"], "--grid must be KEY=VALUE (got bits)"),
     (["--set", "colour.x=1"], "--set must be KEY=VALUE with KEY a training option"),
     (["--executor", "ray"], "--executor must be one of local, dask (got ray)"),
-    (["--executor", "dask"], "--scheduler must be a Dask scheduler address"),
+    (["--executor", "dask", "--scheduler", "tcp://127.0.0.1:1", "--jobs", "2"],
+     "--jobs must be given only with --executor local, or --executor dask without"),
+    (["--executor", "local", "--scheduler", "tcp://127.0.0.1:1"],
+     "--scheduler must be given only with --executor dask"),
+    (["--budget", "lutt=5"], "--budget key 'lutt' must be one of lut, ff, bram18, dsp, "
+                             "power; did you mean lut?"),
+    (["--budget", "power=-1"], "--budget power must be a number >= 0 (got -1)"),
+    (["--budget", "lut"], "--budget must be KEY=LIMIT,... with KEY one of lut"),
+    (["--connect-timeout-s", "0"], "--connect-timeout-s must be a number of seconds"),
+    (["--connect-timeout-s", "nan"], "--connect-timeout-s must be a number of seconds"),
     (["--preset", "fig9"], "--preset must be one of tiny, pezo-fig3"),
+    (["--preset", "pezo-fgi4"], "--preset must be one of tiny, pezo-fig3, pezo-fig4, "
+                                "pezo-rng-count; did you mean pezo-fig4? (got pezo-fgi4)"),
 ])
 def test_bad_flags_give_one_line(tmp_path, capsys, argv, expected):
     base = ["sweep", "--store", str(tmp_path / "s"), "--set", "model=tiny"]
@@ -154,3 +165,68 @@ def test_quick_flags_build_a_sweep(tmp_path, capsys):
                  "--set", "report.clock_mhz=250", "--print-config"]) == 0
     out = capsys.readouterr().out
     assert 'perturbation = "pezo-onthefly"' in out and "clock_mhz = 250" in out
+
+
+def test_a_huge_grid_is_refused_before_any_point_is_built(monkeypatch):
+    from zoforge.sweep import spec
+
+    built = []
+    monkeypatch.setattr(spec, "TrainConfig", lambda **kw: built.append(kw))
+    data = {"train": {"model": "tiny"},
+            "grid": {"seed": list(range(1000)), "steps": list(range(1, 1001))}}
+    with pytest.raises(ConfigError) as error:
+        sweep_from_dict(data, source="SWEEP.toml")
+    assert built == []                                   # refused before expansion
+    message = str(error.value)
+    assert "\n" not in message
+    assert message == ("grid in SWEEP.toml must be a sweep of at most 10,000 points "
+                       "(got 1000 seed x 1000 steps = 1,000,000)")
+    assert spec.MAX_POINTS == 10_000
+
+
+def test_the_command_line_refuses_a_huge_grid_in_one_line(tmp_path, capsys):
+    values = ",".join(str(v) for v in range(1, 1001))
+    assert main(["sweep", "--set", "model=tiny", "--grid", f"seed={values}",
+                 "--grid", f"steps={values}", "--store", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "at most 10,000 points" in err
+    assert not (tmp_path / "s").exists()
+    many = ",".join("1" for _ in range(10_001))
+    assert main(["sweep", "--set", "model=tiny", "--grid", f"seed={many}",
+                 "--store", str(tmp_path / "s")]) == 2
+    assert "--grid seed must be at most 10,000 values" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--set", "nrng=7"], "key 'train.nrng' (set by --set nrng) must be one of"),
+    (["--set", "nrng=7"], "; did you mean n_rng?"),
+    (["--grid", "nrng=7,15"], "key 'grid.nrng' (set by --grid nrng) must be one of"),
+    (["--set", "bits=66"],
+     "train.bits (set by --set bits) must be an integer with 4 <= value <= 20 (got 66)"),
+    (["--grid", "bits=6,66"],
+     "grid.bits (set by --grid bits) must be an integer with 4 <= value <= 20 (got 66)"),
+    (["--set", "report.clock_mhz=5000"],
+     "report.clock_mhz (set by --set report.clock_mhz) must be a frequency with"),
+    (["--set", "report.clck=5"], "key 'report.clck' (set by --set report.clck) must be one "
+                                 "of board, clock_mhz"),
+    (["--set", "search.population=1"],
+     "search.population (set by --set search.population) must be an integer with 2"),
+    (["--trials", "0"], "--trials must be an integer >= 1"),
+])
+def test_errors_blame_the_flag_that_set_the_value(tmp_path, capsys, argv, expected):
+    assert main(["sweep", "--preset", "tiny", "--store", str(tmp_path / "s")] + argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and expected in err, err
+    assert "preset tiny" not in err                       # the preset is not to blame
+
+
+def test_a_grid_flag_replaces_the_preset_s_values_of_its_key(capsys):
+    import tomllib
+
+    assert main(["sweep", "--preset", "tiny", "--grid", "bits=6,8", "--print-config"]) == 0
+    data = tomllib.loads(capsys.readouterr().out)
+    assert data["grid"]["bits"] == [6, 8]
+    assert all("bits" not in entry for entry in data["points"])
+    sweep = sweep_from_dict(data)
+    assert {p.train.bits for p in sweep.points
+            if p.train.perturbation == "pezo-onthefly"} == {6, 8}

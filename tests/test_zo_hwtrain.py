@@ -21,6 +21,7 @@ from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.config import padded_classes
 from zoforge.golden.zolayer.network import GRAD_FRAC, WEIGHT_FRAC, ZoNetwork, step_settings
 from zoforge.sim import zo_training
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zolayer_jobserver import LayerSession
 from zoforge.sim.zo_training import (LockstepOptions, LockstepTraining, StepOutcome, StepResult,
@@ -260,6 +261,7 @@ def test_lockstep_driver_matches_an_independent_golden_run(tmp_path):
     result = LockstepTraining(cfg).run(LockstepOptions(source_idle=0.2, sink_backpressure=0.2),
                                        on_step=shown.append)
     assert result.bit_exact, result.mismatched_steps
+    assert stall_problems(result.stalls, 0.2, 0.2) == []
     assert shown == result.steps and [s.step for s in shown] == [0, 1, 2, 3]
     trainable, info = build_trainable(cfg)
     optimizer = build_optimizer(cfg, trainable)
@@ -340,6 +342,7 @@ def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra, simul
                             sink_backpressure=0.2,
                             backend="jobserver" if simulator == "verilator" else "cocotb")
     assert result["bit_exact"], json.dumps(result["checks"])
+    assert stall_problems(result["stalls"], 0.2, 0.2) == []
     assert result["grads_rtl"] == result["grads_golden"]
     assert result["mismatched_steps"] == [] and len(result["loss_golden"]) == 4
     assert any(g for step in result["grads_golden"] for g in step)   # the masters moved

@@ -18,6 +18,7 @@ from zoforge.golden.zolayer.model import LayerShape
 from zoforge.hw.export import to_verilog
 from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import JOBS, REGISTERS
+from zoforge.sim.backends import stall_problems
 from zoforge.sim.lint import lint_verilog
 from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                        predicted_cycles, predicted_ratio, run_layer)
@@ -193,15 +194,15 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 def test_predicted_cycles_by_hand():
     """16 x 16 x 16, r = 4, q = 2 on 4 x 4: tile interval max(depth, 2R + C = 12,
-    (depth + bank_free) / 2) with bank_free = 4.5 + 3R + C = 20.5, fill and drain 25 + 3R +
-    C = 41, and every job one cycle to finish. Batch load 16/4 tiles * 16/4 beats of 4
-    k-steps + 1 + 1 = 18; frozen X*W 16 tiles of depth 16: 15 * 18.25 + 16 + 41 = 331
-    (rounded) + 1 = 332, X*A 4 tiles: 3 * 18.25 + 57 = 112 (rounded) + 1 = 113; a branch 16
-    tiles of depth r = 4: 15 * 12.25 + 4 + 41 + 6 (its bias XW) = 235 (rounded) + 1 = 236;
+    (depth + bank_free) / 2) with bank_free = 4.5 + 3R + C = 20.5, fill and drain 26 + 3R +
+    C = 42, and every job one cycle to finish. Batch load 16/4 tiles * 16/4 beats of 4
+    k-steps + 1 + 1 = 18; frozen X*W 16 tiles of depth 16: 15 * 18.25 + 16 + 42 = 332
+    (rounded) + 1 = 333, X*A 4 tiles: 3 * 18.25 + 58 = 113 (rounded) + 1 = 114; a branch 16
+    tiles of depth r = 4: 15 * 12.25 + 4 + 42 + 6 (its bias XW) = 236 (rounded) + 1 = 237;
     accumulate 16/4 * 4 words - 1 + 7 (its latency) + 2 + 1 = 25, apply 16 + 10 (its
     latency) + 1 + 1 = 28."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
-    batch, branch = 18 + 332 + 113, 236
+    batch, branch = 18 + 333 + 114, 237
     assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 25 + 28
     assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 25 + 28
 
@@ -225,6 +226,7 @@ def test_rtl_branch_lanes_bit_exact_with_stalls(strategy, rows, cols, branch_lan
     stalled = cosim_layer(config, ZoCosimOptions(steps=2, seed=5, source_idle=0.3,
                                                  sink_backpressure=0.3, **shape))
     assert stalled["bit_exact"], stalled["checks"]
+    assert stall_problems(stalled["stalls"], 0.3, 0.3) == []
     assert any(any(g) for g in stalled["grads"])
     clean = cosim_layer(config, ZoCosimOptions(steps=1, seed=6, **shape))
     assert clean["bit_exact"], clean["checks"]
@@ -247,6 +249,7 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator)
                                                  sink_backpressure=0.3, grad_shift=30,
                                                  simulator=simulator))
     assert summary["bit_exact"], summary
+    assert stall_problems(summary["stalls"], 0.3, 0.3) == []
     assert any(g != 0 for step in summary["grads"] for g in step)
     assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
 
@@ -264,6 +267,8 @@ def test_stalls_happen_and_cost_cycles(every_simulator):
                 for stalls in ({}, dict(source_idle=0.3, sink_backpressure=0.3))]
         (rtl, free), (stalled_rtl, stalled) = runs
         assert free.passed and stalled.passed, (free.failures, stalled.failures)
+        assert stall_problems(free.results["stalls"]) == [], backend
+        assert stall_problems(stalled.results["stalls"], 0.3, 0.3) == [], backend
         for name in ("branches", "masters", "plain"):
             np.testing.assert_array_equal(rtl[name], stalled_rtl[name], err_msg=name)
         assert stalled.results["grads"] == free.results["grads"]
@@ -347,3 +352,4 @@ def test_rtl_many_panels_reuse_the_staging_banks(mode, simulator):
                                                  grad_shift=36, sink_backpressure=0.2,
                                                  simulator=simulator))
     assert summary["bit_exact"], summary
+    assert stall_problems(summary["stalls"], 0.0, 0.2) == []

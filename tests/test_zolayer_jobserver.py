@@ -18,8 +18,9 @@ import pytest
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import CrossEntropyHost
-from zoforge.sim.jobserver import EXE, JobServer, JobServerError, build_server
-from zoforge.sim.program import Read, Receive, Send
+from zoforge.sim.backends import stall_problems
+from zoforge.sim.jobserver import CHANNELS, EXE, JobServer, JobServerError, build_server
+from zoforge.sim.program import Read, Receive, Send, Write
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zolayer_cosim import (BACKENDS, ZoCosimOptions, golden_run, layer_args,
                                        make_data, run_layer)
@@ -187,6 +188,36 @@ def test_protocol_on_a_loopback_with_heavy_stalls():
         cycle = server.cycle
         server.idle(100)
         assert server.cycle == cycle + 100
+        server.exchange([Write(4, 0x11)] * 16 + [Read(8)] * 16)
+        assert stall_problems(server.stalls(), 0.6, 0.6) == []     # every channel stalled
+
+
+@pytest.mark.parametrize("idle, pressure", [(0.5, 0.0), (0.0, 0.5), (0.0, 0.0)])
+def test_the_server_counts_the_stalls_it_inserted_per_channel(idle, pressure):
+    """Each probability stalls its own channels (sources: valid held back; sinks: ready
+    held low against a valid), and only those."""
+    with JobServer(LOOPBACK, "loopback", lanes=2, addr_bits=8, source_idle=idle,
+                   sink_backpressure=pressure, seed=1) as server:
+        server.write(4, 1)
+        server.send(np.arange(100, dtype=np.int64))
+        replies = server.exchange([Write(4, 1)] * 16 + [Receive()] + [Read(8)] * 16)
+        np.testing.assert_array_equal(replies[16].words, np.arange(100) + 1)
+        assert int(replies[-1].words[0]) == 50
+        counts = server.stalls()
+    assert set(counts) == set(CHANNELS)
+    assert stall_problems(counts, idle, pressure) == []
+    assert all(counts[name] > 0 for name in CHANNELS[:4]) == bool(idle)
+    assert all(counts[name] > 0 for name in CHANNELS[4:]) == bool(pressure)
+
+
+def test_stall_problems_name_the_channel():
+    counts = dict.fromkeys(CHANNELS, 5)
+    assert stall_problems(counts, 0.3, 0.3) == []
+    assert stall_problems({**counts, "w": 0}, 0.3, 0.3) == ["w: no stall at probability 0.3"]
+    assert stall_problems(counts, 0.3, 0.0) == [f"{name}: 5 stalls at probability 0"
+                                                for name in ("out", "b", "r")]
+    assert stall_problems({**counts, "in": 0}, 0.3, 0.3, used=("aw", "w")) == []
+    assert stall_problems(None) == ["no stall counts"]
 
 
 # the one build cache (sim/build_cache.py); its default representative is

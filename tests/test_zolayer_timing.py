@@ -26,12 +26,10 @@ def test_demo_layer_is_the_full_4x4_layer():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="134.6 MHz: the shared output stage's handshake "
-                   "(requantizer skid -> output stage issue -> tile-order end tests) is left; "
-                   "docs/zo-layer.md, ECP5 timing closure")
 def test_demo_layer_meets_150_mhz_after_place_and_route_on_ecp5():
+    """Constrained at the goal (the placer and router work towards the clock asked for)."""
     board = get_board("ulx3s-85f")
     top = get_design("zo-layer").elaborate(demo_layer()).top
-    result = place_and_route(board, top, board.default_mhz)
+    result = place_and_route(board, top, GOAL_MHZ)
     (fmax,) = result.fmax_mhz.values()
     assert fmax >= GOAL_MHZ, f"{fmax:.1f} MHz (log: {result.log_path})"

@@ -156,7 +156,8 @@ def test_token_reader_reads_one_k_step_two_cycles_later(rows, cols, m, k):
                                                  (4, 2, "full", 11)])
 def test_rtl_loads_k_not_a_multiple_of_the_beat(rows, cols, mode, k, simulator):
     """Bit-exact with the last block of each tile zero-padded (4 x 4: P = 4, K = 6; 4 x 2:
-    P = 8, K = 11), and ``load_x`` takes one cycle per beat: CYCLES = M/C * ceil(K/P) + 1."""
+    P = 8, K = 11), and ``load_x`` takes one cycle per beat: CYCLES = M/C * ceil(K/P) + 2 (the
+CTRL write to the first beat, and the registered finish)."""
     config = layer_config(rows=rows, cols=cols, mode=mode, max_m=16, max_k=16, max_n=16,
                           max_r=8)
     options = ZoCosimOptions(steps=1, q=1, m=8, k=k, n=8, r=4, seed=k, grad_shift=30,
@@ -169,4 +170,4 @@ def test_rtl_loads_k_not_a_multiple_of_the_beat(rows, cols, mode, k, simulator):
         np.testing.assert_array_equal(rtl[name], golden[name], err_msg=name)
     pack = 4 * max(rows, cols) // cols
     loads = [job["cycles"] for job in result.results["jobs"] if job["job"] == "load_x"]
-    assert loads and set(loads) == {8 // cols * -(-k // pack) + 1}
+    assert loads and set(loads) == {8 // cols * -(-k // pack) + 2}

@@ -5,7 +5,9 @@ pooled features for ``head``, the hidden states entering the first adapted layer
 ``lora-fa``) is cached in memory and on disk under ``cache_dir`` (default
 ``~/.cache/zoforge/zo-features``), keyed by a hash of everything that determines it (the data by its contents, not its path).
 An entry is written under a temporary name and renamed when complete; one that cannot be read
-back whole is discarded with a one-line notice and rebuilt.
+back whole is discarded with a one-line notice and rebuilt. A key's entry is computed by one
+process at a time (a file lock beside it): parallel trainings (sweep workers) wait for it and
+read it, instead of computing the same features at once.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ from zoforge.golden.zo.trainable import (FullTrainable, HeadTrainable, LoraFATra
                                          SplitData)
 from zoforge.errors import ConfigError
 from zoforge.config import data_hash
-from zoforge.files import atomic_write_bytes, cache_dir, content_key
+from zoforge.files import atomic_write_bytes, cache_dir, content_key, file_lock
 from zoforge.outputs import make_out_dir
 
 __all__ = ["load_model", "build_trainable", "default_cache_dir", "check_model_limits"]
@@ -118,19 +120,24 @@ def _prefix_inputs(cfg, model, tokenizer, splits, prefix_layers: int) -> dict:
     cached = _read_cached(path, splits)
     if cached is not None:
         return cached
-    inputs = {}
-    for name in SPLITS:
-        ids, mask = models.tokenize(tokenizer, getattr(splits, name).texts, cfg.max_len)
-        hidden = models.hidden_states(model, ids, mask, prefix_layers)
-        if cfg.trainable in POOLED:
-            inputs[name] = (models.mean_pool(hidden, mask), None)
-        else:
-            inputs[name] = (hidden, mask)
     parameter = "cache_dir" if cfg.cache_dir else "ZOFORGE_CACHE"
     make_out_dir(parameter, path.parent)
-    buffer = io.BytesIO()            # in memory first: a failed write is then one line
-    torch.save(inputs, buffer)
-    atomic_write_bytes(path, buffer.getvalue(), parameter)
+    # one process computes a key's features; others (sweep workers) wait, then read them
+    with file_lock(path.with_name(f"{path.name}.lock")):
+        cached = _read_cached(path, splits)
+        if cached is not None:
+            return cached
+        inputs = {}
+        for name in SPLITS:
+            ids, mask = models.tokenize(tokenizer, getattr(splits, name).texts, cfg.max_len)
+            hidden = models.hidden_states(model, ids, mask, prefix_layers)
+            if cfg.trainable in POOLED:
+                inputs[name] = (models.mean_pool(hidden, mask), None)
+            else:
+                inputs[name] = (hidden, mask)
+        buffer = io.BytesIO()        # in memory first: a failed write is then one line
+        torch.save(inputs, buffer)
+        atomic_write_bytes(path, buffer.getvalue(), parameter)
     return inputs
 
 

@@ -203,8 +203,10 @@ def _resume(path: Path, state: dict, trainable, optimizer) -> bool:
     return False
 
 
-def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
-    """Run (or resume) the training of ``cfg``; returns the result dictionary."""
+def train(cfg: TrainConfig, stop_after: int | None = None, on_step=None) -> dict:
+    """Run (or resume) the training of ``cfg``; returns the result dictionary.
+    ``on_step(step, steps)``, if given, is called after every step (progress reports: a
+    sweep worker's; it must be cheap and changes nothing)."""
     out = check_out_dir("out", cfg.out)
     check_targets(out, [out / name for name in OUTPUTS])
     state = _read_checkpoint(out / CHECKPOINT, cfg)
@@ -233,6 +235,8 @@ def train(cfg: TrainConfig, stop_after: int | None = None) -> dict:
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.4f}")
+            if on_step is not None:
+                on_step(state["step"], cfg.steps)
             if state["step"] % cfg.eval_every == 0 or state["step"] == cfg.steps:
                 accuracy, _ = trainable.evaluate(optimizer.current_theta(), "val")
                 history["val_step"].append(state["step"])

@@ -12,7 +12,7 @@ units see the job as ``job`` (:class:`LayerJobSignature`); a compute job's tile
 sequencers as ``tiles`` (:class:`~zoforge.hw.systolic.signatures.JobSignature`) and its
 requantizer as ``mode`` (``bias_en`` in a branch: the init XW; raw but in ``frozen_a``).
 
-The job's walk over words (registered, valid from the cycle after ``launch``): ``inner``
+The job's walk over words (registered with the job's flags, valid from ``launch``): ``inner``
 (k-steps) and ``outer`` (features, or tokens for ``load_x``) of the words a job loads,
 fetches, updates or reads (:class:`~.walk.PanelWalk` order), with K_t = r (LoRA-FA) or K:
 
@@ -167,23 +167,32 @@ class LayerControl(wiring.Component):
         m.d.sync += [busy.eq(Mux(busy, ~finish, start_request)),
                      done.eq(finish | (done & ~clear_done & ~start))]
 
-        # the job's walk (see the module docstring), registered: valid after launch; the
-        # words of T hold branch_lanes k-steps each, a compute job's tiles count k-steps
-        # and the array's row lanes (branch_lanes per feature)
+        # the job's walk (see the module docstring), set with the job's flags from the CTRL
+        # write: valid from launch on (the walks' end tests are registers that need it a cycle
+        # before the first word); the words of T hold branch_lanes k-steps each, a compute
+        # job's tiles count k-steps and the array's row lanes (branch_lanes per feature)
         shift = self.config.branch_lanes.bit_length() - 1
         k_t = settings.rank if self.lora else settings.k
-        over_k = Cat(getattr(job, name) for name in ("load_x", "load_w", "load_a", "frozen_w",
-                                                     "frozen_a")).any()
+
+        def written_is(*names):
+            return Cat(written == JOBS[name] for name in names).any()
+
+        over_k = written_is("load_x", "load_w", "load_a", "frozen_w", "frozen_a")
         k_steps = Signal(DIM_BITS)
-        m.d.sync += [job.inner.eq(Mux(over_k, settings.k, k_t >> shift)),
-                     k_steps.eq(Mux(over_k, settings.k, k_t)),
-                     job.outer.eq(Mux(job.load_x, settings.m,
-                                      Mux(job.load_a | job.frozen_a, settings.rank,
-                                          settings.n)))]
+        with m.If(start):
+            m.d.sync += [job.inner.eq(Mux(over_k, settings.k, k_t >> shift)),
+                         k_steps.eq(Mux(over_k, settings.k, k_t)),
+                         job.outer.eq(Mux(written_is("load_x"), settings.m,
+                                          Mux(written_is("load_a", "frozen_a"), settings.rank,
+                                              settings.n)))]
 
         # a compute job's tiles and output mode: XW is the branches' init (bias), U the
         # only requantized result
-        compute = Cat(getattr(job, name) for name in COMPUTE_JOBS).any()
+        # (a register of its own, set with the job's flags: one flag, not their OR, in front
+        # of the sequencers' enables)
+        compute = Signal()
+        with m.If(start):
+            m.d.sync += compute.eq(written_is(*COMPUTE_JOBS))
         tiles, mode = self.tiles, self.mode
         m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & compute),
                      tiles.m.eq(settings.m), tiles.k.eq(k_steps),

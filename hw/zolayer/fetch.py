@@ -10,9 +10,9 @@ staging memory, panel p in bank ``p % 2``. With ``branch_lanes`` B > 1 a word ho
 k-steps of R/B features, and :class:`~.spread.BranchSpread` turns it (with the branch job's
 Q transfers) into B k-steps of every branch's rows before the unit. A panel starts only
 while a bank is free (at most two panels staged or being staged); ``panels.w_banks`` counts
-the ones the feeder may start: a panel counts once its k-step :data:`LEAD` is staged (the
-rest arrive one per cycle, ahead of the feeder's reads, so the first tile of a panel
-computes while the panel is fetched), the feeder releases them (``panels.w_release``). A
+the ones the feeder may start: a panel counts (a cycle later) once its k-step :data:`LEAD`
+is staged (the rest arrive one per cycle, ahead of the feeder's reads, so the first tile of
+a panel computes while the panel is fetched), the feeder releases them (``panels.w_release``). A
 word is read in two stages, the memory and a register behind it (the block RAM's output
 register; the master copy's is :class:`~.share.MasterPorts`'), which move together with the
 read ports' ``en``: both wait while the unit does not take the word. The ``job``
@@ -104,8 +104,11 @@ class PanelFetch(wiring.Component):
         with m.If(issue & walk.last):
             m.d.sync += fetched_all.eq(1)
         # a panel is the feeder's once its k-step LEAD is staged (the rest follow one per
-        # cycle, ahead of the feeder's reads), or when it is complete if shorter
-        ready = out & Mux(written.inner > LEAD, written.k == LEAD, written.panel_end)
+        # cycle, ahead of the feeder's reads), or when it is complete if shorter; counted a
+        # cycle later (a register between the walk's end test and the feeder's count)
+        ready = Signal()
+        m.d.sync += ready.eq(out & Mux(written.inner > LEAD, written.k == LEAD,
+                                       written.panel_end))
         m.d.sync += [
             panels.w_banks.eq(panels.w_banks + ready - panels.w_release),
             occupied.eq(occupied + (issue & (walk.k == 0)) - panels.w_release)]

@@ -13,6 +13,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFrame,
                            AxiStreamSink, AxiStreamSource)
 
+from zoforge.sim.program import check_frame
+
 
 CLOCK_NS = 10
 
@@ -60,18 +62,19 @@ class EngineHarness:
         first = spec["first_panels"] * panel
         await self.source.send(AxiStreamFrame(frame[:first].tobytes()))
         await self.axil.write_dword(self.reg["CTRL"], spec["ctrl"] | 1)
-        return cocotb.start_soon(self._complete(frame, first, panel))
+        return cocotb.start_soon(self._complete(frame, first, panel, spec["out_beats"]))
 
-    async def _complete(self, frame, first, panel):
+    async def _complete(self, frame, first, panel, out_beats):
         receiving = cocotb.start_soon(self.sink.recv())
         for start in range(first, frame.size, panel):
             await self.source.wait()
             if not int(self.dut.s_axis__tready.value):
                 await RisingEdge(self.dut.s_axis__tready)
             await self.source.send(AxiStreamFrame(frame[start:start + panel].tobytes()))
-        out = await receiving
+        out = np.array((await receiving).tdata, dtype=np.uint32)
+        check_frame("job", out, len(self.dut.m_axis__tdata) // 32, out_beats)   # TLAST
         await ClockCycles(self.dut.clk, 2)   # done (and irq) follow the last beat
-        return np.array(out.tdata, dtype=np.uint32)
+        return out
 
     async def counters(self) -> dict:
         """``irq`` now, STATUS and the cycle counters."""

@@ -23,8 +23,12 @@
 //   7 POLL a b c                  read a until (value & b) != 0, c idle cycles between
 //                                 reads -> [value]
 //   8 IDLE a                      run a cycles
+//   9 STALLS                      -> per channel (IN AW W AR OUT B R) the cycles a stall held
+//                                 back a pending transfer since CONFIGURE, as lo, hi words
 // Stalls draw one xorshift32 value per channel per cycle (the top 16 bits below the
-// threshold: stalled), as cocotbext-axi's pause generators draw one value per cycle.
+// threshold: stalled), as cocotbext-axi's pause generators draw one value per cycle. STALLS
+// counts them where they show at the ports: a source (IN, AW, W, AR) with a transfer to
+// offer holds valid low, a sink (OUT, B, R) holds ready low while the DUT holds valid.
 //
 // LANES (a macro) is the output stream's width in 32-bit lanes, IN_WORDS the 32-bit words of
 // one input beat (the input stream's width rounded up; the unused bits are zero); the
@@ -49,7 +53,7 @@
 
 namespace {
 
-enum Op : uint32_t { QUIT, CONFIGURE, RESET, WRITE, READ, SEND, RECEIVE, POLL, IDLE };
+enum Op : uint32_t { QUIT, CONFIGURE, RESET, WRITE, READ, SEND, RECEIVE, POLL, IDLE, STALLS };
 enum Status : uint32_t { OK, TIMEOUT, BAD };
 enum Channel { IN, AW, W, AR, OUT, B, R, CHANNELS };
 
@@ -96,6 +100,7 @@ class Server {
     uint64_t started = 0;        // cycle at which the current command started
     uint32_t thresholds[CHANNELS] = {};
     Xorshift stalls[CHANNELS];
+    uint64_t stalled[CHANNELS] = {};   // cycles a stall held back a pending transfer
 
     void configure(uint32_t idle, uint32_t pressure, uint32_t seed, uint64_t max_cycles) {
         for (int ch = 0; ch < CHANNELS; ++ch) {
@@ -105,6 +110,7 @@ class Server {
             z = (z ^ (z >> 16)) * 0x7FEB352Du;
             z = (z ^ (z >> 15)) * 0x846CA68Bu;
             stalls[ch].state = (z ^ (z >> 16)) | 1u;
+            stalled[ch] = 0;
         }
         limit = max_cycles;
     }
@@ -116,7 +122,8 @@ class Server {
         bool stall[CHANNELS];
         for (int ch = 0; ch < CHANNELS; ++ch)
             stall[ch] = thresholds[ch] && stalls[ch].stalled(thresholds[ch]);
-        const bool in_valid = in_head_ < in_words_.size() && !stall[IN];
+        const bool in_pending = in_head_ < in_words_.size();
+        const bool in_valid = in_pending && !stall[IN];
         top_->s_tvalid = in_valid;
         top_->s_tlast = in_valid && in_head_ + IN_WORDS == in_ends_.front();
         if (in_valid) put(top_->s_tdata, &in_words_[in_head_]);
@@ -131,6 +138,13 @@ class Server {
         top_->m_tready = !top_->rst && !stall[OUT];
         top_->clk = 0;
         top_->eval();
+        // held back, as the ports show it: a source's valid low with a transfer pending, a
+        // sink's ready low against the DUT's valid
+        const bool held[CHANNELS] = {
+            in_pending && !top_->s_tvalid, aw_ && !top_->awvalid, w_ && !top_->wvalid,
+            ar_ && !top_->arvalid, !top_->rst && top_->m_tvalid && !top_->m_tready,
+            top_->bvalid && !top_->bready, top_->rvalid && !top_->rready};
+        for (int ch = 0; ch < CHANNELS; ++ch) stalled[ch] += held[ch];
         const bool in_fire = top_->s_tvalid && top_->s_tready;
         const bool aw_fire = top_->awvalid && top_->awready;
         const bool w_fire = top_->wvalid && top_->wready;
@@ -315,6 +329,12 @@ int main(int argc, char** argv) {
             }
             case IDLE:
                 done = server.idle(a);
+                break;
+            case STALLS:
+                for (int ch = 0; ch < CHANNELS; ++ch) {
+                    out.push_back(static_cast<uint32_t>(server.stalled[ch]));
+                    out.push_back(static_cast<uint32_t>(server.stalled[ch] >> 32));
+                }
                 break;
             default:
                 status = BAD;

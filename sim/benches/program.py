@@ -14,7 +14,8 @@ channels pause at random, with ``sink_backpressure`` the output stream and the B
 channels hold ready low (seeded pause generators, one per channel); with ``patterns`` the
 input source and the output sink follow ``pause.npz``'s ``source`` / ``sink`` (0/1 per
 cycle, repeated). Every operation must end within ``max_cycles``, so a hung design fails
-instead of hanging the run.
+instead of hanging the run. The results' ``stalls`` count, per channel (the job server's
+names, :data:`zoforge.sim.jobserver.CHANNELS`), the pause cycles its generator drew.
 """
 import itertools
 import random
@@ -29,6 +30,7 @@ from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamFra
                            AxiStreamSink, AxiStreamSource)
 
 from zoforge.sim.cosim import bench_args, bench_dir, write_result
+from zoforge.sim.jobserver import CHANNELS
 from zoforge.sim.program import (Idle, Poll, Read, Receive, Reply, Send, Write, drive_async,
                                  load_program)
 
@@ -38,6 +40,21 @@ CLOCK_NS = 10
 def _pauses(probability: float, seed: int):
     rng = random.Random(seed)
     return (rng.random() < probability for _ in itertools.count())
+
+
+class _Counted:
+    """A pause generator that counts the pause cycles it gives."""
+
+    def __init__(self, pauses):
+        self.pauses, self.count = iter(pauses), 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> bool:
+        pause = bool(next(self.pauses))
+        self.count += pause
+        return pause
 
 
 class BusDriver:
@@ -63,16 +80,28 @@ class BusDriver:
         # data channels pause independently (AW and W apart)
         sources = (self.source, write.aw_channel, write.w_channel, read.ar_channel)
         sinks = (self.sink, write.b_channel, read.r_channel)
-        for offset, (part, probability) in enumerate(
-                [(p, idle) for p in sources] + [(p, pressure) for p in sinks]):
+        parts = dict(zip(CHANNELS, sources + sinks))       # in, aw, w, ar, out, b, r
+        self.pauses: dict[str, _Counted] = {}
+        for offset, (name, part) in enumerate(parts.items()):
+            probability = idle if part in sources else pressure
             if probability:
-                part.set_pause_generator(_pauses(probability, seed + offset))
+                self._pause(name, part, _pauses(probability, seed + offset))
         if settings.get("patterns"):
             patterns = np.load(bench_dir() / "pause.npz")
-            for part, name in ((self.sink, "sink"), (self.source, "source")):
-                pattern = [bool(v) for v in patterns[name]]
+            for name, pattern_name in (("out", "sink"), ("in", "source")):
+                pattern = [bool(v) for v in patterns[pattern_name]]
                 if any(pattern):
-                    part.set_pause_generator(itertools.cycle(pattern))
+                    self._pause(name, parts[name], itertools.cycle(pattern))
+
+    def _pause(self, name: str, part, pauses) -> None:
+        self.pauses[name] = _Counted(pauses)
+        part.set_pause_generator(self.pauses[name])
+
+    @property
+    def stalls(self) -> dict[str, int]:
+        """Per channel, the pause cycles drawn so far."""
+        return {name: self.pauses[name].count if name in self.pauses else 0
+                for name in CHANNELS}
 
     @property
     def cycle(self) -> int:
@@ -148,4 +177,5 @@ async def run_program(dut):
     wall_s = time.perf_counter() - started
     for name, array in arrays.items():
         np.save(folder / f"out-{name}.npy", array)
-    write_result({**results, "sim_cycles": driver.cycle, "wall_s": wall_s})
+    write_result({**results, "sim_cycles": driver.cycle, "wall_s": wall_s,
+                  "stalls": driver.stalls})

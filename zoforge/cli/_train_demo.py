@@ -161,7 +161,7 @@ def _summarise(args, cfg, name, lint, report, result) -> int:
         "pytorch_seconds_per_step": golden_s / count if count else None,
         "cosim_steps_per_s": count / rtl_s if rtl_s else None,
         "cosim_cycles_per_s": result.sim_cycles / rtl_s if rtl_s else None,
-        "lint_clean": lint.clean, "design": name, "config": result.design.to_dict(),
+        "stalls": result.stalls, "lint_clean": lint.clean, "design": name, "config": result.design.to_dict(),
         "settings": vars(result.settings), "train_config": cfg.to_dict(),
     }
     _plot(args.out / "training.png", summary["loss_rtl"], summary["loss_golden"])

@@ -16,8 +16,10 @@ configurations' stable hashes; a generator's report is made once for all its see
 go into a durable store (--store DIR, SQLite): a sweep killed at any moment resumes where
 it stopped, several sweep processes can share a store, failed points are recorded and run
 again only with --retry-failed. Then it writes DIR/<name>.md, .csv, .html (self-contained,
-plots embedded) and <name>-plots/. The points come from --config SWEEP.toml, --preset, or
-the quick flags (--set, --grid) on top of either."""
+plots embedded) and <name>-plots/, each opening with what to build (the front under noise,
+the best design within --budget, the knee of the front, with the commands that generate
+them); the same goes to the terminal. The points come from --config SWEEP.toml, --preset,
+or the quick flags (--set, --grid) on top of either."""
 
 _EPILOG = """\
 examples:
@@ -26,7 +28,9 @@ examples:
   zoforge sweep --store runs/q --set model=tiny --set steps=50 \\
       --set perturbation=pezo-onthefly --grid bits=6,8,10 --grid seed=0,1
   zoforge sweep --preset pezo-fig4 --store runs/fig4 --search --trials 12
+  zoforge sweep --preset tiny --store runs/tiny --executor dask --jobs 2   # a local cluster
   zoforge sweep --preset pezo-fig4 --store runs/fig4 --executor dask --scheduler tcp://h:8786
+  zoforge sweep --preset pezo-fig4 --store runs/fig4 --outputs-only --budget lut=300,power=0.61
   zoforge sweep --preset pezo-fig3 --print-config > SWEEP.toml"""
 
 
@@ -59,9 +63,14 @@ def register(tree) -> None:
     run.add_argument("--executor", default="local", metavar="{local,dask}",
                      help="local worker processes (default) or a Dask cluster")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="the Dask scheduler (tcp://HOST:PORT) for --executor dask")
+                     help="the Dask scheduler (tcp://HOST:PORT) for --executor dask "
+                          "(default: a local cluster of --jobs worker processes)")
+    run.add_argument("--connect-timeout-s", type=float, default=None, metavar="S",
+                     help="seconds for connecting to --scheduler and its first answer, "
+                          "together (default 30)")
     run.add_argument("--jobs", type=int, default=None,
-                     help="local worker processes, one task each (default: the CPU count)")
+                     help="local worker processes, one task each (default: the CPU count); "
+                          "with --executor dask and no --scheduler, the local cluster's")
     run.add_argument("--lease-s", type=float, default=None, metavar="S",
                      help="a claimed task whose process sends no heartbeat for this long "
                           "may be taken over by another sweep process (default 120)")
@@ -77,6 +86,9 @@ def register(tree) -> None:
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("--repair", action="store_true", help="set the store's damaged rows "
                      "aside (table damaged) and run their tasks again")
+    run.add_argument("--budget", metavar="KEY=LIMIT,...",
+                     help="hardware budget of the recommended design: lut, ff, bram18, dsp, "
+                          "power (W), e.g. lut=500,power=0.7")
     parser.set_defaults(func=run_sweep)
 
 
@@ -84,11 +96,14 @@ def run_sweep(args: argparse.Namespace) -> int:
     from zoforge.outputs import check_out_dir
     from zoforge.sweep.executors import make_executor
     from zoforge.sweep.outputs import write_outputs
+    from zoforge.sweep.recommend import parse_budget, summary_lines
+    from zoforge.sweep.safe import plain
     from zoforge.sweep.runner import DEFAULT_LEASE_S, register_scope, run_scope
     from zoforge.sweep.search import run_search, search_scope
     from zoforge.sweep.store import Store
 
     sweep = _sweep(args)
+    budget = parse_budget(args.budget)
     if args.print_config:
         import tomli_w
         sys.stdout.write(tomli_w.dumps(sweep.data))
@@ -103,9 +118,13 @@ def run_sweep(args: argparse.Namespace) -> int:
         raise ConfigError("--lease-s", "a number of seconds >= 5", args.lease_s)
     if args.jobs is not None:
         check_int_range("--jobs", args.jobs, 1, 1024)
+    timeout_s = args.connect_timeout_s
+    if timeout_s is not None and not 0 < timeout_s <= 3600:
+        raise ConfigError("--connect-timeout-s", "a number of seconds with 0 < S <= 3600",
+                          timeout_s)
     scope = search_scope(sweep) if args.search else sweep.name
     executor = (None if args.outputs_only
-                else make_executor(args.executor, args.jobs, args.scheduler))
+                else make_executor(args.executor, args.jobs, args.scheduler, timeout_s))
     try:
         store = Store(store_dir, repair=args.repair)
         if args.outputs_only and scope not in store.scopes():
@@ -123,10 +142,12 @@ def run_sweep(args: argparse.Namespace) -> int:
     finally:
         if executor is not None:
             executor.close()
-    paths = write_outputs(store, scope, out_dir)
+    paths = write_outputs(store, scope, out_dir, budget=budget)
     counts = store.counts(scope)
-    print(f"{scope}: " + ", ".join(f"{n} {status}" for status, n in counts.items()
-                                   if n) + " tasks")
+    print("What to build:")
+    print("\n".join("  " + line for line in summary_lines(paths.recommendation)))
+    print(f"{plain(scope)}: " + ", ".join(f"{n} {status}" for status, n in counts.items()
+                                          if n) + " tasks")
     print("wrote " + ", ".join(str(p) for p in paths.values()))
     if counts["failed"]:
         print(f"zoforge: {counts['failed']} tasks failed (errors in {paths['markdown']}); "
@@ -138,7 +159,7 @@ def run_sweep(args: argparse.Namespace) -> int:
 def _sweep(args: argparse.Namespace):
     """The sweep from --config / --preset and the quick flags, validated."""
     from zoforge.sweep.presets import preset
-    from zoforge.sweep.spec import read_toml, sweep_from_dict
+    from zoforge.sweep.spec import MAX_POINTS, read_toml, sweep_from_dict
 
     if args.config is not None and args.preset is not None:
         raise ConfigError("--preset", "left out when --config is given", args.preset)
@@ -153,6 +174,7 @@ def _sweep(args: argparse.Namespace):
         data, source, name = preset(args.preset), f"preset {args.preset}", args.preset
     else:
         data, source, name = {}, "the command line", "sweep"
+    origins: dict[str, str] = {}        # key -> the flag that set it (errors blame it)
     for text in args.set:
         key, value = _pair("--set", text)
         table, _, field = key.rpartition(".")
@@ -160,19 +182,36 @@ def _sweep(args: argparse.Namespace):
             raise ConfigError("--set", "KEY=VALUE with KEY a training option or report.KEY, "
                               "hardware.KEY, search.KEY", text)
         data.setdefault(table or "train", {})[field] = _value(value)
+        origins[f"{table or 'train'}.{field}"] = f"--set {key}"
         if table in ("", "train"):      # a fixed value replaces the sweep's values of it
-            data.get("grid", {}).pop(field, None)
-            for entry in data.get("points", []):
-                entry.pop(field, None)
+            _drop(data, field, keep="train")
     for text in args.grid:
         key, values = _pair("--grid", text)
-        data.setdefault("grid", {})[key] = [_value(v) for v in values.split(",")]
-        data.get("train", {}).pop(key, None)
+        parts = values.split(",")
+        if len(parts) > MAX_POINTS:     # counted before any value is parsed
+            raise ConfigError(f"--grid {key}", f"at most {MAX_POINTS:,} values (a sweep has "
+                              f"at most {MAX_POINTS:,} points)", f"{len(parts):,} values")
+        _drop(data, key, keep="grid")   # a swept key replaces the sweep's values of it
+        data.setdefault("grid", {})[key] = [_value(v) for v in parts]
+        origins[f"grid.{key}"] = f"--grid {key}"
     if args.trials is not None:
         data.setdefault("search", {})["trials"] = args.trials
+        origins["search.trials"] = "--trials"
     if args.name:
         data["name"] = args.name
-    return sweep_from_dict(data, source=source, default_name=name)
+        origins["name"] = "--name"
+    return sweep_from_dict(data, source=source, default_name=name, origins=origins)
+
+
+def _drop(data: dict, key: str, keep: str) -> None:
+    """Remove ``key`` from the sweep's tables but ``keep`` (a flag sets it there): from
+    [train], [grid] and every point table."""
+    for table in ("train", "grid"):
+        if table != keep and isinstance(data.get(table), dict):
+            data[table].pop(key, None)
+    for entry in data.get("points", []) if isinstance(data.get("points"), list) else []:
+        if isinstance(entry, dict):
+            entry.pop(key, None)
 
 
 def _pair(flag: str, text: str) -> tuple[str, str]:
