@@ -3,7 +3,7 @@
 One module per job (docs/sweeps.md has the whole story):
 
 * :mod:`.spec`      SWEEP.toml: points, report and search options, stable keys; strict
-* :mod:`.presets`   the built-in sweeps (PeZO Figures 3 and 4, and the tests' ``tiny``)
+* :mod:`.presets`   the built-in sweeps (PeZO Figures 3 and 4, ``small-d``, the tests' ``tiny``)
 * :mod:`.store`     the durable SQLite store: tasks, points, claims and leases
 * :mod:`.tasks`     one training or generator report, as a worker runs it
 * :mod:`.executors` local worker processes or a Dask cluster

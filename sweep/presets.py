@@ -3,7 +3,9 @@
 ``pezo-fig3`` (pool size), ``pezo-fig4`` (bit-width) and ``pezo-rng-count`` (RNG count) are
 the shapes of PeZO's Figures 3 and 4 on the default model and data (all-MiniLM-L6-v2,
 Rotten Tomatoes), trained the fast way: MeZO on the linear head over cached features
-(d = 770), 5000 steps, three seeds, the settings of docs/zo-training.md. ``tiny`` is a few
+(d = 770), 5000 steps, three seeds, the settings of docs/zo-training.md. ``small-d``
+compares Gaussian perturbations, PeZO's generators and the masked on-the-fly generator at
+small d (the head, d = 770, and the LoRA-FA top layer; docs/small-d.md). ``tiny`` is a few
 short points on the small random BERT, the sweep of the default test suite.
 ``zoforge sweep --preset NAME --print-config`` writes one out as a SWEEP.toml to edit.
 """
@@ -64,6 +66,18 @@ PRESETS: dict[str, dict] = {
                  "(OPT collapses on SST-2 at 2^2).",
         "train": dict(_HEAD, perturbation="pezo-onthefly", bits=8),
         "grid": {"n_rng": [3, 7, 15, 31, 63], "seed": _SEEDS},
+    },
+    "small-d": {
+        "name": "small-d",
+        "description": "Gaussian, PeZO on-the-fly 31 x 8, PeZO pool 4095 x 12 and the masked "
+                       "on-the-fly generator 31 x 8 at small d: the head (d = 770) and the "
+                       "LoRA-FA top layer with the head (docs/small-d.md).",
+        "train": dict(_HEAD),
+        "points": [{"perturbation": "gaussian"},
+                   {"perturbation": "pezo-onthefly", "n_rng": 31, "bits": 8},
+                   {"perturbation": "pezo-pregen", "pool_size": 4095, "bits": 12},
+                   {"perturbation": "masked-onthefly", "n_rng": 31, "bits": 8}],
+        "grid": {"trainable": ["head", "lora-fa"], "seed": _SEEDS},
     },
 }
 

@@ -136,3 +136,37 @@ def pool_banks(values: np.ndarray, banks: int, layout: str) -> list[np.ndarray]:
         return [values[(np.arange(n) + lane) % n] for lane in range(banks)]
     extended = np.concatenate([values, values[:banks - 1]])
     return [extended[bank::banks] for bank in range(banks)]
+
+
+def masked_mask_width(n: int, b: int) -> int:
+    """m: the smallest m >= b + 1 coprime to b and to log2(n + 1) (docs/small-d.md)."""
+    k = int(round(math.log2(n + 1)))
+    return next(m for m in range(b + 1, 21) if math.gcd(m, b) == 1 and math.gcd(m, k) == 1)
+
+
+def masked_register_run(n: int, b: int, cycles: int, start: int = 0) -> np.ndarray:
+    """The masked generator's outputs for cycles start..start+cycles-1, register by register
+    and bit by bit, as the hardware computes them: position p loads the LFSR step of
+    position p + 1, the mask register steps in place, output bit j of position p is lane bit
+    j XOR mask bit (p + j) mod m, minus 2^(b-1)."""
+    m = masked_mask_width(n, b)
+    lanes = [int(s) for s in onthefly_lane_states(n, b, start)]
+    mask = int(sequence(m)[start % ((1 << m) - 1)])
+
+    def step(state: int, width: int) -> int:
+        feedback = 0
+        for tap in TAPS[width]:
+            feedback ^= (state >> (tap - 1)) & 1
+        return ((state << 1) | feedback) & ((1 << width) - 1)
+
+    out = np.zeros((cycles, n), dtype=np.int64)
+    for cycle in range(cycles):
+        for p in range(n):
+            word = 0
+            for j in range(b):
+                bit = ((lanes[p] >> j) & 1) ^ ((mask >> ((p + j) % m)) & 1)
+                word |= bit << j
+            out[cycle, p] = word - (1 << (b - 1))
+        lanes = [step(lanes[(p + 1) % n], b) for p in range(n)]
+        mask = step(mask, m)
+    return out

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from zoforge.errors import ConfigError
-from zoforge.golden.rng import (GaussianConfig, GaussianGolden, OnTheFlyConfig,
+from zoforge.golden.rng import (GaussianConfig, GaussianGolden, MaskedConfig, OnTheFlyConfig,
                                 OnTheFlyGolden, PregenConfig, PregenGolden)
 from zoforge.golden.zo.perturbation import (SOURCES, expected_gaussian_norm,
                                             make_perturbation,
@@ -69,11 +69,14 @@ def test_hardware_generator_of_each_source():
         PregenConfig(pool_size=1023, banks=4)
     assert make_perturbation("gaussian-hw", n_rng=8, bits=12).hardware() == \
         GaussianConfig(n_rng=8, bits=12)
+    assert make_perturbation("masked-onthefly", n_rng=7, bits=9).hardware() == \
+        MaskedConfig(n_rng=7, bits=9)
     for software in ("gaussian", "rademacher", "uniform-scaled", "uniform-naive"):
         assert make_perturbation(software).hardware() is None
 
 
-@pytest.mark.parametrize("name", ["pezo-onthefly", "pezo-pregen", "gaussian-hw"])
+@pytest.mark.parametrize("name", ["pezo-onthefly", "pezo-pregen", "gaussian-hw",
+                                  "masked-onthefly"])
 def test_seed_zero_starts_in_the_reset_state_and_seeds_differ(name):
     draws = {seed: make_perturbation(name, seed=seed).draw(500) for seed in (0, 1, 2)}
     reset = make_perturbation(name, seed=0).generator

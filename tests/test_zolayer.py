@@ -24,7 +24,7 @@ from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, 
                                        predicted_cycles, predicted_ratio, run_layer)
 
 SMALL = dict(max_m=16, max_k=16, max_n=16, max_r=8)
-STRATEGIES = ("onthefly", "pregen", "gaussian")
+STRATEGIES = ("onthefly", "pregen", "gaussian", "masked")
 
 
 # -- an independent reference ------------------------------------------------------------
@@ -240,6 +240,7 @@ def test_rtl_branch_lanes_bit_exact_with_stalls(strategy, rows, cols, branch_lan
 # tests build); the other two full-mode designs under -m slow
 @pytest.mark.parametrize("strategy, mode", [
     ("onthefly", "lora-fa"), ("pregen", "lora-fa"), ("gaussian", "lora-fa"), ("pregen", "full"),
+    ("masked", "lora-fa"),
     pytest.param("onthefly", "full", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("gaussian", "full", marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator):

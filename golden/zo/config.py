@@ -50,8 +50,10 @@ MAX_THREADS = 256
 MAX_STEP_SIZE = 1e6
 #: Fields that only some choices use: field -> (the choosing field, the values that use it).
 APPLIES_TO = {
-    "n_rng": ("perturbation", ("pezo-onthefly", "uniform-naive", "gaussian-hw")),
-    "bits": ("perturbation", ("pezo-onthefly", "uniform-naive", "pezo-pregen", "gaussian-hw")),
+    "n_rng": ("perturbation", ("pezo-onthefly", "uniform-naive", "gaussian-hw",
+                               "masked-onthefly")),
+    "bits": ("perturbation", ("pezo-onthefly", "uniform-naive", "pezo-pregen", "gaussian-hw",
+                              "masked-onthefly")),
     "terms": ("perturbation", ("gaussian-hw",)),
     **{f: ("perturbation", ("pezo-pregen",)) for f in ("pool_size", "banks", "pool_seed")},
     "chunk": ("perturbation", ("uniform-scaled",)),
@@ -177,7 +179,8 @@ class TrainConfig(Config):
                               "hw-mlp", self.batch)
         if self.hardware_generator() is None:
             raise ConfigError("perturbation", "a hardware source (pezo-onthefly, "
-                              "pezo-pregen, gaussian-hw) for trainable hw-mlp",
+                              "pezo-pregen, gaussian-hw, masked-onthefly) for trainable "
+                              "hw-mlp",
                               self.perturbation)
         if self.queries > Formats.MAX_QUERIES:
             raise ConfigError("queries", f"at most {Formats.MAX_QUERIES} for method "

@@ -8,10 +8,10 @@ the layers' 24-bit master copies as integers (exact in float32), layer after lay
 row-major ``(K, N)``.
 
 ``hw-prge`` is the hardware's step (:meth:`ZoNetwork.step`): the perturbation source's
-golden generator (``pezo-onthefly``, ``pezo-pregen`` or ``gaussian-hw``, started where
-``seed`` says, as the hardware's) drives the branches and the update; ``lr`` and
-``eps`` become the integer settings of :func:`~zoforge.golden.zolayer.network.
-step_settings`, which the result reports. A golden run is the exact prediction of the same
+golden generator (``pezo-onthefly``, ``pezo-pregen``, ``gaussian-hw`` or
+``masked-onthefly``, started where ``seed`` says, as the hardware's) drives the branches
+and the update; ``lr`` and ``eps`` become the integer settings of
+:func:`~zoforge.golden.zolayer.network.step_settings`, which the result reports. A golden run is the exact prediction of the same
 run on the RTL: same batches, same g values, same masters after every step.
 """
 from __future__ import annotations
@@ -85,7 +85,8 @@ class HardwarePRGE(ZOOptimizer):
                               trainable.kind)
         if perturbation.hardware() is None:
             raise ConfigError("perturbation", "a hardware source (pezo-onthefly, "
-                              "pezo-pregen, gaussian-hw) for method hw-prge",
+                              "pezo-pregen, gaussian-hw, masked-onthefly) for method "
+                              "hw-prge",
                               perturbation.name)
         self.generator = perturbation.generator
         self.queries = queries

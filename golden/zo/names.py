@@ -11,4 +11,4 @@ __all__ = ["METHODS", "SOURCE_NAMES"]
 METHODS = ("mezo", "prge", "hizoo", "pefoo", "pefoo-l")
 #: The perturbation sources (:data:`~zoforge.golden.zo.perturbation.SOURCES`).
 SOURCE_NAMES = ("gaussian", "rademacher", "uniform-naive", "uniform-scaled", "pezo-onthefly",
-                "pezo-pregen", "gaussian-hw")
+                "pezo-pregen", "gaussian-hw", "masked-onthefly")

@@ -20,8 +20,11 @@ Sources (``perturbation``):
 * ``gaussian-hw`` the hardware Gaussian baseline (n central-limit generators, each a sum of
   ``terms`` LFSR values; :class:`~zoforge.golden.rng.GaussianConfig`), bit-exact with its
   RTL: the MeZO row of PeZO's Table 6 as a training source.
+* ``masked-onthefly`` the masked on-the-fly generator (issue 25;
+  :class:`~zoforge.golden.rng.MaskedConfig`): PeZO's lanes XOR a rotating mask, bit-exact
+  with its RTL, for diversity at small d.
 
-The three hardware sources know the generator they are bit-exact with
+The four hardware sources know the generator they are bit-exact with
 (:meth:`Perturbation.hardware`: its configuration, from which ``zoforge build`` reports the
 generator's cost); the software sources have none. ``n_rng`` / ``bits`` left as ``None``
 take the generator configuration's defaults.
@@ -38,7 +41,8 @@ import numpy as np
 import torch
 
 from zoforge.errors import check_choice, check_int_range
-from zoforge.golden.rng import GaussianConfig, GeneratorConfig, OnTheFlyConfig, PregenConfig
+from zoforge.golden.rng import (GaussianConfig, GeneratorConfig, MaskedConfig, OnTheFlyConfig,
+                                PregenConfig)
 from zoforge.golden.rng.norms import expected_gaussian_norm
 from zoforge.golden.zo.names import SOURCE_NAMES
 
@@ -206,8 +210,16 @@ class GaussianHw(_Golden):
         super().__init__(GaussianConfig(n_rng=n_rng, bits=bits, terms=terms), seed)
 
 
+class MaskedOnTheFly(_Golden):
+    name = "masked-onthefly"
+
+    def __init__(self, n_rng: int = MaskedConfig.n_rng, bits: int = MaskedConfig.bits,
+                 seed: int = 0):
+        super().__init__(MaskedConfig(n_rng=n_rng, bits=bits), seed)
+
+
 SOURCES = {cls.name: cls for cls in (Gaussian, Rademacher, UniformNaive, UniformScaled,
-                                     PezoOnTheFly, PezoPregen, GaussianHw)}
+                                     PezoOnTheFly, PezoPregen, GaussianHw, MaskedOnTheFly)}
 if tuple(SOURCES) != SOURCE_NAMES:
     raise RuntimeError(f"perturbation sources {tuple(SOURCES)} differ from names.SOURCE_NAMES")
 
@@ -218,8 +230,8 @@ def make_perturbation(name: str, *, seed: int = 0, n_rng: int | None = None,
                       terms: int = GaussianConfig.terms, chunk: int = 0) -> Perturbation:
     """Build the source ``name`` (see :data:`SOURCES`) from CLI-style parameters.
 
-    ``n_rng`` and ``bits`` default to the generator configuration's (on-the-fly 31 x 8,
-    pre-generated 12 bits, hardware Gaussian 1024 x 16).
+    ``n_rng`` and ``bits`` default to the generator configuration's (on-the-fly and masked
+    31 x 8, pre-generated 12 bits, hardware Gaussian 1024 x 16).
     """
     check_choice("perturbation", name, SOURCES)
     if name in ("gaussian", "rademacher"):
@@ -229,7 +241,8 @@ def make_perturbation(name: str, *, seed: int = 0, n_rng: int | None = None,
     if name == "pezo-pregen":
         return PezoPregen(pool_size=pool_size, bits=PregenConfig.bits if bits is None else bits,
                           banks=banks, pool_seed=pool_seed, seed=seed)
-    defaults = GaussianConfig if name == "gaussian-hw" else OnTheFlyConfig
+    defaults = {"gaussian-hw": GaussianConfig, "masked-onthefly": MaskedConfig}.get(
+        name, OnTheFlyConfig)
     sized = {"n_rng": defaults.n_rng if n_rng is None else n_rng,
              "bits": defaults.bits if bits is None else bits, "seed": seed}
     if name == "gaussian-hw":

@@ -4,25 +4,30 @@
 The configuration types (:class:`~zoforge.golden.rng.OnTheFlyConfig`,
 :class:`~zoforge.golden.rng.PregenConfig`, :class:`~zoforge.golden.rng.GaussianConfig`) live
 beside the golden models; their defaults are the configurations of PeZO's Table 6
-(on-the-fly 31 x 8 bits, pre-generated 4095 x 12 bits in 8 banks, Gaussian array of 1024).
+(on-the-fly 31 x 8 bits, pre-generated 4095 x 12 bits in 8 banks, Gaussian array of 1024);
+:class:`~zoforge.golden.rng.MaskedConfig` (issue 25) defaults to the same 31 x 8 lanes.
 """
 from __future__ import annotations
 
-from zoforge.golden.rng import GaussianConfig, GeneratorConfig, OnTheFlyConfig, PregenConfig
+from zoforge.golden.rng import (GaussianConfig, GeneratorConfig, MaskedConfig, OnTheFlyConfig,
+                                PregenConfig)
 from zoforge.hw.designs import Elaborated, get_design
 from zoforge.hw.rng.gaussian import GaussianGenerator
+from zoforge.hw.rng.masked import MaskedGenerator
 from zoforge.hw.rng.onthefly import OnTheFlyGenerator, lut_memory_init
 from zoforge.hw.rng.pregen import PregenGenerator
 
 __all__ = ["generator_for", "design_name", "elaborate_generator", "DESIGN"]
 
 _HARDWARE = {OnTheFlyConfig: OnTheFlyGenerator, PregenConfig: PregenGenerator,
-             GaussianConfig: GaussianGenerator}
+             GaussianConfig: GaussianGenerator, MaskedConfig: MaskedGenerator}
 
 _BLOCKS = {"onthefly": {"core": "LFSR lanes with rotation, lane-0 tracker and scale LUT",
                         "shift": "power-of-two shift of the centred lane values"},
            "gaussian": {"lfsrs": "n*K LFSR registers (the adder trees are in the top)"},
-           "pregen": {}}
+           "pregen": {},
+           "masked": {"core": "LFSR lanes with rotation, mask LFSR and output XOR",
+                      "shift": "centring (MSB inversion) of the masked lane values"}}
 
 
 def generator_for(config: GeneratorConfig):
@@ -37,6 +42,8 @@ def design_name(config: GeneratorConfig) -> str:
     elif isinstance(config, PregenConfig):
         name = (f"rng_pregen_N{config.pool_size}_q{config.bits}_L{config.banks}"
                 f"_{config.layout}" + (f"_s{config.pool_seed}" if config.pool_seed else ""))
+    elif isinstance(config, MaskedConfig):
+        name = f"rng_masked_n{config.n_rng}_b{config.bits}"
     else:
         name = f"rng_gaussian_n{config.n_rng}_b{config.bits}_k{config.terms}"
     return name + ("_snapshot" if config.snapshot else "")

@@ -24,7 +24,7 @@ __all__ = ["run_training_demo", "demo_train_config", "step_cost", "COST_KEYS"]
 
 #: The training source that is bit-exact with each generator strategy.
 SOURCE_OF_STRATEGY = {"onthefly": "pezo-onthefly", "pregen": "pezo-pregen",
-                      "gaussian": "gaussian-hw"}
+                      "gaussian": "gaussian-hw", "masked": "masked-onthefly"}
 
 
 def demo_train_config(args, generator):

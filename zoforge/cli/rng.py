@@ -19,7 +19,8 @@ MAX_DUMP_VALUES = 50_000_000
 CHUNK_VALUES = 1 << 18
 
 #: The dump's own flags, the strategies they apply to, and their defaults.
-_DUMP_FLAGS = {"cycles": (("onthefly", "gaussian"), 8), "start": (("onthefly", "gaussian"), 0),
+_CYCLE_STRATEGIES = ("onthefly", "gaussian", "masked")
+_DUMP_FLAGS = {"cycles": (_CYCLE_STRATEGIES, 8), "start": (_CYCLE_STRATEGIES, 0),
                "length": (("pregen",), 100), "count": (("pregen",), 2)}
 
 
@@ -40,9 +41,9 @@ def _add_dump_flags(dump) -> None:
 
     add_config_flags(dump, tuple(GENERATOR_CONFIGS.values()))
     dump.add_argument("--cycles", type=int, default=argparse.SUPPRESS,
-                      help="onthefly/gaussian: RNG cycles to print (default 8)")
+                      help="onthefly/gaussian/masked: RNG cycles to print (default 8)")
     dump.add_argument("--start", type=int, default=argparse.SUPPRESS,
-                      help="onthefly/gaussian: first RNG cycle t (default 0)")
+                      help="onthefly/gaussian/masked: first RNG cycle t (default 0)")
     dump.add_argument("--length", type=int, default=argparse.SUPPRESS,
                       help="pregen: perturbation length d (default 100)")
     dump.add_argument("--count", type=int, default=argparse.SUPPRESS,
@@ -100,7 +101,8 @@ def dump_onthefly(golden, start: int, cycles: int, out) -> None:
 
 
 def dump_gaussian(golden, start: int, cycles: int, out) -> None:
-    """``cycle,v0..v{n-1}``: the emitted integers (value = v / 2^F), one row per cycle."""
+    """``cycle,v0..v{n-1}``: the emitted integers (value = v / 2^F), one row per cycle (the
+    Gaussian and the masked generators)."""
     import numpy as np
     out.write(",".join(["cycle"] + [f"v{i}" for i in range(golden.n_rng)]) + "\n")
     for first, count in _chunks(cycles, golden.n_rng + 1):

@@ -7,6 +7,7 @@ import tomllib
 from pathlib import Path
 
 from zoforge.errors import ConfigError, check_int_range
+from zoforge.sweep.presets import PRESETS
 
 _DESCRIPTION = """\
 Run a sweep: for every point a golden ZO training (accuracy before/after, final loss,
@@ -44,8 +45,8 @@ def register(tree) -> None:
     source.add_argument("--config", type=Path, metavar="SWEEP.toml",
                         help="the sweep (schema in docs/sweeps.md)")
     source.add_argument("--preset", metavar="NAME",
-                        help="a built-in sweep: tiny, pezo-fig3 (pool size), pezo-fig4 "
-                             "(bit-width), pezo-rng-count (RNG count)")
+                        help="a built-in sweep: " + ", ".join(PRESETS)
+                             + " (docs/sweeps.md, Presets)")
     source.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a fixed value: a training option (steps=200), or report.KEY, "
                              "hardware.KEY, search.KEY; repeatable")
