@@ -33,26 +33,26 @@ TINY_LAYER = layer_config("onthefly", rows=4, cols=4, mode="lora-fa", max_m=8, m
 
 
 def test_tiny_step_cycles_by_hand():
-    # engine, 4 x 4: tiles >= 2R + C = 12 apart; a job ends 3R + C + 20 = 36 cycles after
+    # engine, 4 x 4: tiles >= 2R + C = 12 apart; a job ends 3R + C + 21 = 37 cycles after
     # its last tile. (M, K, N) = (8, 16, 16): 8 beats per panel, 2 x 4 tiles of 16 k-steps
-    key = 2 * 8 + 7 * 16 + 16 + 36                       # 180 (key, attn_out, ffn_in chunk)
-    ffn_out = 2 * 16 + 7 * 32 + 32 + 36                  # (8, 32, 16): 324
-    head = 2 * 8 + 16 + 36                               # (2, 16, 2), one tile: 68
+    key = 2 * 8 + 7 * 16 + 16 + 37                       # 181 (key, attn_out, ffn_in chunk)
+    ffn_out = 2 * 16 + 7 * 32 + 32 + 37                  # (8, 32, 16): 325
+    head = 2 * 8 + 16 + 37                               # (2, 16, 2), one tile: 69
     # ZO layer (hw/zolayer/cycles.py), M = 8, K = N = 16, r = 4; every job + 1 (FINISH):
     # loads one cycle per beat (+1), X packed 4 k-steps a beat; compute tiles max(depth, 12,
-    # (depth + 20.5) / 2) apart, the last ends after its k-steps, + 26 + 3R + C = 42 (+ 6
+    # (depth + 20.5) / 2) apart, the last ends after its k-steps, + 27 + 3R + C = 43 (+ 6
     # for a branch's bias)
     loads = (4 * 16 + 2) + (1 * 16 + 2) + (4 * 4 + 2) + (2 * 4 + 2)      # w, a, master, x
-    frozen = round(7 * 18.25 + 16 + 42) + 1 + round(1 * 18.25 + 16 + 42) + 1     # 187 + 77
-    branch = round(7 * 12.25 + 4 + 42 + 6) + 1          # r = 4: tiles at 12.25: 139
-    call = loads + frozen + branch                       # 515
+    frozen = round(7 * 18.25 + 16 + 43) + 1 + round(1 * 18.25 + 16 + 43) + 1     # 188 + 78
+    branch = round(7 * 12.25 + 4 + 43 + 6) + 1          # r = 4: tiles at 12.25: 140
+    call = loads + frozen + branch                       # 518
     # master load; accumulate 15 + 7 (its pipeline) + 2; apply 16 + 10 + 1; read 16 + 3
     walk = (16 + 2) + (15 + 7 + 2 + 1) + (16 + 10 + 1 + 1) + (16 + 3 + 1)
     forwards = 2
     total = (forwards * 2 * call + forwards * 2 * key + forwards * 2 * key
              + forwards * ffn_out + forwards * head + 1 * 2 * walk)
     step = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER)
-    assert step.cycles == total == 4466
+    assert step.cycles == total == 4490
     by_name = {c.name: c for c in step.calls}
     assert by_name["query/value adapter call"].cycles == call
     assert by_name["ffn_in chunk (1/2)"].count == 4 and by_name["ffn_in chunk (1/2)"].shape \
@@ -138,17 +138,17 @@ def test_roofline_and_time():
     assert all(row.bound == "compute" for row in fast)
     call = slow[0]            # per job max(compute, memory): frozen_w, frozen_a compute
     assert call.memory_s == 16 * (64 + 16 + 16 + 8 + 32)
-    assert call.time_s - call.memory_s == pytest.approx((187 + 77) / 100e6, rel=1e-6)
+    assert call.time_s - call.memory_s == pytest.approx((188 + 78) / 100e6, rel=1e-6)
     walk = slow[-1]           # load_master and read_master stream; accumulate, apply not
     assert walk.time_s - walk.memory_s == pytest.approx((25 + 28) / 100e6, rel=1e-6)
     row = next(r for r in slow if r.name == "head")
     assert row.time_s == row.memory_s == next(c for c in step.calls
                                               if c.name == "head").stream_bytes
     timing = step_time_energy(step, 100.0, 0.5, 1.5, ddr_bytes_per_s=1e15)
-    assert timing["compute_s"] == pytest.approx(4466 / 100e6)
-    assert timing["compute_static_j"] == pytest.approx(0.5 * 4466 / 100e6)
-    assert timing["compute_dynamic_j"] == pytest.approx(1.5 * 4466 / 100e6)
-    assert timing["compute_j"] == pytest.approx(2 * 4466 / 100e6)
+    assert timing["compute_s"] == pytest.approx(4490 / 100e6)
+    assert timing["compute_static_j"] == pytest.approx(0.5 * 4490 / 100e6)
+    assert timing["compute_dynamic_j"] == pytest.approx(1.5 * 4490 / 100e6)
+    assert timing["compute_j"] == pytest.approx(2 * 4490 / 100e6)
     # dynamic power estimated at 50 MHz is taken to the step's 100 MHz; static stays
     scaled = step_time_energy(step, 100.0, 0.5, 0.75, power_mhz=50.0)
     assert scaled["compute_dynamic_j"] == pytest.approx(timing["compute_dynamic_j"])

@@ -10,7 +10,8 @@ engine's per-column parameter tables, the ZO layer's init buffer) into their fie
 row. A row is issued (its memory reads) only when a place is reserved for it in a
 :data:`FIFO_DEPTH`-row FIFO in front of ``rows`` (a credit count: rows issued and not yet
 taken), so the :data:`READ_LATENCY` stages never stall: the memory reads, a register of the
-whole row right behind the memories, then the FIFO's write. The issue logic reads only
+whole row right behind the memories, then the FIFO (a buffered one: its memory is read
+into a register, no memory output in front of the requantizer). The issue logic reads only
 registers (the credit count, the drained tiles, the tile order's end tests), not ``rows.ready``:
 the stream's back-pressure reaches it a cycle late, through the count. ``job.start`` clears
 all state but the rows' data.
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from amaranth import Cat, Module, ResetInserter, Signal
 from amaranth.lib import stream, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS
@@ -33,8 +34,9 @@ from .tiles import Buffer, Tiling, tile_order
 
 __all__ = ["OutputStage", "SideRead", "SIDE_ADDRESSES", "READ_LATENCY", "FIFO_DEPTH"]
 
-#: Register stages from a row's issue (its memory reads) to the row on ``rows``.
-READ_LATENCY = 3
+#: Register stages from a row's issue (its memory reads) to the row on ``rows``: the read,
+#: the register behind the memories, the FIFO's memory and its output register.
+READ_LATENCY = 4
 #: Rows the output FIFO holds: the stages in flight, and a credit's way back, so that a
 #: stream that is always ready takes a row every cycle.
 FIFO_DEPTH = READ_LATENCY + 2
@@ -81,7 +83,7 @@ class OutputStage(wiring.Component):
         tiles_ready = Signal(2)     # drained tiles not yet read out
 
         width = len(Signal(input_layout(self.tiling.cols)).as_value())
-        m.submodules.fifo = fifo = SyncFIFO(width=width, depth=FIFO_DEPTH)
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=FIFO_DEPTH)
         taken = rows.valid & rows.ready
         credits = Signal(range(FIFO_DEPTH + 1))     # rows issued and not yet taken
         room = Signal(init=1)                       # credits < FIFO_DEPTH, a register

@@ -49,7 +49,7 @@ READ_EXTRA = 3
 SPREAD_EXTRA = 2
 BIAS_EXTRA = 6
 #: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
-FILL, FILL_PER_ROW, FILL_PER_COL = 26, 3, 1
+FILL, FILL_PER_ROW, FILL_PER_COL = 27, 3, 1
 #: bank_free = FREE + FREE_PER_ROW * R + FREE_PER_COL * C (measured on the RTL; a LoRA-FA
 #: branch, which reads a bias beside each row, takes about half a cycle more: not modelled,
 #: its error stays below 1.5 % on every measured shape)

@@ -7,8 +7,8 @@ moves to the next word; ``last`` says the current word is the walk's last, ``pan
 that it is its panel's last. Loads, panel fetches, the reader and the update unit all walk
 this way, which is what makes the perturbation order the same everywhere.
 
-The next word's k-step and the next panel's first feature are registers of their own, and
-so are the end tests: they are set with the registers, from comparisons of registers with
+The next word's k-step and the first feature of the panel after the next are registers of
+their own, and so are the end tests: they are set with the registers, from comparisons of registers with
 ``inner`` / ``outer`` (no comparison behind ``advance``), so ``inner`` and ``outer`` must
 hold from ``restart`` to the walk's end (the job's walk is set with its flags,
 :mod:`.control`).
@@ -35,21 +35,23 @@ class PanelWalk(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         k_next = Signal(self.dim_bits + 1, init=1)              # k + 1
-        p_next = Signal(self.dim_bits + 2, init=self.step)      # the next panel's feature
-        panels_end = Signal()                                    # p_next >= outer
+        # the first feature of the panel after the next (the next one's + step: no adder in
+        # front of the end test's comparison)
+        p_after = Signal(self.dim_bits + 3, init=2 * self.step)
+        panels_end = Signal()                                    # the next panel's >= outer
         m.d.comb += self.last.eq(self.panel_end & panels_end)
         # the end tests for each way the registers can move, compared on registers only;
         # ``restart`` and ``advance`` just pick one
         first_end = 1 >= self.inner
         with m.If(self.restart):
-            m.d.sync += [self.k.eq(0), k_next.eq(1), p_next.eq(self.step), self.panel.eq(0),
+            m.d.sync += [self.k.eq(0), k_next.eq(1), p_after.eq(2 * self.step), self.panel.eq(0),
                          self.flat.eq(0), self.panel_end.eq(first_end),
                          panels_end.eq(self.step >= self.outer)]
         with m.Elif(self.advance):
             m.d.sync += [self.k.eq(k_next), k_next.eq(k_next + 1), self.flat.eq(self.flat + 1),
                          self.panel_end.eq(k_next + 1 >= self.inner)]
             with m.If(self.panel_end):
-                m.d.sync += [self.k.eq(0), k_next.eq(1), p_next.eq(p_next + self.step),
+                m.d.sync += [self.k.eq(0), k_next.eq(1), p_after.eq(p_after + self.step),
                              self.panel.eq(self.panel + 1), self.panel_end.eq(first_end),
-                             panels_end.eq(p_next + self.step >= self.outer)]
+                             panels_end.eq(p_after >= self.outer)]
         return m
