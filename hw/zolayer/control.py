@@ -54,12 +54,13 @@ COMPUTE_JOBS = ("branch", "frozen_w", "frozen_a")
 class LayerJobSignature(wiring.Signature):
     """The job in flight, as the layer's units see it (the control's view): ``launch`` (one
     cycle: clear your state), ``active`` (from the next cycle to the job's end), one bit per
-    job code (:data:`~.registers.JOBS`, one-hot), the flags ``minus``, ``plain`` and
-    ``query``, and the walk ``inner`` x ``outer`` (see the module docstring)."""
+    job code (:data:`~.registers.JOBS`, one-hot), ``compute`` (one of :data:`COMPUTE_JOBS`: a
+    register of its own, not the flags' OR), the flags ``minus``, ``plain`` and ``query``,
+    and the walk ``inner`` x ``outer`` (see the module docstring)."""
 
     def __init__(self):
         super().__init__({"launch": Out(1), "active": Out(1),
-                          **{name: Out(1) for name in JOBS},
+                          **{name: Out(1) for name in JOBS}, "compute": Out(1),
                           "minus": Out(1), "plain": Out(1),
                           "query": Out(CTRL_FIELDS["query"][1]),
                           "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
@@ -190,11 +191,10 @@ class LayerControl(wiring.Component):
         # only requantized result
         # (a register of its own, set with the job's flags: one flag, not their OR, in front
         # of the sequencers' enables)
-        compute = Signal()
         with m.If(start):
-            m.d.sync += compute.eq(written_is(*COMPUTE_JOBS))
+            m.d.sync += job.compute.eq(written_is(*COMPUTE_JOBS))
         tiles, mode = self.tiles, self.mode
-        m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & compute),
+        m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & job.compute),
                      tiles.m.eq(settings.m), tiles.k.eq(k_steps),
                      tiles.n.eq(job.outer << shift),
                      mode.bias_en.eq(job.branch), mode.per_channel.eq(0),

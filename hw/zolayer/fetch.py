@@ -30,7 +30,7 @@ from zoforge.hw.systolic.signatures import PanelSignature
 from zoforge.hw.systolic.tiles import Buffer, Tiling
 
 from .buffers import Memory
-from .control import COMPUTE_JOBS, LayerJobSignature
+from .control import LayerJobSignature
 from .perturb import PerturbUnit
 from .registers import DIM_BITS
 from .spread import BranchSpread, minus_lanes
@@ -75,7 +75,7 @@ class PanelFetch(wiring.Component):
         m.submodules.walk = walk = PanelWalk(F, DIM_BITS, self.flat_bits)
         m.submodules.written = written = PanelWalk(F, DIM_BITS, 1)
         panels, job = self.panels, self.job
-        active = job.active & Cat(getattr(job, name) for name in COMPUTE_JOBS).any()
+        active = job.active & job.compute
         occupied = Signal(2)                 # banks holding a panel, complete or being filled
         fetched_all, pending = Signal(), Signal()
         if B > 1:      # a word of B k-steps to the rows' B branches, k-step by k-step

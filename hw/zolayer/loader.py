@@ -8,7 +8,8 @@ token buffer; ``load_w`` / ``load_a`` / ``load_master`` panels of R features by 
 k-steps; :class:`~.walk.PanelWalk` order, ``inner`` x ``outer`` of the ``job``,
 :class:`~.control.LayerJobSignature`; lane l in bits ``[32l, 32l+32)``, values in the low
 bits) into the frozen W, A or the master copy, where
-``load_master`` also clears the update accumulator D. ``tready`` is high from the cycle
+``load_master`` also clears the update accumulator D. X, W and A are written a cycle after
+their beat (from registers), T and D through the shared ports (registered there). ``tready`` is high from the cycle
 after ``launch`` (while ``active``) to the job's last word (``done``). The master and
 accumulator ports are shared with the update unit (:class:`~.share.MasterPorts`).
 """
@@ -78,18 +79,21 @@ class LayerLoader(wiring.Component):
         with m.If(self.done):
             m.d.sync += loaded.eq(1)
 
+        # X, W and A are written a cycle after the beat, from registers (nothing between the
+        # stream's handshake and a block RAM's inputs; no job reads them before its own
+        # start); T and D go through :class:`~.share.MasterPorts`, which registers them
         x_wr, t_wr, d_wr = self.x_buffer_wr, self.master_wr, self.update_accumulator_wr
-        m.d.comb += [x_wr.addr.eq(Cat(x_walk.word, x_walk.tile)),
+        m.d.sync += [x_wr.addr.eq(Cat(x_walk.word, x_walk.tile)),
                      x_wr.data.eq(self.s_axis.tdata[:len(x_wr.data.as_value())]),
-                     x_wr.en.eq(beat & job.load_x),
-                     t_wr.addr.eq(walk.flat),
+                     x_wr.en.eq(beat & job.load_x)]
+        m.d.comb += [t_wr.addr.eq(walk.flat),
                      t_wr.data.eq(Cat(l[:Formats.MASTER_BITS] for l in lane[:R])),
                      t_wr.en.eq(beat & job.load_master),
                      d_wr.addr.eq(walk.flat), d_wr.data.eq(0),
                      d_wr.en.eq(beat & job.load_master)]
         if self.frozen:
             for port, name in ((self.w_frozen_wr, "load_w"), (self.a_frozen_wr, "load_a")):
-                m.d.comb += [port.addr.eq(walk.flat),
+                m.d.sync += [port.addr.eq(walk.flat),
                              port.data.eq(Cat(l[:Formats.ACT_BITS] for l in lane[:R])),
                              port.en.eq(beat & getattr(job, name))]
         return m

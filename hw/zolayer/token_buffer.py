@@ -68,19 +68,26 @@ class TokenWalk(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         t, P = self.tiling, self.pack
-        # the next word's first k-step and the next tile's first token, registers of their
-        # own: each end test is one comparison
-        k_next = Signal(range((1 << t.dim_bits) + P + 1), init=P)
-        m_next = Signal(t.dim_bits + 2, init=t.cols)
-        word_end = k_next >= self.inner
-        m.d.comb += self.last.eq(word_end & (m_next >= self.outer))
+        # the first k-step of the word after the next and the first token of the tile after
+        # the next are registers of their own, and so are the end tests, set with the
+        # registers from comparisons of registers with ``inner`` / ``outer`` (as in
+        # :class:`~.walk.PanelWalk`: both hold from ``restart`` to the walk's end)
+        k_after = Signal(range((1 << t.dim_bits) + 2 * P + 1), init=2 * P)
+        m_after = Signal(t.dim_bits + 2, init=2 * t.cols)
+        word_end, tiles_end = Signal(), Signal()     # this word ends its tile; the last tile
+        m.d.comb += self.last.eq(word_end & tiles_end)
+        first_word_end = P >= self.inner
         with m.If(self.restart):
-            m.d.sync += [self.word.eq(0), k_next.eq(P), self.tile.eq(0), m_next.eq(t.cols)]
+            m.d.sync += [self.word.eq(0), k_after.eq(2 * P), word_end.eq(first_word_end),
+                         self.tile.eq(0), m_after.eq(2 * t.cols),
+                         tiles_end.eq(t.cols >= self.outer)]
         with m.Elif(self.advance):
-            m.d.sync += [self.word.eq(self.word + 1), k_next.eq(k_next + P)]
+            m.d.sync += [self.word.eq(self.word + 1), k_after.eq(k_after + P),
+                         word_end.eq(k_after >= self.inner)]
             with m.If(word_end):
-                m.d.sync += [self.word.eq(0), k_next.eq(P), self.tile.eq(self.tile + 1),
-                             m_next.eq(m_next + t.cols)]
+                m.d.sync += [self.word.eq(0), k_after.eq(2 * P), word_end.eq(first_word_end),
+                             self.tile.eq(self.tile + 1), m_after.eq(m_after + t.cols),
+                             tiles_end.eq(m_after >= self.outer)]
         return m
 
 

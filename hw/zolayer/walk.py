@@ -7,8 +7,8 @@ moves to the next word; ``last`` says the current word is the walk's last, ``pan
 that it is its panel's last. Loads, panel fetches, the reader and the update unit all walk
 this way, which is what makes the perturbation order the same everywhere.
 
-The next word's k-step and the first feature of the panel after the next are registers of
-their own, and so are the end tests: they are set with the registers, from comparisons of registers with
+The k-step of the word after the next and the first feature of the panel after the next
+are registers of their own, and so are the end tests: they are set with the registers, from comparisons of registers with
 ``inner`` / ``outer`` (no comparison behind ``advance``), so ``inner`` and ``outer`` must
 hold from ``restart`` to the walk's end (the job's walk is set with its flags,
 :mod:`.control`).
@@ -35,6 +35,8 @@ class PanelWalk(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         k_next = Signal(self.dim_bits + 1, init=1)              # k + 1
+        k_after = Signal(self.dim_bits + 2, init=2)             # k + 2 (no adder in front
+                                                                # of the end test)
         # the first feature of the panel after the next (the next one's + step: no adder in
         # front of the end test's comparison)
         p_after = Signal(self.dim_bits + 3, init=2 * self.step)
@@ -44,14 +46,15 @@ class PanelWalk(wiring.Component):
         # ``restart`` and ``advance`` just pick one
         first_end = 1 >= self.inner
         with m.If(self.restart):
-            m.d.sync += [self.k.eq(0), k_next.eq(1), p_after.eq(2 * self.step), self.panel.eq(0),
-                         self.flat.eq(0), self.panel_end.eq(first_end),
+            m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2), p_after.eq(2 * self.step),
+                         self.panel.eq(0), self.flat.eq(0), self.panel_end.eq(first_end),
                          panels_end.eq(self.step >= self.outer)]
         with m.Elif(self.advance):
-            m.d.sync += [self.k.eq(k_next), k_next.eq(k_next + 1), self.flat.eq(self.flat + 1),
-                         self.panel_end.eq(k_next + 1 >= self.inner)]
+            m.d.sync += [self.k.eq(k_next), k_next.eq(k_next + 1), k_after.eq(k_after + 1),
+                         self.flat.eq(self.flat + 1), self.panel_end.eq(k_after >= self.inner)]
             with m.If(self.panel_end):
-                m.d.sync += [self.k.eq(0), k_next.eq(1), p_after.eq(p_after + self.step),
+                m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2),
+                             p_after.eq(p_after + self.step),
                              self.panel.eq(self.panel + 1), self.panel_end.eq(first_end),
                              panels_end.eq(p_after >= self.outer)]
         return m
