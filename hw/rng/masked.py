@@ -22,13 +22,13 @@ The ports are private and named inside each module
 from __future__ import annotations
 
 from amaranth import Cat, Module, Signal, unsigned
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng import MaskedConfig
 from zoforge.hw.rng.lfsr import (drive_state, lfsr_next, named_ports, private_ports,
                                  snapshot_members)
-from zoforge.hw.rng.onthefly import ScaleShift
+from zoforge.hw.rng.onthefly import LaneStreamTop, ScaleShift
 
 __all__ = ["MaskedCore", "MaskedGenerator"]
 
@@ -72,16 +72,11 @@ class MaskedCore(wiring.Component):
         return m
 
 
-class MaskedGenerator(wiring.Component):
+class MaskedGenerator(LaneStreamTop):
     """Stream top of the masked generator: ``core`` and ``shift`` (module docstring)."""
 
     def __init__(self, config: MaskedConfig):
-        self.config = config
-        self.golden = config.golden()
-        self.n_rng, self.bits, self.snapshot = config.n_rng, config.bits, config.snapshot
-        self.width = self.golden.width
-        super().__init__({"out": Out(stream.Signature(config.n_rng * self.width)),
-                          **snapshot_members(config.snapshot)})
+        super().__init__(config)
 
     def elaborate(self, platform):
         m = Module()

@@ -59,7 +59,7 @@ from zoforge.golden.rng import OnTheFlyConfig, scale_lut
 from zoforge.hw.rng.lfsr import (drive_state, lfsr_next, named_ports, private_ports,
                                  snapshot_members)
 
-__all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "lut_memory_init"]
+__all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "LaneStreamTop", "lut_memory_init"]
 
 
 def lut_memory_init(n_rng: int, bits: int) -> list[int]:
@@ -203,17 +203,26 @@ class ScaleShift(wiring.Component):
         return m
 
 
-class OnTheFlyGenerator(wiring.Component):
-    """Stream top of the on-the-fly generator: ``core`` and ``shift`` connected, plus the
-    stream control (see the module docstring)."""
+class LaneStreamTop(wiring.Component):
+    """What the lane generators' stream tops share: ``config`` (``n_rng`` lanes of ``bits``,
+    ``snapshot``), its golden model, and the signature: ``out``, a stream of ``n_rng`` values
+    of the golden model's ``width`` (lane 0 in the low bits), plus the snapshot port."""
 
-    def __init__(self, config: OnTheFlyConfig):
+    def __init__(self, config):
         self.config = config
         self.golden = config.golden()
         self.n_rng, self.bits, self.snapshot = config.n_rng, config.bits, config.snapshot
         self.width = self.golden.width
         super().__init__({"out": Out(stream.Signature(config.n_rng * self.width)),
                           **snapshot_members(config.snapshot)})
+
+
+class OnTheFlyGenerator(LaneStreamTop):
+    """Stream top of the on-the-fly generator: ``core`` and ``shift`` connected, plus the
+    stream control (see the module docstring)."""
+
+    def __init__(self, config: OnTheFlyConfig):
+        super().__init__(config)
 
     def elaborate(self, platform):
         m = Module()
