@@ -25,9 +25,9 @@ from zoforge.sim.formal import (Bus, buses, check_protocols, cover_depths, harne
 #: time grows steeply past its first output beat: a 40-cycle check of the 1 x 1 ran for over
 #: six minutes).
 CONFIGS = {
-    "engine": ("engine", EngineConfig(rows=1, cols=1, pack=1, max_m=2, max_k=2, max_n=2), 32),
+    "engine": ("engine", EngineConfig(rows=1, cols=1, pack=1, max_m=2, max_k=2, max_n=2), 33),
     "engine-2x2": ("engine", EngineConfig(rows=2, cols=2, pack=1, max_m=2, max_k=2, max_n=2),
-                   35),
+                   36),
     "zo-layer": ("zo-layer", layer_config(rows=1, cols=1, max_m=1, max_k=1, max_n=1,
                                           max_r=1), 30),
     "zo-layer-full": ("zo-layer", layer_config(mode="full", rows=1, cols=1, max_m=1, max_k=1,
