@@ -101,6 +101,9 @@ def _compiling(cache: Path):
     return ready
 
 
+# a whole Verilator compile of its own (slow + ci: CI runs it; out of the default run's 10 CPU-minutes)
+@pytest.mark.slow
+@pytest.mark.ci
 def test_a_verilator_build_killed_mid_compile_is_rebuilt(tmp_path, clean_rng):
     _, clean = clean_rng("verilator")
     cache = tmp_path / "cache"
@@ -117,7 +120,8 @@ def test_a_verilator_build_killed_mid_compile_is_rebuilt(tmp_path, clean_rng):
 
 @pytest.mark.parametrize("simulator, damage", [
     pytest.param("verilator", "truncate-model", marks=(pytest.mark.slow, pytest.mark.ci)), ("icarus", "truncate-model"),
-    ("icarus", "truncate-manifest"), ("icarus", "empty-manifest")])
+    pytest.param("icarus", "truncate-manifest", marks=(pytest.mark.slow, pytest.mark.ci)),
+    ("icarus", "empty-manifest")])
 def test_a_damaged_simulation_build_is_rebuilt(tmp_path, clean_rng, simulator, damage):
     built, clean = clean_rng(simulator)
     cache = tmp_path / "cache"
@@ -178,6 +182,9 @@ def _synth_entry(cache: Path) -> Path:
     return entry
 
 
+# a whole synthesis of its own (slow + ci: CI runs it; out of the default run's 10 CPU-minutes)
+@pytest.mark.slow
+@pytest.mark.ci
 def test_a_synthesis_killed_mid_way_is_redone(tmp_path, design_file, clean_synth):
     _, clean = clean_synth
     cache = tmp_path / "cache"
@@ -194,7 +201,10 @@ def test_a_synthesis_killed_mid_way_is_redone(tmp_path, design_file, clean_synth
     assert _synth_summary(done.stdout) == clean
 
 
-@pytest.mark.parametrize("damage", ["truncate-netlist", "empty-modules", "truncate-result"])
+@pytest.mark.parametrize("damage", [
+    "truncate-netlist",
+    pytest.param("empty-modules", marks=(pytest.mark.slow, pytest.mark.ci)),
+    pytest.param("truncate-result", marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_a_damaged_synthesis_entry_is_redone(tmp_path, design_file, clean_synth, damage):
     built, clean = clean_synth
     cache = tmp_path / "cache"

@@ -269,6 +269,9 @@ def engine_report(capsys, what: str, runs, started: float, failed, seed) -> None
                    f"{len(failed)} failed ({_seed_text(seed)})")
 
 
+# engine configurations built for it alone (slow + ci: CI runs it; out of the default run's 10 CPU-minutes)
+@pytest.mark.slow
+@pytest.mark.ci
 def test_engine_fuzz(simulator, capsys):
     # 4 runs x 4 jobs on the already-built engines, drawn stall patterns
     started = time.perf_counter()

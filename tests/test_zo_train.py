@@ -94,6 +94,9 @@ def test_resume_refuses_a_different_configuration(tmp_path, words_data):
         train(config(tmp_path, words_data, lr=0.5))
 
 
+# a training killed and resumed in subprocesses (slow + ci: CI runs it; out of the default run's 10 CPU-minutes)
+@pytest.mark.slow
+@pytest.mark.ci
 def test_cli_resumes_after_sigkill(tmp_path, words_data):
     args = ["train", "--model", "tiny", "--data", words_data, "--n-train", "200",
             "--n-val", "60", "--n-test", "100", "--max-len", "16", "--steps", "1500",
