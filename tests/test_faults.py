@@ -568,19 +568,25 @@ def _whole(name: str, path: Path) -> bool:
     return body == str(n % 97) * (20000 + 1000 * (n % 50))
 
 
+def _kill_at_random(code: str, argument, rng: random.Random, within_s: float) -> None:
+    """Run ``code`` in a child Python with ``argument``; once it prints ``ready``, SIGKILL it
+    after a random time below ``within_s`` seconds."""
+    child = subprocess.Popen([sys.executable, "-c", code, str(argument)], cwd=ROOT,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "ready\n", child.stderr.read()
+    time.sleep(rng.uniform(0.0, within_s))
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    child.stdout.close()
+    child.stderr.close()
+
+
 def _kill_writer(name: str, source: str, file_name: str, folder: Path, rounds: int,
                  rng: random.Random) -> None:
     code = textwrap.dedent(source) + _LOOP
     for round_ in range(rounds):
         target = folder / f"{round_}-{file_name}"
-        child = subprocess.Popen([sys.executable, "-c", code, str(target)], cwd=ROOT,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert child.stdout.readline() == "ready\n", child.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.25))
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-        child.stdout.close()
-        child.stderr.close()
+        _kill_at_random(code, target, rng, 0.25)
         if target.exists():
             assert target.stat().st_size > 0, f"{name}: a 0-byte {target.name}"
             assert _whole(name, target), f"{name}: a part of a version under {target.name}"
@@ -650,15 +656,7 @@ def test_sigkill_during_a_sweep_leaves_a_consistent_store(tmp_path, rounds):
     store.close()
     rng = random.Random(rounds)
     for _ in range(rounds):
-        child = subprocess.Popen([sys.executable, "-c", _FINISH_LOOP, str(tmp_path / "store")],
-                                 cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True)
-        assert child.stdout.readline() == "ready\n", child.stderr.read()
-        time.sleep(rng.uniform(0.0, 0.3))
-        child.send_signal(signal.SIGKILL)
-        child.wait(30)
-        child.stdout.close()
-        child.stderr.close()
+        _kill_at_random(_FINISH_LOOP, tmp_path / "store", rng, 0.3)
         _fresh(store_module)
         store = Store(tmp_path / "store")          # checks itself: intact, rows readable
         for row in store.tasks().values():
