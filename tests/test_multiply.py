@@ -94,7 +94,7 @@ def mult18x18d_model() -> str:
 
 @pytest.mark.parametrize("a_shape, b_shape", SHAPES)
 def test_ecp5_form_is_a_registered_mult18x18d_with_the_same_products(tmp_path, a_shape,
-                                                                     b_shape):
+                                                                     b_shape, icarus):
     rng = random.Random(a_shape.width * 17 + b_shape.width)
     dut = PipelinedMultiplier(a_shape, b_shape)
     design = verilog.convert(dut, name="mul", platform=SimpleNamespace(family="ecp5"))

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import select
-import shutil
 import subprocess
 import tempfile
 import time
@@ -22,8 +21,9 @@ import pytest
 from test_sweep import reference_store   # the tiny preset's store, run once per session
 from zoforge.sweep.outputs import write_outputs
 from zoforge.sweep.store import Store
+from zoforge.sim.toolchain import find_program
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = find_program("chromium") or find_program("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
                                 "(`apt-get install chromium`; CI's .ci/run installs it)")
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
 
@@ -22,7 +21,8 @@ def _version(distribution: str) -> str | None:
 
 
 def _iverilog_version() -> str | None:
-    if shutil.which("iverilog") is None:
+    from zoforge.sim.toolchain import find_program
+    if find_program("iverilog") is None:
         return None
     proc = subprocess.run(["iverilog", "-V"], capture_output=True, text=True)
     return (proc.stdout.splitlines() or ["?"])[0]
