@@ -1,4 +1,4 @@
-"""Mutation testing of a sample of golden/ and sweep/ within a time budget (issue 23).
+"""Mutation testing of a sample of zoforge's modules within a time budget (issues 23, 31).
 
 Cosmic Ray (``cosmic-ray``, a dev dependency) mutates one module at a time in place (an
 operator flipped, a constant changed, a comparison replaced, ...) and runs that module's
@@ -6,11 +6,17 @@ tests on each mutant: a mutant the tests fail on is *killed*, one they pass on *
 (a change no test notices), one that cannot even be imported *incompetent*. For each
 module of :data:`TARGETS` the script draws up to ``--mutants`` of its mutants (seeded),
 runs them until the module's share of ``--budget`` seconds is spent, restores the module
-byte for byte (also on Ctrl-C) and prints the counts; ``--survivors`` prints each
-survivor's diff. Not part of the test suite (docs/verification.md quotes its counts).
+byte for byte (also on Ctrl-C) and prints the counts and the kill rate (killed over killed +
+survived: an incompetent mutant, one that cannot be imported, says nothing about the tests);
+``--survivors`` prints each survivor's diff. Not part of the test suite (docs/verification.md
+quotes its counts and what was done about each survivor).
 
-    python benchmarks/mutation.py                       # the default sample, 600 s
+A module argument may be a folder prefix (``golden/finetune/``, ``reports/``): every module
+of :data:`TARGETS` under it.
+
+    python benchmarks/mutation.py                       # every target, 600 s
     python benchmarks/mutation.py --budget 120 --mutants 10 sweep/pareto.py
+    python benchmarks/mutation.py --budget 2400 golden/finetune/ reports/ sweep/
 
 The modules must be unmodified in git before it starts (it will not overwrite work in
 progress). Exit status 0 (the counts are the result, not a verdict).
@@ -111,6 +117,25 @@ def mutate(module: str, tests: tuple[str, ...], mutants: int, budget: float, see
     return counts, survivors, drawn, time.perf_counter() - started
 
 
+def select(names: list[str]) -> list[str]:
+    """The modules of :data:`TARGETS` that ``names`` name, in order (every target when
+    ``names`` is empty): a module itself, or a folder prefix ending in ``/``."""
+    chosen: list[str] = []
+    for name in names or list(TARGETS):
+        found = ([m for m in TARGETS if m.startswith(name)] if name.endswith("/")
+                 else [name] if name in TARGETS else [])
+        if not found:
+            raise ValueError(f"unknown {name} (a module or a folder/ of {', '.join(TARGETS)})")
+        chosen += [m for m in found if m not in chosen]
+    return chosen
+
+
+def kill_rate(counts: dict[str, int]) -> float | None:
+    """Killed over killed + survived; None when neither ran."""
+    decided = counts.get("killed", 0) + counts.get("survived", 0)
+    return counts.get("killed", 0) / decided if decided else None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help=f"modules (default: {', '.join(TARGETS)})")
@@ -125,11 +150,10 @@ def main(argv=None) -> int:
     if importlib.util.find_spec("cosmic_ray") is None:
         print("error: cosmic-ray is not installed (pip install -e '.[dev]')", file=sys.stderr)
         return 2
-    modules = args.modules or list(TARGETS)
-    unknown = [m for m in modules if m not in TARGETS]
-    if unknown:
-        print(f"error: modules: unknown {', '.join(unknown)} (one of {', '.join(TARGETS)})",
-              file=sys.stderr)
+    try:
+        modules = select(args.modules)
+    except ValueError as error:
+        print(f"error: modules: {error}", file=sys.stderr)
         return 2
     dirty = subprocess.run(["git", "status", "--porcelain", "--", *modules], cwd=ROOT,
                            capture_output=True, text=True).stdout.strip()
@@ -138,7 +162,7 @@ def main(argv=None) -> int:
         return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))     # still restore the module
     totals: dict[str, int] = {}
-    print(f"{'module':26} {'drawn':>5} {'killed':>6} {'survived':>8} {'incompetent':>11} "
+    print(f"{'module':34} {'drawn':>5} {'killed':>6} {'survived':>8} {'incompetent':>11} "
           f"{'timeout/error':>13} {'time':>7}")
     for module in modules:
         counts, survivors, drawn, seconds = mutate(
@@ -146,16 +170,18 @@ def main(argv=None) -> int:
             args.timeout)
         for name, value in counts.items():
             totals[name] = totals.get(name, 0) + value
-        print(f"{module:26} {drawn:5} {counts['killed']:6} {counts['survived']:8} "
+        print(f"{module:34} {drawn:5} {counts['killed']:6} {counts['survived']:8} "
               f"{counts['incompetent']:11} {counts['timeout/error']:13} {seconds:6.0f}s",
               flush=True)
         if args.survivors:
             for diff in survivors:
                 print(diff)
     run = sum(totals.values())
+    rate = kill_rate(totals)
     print(f"{run} mutants run: {totals.get('killed', 0)} killed, "
           f"{totals.get('survived', 0)} survived, {totals.get('incompetent', 0)} incompetent, "
           f"{totals.get('timeout/error', 0)} timed out or errors")
+    print("kill rate: " + ("n/a (no mutant decided)" if rate is None else f"{100 * rate:.1f} %"))
     return 0
 
 
