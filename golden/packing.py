@@ -1,0 +1,63 @@
+"""Two INT8 products in one wide multiply: the golden model of
+:class:`zoforge.hw.systolic.packed_multiply.PackedMultiplier` (Xilinx WP486's shared-operand
+packing for the DSP48E2's 27 x 18 multiplier).
+
+Two products that share an operand, ``p_lo = a_lo * b`` and ``p_hi = a_hi * b`` (all three
+signed INT8), come out of one multiply of a packed operand::
+
+    packed = a_hi * 2^SHIFT + a_lo          (27-bit signed; a_lo sign-extended, so a
+                                             negative a_lo borrows one from a_hi's field)
+    full   = packed * b = p_hi * 2^SHIFT + p_lo                     (45-bit signed)
+    p_lo   = full[0:SHIFT] as a SHIFT-bit signed number            (|p_lo| <= 2^14 < 2^17)
+    p_hi   = (full >> SHIFT) + full[SHIFT - 1]                      (the correction: the
+                                             borrow a negative p_lo took from p_hi's field)
+
+with ``SHIFT`` = :data:`SHIFT` = 18 (WP486's spacing: the low field holds any INT8 x INT8
+product, -128 x -128 = 2^14 included, with its sign). Both results are exact for every
+operand triple; :func:`packed_products` computes them through those bit fields (the
+hardware's arithmetic), so a test can hold them against the plain products.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SHIFT", "PACKED_BITS", "B_BITS", "FULL_BITS", "PRODUCT_BITS", "pack",
+           "split", "packed_products"]
+
+#: Bits between the two packed operands (and the low product's field).
+SHIFT = 18
+#: The packed operand (the DSP48E2's A:D input of the pre-adder is 27 bits), the shared
+#: operand (its B input is 18 bits; an INT8 sign-extends into it) and the product.
+PACKED_BITS, B_BITS = 27, 18
+FULL_BITS = PACKED_BITS + B_BITS
+#: Bits of each INT8 x INT8 product (signed; -128 x -128 = 2^14 needs all 16).
+PRODUCT_BITS = 16
+
+
+def _int8(name: str, values) -> np.ndarray:
+    array = np.asarray(values, dtype=np.int64)
+    if array.size and (array.min() < -128 or array.max() > 127):
+        raise ValueError(f"{name} must be signed INT8 values in [-128, 127]")
+    return array
+
+
+def pack(a_lo, a_hi) -> np.ndarray:
+    """The packed operand ``a_hi * 2^SHIFT + a_lo`` (int64; fits :data:`PACKED_BITS` signed)."""
+    return _int8("a_hi", a_hi) * (1 << SHIFT) + _int8("a_lo", a_lo)
+
+
+def split(full) -> tuple[np.ndarray, np.ndarray]:
+    """``(p_lo, p_hi)`` from the wide product's bits: the low field sign-extended, the high
+    field plus the low field's sign bit (module docstring)."""
+    full = np.asarray(full, dtype=np.int64)
+    low = full & ((1 << SHIFT) - 1)
+    sign = (low >> (SHIFT - 1)) & 1
+    p_lo = low - (sign << SHIFT)
+    p_hi = (full >> SHIFT) + sign
+    return p_lo, p_hi
+
+
+def packed_products(a_lo, a_hi, b) -> tuple[np.ndarray, np.ndarray]:
+    """``(a_lo * b, a_hi * b)`` computed as the hardware does: one multiply of the packed
+    operand by ``b``, split with the correction (module docstring)."""
+    return split(pack(a_lo, a_hi) * _int8("b", b))

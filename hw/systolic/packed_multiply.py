@@ -1,0 +1,58 @@
+"""Two INT8 products that share an operand from one DSP48E2 multiply (Xilinx WP486):
+``p_lo = a_lo * b`` and ``p_hi = a_hi * b`` :data:`LATENCY` cycles after the operands, exact,
+with the pipeline and enable of :class:`~.multiply.PipelinedMultiplier` (so a pair of
+processing elements can take it in place of two of those).
+
+The arithmetic, bit for bit, is :mod:`zoforge.golden.packing`'s::
+
+    cycle 1:  a_lo, a_hi, b            <- inputs   (the DSP's A/D and B input registers)
+              packed = a_hi * 2^18 + a_lo          (27-bit signed: the DSP's pre-adder)
+    cycle 2:  full   <- packed * b                  (45-bit signed: MREG)
+    cycle 3:  p_lo   <- full[0:18] sign-extended    (its register in the fabric, after
+              p_hi   <- full[18:] + full[17]         the correction of the low sign)
+
+Two products per DSP48E2 is what fills an UltraScale+ board (2,520 DSPs x 2 MACs); an ECP5's
+MULT18X18D has no 27-bit port, so that target keeps one product per multiplier
+(:class:`~.multiply.PipelinedMultiplier`). The registers have no reset (data only).
+"""
+from __future__ import annotations
+
+from amaranth import Module, Signal, signed
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.golden.engine_widths import OPERAND_BITS
+from zoforge.golden.packing import FULL_BITS, PACKED_BITS, PRODUCT_BITS, SHIFT
+
+from .multiply import LATENCY
+
+__all__ = ["PackedMultiplier", "LATENCY"]
+
+
+class PackedMultiplier(wiring.Component):
+    """``p_lo = a_lo * b``, ``p_hi = a_hi * b`` (signed INT8 operands) through one packed
+    multiply (module docstring); ``en`` moves the whole pipeline, as in
+    :class:`~.multiply.PipelinedMultiplier`."""
+
+    def __init__(self):
+        operand, product = signed(OPERAND_BITS), signed(PRODUCT_BITS)
+        super().__init__({"a_lo": In(operand), "a_hi": In(operand), "b": In(operand),
+                          "en": In(1, init=1), "p_lo": Out(product), "p_hi": Out(product)})
+
+    def elaborate(self, platform):
+        m = Module()
+        a_lo, a_hi, b = (Signal(signed(OPERAND_BITS), reset_less=True, name=name)
+                         for name in ("a_lo_reg", "a_hi_reg", "b_reg"))
+        packed = Signal(signed(PACKED_BITS))
+        full = Signal(signed(FULL_BITS), reset_less=True, name="full_reg")
+        p_lo, p_hi = (Signal(signed(PRODUCT_BITS), reset_less=True, name=name)
+                      for name in ("p_lo_fabric", "p_hi_fabric"))
+        m.d.comb += packed.eq((a_hi << SHIFT) + a_lo)
+        low_sign = full[SHIFT - 1]
+        with m.If(self.en):
+            m.d.sync += [a_lo.eq(self.a_lo), a_hi.eq(self.a_hi), b.eq(self.b),
+                         full.eq(packed * b),
+                         p_lo.eq(full[:SHIFT].as_signed()),
+                         p_hi.eq((full >> SHIFT) + low_sign)]
+        m.d.comb += [self.p_lo.eq(p_lo), self.p_hi.eq(p_hi)]
+        return m
