@@ -1,9 +1,10 @@
+# amaranth: UnusedElaboratable=no
 """The PE and the systolic array in Amaranth's simulator (before any Verilog)."""
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from zoforge.hw.systolic.array import SystolicArray
+from zoforge.hw.systolic.array import SystolicArray, capture_latency
 from zoforge.hw.systolic.pe import LATENCY as PE_LATENCY
 from zoforge.hw.systolic.pe import ProcessingElement
 
@@ -37,11 +38,11 @@ def test_pe_accumulates_and_wraps_at_32_bits():
     assert captured == [3 * 16384 - 127 * 128, 42]
 
 
-def _run_tiles(rows, cols, tiles, slack=0):
+def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0):
     """Feed ``tiles`` (list of (X [R,K], W [K,C])) as close as the array allows (tile starts
     ``max(K, min_tile_interval) + slack`` cycles apart); drain each when the array says its
-    sums are ready. Returns the drained tiles."""
-    array = SystolicArray(rows, cols)
+    sums are ready (``early`` cycles before that). Returns the drained tiles."""
+    array = SystolicArray(rows, cols, paired=paired)
     gap = max(0, array.min_tile_interval - tiles[0][0].shape[1]) + slack
     drained = []
 
@@ -69,7 +70,7 @@ def _run_tiles(rows, cols, tiles, slack=0):
             t += x.shape[1]
             last_steps.append(t - 1)
             t += gap
-        starts = [s + array.capture_latency for s in last_steps]
+        starts = [s + array.capture_latency - early for s in last_steps]
         while len(drained) < len(tiles):
             if cycle in starts:
                 rows_out = []
@@ -110,6 +111,32 @@ def test_array_back_to_back_tiles_at_the_minimum_interval(rows, cols, k):
     drained = _run_tiles(rows, cols, tiles)
     for (x, w), got in zip(tiles, drained):
         assert (got == x @ w).all()
+
+
+@pytest.mark.parametrize("rows, cols, k", [(2, 3, 4), (4, 2, 9), (4, 4, 1), (6, 3, 12)])
+def test_paired_array_back_to_back_tiles_at_the_minimum_interval(rows, cols, k):
+    """Rows in pairs on one packed multiplier each: the same products, corners (tile 1: all
+    operands at -128 / 127) included, drained when the array says: R / 2 + C - 2 + LATENCY
+    cycles after the last step, R / 2 sooner than the plain array."""
+    tiles = _tiles(rows, cols, k)
+    drained = _run_tiles(rows, cols, tiles, paired=True)
+    for (x, w), got in zip(tiles, drained):
+        assert (got == x @ w).all()
+    assert capture_latency(rows, cols, paired=True) == rows // 2 + cols - 2 + PE_LATENCY
+    assert capture_latency(rows, cols) - capture_latency(rows, cols, paired=True) == rows // 2
+
+
+def test_paired_array_drained_one_cycle_early_is_wrong():
+    """The paired capture latency is exact: the same run read one cycle earlier misses sums."""
+    tiles = _tiles(4, 3, 5)
+    drained = _run_tiles(4, 3, tiles, paired=True, early=1)
+    assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
+
+
+@pytest.mark.parametrize("rows, a_bits", [(3, 8), (4, 16)])
+def test_a_paired_array_needs_even_rows_and_int8(rows, a_bits):
+    with pytest.raises(ValueError, match="even number of rows and INT8"):
+        SystolicArray(rows, 2, a_bits=a_bits, paired=True)
 
 
 def test_tiles_closer_than_the_minimum_interval_corrupt_the_drain():

@@ -9,6 +9,13 @@ same cycle, together with the flags ``valid``, ``first`` (k = 0) and ``last`` (k
 Timing: a step presented in cycle t reaches PE (i, j) in cycle t + i + j; a finished sum is
 in ``res`` of every PE from cycle t_last + R + C - 2 + :data:`~.pe.LATENCY`
 (:attr:`SystolicArray.capture_latency`).
+
+**Paired rows** (``paired``, INT8 operands, R even): rows ``2p`` and ``2p + 1`` of each column
+are one :class:`~.pe_pair.ProcessingPair`, whose two products come from one DSP48E2 (two
+MACs per DSP, Xilinx WP486). A pair's rows are skewed alike (by ``p``), so a step reaches
+PE (i, j) in cycle t + i // 2 + j and the sums are in ``res`` from t_last + R / 2 + C - 2 +
+LATENCY; the drain chain and its order are those of single PEs, and the minimum tile
+interval holds a fortiori (the captures come earlier, the drain is the same R cycles).
 Results leave through per-column shift chains: with ``shift`` high every ``res`` takes the
 value of the PE above, and ``res_out[j]`` is the bottom row, so R cycles (bottom row first)
 drain a tile. The next tile's first capture must come after the last shift; the engine
@@ -22,8 +29,9 @@ from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .pe import LATENCY as PE_LATENCY
 from .pe import ProcessingElement
+from .pe_pair import ProcessingPair
 
-__all__ = ["SystolicArray", "min_tile_interval"]
+__all__ = ["SystolicArray", "min_tile_interval", "capture_latency"]
 
 
 def min_tile_interval(rows: int, cols: int) -> int:
@@ -32,12 +40,23 @@ def min_tile_interval(rows: int, cols: int) -> int:
     return 2 * rows + cols
 
 
+def capture_latency(rows: int, cols: int, paired: bool = False) -> int:
+    """Cycles from presenting a tile's last step to all its sums being in ``res``: the skew
+    of the last unit row (R - 1, or R / 2 - 1 when paired) and column, and the PE's
+    :data:`~.pe.LATENCY`."""
+    return (rows // 2 if paired else rows) + cols - 2 + PE_LATENCY
+
+
 class SystolicArray(wiring.Component):
-    """``rows`` x ``cols`` PEs; ``a`` operands of ``a_bits``, ``b`` operands of ``b_bits``."""
+    """``rows`` x ``cols`` PEs; ``a`` operands of ``a_bits``, ``b`` operands of ``b_bits``;
+    ``paired``: rows in pairs on one multiplier each (module docstring)."""
 
     def __init__(self, rows: int, cols: int, a_bits: int = OPERAND_BITS,
-                 b_bits: int = OPERAND_BITS):
+                 b_bits: int = OPERAND_BITS, paired: bool = False):
+        if paired and (rows % 2 or a_bits != OPERAND_BITS or b_bits != OPERAND_BITS):
+            raise ValueError("a paired array needs an even number of rows and INT8 operands")
         self.rows, self.cols, self.a_bits, self.b_bits = rows, cols, a_bits, b_bits
+        self.paired = paired
         super().__init__({
             "a": In(data.ArrayLayout(signed(a_bits), rows)),
             "b": In(data.ArrayLayout(signed(b_bits), cols)),
@@ -49,7 +68,17 @@ class SystolicArray(wiring.Component):
     @property
     def capture_latency(self) -> int:
         """Cycles from presenting the last step to all sums being in ``res``."""
-        return self.rows + self.cols - 2 + PE_LATENCY
+        return capture_latency(self.rows, self.cols, self.paired)
+
+    @property
+    def unit_rows(self) -> int:
+        """Rows of multiplier units: R, or R / 2 when paired."""
+        return self.rows // 2 if self.paired else self.rows
+
+    @property
+    def multipliers(self) -> int:
+        """Multipliers (DSP blocks) of the array."""
+        return self.unit_rows * self.cols
 
     @property
     def min_tile_interval(self) -> int:
@@ -58,43 +87,56 @@ class SystolicArray(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        R, C = self.rows, self.cols
-        pes = [[ProcessingElement(self.a_bits, self.b_bits) for _ in range(C)] for _ in range(R)]
-        for i in range(R):
+        U, C = self.unit_rows, self.cols
+        per_unit = 2 if self.paired else 1
+        units = [[ProcessingPair() if self.paired else
+                  ProcessingElement(self.a_bits, self.b_bits) for _ in range(C)]
+                 for _ in range(U)]
+        for u in range(U):
             for j in range(C):
-                m.submodules[f"pe_{i}_{j}"] = pes[i][j]
-        # Input skew: row i (operand and flags) delayed by i cycles, column j by j cycles.
-        for i in range(R):
-            a, valid, first, last = self.a[i], self.valid, self.first, self.last
-            for stage in range(i):
-                a_d = Signal(signed(self.a_bits), name=f"a_skew_{i}_{stage}")
-                flags_d = Signal(3, name=f"flags_skew_{i}_{stage}")
-                m.d.sync += [a_d.eq(a), flags_d.eq(Cat(valid, first, last))]
-                a, valid, first, last = a_d, flags_d[0], flags_d[1], flags_d[2]
-            pe = pes[i][0]
-            m.d.comb += [pe.a_in.eq(a), pe.valid_in.eq(valid), pe.first_in.eq(first),
-                         pe.last_in.eq(last)]
+                name = (f"pair_{u}_{j}" if self.paired else f"pe_{u}_{j}")
+                m.submodules[name] = units[u][j]
+
+        def a_port(unit, row):      # row (0 or 1) of a unit's a input or output
+            return unit[row] if self.paired else unit
+
+        # Input skew: unit row u (its operands and the flags) delayed by u cycles, column j by j.
+        for u in range(U):
+            rows = [self.a[u * per_unit + n] for n in range(per_unit)]
+            valid, first, last = self.valid, self.first, self.last
+            for stage in range(u):
+                delayed = [Signal(signed(self.a_bits), name=f"a_skew_{u * per_unit + n}_{stage}")
+                           for n in range(per_unit)]
+                flags_d = Signal(3, name=f"flags_skew_{u}_{stage}")
+                m.d.sync += [d.eq(a) for d, a in zip(delayed, rows)]
+                m.d.sync += flags_d.eq(Cat(valid, first, last))
+                rows, valid, first, last = delayed, flags_d[0], flags_d[1], flags_d[2]
+            unit = units[u][0]
+            m.d.comb += [a_port(unit.a_in, n).eq(a) for n, a in enumerate(rows)]
+            m.d.comb += [unit.valid_in.eq(valid), unit.first_in.eq(first),
+                         unit.last_in.eq(last)]
         for j in range(C):
             b = self.b[j]
             for stage in range(j):
                 b_d = Signal(signed(self.b_bits), name=f"b_skew_{j}_{stage}")
                 m.d.sync += b_d.eq(b)
                 b = b_d
-            m.d.comb += pes[0][j].b_in.eq(b)
+            m.d.comb += units[0][j].b_in.eq(b)
         # Systolic connections and the drain chains.
-        for i in range(R):
+        for u in range(U):
             for j in range(C):
-                pe = pes[i][j]
-                m.d.comb += pe.shift.eq(self.shift)
+                unit = units[u][j]
+                m.d.comb += unit.shift.eq(self.shift)
                 if j > 0:
-                    left = pes[i][j - 1]
-                    m.d.comb += [pe.a_in.eq(left.a_out), pe.valid_in.eq(left.valid_out),
-                                 pe.first_in.eq(left.first_out), pe.last_in.eq(left.last_out)]
-                if i > 0:
-                    above = pes[i - 1][j]
-                    m.d.comb += [pe.b_in.eq(above.b_out), pe.res_in.eq(above.res_out)]
+                    left = units[u][j - 1]
+                    m.d.comb += [unit.a_in.eq(left.a_out), unit.valid_in.eq(left.valid_out),
+                                 unit.first_in.eq(left.first_out),
+                                 unit.last_in.eq(left.last_out)]
+                if u > 0:
+                    above = units[u - 1][j]
+                    m.d.comb += [unit.b_in.eq(above.b_out), unit.res_in.eq(above.res_out)]
                 else:
-                    m.d.comb += pe.res_in.eq(Const(0, signed(ACC_BITS)))
+                    m.d.comb += unit.res_in.eq(Const(0, signed(ACC_BITS)))
         for j in range(C):
-            m.d.comb += self.res_out[j].eq(pes[R - 1][j].res_out)
+            m.d.comb += self.res_out[j].eq(units[U - 1][j].res_out)
         return m

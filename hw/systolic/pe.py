@@ -28,7 +28,7 @@ from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .multiply import PipelinedMultiplier
 
-__all__ = ["ProcessingElement", "LATENCY"]
+__all__ = ["ProcessingElement", "LATENCY", "accumulate"]
 
 #: Cycles from a step on the PE's inputs to its sum in ``res`` (when it is the last).
 LATENCY = 5
@@ -59,23 +59,32 @@ class ProcessingElement(wiring.Component):
         m.submodules.multiply = multiply = PipelinedMultiplier(signed(self.a_bits),
                                                                signed(self.b_bits))
         m.d.comb += [multiply.a.eq(self.a_in), multiply.b.eq(self.b_in)]
-        prod = multiply.p
         flags = Signal(3)
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
-        valid, first, last = Signal(), Signal(), Signal()
-        m.d.sync += Cat(valid, first, last).eq(flags)
-        # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums.
-        acc = Signal(signed(ACC_BITS))
-        total = Signal(signed(ACC_BITS))
-        m.d.comb += total.eq(Mux(first, prod, acc + prod))
-        with m.If(valid):
-            m.d.sync += acc.eq(total)
-        # Stage 4: a finished sum from the accumulator register into res (the adder drives
-        # only the accumulator)
-        capture = Signal()
-        m.d.sync += capture.eq(valid & last)
-        with m.If(capture):
-            m.d.sync += self.res_out.eq(acc)
-        with m.Elif(self.shift):
-            m.d.sync += self.res_out.eq(self.res_in)
+        accumulate(m, multiply.p, flags, self.shift, self.res_in, self.res_out)
         return m
+
+
+def accumulate(m: Module, prod, flags, shift, res_in, res_out) -> None:
+    """Stages 3 to 5 of a PE on ``prod``, the product of the step whose flags
+    ``Cat(valid, first, last)`` are in ``flags`` one cycle earlier (the flags of stage 2):
+    the 32-bit accumulator (wrapping), the capture of a finished sum into ``res_out`` and
+    its drain chain (``res_out <- res_in`` while ``shift``, a capture first). The one copy
+    of this logic, shared by :class:`ProcessingElement` and
+    :class:`~.pe_pair.ProcessingPair`."""
+    valid, first, last = Signal(), Signal(), Signal()
+    m.d.sync += Cat(valid, first, last).eq(flags)
+    # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums.
+    acc = Signal(signed(ACC_BITS))
+    total = Signal(signed(ACC_BITS))
+    m.d.comb += total.eq(Mux(first, prod, acc + prod))
+    with m.If(valid):
+        m.d.sync += acc.eq(total)
+    # Stage 4: a finished sum from the accumulator register into res (the adder drives
+    # only the accumulator)
+    capture = Signal()
+    m.d.sync += capture.eq(valid & last)
+    with m.If(capture):
+        m.d.sync += res_out.eq(acc)
+    with m.Elif(shift):
+        m.d.sync += res_out.eq(res_in)

@@ -1,0 +1,51 @@
+"""Two processing elements of one column on one multiplier: rows ``2p`` and ``2p + 1`` of a
+paired systolic array, whose INT8 products share the column's ``b`` and come out of one
+:class:`~.packed_multiply.PackedMultiplier` (two MACs per DSP48E2, Xilinx WP486).
+
+Integer semantics: those of two :class:`~.pe.ProcessingElement` (signed INT8 operands, exact
+products, 32-bit accumulators wrapping modulo 2^32), with the pipeline of one: the two rows
+of a pair take their steps in the same cycle (the array skews a pair's rows alike), so they
+share the flags, and each row's sum is in its own ``res`` :data:`~.pe.LATENCY` cycles after
+its last step. The drain chain passes through both: ``res_in`` (the pair above) -> row
+``2p``'s ``res`` -> row ``2p + 1``'s ``res`` = ``res_out``, the order of two single PEs.
+"""
+from amaranth import Cat, Module, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
+
+from .packed_multiply import PackedMultiplier
+from .pe import accumulate
+
+__all__ = ["ProcessingPair"]
+
+
+class ProcessingPair(wiring.Component):
+    """Rows ``a[0]`` (upper) and ``a[1]`` (lower) of one column, one packed multiplier."""
+
+    def __init__(self):
+        operand = signed(OPERAND_BITS)
+        pair = data.ArrayLayout(operand, 2)
+        super().__init__({
+            "a_in": In(pair), "b_in": In(operand),
+            "valid_in": In(1), "first_in": In(1), "last_in": In(1),
+            "a_out": Out(pair), "b_out": Out(operand),
+            "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
+            "shift": In(1), "res_in": In(signed(ACC_BITS)), "res_out": Out(signed(ACC_BITS)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
+                     self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
+                     self.last_out.eq(self.last_in)]
+        m.submodules.multiply = multiply = PackedMultiplier()
+        m.d.comb += [multiply.a_lo.eq(self.a_in[0]), multiply.a_hi.eq(self.a_in[1]),
+                     multiply.b.eq(self.b_in)]
+        flags = Signal(3)
+        m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
+        upper = Signal(signed(ACC_BITS), name="res_upper")
+        accumulate(m, multiply.p_lo, flags, self.shift, self.res_in, upper)
+        accumulate(m, multiply.p_hi, flags, self.shift, upper, self.res_out)
+        return m
