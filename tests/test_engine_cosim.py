@@ -22,6 +22,8 @@ from zoforge.sim.lint import lint_verilog
 # (rows, cols, pack): R > C with two k-steps per beat, and C > R with one.
 CONFIG_A = dict(rows=3, cols=2, pack=2, max_m=32, max_k=32, max_n=32)
 CONFIG_B = dict(rows=2, cols=3, pack=1, max_m=16, max_k=16, max_n=16)
+# rows in pairs on one packed multiplier each (two INT8 products per DSP48E2)
+CONFIG_P = dict(rows=4, cols=3, pack=2, max_m=32, max_k=32, max_n=32, paired=True)
 
 
 def _mixed_jobs(seed: int, limit: int, count: int) -> list[EngineJob]:
@@ -85,7 +87,24 @@ def test_wide_array_with_one_k_step_per_beat(simulator):
     assert all(r.bit_exact for r in results), [(r.shape, r.mismatches) for r in results]
 
 
-@pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, dict(rows=8, cols=8, pack=2)])
+def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
+    """The packed multipliers give the plain products in every job (corners, K = 1, M < R,
+    N < C, back to back); a job whose tiles do not wait on the output takes exactly R / 2
+    cycles less than on the plain array (the pairs' skew), measured side by side."""
+    jobs = _mixed_jobs(seed=13, limit=32, count=8)
+    paired, _ = EngineCosim(**CONFIG_P, simulator=simulator).run(jobs)
+    plain, _ = EngineCosim(**dict(CONFIG_P, paired=False), simulator=simulator).run(jobs[:4])
+    assert all(r.bit_exact for r in paired), [(r.shape, r.mismatches) for r in paired]
+    rows = CONFIG_P["rows"]
+    single_tile = [n for n, job in enumerate(jobs[:4])
+                   if job.x.shape[0] <= rows and job.w.shape[1] <= CONFIG_P["cols"]]
+    assert single_tile
+    for n in single_tile:
+        assert plain[n].cycles - paired[n].cycles == rows // 2
+
+
+@pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, CONFIG_P,
+                                    dict(rows=8, cols=8, pack=2)])
 def test_generated_verilog_is_lint_clean(config):
     engine = Engine(**config)
     top = f"engine_{engine.rows}x{engine.cols}"
@@ -96,7 +115,7 @@ def test_generated_verilog_is_lint_clean(config):
 @pytest.mark.parametrize("kwargs, flag", [
     (dict(rows=0), "rows"), (dict(cols=65), "cols"), (dict(pack=9), "pack"),
     (dict(rows=4, max_m=2), "max_m"), (dict(cols=8, max_n=2000), "max_n"),
-    (dict(max_k=0), "max_k")])
+    (dict(max_k=0), "max_k"), (dict(rows=3, paired=True), "rows")])
 def test_bad_engine_parameters_name_the_flag(kwargs, flag):
     # Engine.__init__ runs exactly this check first (constructing one that fails would
     # leave Amaranth warning about an unused elaboratable).

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from zoforge.config import Config, IntRange, param
-from zoforge.errors import check_int_range
+from zoforge.errors import ConfigError, check_int_range
 
 __all__ = ["EngineConfig", "MAX_PARAM_WORDS", "MAX_DIM", "DIM_BITS"]
 
@@ -19,7 +19,9 @@ class EngineConfig(Config):
     """An R x C systolic array with its X, W and result buffers sized for M, K and N.
 
     ``pack`` k-steps travel in one input-stream beat, so the input stream is
-    ``8 * pack * max(R, C)`` bits wide; ``max_n`` is limited by the per-column parameter
+    ``8 * pack * max(R, C)`` bits wide; ``paired`` puts each two rows of a column on one
+    packed multiplier (:class:`~zoforge.hw.systolic.array.SystolicArray`: the same products,
+    R / 2 cycles less of skew per job); ``max_n`` is limited by the per-column parameter
     tables (``MAX_PARAM_WORDS`` words, ``2^ceil(log2 C)`` per row of C columns).
     """
 
@@ -33,10 +35,20 @@ class EngineConfig(Config):
     max_k: int = param(256, "K limit (buffer depth)", IntRange(1, MAX_DIM))
     max_n: int = param(256, "N limit (per-column parameter tables), at least C",
                        IntRange(1, MAX_PARAM_WORDS * 64))
+    paired: bool = param(False, "rows in pairs on one multiplier: two INT8 products per "
+                                "DSP48E2 (Xilinx WP486); R even")
 
     def check(self) -> None:
         check_int_range("--max-m", self.max_m, self.rows, MAX_DIM)
         check_int_range("--max-n", self.max_n, self.cols, self.max_n_limit)
+        if self.paired and self.rows % 2:
+            raise ConfigError("rows", "even with --paired (rows share multipliers in pairs)",
+                              self.rows)
+
+    @property
+    def multipliers(self) -> int:
+        """The array's multipliers (DSP blocks): R x C, or R x C / 2 when paired."""
+        return (self.rows // 2 if self.paired else self.rows) * self.cols
 
     @property
     def max_n_limit(self) -> int:

@@ -63,10 +63,10 @@ __all__ = ["Engine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "C
 
 
 def check_engine_parameters(rows: int, cols: int, pack: int, max_m: int, max_k: int,
-                            max_n: int) -> dict:
+                            max_n: int, paired: bool = False) -> dict:
     """Validate the engine's build parameters (ConfigError naming the CLI flag)."""
     config = EngineConfig(rows=rows, cols=cols, pack=pack, max_m=max_m, max_k=max_k,
-                          max_n=max_n)
+                          max_n=max_n, paired=paired)
     return dict(config.to_dict(), in_bytes=config.in_bytes)
 
 
@@ -91,6 +91,8 @@ class Engine(wiring.Component):
         return {"rows": self.rows, "cols": self.cols, "pack": self.pack, "max_m": self.max_m,
                 "max_k": self.max_k, "max_n": self.max_n, "in_bytes": self.in_bytes,
                 "out_lanes": self.cols, "acc_bits": ACC_BITS, "mult_bits": MULT_BITS,
+                "paired": self.engine_config.paired,
+                "multipliers": self.engine_config.multipliers,
                 "min_tile_interval": min_tile_interval(self.rows, self.cols)}
 
     def elaborate(self, platform):
@@ -107,7 +109,8 @@ class Engine(wiring.Component):
         m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS)
         m.submodules.regs = regs = RegisterFile(config)
         m.submodules.loader = loader = Loader(config)
-        m.submodules.array = array = SystolicArray(config.rows, config.cols)
+        m.submodules.array = array = SystolicArray(config.rows, config.cols,
+                                                   paired=config.paired)
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency)
         m.submodules.output = output = OutputStage(tiling, {
