@@ -4,10 +4,11 @@ An entry lives under ``cache_dir()/sim/<name>-<key>``, ``key`` being
 :func:`zoforge.files.content_key` of everything the build reads (sources, tool arguments,
 memory files) and of this environment (``sys.prefix``: a cocotb model links against this
 venv's cocotb; the C++ optimisation level, :func:`~zoforge.sim.toolchain.cxx_opt`). Builds of one entry are serialised with its lock, so parallel test workers
-share them. An entry is complete once its manifest (``result.json``: the key and the size of
-every file) is stored after the build succeeded, and while every file still has that size;
-anything else (a build killed or failed half-way, a truncated file) is cleared and rebuilt,
-so an interrupted build never poisons the cache.
+share them. An entry is complete once its manifest (``result.json``: the key and the size and
+SHA-256 of every file) is stored after the build succeeded, and while every file still has
+that size and digest; anything else (a build killed or failed half-way, a truncated file, a
+file replaced by another of the same size) is cleared and rebuilt, so an interrupted or
+tampered build is never run.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from zoforge.files import RESULT, check_cache_dir, clear_entry, content_key, entry_dir, \
-    load_result, locked, store_result
+    file_digest, load_result, locked, store_result
 from zoforge.sim.toolchain import cxx_opt
 
 __all__ = ["cached_build"]
@@ -45,19 +46,33 @@ def cached_build(name: str, parts: list[str], build: Callable[[Path, bool], None
             clear_entry(entry)
         build(entry, complete)
         if not complete:
-            store_result(entry, {"key": key, "files": _file_sizes(entry)})
+            store_result(entry, {"key": key, "files": _manifest(entry)})
     return entry, time.perf_counter() - started
 
 
-def _file_sizes(folder: Path) -> dict[str, int]:
-    """Relative path -> size of every file of a build (not the lock, the log or the
-    manifest itself)."""
-    return {str(path.relative_to(folder)): path.stat().st_size
-            for path in sorted(folder.rglob("*"))
-            if path.is_file() and path.name not in _NOT_BUILT}
+def _built_files(folder: Path) -> list[Path]:
+    """Every file of a build (not the lock, the log or the manifest itself), sorted."""
+    return [path for path in sorted(folder.rglob("*"))
+            if path.is_file() and path.name not in _NOT_BUILT]
+
+
+def _manifest(folder: Path) -> dict[str, list]:
+    """Relative path -> ``[size, sha256]`` of every file of a build."""
+    return {str(path.relative_to(folder)): [path.stat().st_size, file_digest(path)]
+            for path in _built_files(folder)}
 
 
 def _complete(folder: Path, key: str) -> bool:
+    """The manifest's key is ``key`` and every file has its recorded size and digest (the
+    sizes first: a cheap refusal before any file is read)."""
     stored = load_result(folder)
-    return (isinstance(stored, dict) and stored.get("key") == key
-            and stored.get("files") == _file_sizes(folder))
+    if not (isinstance(stored, dict) and stored.get("key") == key):
+        return False
+    files = stored.get("files")
+    sizes = {str(path.relative_to(folder)): path.stat().st_size
+             for path in _built_files(folder)}
+    if not isinstance(files, dict) or set(files) != set(sizes) or any(
+            not isinstance(entry, list) or len(entry) != 2 or entry[0] != sizes[name]
+            for name, entry in files.items()):
+        return False
+    return all(file_digest(folder / name) == entry[1] for name, entry in files.items())

@@ -29,7 +29,7 @@ from pathlib import Path
 from zoforge.errors import ConfigError, check_choice
 from zoforge.files import atomic_write_text
 from zoforge.sim.build_cache import cached_build
-from zoforge.sim.toolchain import apply_toolchain_env, available_simulators
+from zoforge.sim.toolchain import apply_toolchain_env, available_simulators, check_build_tools
 
 __all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
            "SIMULATORS", "scratch_folder"]
@@ -93,6 +93,7 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
     def build(build_dir: Path, complete: bool) -> None:
         source = build_dir / f"{toplevel}.v"
         if not complete:
+            check_build_tools(simulator)
             source.write_text(verilog)
             for name, text in (extra_files or {}).items():
                 (build_dir / name).write_text(text)

@@ -41,7 +41,8 @@ from zoforge.files import atomic_path
 from zoforge.sim.benches import DUT_PORTS, bench_text
 from zoforge.sim.build_cache import cached_build
 from zoforge.sim.program import Idle, Poll, Read, Receive, Reply, Send, Write
-from zoforge.sim.toolchain import apply_toolchain_env, find_program, verilator_root
+from zoforge.sim.toolchain import (apply_toolchain_env, check_build_tools, find_program,
+                                   verilator_root)
 
 __all__ = ["EXE", "CHANNELS", "JobServer", "JobServerError", "build_server", "encode",
            "stall_threshold"]
@@ -134,6 +135,7 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
     def build(entry: Path, complete: bool) -> None:
         if complete:
             return
+        check_build_tools("verilator")
         for name, text in sources.items():
             (entry / name).write_text(text)
         command = [verilator, *args, "--Mdir", "obj", "-o", EXE, "-j", "2",

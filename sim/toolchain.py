@@ -37,7 +37,7 @@ from zoforge.files import cache_dir
 
 __all__ = ["verilator_root", "cxx_opt", "compiler_cache", "toolchain_env", "apply_toolchain_env",
            "available_simulators", "have_simulator", "HIDE_ENV", "HIDEABLE", "hidden_programs",
-           "find_program"]
+           "find_program", "check_build_tools"]
 
 PCH_WORKAROUND = "CFG_CXXFLAGS_PCH_I=-include"
 #: The C++ optimisation of Verilated models: ``$ZOFORGE_VERILATOR_OPT``, default -O1 (the
@@ -142,6 +142,21 @@ def have_simulator(name: str) -> bool:
     if name == "icarus":
         return find_program("iverilog") is not None and find_program("vvp") is not None
     return False
+
+
+def check_build_tools(simulator: str) -> None:
+    """Before a build of ``simulator``'s model: Verilator's builds run ``make`` and a C++
+    compiler (``$CXX``, default ``g++``); a missing one is a one-line error naming it and how
+    to install it, never make's output as a traceback. Icarus needs nothing more."""
+    if simulator != "verilator":
+        return
+    compiler = (os.environ.get("CXX") or "g++").split()[0]
+    for program in ("make", compiler):
+        if find_program(program) is None:
+            raise ConfigError("--simulator", "a simulator whose build tools are installed: "
+                              "verilator builds with make and a C++ compiler ($CXX, default "
+                              "g++; apt-get install make g++)", f"verilator: no {program} "
+                              "on PATH")
 
 
 def available_simulators() -> list[str]:

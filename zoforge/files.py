@@ -10,7 +10,9 @@
   all use it. Its ``result.json`` is written last and atomically
   (:func:`store_result`), so an entry without one is an interrupted run and is redone;
   :func:`load_result` returns None for such an entry or an unreadable one.
-* :func:`file_lock` / :func:`locked` serialise parallel processes working on one entry.
+* :func:`file_lock` / :func:`locked` serialise parallel processes working on one entry. A
+  lock is opened without blocking and must be a regular file: a FIFO, a device, a folder or
+  a link planted at its name is a one-line error naming it, never a hang.
 * :func:`atomic_write_text` writes a file that readers see either whole or not at all;
   :func:`atomic_path` does the same for writers that take a file name (``torch.save``,
   ``savefig(..., format=...)``; not ``np.save``, which appends ``.npy``): it yields a new
@@ -25,6 +27,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from pathlib import Path
 
 from zoforge.errors import ConfigError, os_fault
@@ -185,11 +188,45 @@ def atomic_write_bytes(path: Path | str, data: bytes, parameter: str | None = No
             handle.write(data)
 
 
+#: What a lock file must be, in :func:`file_lock`'s one-line error.
+_LOCK_RULE = "a cache whose lock files are regular files (remove the one named)"
+
+
+def _open_lock(path: Path, parameter: str) -> int:
+    """A descriptor of the regular file ``path`` (created if absent), opened without
+    following a link, without blocking on a FIFO and without truncating; anything else at
+    that name is a one-line :class:`~zoforge.errors.ConfigError` naming ``parameter``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as error:
+        if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
+            raise ConfigError(parameter, _LOCK_RULE, f"{path}: {_kind(path)}") from None
+        raise os_fault(parameter, path, error) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(parameter, _LOCK_RULE, f"{path}: {_kind(path)}")
+    os.set_blocking(fd, True)
+    return fd
+
+
+def _kind(path: Path) -> str:
+    """What is at ``path``, in words (for an error)."""
+    mode = os.lstat(path).st_mode
+    for test, word in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return word
+    return "not a regular file"
+
+
 @contextlib.contextmanager
-def file_lock(path: Path | str):
-    """Hold an exclusive lock on ``path`` (a file beside what parallel processes share)."""
-    # never through a link planted at the lock's name (O_NOFOLLOW), never truncating
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+def file_lock(path: Path | str, parameter: str = "ZOFORGE_CACHE"):
+    """Hold an exclusive lock on ``path`` (a file beside what parallel processes share); a
+    ``path`` that is not a regular file is a one-line error naming ``parameter`` (the
+    setting that chose the folder), never a hang or a write through a link."""
+    fd = _open_lock(Path(path), parameter)
     with os.fdopen(fd, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
