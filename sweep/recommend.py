@@ -86,6 +86,9 @@ def parse_budget(text: str | None) -> dict[str, float]:
             limit = math.nan
         if not (math.isfinite(limit) and limit >= 0):
             raise ConfigError(f"--budget {key}", "a number >= 0", value.strip())
+        if BUDGET_KEYS[key] in out:
+            raise ConfigError(f"--budget {key}", "given once (a key may be set only once)",
+                              "given twice")
         out[BUDGET_KEYS[key]] = limit
     return out
 

@@ -176,6 +176,8 @@ def _sweep(args: argparse.Namespace):
     else:
         data, source, name = {}, "the command line", "sweep"
     origins: dict[str, str] = {}        # key -> the flag that set it (errors blame it)
+    _once("--set", args.set)
+    _once("--grid", args.grid)
     for text in args.set:
         key, value = _pair("--set", text)
         table, _, field = key.rpartition(".")
@@ -216,10 +218,27 @@ def _drop(data: dict, key: str, keep: str) -> None:
 
 
 def _pair(flag: str, text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` of ``flag`` as (key with ``_`` for ``-``, value), both stripped; a
+    control character anywhere (a newline would end the value early) is refused."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip() or not value.strip():
         raise ConfigError(flag, "KEY=VALUE", text)
+    if not text.isprintable():
+        raise ConfigError(flag, "KEY=VALUE without control characters (newlines, tabs, "
+                          "escapes)", text)
     return key.strip().replace("-", "_"), value.strip()
+
+
+def _once(flag: str, texts: list[str]) -> None:
+    """A key given twice to ``flag`` is an error (as a key written twice in a file is), not
+    the last one silently winning."""
+    seen: set[str] = set()
+    for text in texts:
+        key = _pair(flag, text)[0]
+        if key in seen:
+            raise ConfigError(f"{flag} {key}", "given once (a key may be set only once)",
+                              "given twice")
+        seen.add(key)
 
 
 def _value(text: str):
