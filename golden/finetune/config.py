@@ -16,6 +16,7 @@ from typing import ClassVar
 from zoforge.config import Config, FloatRange, IntRange, NonBlank, param
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import OnTheFlyConfig
+from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS     # the generator's range, one source
 from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 
 __all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS"]
@@ -57,7 +58,7 @@ class FinetuneConfig(Config):
                              IntRange(1, 100_000))
     n_rng: int = param(7, "LFSRs of the PeZO on-the-fly generator (2^k - 1)",
                        IntRange(3, 255))
-    bits: int = param(8, "LFSR bits of the generator", IntRange(4, 24))
+    bits: int = param(8, "LFSR bits of the generator", IntRange(MIN_BITS, MAX_BITS))
     layer_rows: int = param(4, "the ZO layer's array rows R", IntRange(1, 32))
     layer_cols: int = param(4, "the ZO layer's array columns C", IntRange(1, 32))
     engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))
