@@ -34,6 +34,10 @@ from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS, lfsr_sequence, period, t
 __all__ = ["GaussianConfig", "GaussianGolden", "theoretical_kurtosis"]
 
 MAX_LANES, MAX_TERMS = 4096, 16
+#: Amaranth's widest wire (``amaranth.back.rtlil.Wire``: wider is an OverflowError when the
+#: Verilog is written): the array's output word, ``n_rng`` values of
+#: :attr:`GaussianConfig.value_bits`, must fit it.
+MAX_WORD_BITS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,17 @@ class GaussianConfig(GeneratorConfig):
     bits: int = param(16, "LFSR bits b", IntRange(MIN_BITS, MAX_BITS))
     terms: int = param(3, "uniform LFSR values K summed per generator", IntRange(1, MAX_TERMS))
 
+    @property
+    def value_bits(self) -> int:
+        """Bits of one value: a sum of ``terms`` signed ``bits``-bit values."""
+        return self.bits + (self.terms - 1).bit_length()
+
     def check(self) -> None:
+        if self.n_rng * self.value_bits > MAX_WORD_BITS:
+            raise ConfigError("n_rng", f"at most {MAX_WORD_BITS // self.value_bits} with bits "
+                              f"{self.bits} and terms {self.terms} (the output word, n_rng "
+                              f"values of {self.value_bits} bits, at most {MAX_WORD_BITS:,} "
+                              "bits)", self.n_rng)
         need = 2 * self.n_rng * self.terms
         if period(self.bits) < need:
             low = next((b for b in range(MIN_BITS, MAX_BITS + 1) if period(b) >= need), None)
@@ -94,12 +108,12 @@ class GaussianGolden(GoldenGenerator):
 
     def __init__(self, n_rng: int = GaussianConfig.n_rng, bits: int = GaussianConfig.bits,
                  terms: int = GaussianConfig.terms, start: int = 0):
-        GaussianConfig(n_rng=n_rng, bits=bits, terms=terms)      # validates
+        config = GaussianConfig(n_rng=n_rng, bits=bits, terms=terms)      # validates
         self.n_rng, self.bits, self.terms = n_rng, bits, terms
         self.period = period(bits)
         self._u = lfsr_sequence(bits) - (1 << (bits - 1))
         self.frac_bits = bits - 1
-        self.width = bits + (terms - 1).bit_length()
+        self.width = config.value_bits
         self.phase_step = self.period // (n_rng * terms)
         self.phases = np.arange(n_rng * terms, dtype=np.int64) * self.phase_step
         self.modulus = self.period

@@ -160,6 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if sys.stdout is None:    # started with standard output closed: every command prints
+        if sys.stderr is not None:
+            print("zoforge: error: standard output must be open (it is closed; redirect it, "
+                  "e.g. > FILE or > /dev/null)", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
