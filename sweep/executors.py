@@ -3,13 +3,17 @@
 Both offer the same small interface to the coordinator (:mod:`zoforge.sweep.runner`):
 ``slots()`` (tasks it runs at once), ``submit(kind, key, spec, work_dir)`` returning a
 future of :func:`zoforge.sweep.tasks.run_task`'s dict, ``wait(futures, timeout)`` returning
-the finished ones, and ``close()``.
+the finished ones, and ``close(abandon=False)``: after the running tasks finish, or, with
+``abandon`` (the coordinator was interrupted: SIGINT, SIGTERM), at once, the tasks in flight
+stopped (their claims go back to the store, so the next run does them again).
 
 * :class:`LocalExecutor`: a ``ProcessPoolExecutor`` of ``jobs`` spawned processes (one task
   per core), each single-threaded (``OMP_NUM_THREADS=1``, ``torch.set_num_threads(1)`` in
   the worker, never in the coordinator) and killed by the kernel if the coordinator dies
   (``PR_SET_PDEATHSIG``), so a SIGKILLed sweep leaves no orphan writing into the store's
-  folders. A pool broken by a crashed worker is replaced on the next submit.
+  folders. Workers ignore SIGINT (a terminal's Ctrl-C reaches the whole process group): the
+  coordinator alone decides, and terminates them. A pool broken by a crashed worker is
+  replaced on the next submit.
 * :class:`DaskExecutor`: a ``distributed.Client`` on ``--scheduler ADDRESS``; one task per
   worker thread (start workers with ``--nthreads 1``). Workers need zoforge installed and,
   for the task folders, the store's path (a shared file system; otherwise the files stay on
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -38,6 +43,8 @@ __all__ = ["EXECUTORS", "LocalExecutor", "DaskExecutor", "make_executor",
 EXECUTORS = ("local", "dask")
 #: Seconds for connecting to a Dask scheduler and its first answer, together.
 CONNECT_TIMEOUT_S = 30.0
+#: Seconds an abandoned worker has between SIGTERM and SIGKILL.
+ABANDON_GRACE_S = 3.0
 
 
 def make_executor(name: str, jobs: int | None = None, scheduler: str | None = None,
@@ -68,6 +75,7 @@ def _worker_start() -> None:
     """In each local worker: die with the coordinator; one thread for torch and the
     tokenizer; no model-loading progress bars over the sweep's own."""
     os.environ.update(_WORKER_ENV)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # the coordinator handles Ctrl-C
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -101,8 +109,19 @@ class LocalExecutor:
         done, _ = cf.wait(futures, timeout=timeout, return_when=cf.FIRST_COMPLETED)
         return list(done)
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, abandon: bool = False) -> None:
+        if not abandon:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            return
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        workers = multiprocessing.active_children()
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(ABANDON_GRACE_S)
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
 
 
 class DaskExecutor:
@@ -149,7 +168,10 @@ class DaskExecutor:
             return []
         return list(done)
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        if abandon:                 # tasks in flight are cancelled, not waited for
+            with contextlib.suppress(Exception):
+                self.client.cancel(list(self.client.futures.values()), force=True)
         if self._own:
             self.client.close()
         self._close_cluster()

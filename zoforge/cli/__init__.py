@@ -21,9 +21,12 @@ Flags whose types are costly to import (one design's configuration) are added wi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -167,6 +170,33 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parser = build_parser()
     args = parser.parse_args(argv)
+    with _sigterm_interrupts():
+        return _run(parser, args)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it stops as on Ctrl-C: what is
+    finished is kept, workers are stopped, running work is handed back."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts():
+    """SIGTERM raises :class:`Terminated` while a command runs (the main thread only: a
+    handler cannot be set elsewhere)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminated(signum, frame):
+        raise Terminated()
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run(parser, args) -> int:
     try:
         return int(args.func(args) or 0)
     except ConfigError as error:       # a field shown as its flag (one place: _flags)
@@ -180,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:  # a fault no check named (a full disk, a read-only folder)
         print(f"zoforge: error: {fault_line(error)}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("zoforge: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("zoforge: interrupted", file=sys.stderr)
         return 130

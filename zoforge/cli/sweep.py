@@ -140,6 +140,11 @@ def run_sweep(args: argparse.Namespace) -> int:
             register_scope(store, scope, sweep, sweep.points)
             run_scope(store, scope, executor, lease_s=lease_s,
                       retry_failed=args.retry_failed, progress=not args.no_progress)
+    except BaseException:       # interrupted (or failed): stop the workers now, don't wait
+        if executor is not None:
+            executor.close(abandon=True)
+            executor = None
+        raise
     finally:
         if executor is not None:
             executor.close()
