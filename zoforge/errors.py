@@ -38,6 +38,11 @@ class ConfigError(ValueError):
             message += f" (got {got})"
         super().__init__(printable(message))
 
+    def __reduce__(self):
+        """Pickled by its fields (the message alone cannot rebuild it): an error raised in a
+        worker process crosses back to the coordinator as itself."""
+        return type(self), (self.parameter, self.allowed, self.got)
+
     def renamed(self, parameter: str) -> "ConfigError":
         """This error naming ``parameter`` instead (a flag, or a key where it was written)."""
         return ConfigError(parameter, self.allowed, self.got)
