@@ -201,10 +201,10 @@ def _check_scheduler(distributed, address: str, timeout_s: float) -> None:
     except (TimeoutError, asyncio.TimeoutError):
         raise ConfigError("scheduler", f"a Dask scheduler that answers within "
                           f"{timeout_s:g} s", address) from None
-    except (OSError, ValueError, TypeError) as error:
-        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise ConfigError("scheduler", "the address of a running Dask scheduler",
-                          f"{address}: {reason}") from None
+    except Exception as error:      # whatever the comm layer raises: OSError, a websocket
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__  # hand-
+        raise ConfigError("scheduler", "the address of a running Dask scheduler",  # shake's
+                          f"{address}: {reason}") from None          # error with an HTTP server
     if not isinstance(answer, dict) or answer.get("type") != "Scheduler":
         raise ConfigError("scheduler", "the address of a Dask scheduler (something else "
                           "answered)", address)

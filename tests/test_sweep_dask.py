@@ -97,3 +97,36 @@ def test_an_address_nobody_listens_on_is_a_one_line_error(silent_scheduler):
         "dask", None, f"tcp://127.0.0.1:{port}", connect_timeout_s=1.0), 60)
     assert isinstance(error, ConfigError) and "\n" not in str(error)
     assert str(error).startswith("scheduler must be")
+
+
+@pytest.fixture()
+def http_server():
+    """An HTTP server on localhost: something that answers, but not a Dask scheduler."""
+    import http.server
+
+    class Quiet(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):         # not on the test's stderr
+            pass
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.mark.parametrize("protocol", ["ws", "tcp"])
+def test_an_http_server_as_scheduler_is_a_one_line_error(http_server, protocol, capsys,
+                                                          tmp_path):
+    """A websocket handshake refused by an HTTP server (tornado's WebSocketError, not an
+    OSError) or a TCP peer that speaks HTTP: one line naming --scheduler, exit 2."""
+    address = f"{protocol}://127.0.0.1:{http_server}"
+    codes = []
+    error = _in_thread(lambda: codes.append(main([
+        "sweep", "--preset", "tiny", "--store", str(tmp_path / "s"), "--executor", "dask",
+        "--scheduler", address, "--connect-timeout-s", "5", "--no-progress"])), 60)
+    assert error is None and codes == [2]
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("zoforge: error: --scheduler must be")
+    assert address in err
