@@ -365,4 +365,4 @@ def test_a_linear_map_is_quantized_per_output_channel_by_hand():
         assert float(q.weight_scale[n]) == pytest.approx(s_w, rel=1e-12)
         assert [int(q.weight[k, n]) for k in range(3)] == \
             [max(-127, min(127, round(v / s_w))) for v in row]
-        assert int(q.bias[n]) == round(float(linear.bias[n]) / (s_x * s_w))
+        assert int(q.bias[n]) == round(float(linear.bias.detach()[n]) / (s_x * s_w))
