@@ -4,7 +4,7 @@
   up front, generically: a registered design says what its memories cost and which
   configuration fields size each (its ``memories``). Memories (the GEMM engine's, the ZO
   layer's) are elaborated word by word (each word's initial value is part of the netlist):
-  generating the Verilog costs about 1 ms and 16 MB of memory per thousand words (65,536
+  generating the Verilog costs about 1 s and 16 MB of memory per thousand words (65,536
   words: about a minute and 1 GB; the largest ZO layer the flags allow passed 6 GB), so a
   design's memories may hold at most :data:`~zoforge.hw.designs.MAX_WORDS` words and
   :data:`~zoforge.hw.designs.MAX_BITS` bits
@@ -23,7 +23,8 @@ __all__ = ["MAX_WORDS", "MAX_BITS", "check_design_size", "check_sim_cache"]
 
 def check_design_size(config) -> None:
     """Refuse a configuration whose generation exceeds the documented limits (see the module
-    docstring), naming the flags of the fields that size its largest memory; a no-op for
+    docstring), naming the flags of the fields that size its largest memory (the most words
+    if the words exceed their limit, else the most bits); a no-op for
     designs without user-sized memories (a design's ``memories``,
     :class:`zoforge.hw.designs.Design`)."""
     from zoforge.config import flag_name
@@ -37,7 +38,8 @@ def check_design_size(config) -> None:
     bits = sum(m.bits for m in memory.values())
     if words <= MAX_WORDS and bits <= MAX_BITS:
         return
-    largest = max(memory, key=lambda name: memory[name].words)
+    over = "words" if words > MAX_WORDS else "bits"      # the limit exceeded (words first)
+    largest = max(memory, key=lambda name: getattr(memory[name], over))
     flags = "/".join(flag_name(field) for field in memory[largest].sized_by)
     raise ConfigError(flags, f"small enough for the {config.kind}'s memories to hold at most "
                       f"{MAX_WORDS} words and {MAX_BITS >> 20} Mbit (generating takes about "
