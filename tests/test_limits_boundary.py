@@ -276,6 +276,78 @@ def test_a_field_is_refused_one_step_past_its_limit(end):
         assert "\n" not in str(error)
 
 
+# -- limits set by other fields (cross-field rules) -----------------------------------------
+
+def _refused_field(config: type[Config], **values) -> str:
+    with pytest.raises(ConfigError) as refused:
+        config(**values)
+    assert "\n" not in str(refused.value)
+    return field_of(refused.value)
+
+
+def _next_power_of_two(value: int) -> int:
+    power = 1
+    while power < value:
+        power *= 2
+    return power
+
+
+@pytest.mark.parametrize("cols", [1, 5, 8, 33, 64])
+def test_engine_max_n_between_cols_and_its_parameter_tables(cols):
+    """``max_n`` from C to the parameter tables' capacity, 1024 words of which a row of C
+    columns takes the next power of two: (1024 // 2^ceil(log2 C)) * C; one less or one more
+    is refused naming max_n."""
+    from zoforge.hw.engine.config import EngineConfig
+    most = (1024 // _next_power_of_two(cols)) * cols
+    for max_n in (cols, most):
+        assert EngineConfig(cols=cols, max_n=max_n).max_n == max_n
+    assert _refused_field(EngineConfig, cols=cols, max_n=most + 1) == "max_n"
+    if cols > 1:
+        assert _refused_field(EngineConfig, cols=cols, max_n=cols - 1) == "max_n"
+
+
+@pytest.mark.parametrize("rows", [1, 6, 64])
+def test_engine_max_m_at_least_rows(rows):
+    """``max_m`` from R (one full row tile) to 2^15; R - 1 is refused naming max_m."""
+    from zoforge.hw.engine.config import EngineConfig
+    for max_m in (rows, 1 << 15):
+        assert EngineConfig(rows=rows, max_m=max_m).max_m == max_m
+    if rows > 1:
+        assert _refused_field(EngineConfig, rows=rows, max_m=rows - 1) == "max_m"
+
+
+@pytest.mark.parametrize("seq_len", [48, 64, 512])
+def test_finetune_batch_times_seq_len_at_most_4096_tokens(seq_len):
+    """``batch x seq_len <= 4096``: the largest batch for the length is taken, one more is
+    refused naming batch."""
+    from zoforge.golden.finetune.config import FinetuneConfig
+    most = 4096 // seq_len
+    assert FinetuneConfig(seq_len=seq_len, batch=most).batch == most
+    assert _refused_field(FinetuneConfig, seq_len=seq_len, batch=most + 1) == "batch"
+
+
+def test_train_batch_at_most_n_train_and_d_min_at_most_d_max():
+    """``batch <= n_train`` and ``d_min <= d_max``: equal is taken, one (float) past is
+    refused naming batch, d_min."""
+    from zoforge.golden.zo.config import TrainConfig
+    assert TrainConfig(n_train=40, batch=40).batch == 40
+    assert _refused_field(TrainConfig, n_train=40, batch=41) == "batch"
+    assert TrainConfig(d_min=3.0, d_max=3.0).d_min == 3.0
+    assert _refused_field(TrainConfig, d_min=math.nextafter(3.0, 4.0), d_max=3.0) == "d_min"
+
+
+@pytest.mark.parametrize("variant, n_rng", [("gaussian", 8), ("onthefly", 15)])
+def test_zo_layer_n_rng_at_least_rows(variant, n_rng):
+    """A ZO layer's generator gives one value per array row and cycle: ``n_rng == rows`` is
+    taken, rows one more than n_rng is refused naming n_rng."""
+    from zoforge.golden.zolayer import LAYER_CONFIGS
+    config = LAYER_CONFIGS[variant]
+    def sized(rows: int) -> dict:      # buffers a whole number of rows deep
+        return dict(rows=rows, max_r=rows, max_n=rows, n_rng=n_rng)
+    assert config(**sized(n_rng)).rows == n_rng
+    assert _refused_field(config, **sized(n_rng + 1)) == "n_rng"
+
+
 # -- the same limits through the command line ----------------------------------------------
 
 def _flag_argv(config: type[Config], values: dict) -> list[str]:
