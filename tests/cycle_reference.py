@@ -1,0 +1,154 @@
+"""The cycle and traffic models of the engine and the ZO layer, worked out again by hand.
+
+Written from the architecture's description (docs/finetune-cost.md "The cycle model",
+docs/zo-layer.md "Keeping the array busy, and the cycle model", the docstrings of
+``hw/zolayer/cycles.py`` and ``reports/finetune_cost.py``), without importing any of
+zoforge's cycle or traffic helpers: a job is walked as a timeline (first beats, one tile
+start after the other, the last tile's k-steps, the drain) and every constant is a literal
+here, with where it comes from. The tests (``tests/test_cycle_models.py``,
+``tests/test_finetune_cost.py``) compare the models with these values, so a changed
+constant, term or count in a model disagrees with a second route to the same number.
+"""
+from __future__ import annotations
+
+from math import ceil
+
+# -- the engine (docs/finetune-cost.md, docs/engine.md) ----------------------------------
+
+#: Cycles after the last tile's k-steps: 3R + C + 21 (skew, drain, result banks, the
+#: requantizer's stages, the last tile's R output beats; measured on the RTL).
+ENGINE_DRAIN_PER_ROW, ENGINE_DRAIN_PER_COL, ENGINE_DRAIN = 3, 1, 21
+
+
+def engine_cycles(rows: int, cols: int, pack: int, m: int, k: int, n: int) -> int:
+    """An engine job's CYCLES: W panel 0 and X panel 0 stream in (ceil(K/pack) beats each),
+    then ceil(M/R) x ceil(N/C) tiles of pack x ceil(K/pack) k-steps, at least 2R + C apart,
+    then the drain."""
+    beats = ceil(k / pack)
+    k_steps = pack * beats
+    spacing = max(k_steps, 2 * rows + cols)
+    t = beats + beats                          # W panel 0, X panel 0
+    starts = []
+    for _ in range(ceil(m / rows)):
+        for _ in range(ceil(n / cols)):
+            starts.append(t)
+            t += spacing
+    last_end = starts[-1] + k_steps
+    return last_end + ENGINE_DRAIN_PER_ROW * rows + ENGINE_DRAIN_PER_COL * cols + ENGINE_DRAIN
+
+
+def engine_bytes(rows: int, cols: int, pack: int, m: int, k: int, n: int,
+                 raw: bool) -> dict[str, int]:
+    """What an engine job streams (``stream_bytes``: beats of pack x max(R, C) bytes in;
+    R output beats of C 32-bit lanes per tile; 4 bytes per table word), the values at their
+    width (``payload_bytes``) and the AXI4-Lite ``table_words``: a raw job writes the bias
+    table only, an int8 job bias, multiplier and shift per column, each table a row of
+    2^ceil(log2 C) words per column tile."""
+    m_tiles, n_tiles, beats = ceil(m / rows), ceil(n / cols), ceil(k / pack)
+    beat = pack * max(rows, cols)
+    stream_in = m_tiles * beats * beat + n_tiles * beats * beat          # X panels, W panels
+    stream_out = m_tiles * n_tiles * rows * cols * 4
+    tables = 1 if raw else 3
+    row = 1
+    while row < cols:
+        row *= 2
+    table_words = tables * n_tiles * row
+    payload = m * k + k * n + (4 * m * n if raw else m * n) + tables * 4 * n
+    return {"stream_bytes": stream_in + stream_out + 4 * table_words,
+            "payload_bytes": payload, "table_words": table_words}
+
+
+# -- the ZO layer (hw/zolayer/cycles.py's docstring, docs/zo-layer.md) --------------------
+
+FINISH = 1                        # every job: the layer's register before the control's finish
+LOAD_EXTRA = 1                    # a load: the CTRL write to its first beat
+READ_EXTRA = 3                    # read_master beyond its words
+#: the update unit's pipelines: accumulate 1 (z a cycle after the issue) + 3 (multiply) +
+#: 2 (sums) + 1 (D + prod); apply 3 (D's read) + 3 + 2 + 2 (t and n)
+ACCUMULATE_LATENCY, APPLY_LATENCY = 1 + 3 + 2 + 1, 3 + 3 + 2 + 2
+FILL, FILL_PER_ROW, FILL_PER_COL = 27, 3, 1           # a compute job's fill and drain
+FREE, FREE_PER_ROW, FREE_PER_COL = 4.5, 3, 1          # a result bank read out
+SPREAD_EXTRA, BIAS_EXTRA = 2, 6   # a branch: side by side (B > 1); a LoRA-FA branch's bias
+
+
+def layer_cycles(rows: int, cols: int, lora: bool, branch_lanes: int, job: str, m: int,
+                 k: int, n: int, r: int, query: int = 0) -> int:
+    """A ZO-layer job's CYCLES (tokens m a multiple of C; n, r multiples of R)."""
+    lanes = max(rows, cols)
+    trained_k = r if lora else k
+    words = trained_k * n // rows                     # words of the trained T
+    queries = max(1, branch_lanes // 2)
+    if job == "load_x":
+        per_beat = 4 * lanes // cols                  # int8 k-steps of C tokens per beat
+        work = (m // cols) * ceil(k / per_beat) + LOAD_EXTRA
+    elif job == "load_w":
+        work = (n // rows) * k + LOAD_EXTRA
+    elif job == "load_a":
+        work = (r // rows) * k + LOAD_EXTRA
+    elif job == "load_master":
+        work = words + LOAD_EXTRA
+    elif job == "read_master":
+        work = words + READ_EXTRA
+    elif job == "apply":
+        work = words + APPLY_LATENCY + 1
+    elif job == "accumulate":        # Q generator transfers a word; the last word's issue
+        work = (words - 1) * queries + query + ACCUMULATE_LATENCY + 2
+    else:
+        work = _compute_cycles(rows, cols, lora, branch_lanes, job, m, k, n, r)
+    return work + FINISH
+
+
+def _compute_cycles(rows, cols, lora, branch_lanes, job, m, k, n, r):
+    """Tiles back to back, each max(depth, 2R + C, (depth + bank free) / 2) after the one
+    before, the last ending after its depth k-steps, plus the fill and drain."""
+    features = rows // branch_lanes
+    depth, panels = {"frozen_w": (k, n // rows), "frozen_a": (k, r // rows),
+                     "branch": (r if lora else k, n // features)}[job]
+    bank_free = FREE + FREE_PER_ROW * rows + FREE_PER_COL * cols
+    spacing = max(depth, 2 * rows + cols, (depth + bank_free) / 2)
+    t = 0.0
+    for _ in range((m // cols) * panels - 1):
+        t += spacing
+    t += depth
+    t += FILL + FILL_PER_ROW * rows + FILL_PER_COL * cols
+    if job == "branch":
+        t += (SPREAD_EXTRA if branch_lanes > 1 else 0) + (BIAS_EXTRA if lora else 0)
+    return round(t)
+
+
+def layer_step_cycles(rows, cols, lora, branch_lanes, m, k, n, r, q,
+                      sequential=False) -> int:
+    """STEP_CYCLES of one ZO step (docs/zo-layer.md's host schedule): the batch (load_x and,
+    LoRA-FA, the frozen products), its branch jobs (2q of one branch each, or q / Q of Q
+    queries' + and - branches side by side), each query's accumulate, one apply;
+    ``sequential``: every branch job reloads the batch."""
+    def job(name, query=0):
+        return layer_cycles(rows, cols, lora, branch_lanes, name, m, k, n, r, query)
+
+    queries = max(1, branch_lanes // 2)
+    batch = job("load_x") + (job("frozen_w") + job("frozen_a") if lora else 0)
+    branch_jobs = 2 * q if branch_lanes == 1 else q // queries
+    total = batch * (branch_jobs if sequential else 1) + branch_jobs * job("branch")
+    for _ in range(q // queries):
+        for query in range(queries):
+            total += job("accumulate", query)
+    return total + job("apply")
+
+
+def layer_bytes(rows: int, cols: int, job: str, m: int, k: int, n: int, r: int
+                ) -> tuple[int, int]:
+    """(stream bytes, payload bytes) of a ZO-layer job: words of max(R, C) 32-bit lanes, one
+    value a lane (load_x: four int8 a lane), against int8 X, W, A, 3-byte masters, int32 Y."""
+    lanes = max(rows, cols)
+    word = 4 * lanes
+    per_beat = 4 * lanes // cols
+    master_words = ceil(n / rows) * r
+    words, payload = {
+        "load_x": (ceil(m / cols) * ceil(k / per_beat), m * k),
+        "load_w": (ceil(n / rows) * k, k * n),
+        "load_a": (ceil(r / rows) * k, k * r),
+        "load_master": (master_words, 3 * r * n),
+        "read_master": (master_words, 3 * r * n),
+        "branch": (ceil(m / cols) * ceil(n / rows) * rows, 4 * m * n),
+    }.get(job, (0, 0))
+    return words * word, payload
