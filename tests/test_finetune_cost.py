@@ -5,10 +5,12 @@ co-simulated cycle counts recorded for the model's shapes, monotonicity, the boa
 bad input). ``-m slow``: the model against a fresh co-simulation of one engine shape and
 one adapter call plus update walk.
 """
+from math import ceil
 from types import SimpleNamespace as NS
 
 import pytest
 
+from cycle_reference import engine_bytes, engine_cycles, layer_bytes, layer_cycles
 from zoforge.boards.registry import Board, get_board
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import Formats, layer_config
@@ -99,6 +101,225 @@ LAYER_MEASURED = {     # the job server's CYCLES, at the commit that packs load_
     (64, 16): {"load_w": 36865, "load_a": 1537, "load_master": 1537, "load_x": 1537,
                "frozen_w": 589864, "frozen_a": 24616, "branch": 28451, "accumulate": 1542,
                "apply": 1543, "read_master": 1538}}
+
+
+# Several blocks, queries and sequences, every dimension different, so that the counts per
+# forward, per step, per block and per model differ (at one block and q = 1 they coincide).
+# TWO: 2 blocks, q 3, batch 3 x seq 5 = 15 tokens, hidden 24, FFN 56, rank 3, 4 heads,
+# 5 classes, query and value adapted; a 4 x 3 engine, pack 3, whose max_n 24 cuts ffn_in
+# into 3 chunks of 19 columns; a 4 x 2 layer, to which the host pads 15 tokens to 16 and
+# the rank 3 to 4.
+TWO = ModelShape(blocks=2, seq_len=5, batch=3, rank=3, adapted=2, queries=3, hidden=24,
+                 ffn=56, heads=4, classes=5)
+TWO_ENGINE = EngineConfig(rows=4, cols=3, pack=3, max_m=16, max_k=56, max_n=24)
+TWO_LAYER = layer_config("onthefly", rows=4, cols=2, mode="lora-fa", max_m=16, max_k=24,
+                         max_n=24, max_r=4)
+# THREE: 3 blocks, q 2, batch 2 x seq 3 = 6 tokens, hidden 16, FFN 40, rank 5, 2 heads,
+# 3 classes, query, value and key adapted (attn_out alone on the engine); a 2 x 5 engine,
+# pack 2, max_n 20: ffn_in in 2 chunks of 20; a 2 x 4 layer: tokens padded to 8, rank to 6.
+THREE = ModelShape(blocks=3, seq_len=3, batch=2, rank=5, adapted=3, queries=2, hidden=16,
+                   ffn=40, heads=2, classes=3)
+THREE_ENGINE = EngineConfig(rows=2, cols=5, pack=2, max_m=8, max_k=40, max_n=20)
+THREE_LAYER = layer_config("onthefly", rows=2, cols=4, mode="lora-fa", max_m=8, max_k=16,
+                           max_n=16, max_r=6)
+
+#: per call kind: (name, unit, shape, count per step), counted from the schedule (per query
+#: a + and a - forward of every block and the head, then one update walk per adapter)
+STEP_CALLS = {
+    # TWO: 2q = 6 forwards x 2 blocks = 12 block passes: 2 adapter calls each (24), key and
+    # attn_out (24), 3 ffn_in chunks (36), ffn_out (12); the head once a forward (6); q x
+    # J = 3 x 4 walks (12)
+    "TWO": [("query/value adapter call", "zo-layer", (16, 24, 24, 4), 24),
+            ("key/attn_out", "engine", (15, 24, 24), 24),
+            ("ffn_in chunk (1/3)", "engine", (15, 24, 19), 36),
+            ("ffn_out", "engine", (15, 56, 24), 12),
+            ("head", "engine", (3, 24, 5), 6),
+            ("update walk", "zo-layer", (24, 24, 4), 12)],
+    # THREE: 2q = 4 forwards x 3 blocks = 12 block passes: 3 adapter calls each (36),
+    # attn_out (12), 2 ffn_in chunks (24), ffn_out (12); the head 4; q x J = 2 x 9 walks
+    "THREE": [("adapter call (query, value, key)", "zo-layer", (8, 16, 16, 6), 36),
+              ("attn_out", "engine", (6, 16, 16), 12),
+              ("ffn_in chunk (1/2)", "engine", (6, 16, 20), 24),
+              ("ffn_out", "engine", (6, 40, 16), 12),
+              ("head", "engine", (2, 16, 3), 4),
+              ("update walk", "zo-layer", (16, 16, 6), 18)]}
+MODELS = {"TWO": (TWO, TWO_ENGINE, TWO_LAYER), "THREE": (THREE, THREE_ENGINE, THREE_LAYER)}
+
+
+def _jobs_by_hand(name, unit, shape, engine, layer):
+    """(job, cycles, stream bytes, payload bytes) of one call, from tests/cycle_reference.py:
+    an engine call is one job (the head raw, every other int8 per-channel); an adapter call
+    the loads of W, A, master and X, the frozen products and a branch; a walk the master's
+    load, accumulate, apply and read back (on C tokens: it has none)."""
+    if unit == "engine":
+        moved = engine_bytes(engine.rows, engine.cols, engine.pack, *shape, raw=name == "head")
+        return [(name, engine_cycles(engine.rows, engine.cols, engine.pack, *shape),
+                 moved["stream_bytes"], moved["payload_bytes"])]
+    if len(shape) == 4:
+        (m, k, n, r), jobs = shape, ADAPTER_CALL
+    else:
+        (k, n, r), m, jobs = shape, layer.cols, UPDATE_WALK
+    return [(job, layer_cycles(layer.rows, layer.cols, True, 1, job, m, k, n, r),
+             *layer_bytes(layer.rows, layer.cols, job, m, k, n, r)) for job in jobs]
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_multi_block_step_calls_by_hand(model):
+    """Every call kind of a step of several blocks: its name, unit, shape, count per step,
+    each job's cycles and bytes, its cycles, stream and payload bytes and table words, and the
+    step's totals per unit and in all, each against the schedule counted by hand and the
+    jobs worked out again (tests/cycle_reference.py)."""
+    shape, engine, layer = MODELS[model]
+    step = predicted_step_cycles(shape, engine, layer)
+    expected = STEP_CALLS[model]
+    assert [(c.name, c.unit, c.shape, c.count) for c in step.calls] == expected
+    totals = {"engine": 0, "zo-layer": 0, "stream": 0, "payload": 0}
+    for call, (name, unit, call_shape, count) in zip(step.calls, expected):
+        jobs = _jobs_by_hand(name, unit, call_shape, engine, layer)
+        assert call.jobs == tuple((job, cycles) for job, cycles, _, _ in jobs), name
+        assert call.job_stream_bytes == tuple(s for _, _, s, _ in jobs), name
+        assert call.job_payload_bytes == tuple(p for _, _, _, p in jobs), name
+        cycles = sum(c for _, c, _, _ in jobs)
+        stream, payload = sum(s for _, _, s, _ in jobs), sum(p for _, _, _, p in jobs)
+        assert (call.cycles, call.stream_bytes, call.payload_bytes) == (cycles, stream,
+                                                                        payload), name
+        assert call.total_cycles == count * cycles, name
+        if unit == "engine":       # per column tile a row of 2^ceil(log2 C) words a table
+            tables, row = (1 if name == "head" else 3), 1 << (engine.cols - 1).bit_length()
+            assert call.table_words == tables * ceil(call_shape[2] / engine.cols) * row
+        else:
+            assert call.table_words == 0
+        totals[unit] += count * cycles
+        totals["stream"] += count * stream
+        totals["payload"] += count * payload
+    assert step.unit_cycles("engine") == totals["engine"]
+    assert step.unit_cycles("zo-layer") == totals["zo-layer"]
+    assert step.cycles == totals["engine"] + totals["zo-layer"]
+    assert (step.stream_bytes, step.payload_bytes) == (totals["stream"], totals["payload"])
+
+
+def test_multi_block_calls_worked_by_hand():
+    """TWO's engine calls and update walk with every term written out. 4 x 3, pack 3,
+    drain 3R + C + 21 = 36: key/attn_out (15, 24, 24): 8 beats a panel, 24 k-steps (> 2R +
+    C = 11), 4 x 8 tiles: 16 + 31 x 24 + 24 + 36 = 820; the head (3, 24, 5): 2 tiles:
+    16 + 24 + 24 + 36 = 100, raw (the bias table alone: 2 tiles x 4 words). The walk on
+    the 4 x 2 layer (T: r 4 x N 24 / R = 24 words): load_master 24 + 2, accumulate
+    23 + 7 + 3, apply 24 + 12, read_master 24 + 4; its streams 24 words of 16 bytes each
+    way, its payload the 3-byte master each way (3 x 4 x 24). The host's attention MACs:
+    per head (d = 24 / 4 = 6) and sequence Q·K^T and P·V, 2 x 5 x 5 x 6, for 4 heads,
+    3 sequences, 2 blocks and 6 forwards."""
+    step = predicted_step_cycles(TWO, TWO_ENGINE, TWO_LAYER)
+    calls = {c.name: c for c in step.calls}
+    assert calls["key/attn_out"].cycles == 820
+    head = calls["head"]
+    assert (head.cycles, head.table_words) == (100, 8)
+    walk = calls["update walk"]
+    assert walk.jobs == (("load_master", 26), ("accumulate", 33), ("apply", 36),
+                         ("read_master", 28))
+    assert (walk.stream_bytes, walk.payload_bytes) == (2 * 24 * 16, 2 * 3 * 4 * 24)
+    assert step.host_macs == 6 * 2 * 3 * 4 * (2 * 5 * 5 * 6)
+
+
+@pytest.mark.parametrize("model", list(MODELS))
+def test_multi_block_roofline_and_energy_by_hand(model):
+    """At 100 MHz and 4 bytes a cycle (4e8 B/s) some jobs wait on DDR and some compute: per
+    call kind compute_s (its cycles / f), memory_s (its bytes / bandwidth), time_s (per job
+    the larger, summed), the bound (all, some or none of its jobs memory-bound) and bytes
+    per cycle; then the step's time and energy from the rows, each weighted by its count,
+    static and dynamic apart, the dynamic power estimated at 40 MHz taken to 100."""
+    shape, engine, layer = MODELS[model]
+    step = predicted_step_cycles(shape, engine, layer)
+    hz, bandwidth = 100e6, 4e8
+    rows = roofline(step, 100.0, bandwidth)
+    bounds = set()
+    compute_total = roofline_total = 0.0
+    for row, (name, unit, call_shape, count) in zip(rows, STEP_CALLS[model]):
+        jobs = _jobs_by_hand(name, unit, call_shape, engine, layer)
+        compute = [cycles / hz for _, cycles, _, _ in jobs]
+        memory = [stream / bandwidth for _, _, stream, _ in jobs]
+        slow = [mem > comp for comp, mem in zip(compute, memory)]
+        bound = "memory" if all(slow) else "compute" if not any(slow) else "mixed"
+        assert (row.name, row.unit, row.count, row.bound) == (name, unit, count, bound)
+        assert row.compute_s == pytest.approx(sum(compute), rel=1e-12)
+        assert row.memory_s == pytest.approx(sum(memory), rel=1e-12)
+        assert row.time_s == pytest.approx(sum(max(c, m) for c, m in zip(compute, memory)),
+                                           rel=1e-12)
+        assert row.bytes_per_cycle == pytest.approx(
+            sum(s for _, _, s, _ in jobs) / sum(c for _, c, _, _ in jobs), rel=1e-12)
+        bounds.add(bound)
+        compute_total += count * sum(compute)
+        roofline_total += count * sum(max(c, m) for c, m in zip(compute, memory))
+    assert bounds == {"compute", "memory", "mixed"}
+    assert roofline_total > compute_total
+    static_w, dynamic_w = 0.4, 0.3
+    dynamic_100 = dynamic_w * 100 / 40
+    timing = step_time_energy(step, 100.0, static_w, dynamic_w, power_mhz=40.0,
+                              ddr_bytes_per_s=bandwidth)
+    expected = {}
+    for kind, seconds in (("compute", compute_total), ("roofline", roofline_total)):
+        expected.update({f"{kind}_s": seconds, f"{kind}_static_j": seconds * static_w,
+                         f"{kind}_dynamic_j": seconds * dynamic_100,
+                         f"{kind}_j": seconds * (static_w + dynamic_100)})
+    assert timing == pytest.approx(expected, rel=1e-12)
+    assert step_time_energy(step, 100.0, static_w, dynamic_w, power_mhz=40.0).keys() == {
+        "compute_s", "compute_static_j", "compute_dynamic_j", "compute_j"}
+
+
+def test_roofline_payload_bytes_and_bounds_at_both_ends():
+    """With ``payload`` the rows count the packed values; at an unlimited DDR every call is
+    compute-bound (time = compute), at 1 byte a second every job that moves a byte is
+    memory-bound (the engine's and the loads), those that move none stay compute."""
+    step = predicted_step_cycles(TWO, TWO_ENGINE, TWO_LAYER)
+    packed = roofline(step, 100.0, 4e8, payload=True)
+    for row, call in zip(packed, step.calls):
+        assert row.memory_s == pytest.approx(call.payload_bytes / 4e8, rel=1e-12)
+        assert row.bytes_per_cycle == pytest.approx(call.payload_bytes / call.cycles)
+    fast = roofline(step, 100.0, 1e18)
+    assert all(row.bound == "compute" and row.time_s == row.compute_s for row in fast)
+    slow = {row.name: row.bound for row in roofline(step, 100.0, 1.0)}
+    assert slow == {"query/value adapter call": "mixed", "key/attn_out": "memory",
+                    "ffn_in chunk (1/3)": "memory", "ffn_out": "memory", "head": "memory",
+                    "update walk": "mixed"}
+
+
+def test_multi_block_peak_memory_by_hand():
+    """TWO (M 15, H 24, F 56, r 3, J 4, batch 3 x seq 5, 4 heads, 5 classes), every part.
+    ZO: weights int8 2 blocks x (4 H^2 + 2 H F) + the head H x 5 once; 12 bytes per output
+    channel (2 x (4 H + F + H) + 5); A J H r; masters 3 bytes, twice; D r x H of 16 + 8 + 4
+    = 28 bits; the larger of attention's 5 M H + 4 batch seq^2 and the FFN's M H + M F +
+    4 M H; the generator's 31 x 8 bits, twice. Backprop: float32 weights, biases and 2
+    LayerNorms a block; A; B, its gradient and Adam's 2 moments; per block the saved
+    tensors (frozen-aware: without the block input, the context and ffn_in's and ffn_out's
+    inputs), plus the pooled head input."""
+    weights = 2 * (4 * 24 * 24 + 2 * 24 * 56) + 24 * 5
+    channels = 2 * (4 * 24 + 56 + 24) + 5
+    zo = zo_peak_memory(TWO, TWO_LAYER)
+    parts = {"weights": weights, "channel_params": 12 * channels, "adapters_a": 4 * 24 * 3,
+             "masters": 2 * 4 * 3 * 24 * 3, "accumulator": ceil(3 * 24 * 28 / 8),
+             "activations": max(5 * 15 * 24 + 4 * 3 * 25, 15 * 24 + 15 * 56 + 4 * 15 * 24),
+             "generator": 2 * 31 * 8 // 8}
+    assert zo == {**parts, "total": sum(parts.values())}
+    frozen_only = 15 * 24 + 15 * 24 + 15 * 24 + 15 * 56
+    per_block = (15 * 24 + 2 * 15 * 3 + 3 * 15 * 24 + 3 * 4 * 25 + 15 * 24
+                 + 2 * (15 * 24 + 2 * 15) + 15 * 24 + 2 * 15 * 56)
+    b = 4 * 3 * 24
+    for frozen_aware, saved in ((False, per_block), (True, per_block - frozen_only)):
+        bp = {"weights": 4 * (weights + channels + 2 * 2 * 2 * 24), "adapters_a": 4 * 4 * 24 * 3,
+              "masters": 4 * b, "gradients": 4 * b, "adam": 8 * b,
+              "activations": 4 * (2 * saved + 3 * 24)}
+        assert backprop_peak_memory(TWO, frozen_aware) == {**bp, "total": sum(bp.values())}
+
+
+def test_memory_bits_are_each_units_own():
+    """Each unit's part is the sum of its own memories' bits (an engine and a layer of
+    different sizes, so a swap shows), the total their sum."""
+    from zoforge.hw.engine.designs import engine_memories
+    from zoforge.hw.zolayer.designs import layer_memories
+    bits = memory_bits(TWO_ENGINE, TWO_LAYER)
+    engine = sum(size.bits for size in engine_memories(TWO_ENGINE).values())
+    layer = sum(size.bits for size in layer_memories(TWO_LAYER).values())
+    assert engine != layer
+    assert bits == {"engine": engine, "zo-layer": layer, "total": engine + layer}
 
 
 def test_model_reproduces_recorded_cosimulation():
