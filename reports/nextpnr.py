@@ -32,8 +32,8 @@ from zoforge.files import (atomic_write_text, content_key, entry_dir, load_resul
                            store_result)
 from zoforge.reports.synth import Progress, run_yosys
 
-__all__ = ["PnrResult", "place_and_route", "collisions_undefined", "bram_output_registers",
-           "SOURCE"]
+__all__ = ["PnrResult", "place_and_route", "parse_report", "collisions_undefined",
+           "bram_output_registers", "SOURCE"]
 
 SOURCE = "nextpnr"
 #: The heap placer's timing weight (nextpnr's default is 10). Measured on the demo ZO layer
@@ -210,18 +210,25 @@ def _run(files: dict[str, str], args: list[str], entry: Path,
     folded = bram_output_registers(design["modules"][TOP])
     atomic_write_text(netlist, json.dumps(design))
     _run_nextpnr(args, entry, progress)
-    report = json.loads((entry / "report.json").read_text())
     stored = {
-        "utilization": report.get("utilization", {}),
-        "fmax": {clock: values.get("achieved") for clock, values
-                 in report.get("fmax", {}).items()},
-        "constraint": {clock: values.get("constraint") for clock, values
-                       in report.get("fmax", {}).items()},
+        **parse_report(json.loads((entry / "report.json").read_text())),
         "seconds": time.perf_counter() - started,
         "bram_output_registers": folded,
     }
     store_result(entry, stored)
     return stored
+
+
+def parse_report(report: dict) -> dict:
+    """What is kept of nextpnr's ``--report`` JSON ``report``: ``utilization`` (cell type ->
+    ``{"used", "available"}``, as nextpnr wrote it), ``fmax`` (clock -> the *achieved* Fmax,
+    MHz) and ``constraint`` (clock -> the frequency it was constrained to, MHz)."""
+    clocks = report.get("fmax", {})
+    return {
+        "utilization": report.get("utilization", {}),
+        "fmax": {clock: values.get("achieved") for clock, values in clocks.items()},
+        "constraint": {clock: values.get("constraint") for clock, values in clocks.items()},
+    }
 
 
 def _run_nextpnr(args: list[str], cwd: Path, progress: Progress | None) -> None:

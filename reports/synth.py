@@ -32,6 +32,7 @@ from zoforge.files import (clear_entry, content_key, entry_dir, file_digest, loa
                            locked, store_result)
 
 __all__ = ["SynthResult", "synthesize", "xilinx_resources", "ecp5_resources", "stat_cells",
+           "block_cells",
            "yosys_version", "run_yosys", "FAMILIES", "RAM_STYLES", "SOURCE"]
 
 SOURCE = "yosys synth_xilinx (estimate)"
@@ -302,9 +303,18 @@ def _expand(module: str, modules: dict[str, dict[str, int]], memo: dict) -> Coun
     return total
 
 
-def _result(stored: dict, top: str, family: str, blocks: list[str] | None, version: str,
-            entry: Path, cached: bool) -> SynthResult:
-    modules = stored["modules"]
+def block_cells(stats: dict, top: str, blocks: list[str] | None = None
+                ) -> tuple[dict[str, int], dict[str, dict[str, int]], list[str]]:
+    """From Yosys' ``stat -json`` output ``stats`` of a design kept hierarchical: its
+    primitive counts (instances expanded), each block's (a submodule ``<top>.<block>`` of
+    ``top``, times its instances in ``top``; ``"(top)"``: the top module's own cells) and
+    the ``blocks`` asked for that are not modules of their own. ``blocks`` None: every
+    direct submodule (what :func:`synthesize` reports as ``cells``, ``per_block``,
+    ``missing_blocks``)."""
+    return _blocks(_module_cells(stats), top, blocks)
+
+
+def _blocks(modules: dict[str, dict[str, int]], top: str, blocks: list[str] | None):
     memo: dict = {}
     cells = dict(_expand(top, modules, memo))
     children = [cell for cell in modules.get(top, {}) if cell in modules]
@@ -326,6 +336,12 @@ def _result(stored: dict, top: str, family: str, blocks: list[str] | None, versi
             missing.append(block)   # inlined into its parent (e.g. a memory) or optimised away
     own = {cell: n for cell, n in modules.get(top, {}).items() if cell not in modules}
     per_block["(top)"] = own
+    return cells, per_block, missing
+
+
+def _result(stored: dict, top: str, family: str, blocks: list[str] | None, version: str,
+            entry: Path, cached: bool) -> SynthResult:
+    cells, per_block, missing = _blocks(stored["modules"], top, blocks)
     netlist = entry / "netlist.json"
     return SynthResult(
         top=top, family=family, cells=cells, per_block=per_block,

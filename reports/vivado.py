@@ -66,25 +66,33 @@ def _keyed(table: list[list[str]], column: str) -> dict[str, float]:
 
 def parse_utilization(text: str) -> dict[str, int]:
     """Resources used from ``report_utilization`` (flat): LUT, LUTRAM, FF, CARRY, BRAM18,
-    DSP, URAM (BRAM18 = 2 x RAMB36 + RAMB18)."""
+    DSP, URAM (BRAM18 = 2 x RAMB36 + RAMB18). Rows are read from the ``Site Type`` tables
+    (the first table naming a row wins); CARRY from the ``Primitives`` table (``Ref Name``)
+    where no site table lists it (7-series)."""
     used: dict[str, float] = {}
+    primitives: dict[str, float] = {}
     for table in tables(text):
-        if table and "Site Type" in [c.strip() for c in table[0]]:
+        header = [c.strip() for c in table[0]] if table else []
+        if "Site Type" in header:
             for key, value in _keyed(table, "Used").items():
                 used.setdefault(key, value)
+        elif "Ref Name" in header:
+            primitives.update(_keyed(table, "Used"))
     if not used:
         raise ValueError("no utilization table (Site Type / Used) found")
 
-    def get(*names):
+    def get(*names, table=used):
         for name in names:
-            if name in used:
-                return int(used[name])
+            if name in table:
+                return int(table[name])
         return 0
+    # 7-series reports list CARRY4 only among the primitives (Ref Name / Used)
+    carry = get("CARRY8", "CARRY4") or get("CARRY8", "CARRY4", table=primitives)
     return {
         "LUT": get("CLB LUTs", "Slice LUTs", "CLB LUTs*", "Slice LUTs*"),
         "LUTRAM": get("LUT as Memory"),
         "FF": get("CLB Registers", "Slice Registers"),
-        "CARRY": get("CARRY8", "CARRY4"),
+        "CARRY": carry,
         "BRAM18": 2 * get("RAMB36/FIFO*", "RAMB36/FIFO") + get("RAMB18"),
         "DSP": get("DSPs"),
         "URAM": get("URAM"),
