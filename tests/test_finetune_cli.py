@@ -19,7 +19,7 @@ import types
 import pytest
 
 from zoforge.cli import main
-from zoforge.cli.finetune import COST_KEYS, OUT_FILES
+from zoforge.cli.finetune import COST_KEYS, OUT_FILES, TRAIN_LOSS_KEYS
 from zoforge.config import flag_name, load_config
 from zoforge.errors import ConfigError
 from zoforge.golden.finetune.config import FinetuneConfig
@@ -30,7 +30,7 @@ TINY = ["finetune", "--model", "tiny", "--blocks", "1", "--seq-len", "8", "--ste
 
 KEYS = {"bit_exact", "rtl_calls", "steps", "accuracy_before", "accuracy_after",
         "float_accuracy_after", "backprop_accuracy_after", "cycles_per_step", "config",
-        "loss", "float_loss", "error", *COST_KEYS}
+        "loss", "float_loss", "error", *COST_KEYS, *TRAIN_LOSS_KEYS}
 
 
 def _run(tmp_path, *extra: str, name: str = "run"):
@@ -49,6 +49,12 @@ def test_help_lists_every_config_field_and_the_run_flags(capsys):
     for flag in ("--rtl", "{none,adapters,all}", "--float", "--no-float", "--backprop",
                  "--no-backprop", "--out", "--json", "--config", "--threads"):
         assert flag in text, flag
+    flat = " ".join(text.split())
+    for phrase in ("--k-shot K_SHOT few-shot mode: train on k examples per class",
+                   "0 <= value <= 10000 (default 0)", "(None: 4, or 1 with --k-shot)",
+                   "None: 2e-5, or 2e-4 with --k-shot", "zoforge finetune --k-shot 16 "
+                   "--steps 200"):
+        assert phrase in flat, phrase
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +71,8 @@ def test_a_run_writes_every_key_and_its_files(tiny_run):
     for key in ("accuracy_before", "accuracy_after", "float_accuracy_before",
                 "float_accuracy_after"):
         assert 0 <= result[key] <= 1
+    # not few-shot: no training-loss figures
+    assert [result[key] for key in TRAIN_LOSS_KEYS] == [None] * 4 + [[]] * 3
     # no RTL, no backprop: not run, so null
     assert result["bit_exact"] is None and result["rtl_calls"] is None
     assert result["cycles_per_step"] is None and result["backprop_accuracy_after"] is None

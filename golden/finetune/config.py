@@ -7,6 +7,17 @@ One frozen :class:`FinetuneConfig`: the model cut (``blocks``, ``seq_len``), the
 of ``bits`` bits) and the two units' arrays. Limits that need the model (``blocks`` at most
 its layer count, ``seq_len`` at most its positions) are checked when it is loaded
 (:func:`zoforge.golden.finetune.model.check_model_limits`), before any work.
+
+**Few-shot mode** (``k_shot`` > 0, issue 33; :mod:`.fewshot`): the steps train on
+``k_shot`` examples per class drawn per ``seed`` from the training examples outside the
+head's ``n_train`` (and outside the test split), the head frozen as fitted. Its protocol's
+defaults (:data:`FEWSHOT_DEFAULTS`: q = 1, lr 2e-4, the whole few-shot set as one batch)
+apply to ``queries``, ``lr`` and ``batch`` when they are left unset (None); a value given
+wins, in either mode. Unset values are resolved when the configuration is made, so a made
+configuration (and its file) always holds the numbers it runs with:
+``FinetuneConfig(k_shot=16).lr == 2e-4``, ``FinetuneConfig().lr == 2e-5``. (So
+:meth:`replace` keeps them: ``cfg.replace(k_shot=0, queries=None, lr=None, batch=None)``
+takes the other mode's defaults again.)
 """
 from __future__ import annotations
 
@@ -19,7 +30,8 @@ from zoforge.golden.rng import OnTheFlyConfig
 from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS     # the generator's range, one source
 from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 
-__all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS"]
+__all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS", "DATA_CLASSES",
+           "DEFAULTS", "FEWSHOT_DEFAULTS"]
 
 #: The linear maps (names of :data:`zoforge.golden.models.LAYER_LINEARS`) that carry a
 #: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
@@ -27,8 +39,16 @@ ADAPTED = ("query", "value")
 ENGINE_MAPS = ("key", "attn_out", "ffn_in", "ffn_out")
 #: Most tokens (batch x seq_len) of one call: the units' token buffers.
 MAX_TOKENS = 4096
+#: Classes of the fine-tuning data (Rotten Tomatoes: negative, positive; ``prepare`` checks
+#: it): a few-shot set has ``k_shot * DATA_CLASSES`` examples.
+DATA_CLASSES = 2
+#: ``queries``, ``lr`` and ``batch`` when unset: the mini-batch mode (``k_shot`` 0) and the
+#: few-shot protocol (``batch`` None there: the whole few-shot set, one full batch).
+DEFAULTS = {"queries": 4, "lr": 2e-5, "batch": 4}
+FEWSHOT_DEFAULTS = {"queries": 1, "lr": 2e-4, "batch": None}
 
 _STEP = FloatRange(0.0, 1e6, low_open=True)
+_SEQ_LEN, _BATCH, _K_SHOT = IntRange(2, 512), IntRange(1, 1024), IntRange(0, 10_000)
 
 
 @dataclass(frozen=True)
@@ -41,18 +61,25 @@ class FinetuneConfig(Config):
                                     "from its PyPI wheel; 'tiny': a small random BERT, for "
                                     "tests)", NonBlank("a path"))
     blocks: int = param(6, "encoder blocks kept (the first N)", IntRange(1, 64))
-    seq_len: int = param(32, "tokens per example (padded or cut)", IntRange(2, 512))
+    seq_len: int = param(32, "tokens per example (padded or cut)", _SEQ_LEN)
     rank: int = param(8, "LoRA rank r (a multiple of the ZO layer's rows)", IntRange(1, 256))
-    queries: int = param(4, "P-RGE queries q per step", IntRange(1, 16))
-    batch: int = param(4, "examples per step", IntRange(1, 1024))
+    queries: int | None = param(None, "P-RGE queries q per step (None: 4, or 1 with "
+                                      "--k-shot)", IntRange(1, 16))
+    batch: int | None = param(None, "examples per step (None: 4, or with --k-shot the "
+                                    "whole few-shot set, one full batch)", _BATCH)
     steps: int = param(300, "ZO steps", IntRange(0, 1_000_000))
-    lr: float = param(2e-5, "learning rate (B in weight units: operand * 2^-12)", _STEP)
+    lr: float | None = param(None, "learning rate (B in weight units: operand * 2^-12; "
+                                   "None: 2e-5, or 2e-4 with --k-shot)", _STEP)
     eps: float = param(4e-3, "perturbation scale (rounded to a power of two)", _STEP)
     seed: int = param(0, "seed of the batches and the LoRA A matrices (the generator starts "
                          "in its reset state)", IntRange(0, 2**32 - 1))
     split_seed: int = param(0, "seed of the train/test split", IntRange(0, 2**32 - 1))
     n_train: int = param(2000, "training examples (also the calibration and probe data)",
                          IntRange(2, 100_000))
+    k_shot: int = param(0, "few-shot mode: train on k examples per class drawn per --seed "
+                           "from outside the head's --n-train and the test split, the head "
+                           "frozen (0: off, the steps draw from --n-train)",
+                        _K_SHOT)
     n_test: int = param(1000, "test examples", IntRange(2, 100_000))
     calibration: int = param(128, "training examples that calibrate the activation scales",
                              IntRange(1, 100_000))
@@ -64,11 +91,45 @@ class FinetuneConfig(Config):
     engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))
     engine_cols: int = param(8, "the GEMM engine's array columns", IntRange(1, 64))
 
+    def __post_init__(self):
+        # unset queries, lr, batch: the mode's defaults, before the checks (module doc)
+        # (a k_shot of the wrong type or range: today's defaults, and its own error below)
+        fewshot = type(self.k_shot) is int and 0 < self.k_shot <= _K_SHOT.high
+        defaults = FEWSHOT_DEFAULTS if fewshot else DEFAULTS
+        whole_set = fewshot and self.batch is None
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        if whole_set:
+            self._check_whole_set()
+            object.__setattr__(self, "batch", self.train_size)
+        super().__post_init__()
+
+    def _check_whole_set(self) -> None:
+        """The whole few-shot set as one batch: within ``batch``'s range and the token
+        buffers (an error naming ``k_shot``; a bad ``seq_len``: its own error, later)."""
+        if type(self.seq_len) is not int or not _SEQ_LEN.low <= self.seq_len <= _SEQ_LEN.high:
+            return
+        most = min(_BATCH.high, MAX_TOKENS // self.seq_len) // DATA_CLASSES
+        if self.k_shot > most:
+            raise ConfigError("k_shot", f"at most {most} with seq_len {self.seq_len} (the "
+                              f"whole few-shot set is one batch of at most {_BATCH.high} "
+                              f"examples and {MAX_TOKENS} tokens; or give --batch)",
+                              self.k_shot)
+
+    @property
+    def train_size(self) -> int:
+        """Examples the steps draw from: the few-shot set, or ``n_train``."""
+        return self.k_shot * DATA_CLASSES if self.k_shot else self.n_train
+
     def check(self) -> None:
         if self.rank % self.layer_rows:
             raise ConfigError("rank", f"a multiple of layer_rows = {self.layer_rows}",
                               self.rank)
-        if self.batch > self.n_train:
+        if self.k_shot and self.batch > self.train_size:
+            raise ConfigError("batch", f"at most k_shot x {DATA_CLASSES} classes = "
+                              f"{self.train_size} (the few-shot set)", self.batch)
+        if not self.k_shot and self.batch > self.n_train:
             raise ConfigError("batch", f"at most n_train = {self.n_train}", self.batch)
         if self.calibration > self.n_train:
             raise ConfigError("calibration", f"at most n_train = {self.n_train}",

@@ -23,6 +23,12 @@ RTL units), the update is the ZO layer's (rounded after every query). float: the
 stream of ``z`` integers, ``Tp_f = T_f ± z 2^-eps_shift`` and
 ``T_f -= eta_mult 2^-eta_shift g z / 2^8`` in operand units, nothing rounded.
 
+**Few-shot mode** (``cfg.k_shot`` > 0, issue 33): :func:`prepare` fits the head on the
+``n_train`` examples as always and sets ``prepared.train`` to the few-shot set
+(:mod:`.fewshot`); a step whose batch is the whole set takes it in order (a full batch).
+:meth:`ZoFinetune.train_loss` is the unperturbed loss over the training set, the quantity
+the protocol reports at :func:`curve_steps`.
+
 :func:`backprop_finetune` is the first-order ceiling: the same float adapters (B in the
 same parametrization), the same head and batches, Adam on the cross-entropy.
 """
@@ -34,9 +40,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from zoforge.errors import ConfigError
 from zoforge.golden.data import load_dataset, split
 from zoforge.golden.finetune.calls import GoldenUnits, UpdateCall
-from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.golden.finetune.config import DATA_CLASSES, FinetuneConfig
+from zoforge.golden.finetune.fewshot import fewshot_index
 from zoforge.golden.finetune.model import (FloatLinears, IntegerLinears, QuantModel,
                                            adapter_names, check_model_limits)
 from zoforge.golden.models import hidden_states, load_encoder, mean_pool, tiny_encoder, tokenize
@@ -49,19 +57,36 @@ from zoforge.golden.zolayer.network import StepSettings, step_settings
 HEAD_L2 = 1e-2
 
 __all__ = ["BACKPROP_LR", "Prepared", "load_model", "prepare", "ZoFinetune", "StepRecord", "accuracy", "backprop_finetune",
-           "float_accuracy"]
+           "float_accuracy", "CONTROLS", "CURVE_EVERY", "curve_steps"]
+
+#: ``ZoFinetune(control=...)``: ``"none"``, or ``"random-sign"``: each g times a random sign
+#: (:data:`CONTROL_STREAM`), an estimate that carries no signal (the learning's control).
+CONTROLS = ("none", "random-sign")
+CONTROL_STREAM = 2**32 + 34
+#: Steps between the checkpoints of the few-shot training-loss curve (:func:`curve_steps`).
+CURVE_EVERY = 10
+
+
+def curve_steps(steps: int, every: int = CURVE_EVERY) -> list[int]:
+    """The checkpoints of a run of ``steps`` steps: 0, ``every``, ``2 every``, ... and
+    ``steps`` (the training loss after that many steps)."""
+    return sorted(set(range(0, steps, every)) | {steps})
 
 
 @dataclass
 class Prepared:
     """What every run of one configuration shares: token ids, masks and labels of the
-    splits, the quantized model and the class names."""
+    splits, the quantized model and the class names. ``train`` is what the steps draw from:
+    the head's ``n_train`` examples (``probe``), or in few-shot mode the few-shot set, the
+    examples ``fewshot_index`` of the data set (:mod:`.fewshot`)."""
 
     cfg: FinetuneConfig
     model: QuantModel
     train: tuple[torch.Tensor, torch.Tensor, np.ndarray]
     test: tuple[torch.Tensor, torch.Tensor, np.ndarray]
     label_names: list[str]
+    probe: tuple[torch.Tensor, torch.Tensor, np.ndarray] | None = None
+    fewshot_index: np.ndarray | None = None
 
 
 def _fit_head(features: torch.Tensor, labels: np.ndarray, classes: int) -> torch.nn.Linear:
@@ -116,7 +141,17 @@ def prepare(cfg: FinetuneConfig, model_and_tokenizer=None) -> Prepared:
     head = _fit_head(features, train[2], data.num_classes)
     ids, mask = train[0][:cfg.calibration], train[1][:cfg.calibration]
     quant = QuantModel(cfg, model, ids, mask, head)
-    return Prepared(cfg, quant, train, test, data.label_names)
+    prepared = Prepared(cfg, quant, train, test, data.label_names, probe=train)
+    if cfg.k_shot:
+        if data.num_classes != DATA_CLASSES:
+            raise ConfigError("k_shot", f"used with data of {DATA_CLASSES} classes",
+                              f"{data.num_classes} classes")
+        index = fewshot_index(data.texts, data.labels, splits.train.texts
+                              + splits.test.texts, cfg.k_shot, cfg.seed)
+        few = data.subset(index)
+        prepared.train = (*tokenize(tokenizer, few.texts, cfg.seq_len), few.labels)
+        prepared.fewshot_index = index
+    return prepared
 
 
 def accuracy(logits: torch.Tensor, labels) -> float:
@@ -141,10 +176,18 @@ class StepRecord:
 
 class ZoFinetune:
     """The ZO fine-tuning of ``prepared``'s adapters in ``arithmetic`` (module docstring);
-    ``units`` runs the int8 calls (default: a fresh :class:`GoldenUnits`)."""
+    ``units`` runs the int8 calls (default: a fresh :class:`GoldenUnits`); ``control``
+    (:data:`CONTROLS`) ``"random-sign"`` multiplies each ``l+ - l-`` by a random sign drawn
+    from ``default_rng(SeedSequence([seed, CONTROL_STREAM]))`` before it becomes g."""
 
-    def __init__(self, prepared: Prepared, arithmetic: str = "int8", units=None):
+    def __init__(self, prepared: Prepared, arithmetic: str = "int8", units=None,
+                 control: str = "none"):
+        if control not in CONTROLS:
+            raise ConfigError("control", "one of " + ", ".join(CONTROLS), control)
         cfg = prepared.cfg
+        self.control = control
+        self._signs = np.random.default_rng(np.random.SeedSequence([cfg.seed,
+                                                                    CONTROL_STREAM]))
         self.prepared, self.cfg, self.model = prepared, cfg, prepared.model
         self.arithmetic = arithmetic
         generator = cfg.generator().golden()
@@ -176,6 +219,8 @@ class ZoFinetune:
 
     def gradient(self, loss_plus: float, loss_minus: float):
         difference = (loss_plus - loss_minus) * self.settings.gain
+        if self.control == "random-sign":
+            difference *= int(self._signs.choice((-1, 1)))
         if self.arithmetic == "int8":
             return saturate_gradient(round(difference))
         return difference
@@ -192,7 +237,12 @@ class ZoFinetune:
 
     # -- a step ----------------------------------------------------------------------------
     def batch(self, step: int) -> np.ndarray:
-        return batch_index(self.cfg.seed, step, self.cfg.n_train, self.cfg.batch)
+        """Step ``step``'s examples (of ``prepared.train``): the whole few-shot set in order
+        (a full batch), else :func:`batch_index` ``(seed, step)``."""
+        size = len(self.prepared.train[2])
+        if self.cfg.k_shot and self.cfg.batch == size:
+            return np.arange(size)
+        return batch_index(self.cfg.seed, step, size, self.cfg.batch)
 
     def step(self) -> StepRecord:
         """One ZO step (module docstring) on the next batch."""
@@ -217,8 +267,9 @@ class ZoFinetune:
         self.step_index += 1
         return record
 
-    def evaluate(self, split: str = "test", batch: int = 64) -> float:
-        """Accuracy of the unperturbed model on ``split`` (golden units)."""
+    def logits(self, split: str = "test", batch: int = 64) -> torch.Tensor:
+        """Logits of the unperturbed model (the masters now) on ``split`` (golden units, in
+        parts of ``batch`` examples)."""
         ids, mask, labels = getattr(self.prepared, split)
         units = GoldenUnits(self.cfg.generator().golden(), self.cfg.layer_rows)
         out = []
@@ -228,7 +279,16 @@ class ZoFinetune:
                        if self.arithmetic == "int8" else FloatLinears(self.model,
                                                                       self.masters))
             out.append(self.model.logits(ids[part], mask[part], linears))
-        return accuracy(torch.cat(out), labels)
+        return torch.cat(out)
+
+    def evaluate(self, split: str = "test", batch: int = 64) -> float:
+        """Accuracy of the unperturbed model on ``split`` (golden units)."""
+        return accuracy(self.logits(split, batch), getattr(self.prepared, split)[2])
+
+    def train_loss(self, batch: int = 64) -> float:
+        """The unperturbed model's mean cross-entropy over the whole training set (the
+        few-shot set in few-shot mode)."""
+        return mean_cross_entropy(self.logits("train", batch).numpy(), self.prepared.train[2])
 
 
 def float_accuracy(prepared: Prepared, split: str = "test", batch: int = 64) -> float:

@@ -8,6 +8,13 @@ GEMM engine's too; :class:`zoforge.sim.finetune_cosim.RtlUnits` compares every c
 the golden model, so a run that finishes is bit-exact), ``--float`` (the float twin beside
 the int8 run), ``--backprop`` (the first-order ceiling), ``--out DIR`` and ``--json FILE``.
 
+Few-shot mode (``--k-shot K``, issue 33; :mod:`zoforge.golden.finetune.fewshot`): the steps
+train on K examples per class the head has not seen, with the protocol's defaults for
+``--queries``, ``--lr`` and ``--batch`` where they are not given; the JSON adds the
+training loss over that set (:data:`TRAIN_LOSS_KEYS`): before and after (int8 and the float
+twin) and its curve at :func:`~zoforge.golden.finetune.train.curve_steps` (every
+:data:`~zoforge.golden.finetune.train.CURVE_EVERY` steps and the last).
+
 Checked before any work: the configuration, ``--out``, ``--json`` and (``--rtl``) the
 simulation cache's path; once the model is
 loaded (before the data and the calibration), its limits (``--blocks``, ``--seq-len``) and
@@ -24,7 +31,7 @@ from pathlib import Path
 
 from zoforge.errors import ConfigError
 
-__all__ = ["register", "run", "RTL_CHOICES", "COST_KEYS", "OUT_FILES"]
+__all__ = ["register", "run", "RTL_CHOICES", "COST_KEYS", "OUT_FILES", "TRAIN_LOSS_KEYS"]
 
 RTL_CHOICES = ("none", "adapters", "all")
 #: The cost figures of the JSON (:func:`_cost_fields`), None where not modelled.
@@ -34,6 +41,10 @@ COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_pe
 #: The board of the time and energy figures (its DDR, and the units' clock and power from
 #: :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each with its source label).
 BOARD = "zcu102"
+#: The few-shot training-loss figures of the JSON (None and [] when ``k_shot`` is 0).
+TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
+                   "float_train_loss_after", "curve_steps", "train_loss_curve",
+                   "float_train_loss_curve")
 #: What ``--out DIR`` gets.
 OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
 
@@ -41,8 +52,11 @@ OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
 def register(tree) -> None:
     from zoforge.cli._options import add_config_flags
     from zoforge.golden.finetune.config import FinetuneConfig
-    parser = tree.command("finetune", epilog="example: zoforge finetune --blocks 2 --steps 50 "
-                                                     "--json runs/ft.json")
+    parser = tree.command("finetune", epilog="examples: zoforge finetune --blocks 2 --steps "
+                                                     "50 --json runs/ft.json; the few-shot "
+                                                     "protocol (q 1, lr 2e-4, the 32 examples "
+                                                     "as one batch): zoforge finetune --k-shot "
+                                                     "16 --steps 200 --json runs/fewshot.json")
     run_flags = parser.add_argument_group("the run")
     run_flags.add_argument("--rtl", choices=RTL_CHOICES, default="none",
                            help="calls co-simulated on the RTL, each compared with the golden "
@@ -178,13 +192,14 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
 
     from tqdm import tqdm
 
-    from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune,
+    from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune, curve_steps,
                                                float_accuracy, prepare)
     model = model_and_tokenizer[0]
     hidden, ffn = widths
     _say(f"prepare: {cfg.model or 'all-MiniLM-L6-v2'}, {cfg.blocks} blocks, seq_len "
          f"{cfg.seq_len}; head fit on {cfg.n_train} examples, int8 calibration on "
-         f"{cfg.calibration}")
+         f"{cfg.calibration}" + (f"; few-shot: {cfg.k_shot} examples per class outside them"
+                                 if cfg.k_shot else ""))
     prepared = prepare(cfg, model_and_tokenizer)
     classes = len(prepared.label_names)
     result = {"rtl": args.rtl, "bit_exact": None, "error": None, "rtl_calls": None,
@@ -193,7 +208,9 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
               "backprop_accuracy_after": None, "cycles_per_step": None,
               **_cost_fields(cfg, hidden, ffn, model.config.num_attention_heads, classes),
               "host_seconds_per_step": None, "loss": [], "float_loss": [],
-              "backprop_loss": [], "config": cfg.to_dict()}
+              "backprop_loss": [], **dict.fromkeys(TRAIN_LOSS_KEYS[:4]),
+              "curve_steps": curve_steps(cfg.steps) if cfg.k_shot else [],
+              "train_loss_curve": [], "float_train_loss_curve": [], "config": cfg.to_dict()}
     make_out_dir("--out", out)
     mismatch = getattr(rtl_module, "CallMismatch", ())     # (): nothing to catch
     with contextlib.ExitStack() as stack:
@@ -205,6 +222,7 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
         _say(f"accuracy before: int8 and float on {cfg.n_test} test examples")
         result["accuracy_before"] = zo.evaluate()
         result["float_accuracy_before"] = float_accuracy(prepared)
+        _checkpoint(0, zo, twin, result)
         _say(f"train {cfg.steps} ZO steps (q={cfg.queries}, batch {cfg.batch}; int8 calls "
              f"{'on the RTL: ' + args.rtl if units is not None else 'golden'}"
              f"{', float twin beside' if twin is not None else ''})")
@@ -219,6 +237,10 @@ def _finetune(args, cfg, out: Path, json_path: Path | None, model_and_tokenizer,
             return 1
         if units is not None:
             result.update(bit_exact=True, rtl_calls=units.rtl_calls)
+    for key, curve in (("train_loss", "train_loss_curve"),
+                       ("float_train_loss", "float_train_loss_curve")):
+        if result[curve]:
+            result[key + "_before"], result[key + "_after"] = result[curve][0], result[curve][-1]
     _say("accuracy after")
     result["accuracy_after"] = zo.evaluate()
     if twin is not None:
@@ -252,6 +274,7 @@ def _steps(cfg, zo, twin, units, result: dict, tqdm, quiet: bool) -> None:
                 result["float_loss"].append(twin.step().loss)
                 shown["float"] = f"{result['float_loss'][-1]:.4f}"
             result["steps"] += 1
+            _checkpoint(result["steps"], zo, twin, result)
             bar.update(1)
             bar.set_postfix(shown)
     finally:
@@ -260,6 +283,15 @@ def _steps(cfg, zo, twin, units, result: dict, tqdm, quiet: bool) -> None:
             result["host_seconds_per_step"] = sum(seconds) / len(seconds)
         if cycles:
             result["cycles_per_step"] = sum(cycles) / len(cycles)
+
+
+def _checkpoint(done: int, zo, twin, result: dict) -> None:
+    """After ``done`` steps: at a checkpoint of the few-shot curve, the training loss of
+    ``zo`` (and ``twin``) appended to theirs."""
+    if done in result["curve_steps"]:
+        result["train_loss_curve"].append(zo.train_loss())
+        if twin is not None:
+            result["float_train_loss_curve"].append(twin.train_loss())
 
 
 def _write(result: dict, out: Path, json_path: Path | None, cfg) -> None:
@@ -286,6 +318,11 @@ def _plot(path: Path, result: dict) -> None:
         if result[key]:
             steps = range(1, len(result[key]) + 1)
             loss_axis.plot(steps, result[key], style, lw=1.2, label=label, color=color)
+    for key, label, color in (("train_loss_curve", "int8 few-shot set", "C0"),
+                              ("float_train_loss_curve", "float few-shot set", "C1")):
+        if result[key]:
+            loss_axis.plot(result["curve_steps"][:len(result[key])], result[key], "o-", ms=3,
+                           lw=1.6, label=label + " (unperturbed)", color=color)
     loss_axis.set(xlabel="step", ylabel="training loss (mean of the branches)",
                   title="ZO fine-tuning of MiniLM's adapters")
     accuracy_axis = loss_axis.twinx()
@@ -321,6 +358,11 @@ def _print(r: dict, out: Path, json_path: Path | None) -> None:
               f"({r['rtl']}), each equal to the golden model's")
     if r["loss"]:
         print(f"loss (int8)        first {r['loss'][0]:.4f}, last {r['loss'][-1]:.4f}")
+    for label, key in (("int8", "train_loss"), ("float", "float_train_loss")):
+        before, after = r[key + "_before"], r[key + "_after"]
+        if before is not None:
+            print(f"train loss ({label:5}) {before:.4f} -> {after:.4f} ({after / before:.3f} "
+                  f"of the start, the few-shot set)")
     accuracy = {key: _number(r[key], ".3f") for key in (
         "accuracy_before", "accuracy_after", "float_accuracy_before", "float_accuracy_after",
         "backprop_accuracy_after")}
