@@ -384,18 +384,23 @@ def run_feeder(tiling, min_gap, jobs, done_after=1):
     return results
 
 
-FEEDER_JOBS = [(m, k, n) for k in (1, 2, 3) for m, n in ((1, 1), (4, 2), (5, 5))]
+# M and N at one lane past R = 2 and C = 3 too (3 activations: two tiles, 3 weights: one
+# panel), and with four tiles and three panels (7 activations, 9 weights: the end tests
+# after the counters' second step), so that the activation and weight lanes' steps cannot
+# be swapped unnoticed
+FEEDER_JOBS = [(m, k, n) for k in (1, 2, 3)
+               for m, n in ((1, 1), (3, 4), (4, 3), (5, 5), (2, 6), (7, 9))]
 
 
 @pytest.mark.parametrize("pack", [1, 2])
 def test_feeder_sends_every_k_step_in_order(pack):
     """One, two and three k-steps (with two k-steps per word: a word's unused k-step, the
     last word's first k-step last) by one, two and three activation tiles (R = 2 on the
-    rows) and weight panels (C = 3 on the columns), job after job: each k-step's
+    rows; four) and weight panels (C = 3 on the columns), job after job: each k-step's
     activations and weights (read from the right tile / bank, word and k-step of the word,
     every lane), ``first`` and ``last`` as :func:`feeder_steps`, and ``w_release`` once per
     panel, with the panel's last k-step."""
-    tiling = Tiling(rows=2, cols=3, weights_on="b", panel_words=4, tiles=3, dim_bits=4,
+    tiling = Tiling(rows=2, cols=3, weights_on="b", panel_words=4, tiles=4, dim_bits=4,
                     weight_bits=12, act_bits=12, pack=pack)
     results = run_feeder(tiling, 1, FEEDER_JOBS)
     for (m_dim, k_dim, n_dim), (seen, firsts, releases) in zip(FEEDER_JOBS, results):
