@@ -11,8 +11,9 @@ probed at both sides of its end.
   open end, the next float inside) is accepted in some valid configuration, found from the
   defaults by changing other fields to their own limits (cross-field rules: ``max_m >=
   rows``); one unit, one float (``math.nextafter``) or, for ``2^k - 1`` fields, also the
-  next such number past the end is refused with the declared check's text. The design
-  fields are probed again through ``zoforge generate`` (the flags generated from them).
+  next such number past the end is refused with the declared check's text. The designs'
+  fields and co-simulation options are probed again through ``zoforge generate`` and
+  ``zoforge cosim`` (the flags generated from them).
   An end no valid configuration reaches is listed in :data:`UNREACHABLE` (a declaration
   wider than what the cross-field rules allow), and checked still to be unreachable.
 * **Memories** (:func:`zoforge.cli._limits.check_design_size`): a probe design whose two
@@ -356,43 +357,52 @@ def _flag_argv(config: type[Config], values: dict) -> list[str]:
         if isinstance(value, bool):
             argv.append(flag_name(name) if value else "--no-" + name.replace("_", "-"))
         else:
-            argv += [flag_name(name), repr(value) if isinstance(value, float) else str(value)]
+            text = repr(value) if isinstance(value, float) else str(value)
+            argv.append(f"{flag_name(name)}={text}")      # "=": a negative value too
     return argv
 
 
-def _design_ends() -> list[End]:
-    from zoforge.hw.designs import designs
-    types = {t for design in designs().values() for t in design.configs}
+def _command_ends(command: str, design: str) -> list[End]:
+    """The ends of the fields ``zoforge COMMAND DESIGN`` takes as flags: the design's
+    configuration (generate) or its co-simulation options (cosim)."""
+    from zoforge.sim.runners import designs
+    found = designs()[design]
+    types = set(found.configs) if command == "generate" else {found.cosim_options}
     return [end for end in ENDS if end.config in types and end.inside is not None]
 
 
-@pytest.mark.parametrize("design", ["engine", "rng", "zo-layer"])
-def test_design_flags_at_their_limits_through_generate(design, tmp_path, monkeypatch, capsys):
-    """``zoforge generate DESIGN --FIELD LIMIT`` passes every check (it reaches the work);
-    one past the limit it exits 2 with one line beginning with the flag, nothing written."""
+@pytest.mark.parametrize("command, design", [(command, design) for command in
+                                             ("generate", "cosim")
+                                             for design in ("engine", "rng", "zo-layer")])
+def test_flags_at_their_limits_through_the_command_line(command, design, tmp_path,
+                                                        monkeypatch, capsys):
+    """``zoforge generate DESIGN --FIELD LIMIT`` (a design's field) and ``zoforge cosim
+    DESIGN --OPTION LIMIT`` (a run option) pass every check (they reach the work); one past
+    the limit they exit 2 with one line beginning with the flag, nothing written."""
     import zoforge.cli._limits as limits
     monkeypatch.setattr(limits, "check_design_size", _reached)
-    out = tmp_path / "out"
-    ends = [e for e in _design_ends() if e.config.kind == design]
+    out = ["--out", str(tmp_path / "out")] if command == "generate" else []
+    ends = _command_ends(command, design)
     assert ends
     for end in ends:
         base = accepting_base(end)
         if base is None:
             continue                        # UNREACHABLE: the refusals still run below
-        argv = ["generate", design, *_flag_argv(end.config, base)]
         with pytest.raises(Reached) as reached:
-            main(argv + _flag_argv(end.config, {end.field: end.inside}) + ["--out", str(out)])
-        assert getattr(reached.value.args[0][0], end.field) == end.inside, end.name
+            main([command, design, *_flag_argv(end.config, {**base, end.field: end.inside}),
+                  *out])
+        if command == "generate":           # the design's configuration reached the work
+            assert getattr(reached.value.args[0][0], end.field) == end.inside, end.name
     for end in ends:
-        argv = ["generate", design, *_flag_argv(end.config, accepting_base(end) or {})]
+        argv = [command, design, *_flag_argv(end.config, accepting_base(end) or {})]
         for value in end.past:
             capsys.readouterr()
-            code = main(argv + _flag_argv(end.config, {end.field: value}) + ["--out", str(out)])
+            code = main(argv + _flag_argv(end.config, {end.field: value}) + out)
             err = capsys.readouterr().err
             assert code == 2, f"{end.name}: {value!r}"
             assert err.count("\n") == 1
             assert err.startswith(f"zoforge: error: {flag_name(end.field)} must be "), err
-    assert not out.exists()
+    assert not (tmp_path / "out").exists()
 
 
 # -- memories: exactly at and one past each of the two limits --------------------------------
@@ -436,6 +446,7 @@ MEMORY_CASES = {
     "both-at-limit": ((WORDS - 1, 1, BITS - 7, 7), True),
     "both-one-past": ((WORDS, 1, BITS - 7, 8), False),
     "words-past-in-b": ((25_536, 40_001, 8, 8), False),
+    "words-at-limit-bits-past": ((40_000, 25_536, 1_000, BITS), False),
 }
 
 
