@@ -15,7 +15,8 @@ import statistics
 import pytest
 
 from zoforge.boards.registry import get_board
-from zoforge.reports.model import BoardFacts, Fmax, Power, Report, ReportFiles, Resources
+from zoforge.reports.model import (BoardFacts, Fmax, Power, PostRoute, Report, ReportFiles,
+                                   Resources)
 from zoforge.sweep.outputs import write_outputs
 from zoforge.sweep.pareto import pareto_mask, pareto_mask_within
 from zoforge.sweep.recommend import commands, summary_lines
@@ -27,26 +28,34 @@ from zoforge.sweep.store import Owner, Store
 HOSTILE = "<script>alert('x')</script> & \"q\" 'a'\n=cmd|pipe\t$x$ \x1b[31m"
 
 
-def fake_report(lut: int, power_w: float, fmax_mhz: float = 500.0, clock_mhz: float = 300.0
-                ) -> dict:
-    """A report's JSON with these figures (core and shift LUTs split 1:3)."""
+def fake_report(lut: int, power_w: float, fmax_mhz: float = 500.0, clock_mhz: float = 300.0,
+                *, ff: int | None = None, bram18: int = 0, dsp: int = 0,
+                static_w: float = 0.59, post_route: dict | None = None) -> dict:
+    """A report's JSON with these figures (core and shift LUTs split 1:3; FF 2 x LUT unless
+    given; ``post_route``: nextpnr's ``resources`` and ``fmax_mhz`` dicts)."""
     core = lut // 4
     return Report(
         design="fake", board=BoardFacts.of(get_board("zcu102")), clock_mhz=clock_mhz,
         files=ReportFiles(verilog="fake.v"),
-        resources=Resources(total={"LUT": lut, "FF": 2 * lut, "BRAM18": 0, "DSP": 0},
+        resources=Resources(total={"LUT": lut, "FF": 2 * lut if ff is None else ff,
+                                   "BRAM18": bram18, "DSP": dsp},
                             blocks={"core": {"LUT": core}, "shift": {"LUT": lut - core}}),
         fmax=Fmax(fmax_mhz=fmax_mhz, critical_ns=1000.0 / fmax_mhz, logic_levels=3, path=[],
                   limited_by="logic"),
-        power=Power(frequency_mhz=clock_mhz, toggle_rate=0.5, static_w=0.59,
-                    dynamic_w=power_w - 0.59, breakdown_w={}, static_source="stated by "
-                    "the board " + HOSTILE)).to_json()
+        power=Power(frequency_mhz=clock_mhz, toggle_rate=0.5, static_w=static_w,
+                    dynamic_w=power_w - static_w, breakdown_w={}, static_source="stated by "
+                    "the board " + HOSTILE),
+        nextpnr=None if post_route is None else PostRoute(
+            resources=post_route["resources"], fmax_mhz=post_route["fmax_mhz"],
+            constraint_mhz={clock: clock_mhz for clock in post_route["fmax_mhz"]}),
+    ).to_json()
 
 
 def fill_store(folder, data: dict, train, hardware, scope: str | None = None) -> Store:
     """A store holding the sweep ``data`` with every task finished: ``train(point)`` gives a
-    training's (accuracy_after, final_loss) or an error text, ``hardware(point)`` a report's
-    (LUT, power W[, Fmax MHz]) or an error text."""
+    training's (accuracy_after, final_loss), its whole result (a dict) or an error text,
+    ``hardware(point)`` a report's (LUT, power W[, Fmax MHz]), its whole JSON (a dict) or an
+    error text."""
     sweep = sweep_from_dict(data)
     store = Store(folder)
     register_scope(store, scope or sweep.name, sweep, sweep.points)
@@ -61,6 +70,8 @@ def fill_store(folder, data: dict, train, hardware, scope: str | None = None) ->
         outcome = train(point) if kind == "train" else hardware(point)
         if isinstance(outcome, str):
             store.fail(task.key, owner, outcome, "Traceback: " + outcome)
+        elif isinstance(outcome, dict):
+            store.finish(task.key, owner, outcome, 1.0)
         elif kind == "train":
             accuracy, loss = outcome
             store.finish(task.key, owner, {
