@@ -20,6 +20,8 @@ be those of the word the loop says it is at.
   words it reads, the k-step picked from a word, ``first`` / ``last``, the bank of each
   panel, ``w_release``), when tiles begin (``min_gap``), and that no third tile begins
   while two result banks are still unread.
+* :class:`~zoforge.hw.systolic.drain.Drain`: the rows it writes into the result banks
+  (bottom row first, banks alternating per tile), its ``shift`` and ``drained``.
 """
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
+from zoforge.hw.systolic.drain import Drain
 from zoforge.hw.systolic.feeder import READ_LATENCY, Feeder
 from zoforge.hw.systolic.tiles import Tiling, address_bits, tile_order
 from zoforge.hw.zolayer.token_buffer import TokenWalk
@@ -435,3 +438,52 @@ def test_feeder_waits_for_a_free_result_bank():
     ((seen, firsts, _),) = run_feeder(tiling, 1, [(6, 2, 3)], done_after=None)
     assert seen == feeder_steps(tiling, 6, 2, 3)[:4]
     assert len(firsts) == 2
+
+
+# -- Drain --------------------------------------------------------------------------------
+
+def drain_writes(rows: int, latency: int, captures: list[int]):
+    """cycle -> (row address, bank, shift, drained) of every result-bank write: tile t
+    captured at cycle c writes its rows bottom row first at c + latency .. + rows - 1 into
+    bank t % 2, shifting the chains after every row but the top one."""
+    writes = {}
+    for tile, cycle in enumerate(captures):
+        for i in range(rows):
+            writes[cycle + latency + i] = (rows - 1 - i, tile % 2, int(i < rows - 1),
+                                           int(i == rows - 1))
+    return writes
+
+
+@pytest.mark.parametrize("rows, latency", [(3, 2), (1, 4), (4, 1)])
+def test_drain_writes_rows_bottom_first_into_alternating_banks(rows, latency):
+    """Tiles captured back to back (every R cycles), one apart by more, then a start (the
+    next tile goes to bank 0 again): on every cycle the write enable, its row address and
+    bank, ``shift`` and ``drained`` as :func:`drain_writes`, the written row the array's
+    ``res`` of that cycle; three rows (a row address that is not a power of two), one row
+    (no shift at all) and four."""
+    tiling = Tiling(rows=rows, cols=2, weights_on="b", panel_words=2, tiles=2, dim_bits=4)
+    dut = Drain(tiling, latency)
+    row_bits = address_bits(rows)
+    first = [0, rows, 2 * rows, 3 * rows + 2, 4 * rows + 5]
+    start_at = first[-1] + rows + latency + 1
+    second = [start_at + 1 + c for c in (0, rows)]
+    expected = {**drain_writes(rows, latency, first), **drain_writes(rows, latency, second)}
+
+    async def bench(ctx):
+        for cycle in range(second[-1] + rows + latency + 3):
+            ctx.set(dut.capture, cycle in first or cycle in second)
+            ctx.set(dut.start, cycle == start_at)
+            ctx.set(dut.res, [cycle * 10 + i for i in range(2)])
+            want = expected.get(cycle)
+            assert ctx.get(dut.res_wr.en) == (want is not None), cycle
+            if want is not None:
+                row, bank, shift, drained = want
+                assert ctx.get(dut.res_wr.addr) == row | bank << row_bits, cycle
+                assert [ctx.get(dut.res_wr.data[i]) for i in range(2)] == [cycle * 10,
+                                                                          cycle * 10 + 1]
+                assert (ctx.get(dut.shift), ctx.get(dut.drained)) == (shift, drained), cycle
+            else:
+                assert not ctx.get(dut.shift) and not ctx.get(dut.drained), cycle
+            await ctx.tick()
+
+    simulate(dut, bench)

@@ -1,13 +1,15 @@
 """The ZO layer's blocks on their own (Amaranth simulator), value by value against the
 golden model's functions (:func:`perturbed_operand`, :func:`applied_update`), with idle and
-back-pressure on every stream and the formats' corner values."""
+back-pressure on every stream and the formats' corner values; the branch spread against a
+plain loop over its lanes (:func:`spread_steps`) and the token reader's division against
+Python's ``divmod`` for every value of its width."""
 from __future__ import annotations
 
 import random
 
 import pytest
 import torch
-from amaranth import Module, signed
+from amaranth import Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
@@ -15,6 +17,8 @@ from amaranth.sim import Simulator
 from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.model import applied_update, perturbed_operand
 from zoforge.hw.zolayer.perturb import LATENCY, PerturbUnit
+from zoforge.hw.zolayer.spread import BranchSpread, minus_lanes
+from zoforge.hw.zolayer.token_buffer import divide
 from zoforge.hw.zolayer.update import UpdateUnit
 
 ROWS, Z_LANES, Z_WIDTH = 3, 5, 12
@@ -197,5 +201,122 @@ def test_update_unit_accumulates_and_applies_like_the_golden_model(eta_mult, eta
 
     sim = Simulator(harness)
     sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def _lanes(value, width, count):
+    """``count`` signed ``width``-bit lanes of an integer."""
+    lanes = [(value >> (width * i)) & ((1 << width) - 1) for i in range(count)]
+    return [v - (1 << width) if v >> (width - 1) else v for v in lanes]
+
+
+def spread_steps(rows, branch_lanes, z_lanes, words, transfers, perturb):
+    """(row lanes of T, row lanes of z or None) of every k-step the spread sends: word i's
+    k-steps kk = 0 .. B-1, lane b*F + f carrying T_i[kk*F + f] and the z of query b // 2
+    (transfer i*Q + b // 2) at kk*F + f; lanes of z past R are 0."""
+    features, queries = rows // branch_lanes, branch_lanes // 2
+    steps = []
+    for i, word in enumerate(words):
+        for kk in range(branch_lanes):
+            lanes = [(b, f) for b in range(branch_lanes) for f in range(features)]
+            t = [word[kk * features + f] for b, f in lanes]
+            z = ([transfers[i * queries + b // 2][kk * features + f] for b, f in lanes]
+                 + [0] * (z_lanes - rows)) if perturb else None
+            steps.append((t, z))
+    return steps
+
+
+@pytest.mark.parametrize("rows, branch_lanes", [(4, 2), (4, 4), (8, 4)])
+def test_branch_spread_sends_every_branchs_k_steps(rows, branch_lanes):
+    """Words of B k-steps of F features and Q = B/2 transfers each, through the spread with
+    idle inputs and a stalled output, perturbed and plain (no transfer taken, ``z_out``
+    never valid), jobs one after the other with a ``restart`` that drops a word already
+    taken: every k-step's T and z lanes as :func:`spread_steps` (F = 2 and 1, Q = 1 and
+    2). Without stalls a k-step leaves every cycle; the minus lanes are the odd branches'."""
+    features = rows // branch_lanes
+    assert minus_lanes(rows, branch_lanes) == sum(
+        1 << (b * features + f) for b in range(1, branch_lanes, 2) for f in range(features))
+    z_lanes, queries = rows + 1, branch_lanes // 2
+    dut = BranchSpread(rows, branch_lanes, z_lanes, Z_WIDTH)
+    rng = random.Random(rows * branch_lanes)
+    jobs = [(perturb, stall) for perturb in (1, 0, 1) for stall in (True, False)]
+
+    async def bench(ctx):
+        for perturb, stall in jobs:
+            words = [[_pick(rng, M_MIN, M_MAX) for _ in range(rows)] for _ in range(4)]
+            transfers = [[_pick(rng, Z_MIN, Z_MAX) for _ in range(z_lanes)]
+                         for _ in range(len(words) * queries)] if perturb else []
+            expected = spread_steps(rows, branch_lanes, z_lanes, words, transfers, perturb)
+            words_in, z_in, seen, valid_cycles = list(words), list(transfers), [], []
+            ctx.set(dut.perturb, perturb)
+            for cycle in range(20 * len(expected)):
+                word_valid = bool(words_in) and (not stall or rng.random() < 0.6)
+                z_valid = bool(z_in) and (not stall or rng.random() < 0.6)
+                ready = not stall or rng.random() < 0.6
+                ctx.set(dut.words.valid, word_valid)
+                ctx.set(dut.words.payload, words_in[0] if words_in else [0] * rows)
+                ctx.set(dut.z.valid, z_valid)
+                ctx.set(dut.z.payload, _pack(z_in[0] if z_in else [], Z_WIDTH))
+                ctx.set(dut.words_out.ready, ready)
+                ctx.set(dut.z_out.ready, ready)
+                assert ctx.get(dut.z_out.valid) == (perturb and ctx.get(dut.words_out.valid))
+                if not perturb:
+                    assert not ctx.get(dut.z.ready)
+                if ctx.get(dut.words_out.valid):
+                    valid_cycles.append(cycle)
+                    if ready:
+                        t = [ctx.get(dut.words_out.payload[i]) for i in range(rows)]
+                        z = (_lanes(ctx.get(dut.z_out.payload), Z_WIDTH, z_lanes)
+                             if perturb else None)
+                        seen.append((t, z))
+                took_word = word_valid and ctx.get(dut.words.ready)
+                took_z = z_valid and ctx.get(dut.z.ready)
+                await ctx.tick()
+                if took_word:
+                    words_in.pop(0)
+                if took_z:
+                    z_in.pop(0)
+                if len(seen) == len(expected):
+                    break
+            assert seen == expected, (perturb, stall)
+            if not stall:                                   # one k-step per cycle
+                assert valid_cycles == list(range(valid_cycles[0],
+                                                  valid_cycles[0] + len(expected)))
+            # a word taken but not sent is dropped by the restart
+            ctx.set(dut.words_out.ready, 0)
+            ctx.set(dut.words.valid, 1)
+            ctx.set(dut.words.payload, [1] * rows)
+            await ctx.tick()
+            ctx.set(dut.words.valid, 0)
+            ctx.set(dut.restart, 1)
+            await ctx.tick()
+            ctx.set(dut.restart, 0)
+            assert not ctx.get(dut.words_out.valid)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
+@pytest.mark.parametrize("width, divisor", [(6, 3), (7, 5), (7, 6), (5, 7), (8, 12), (6, 4),
+                                            (3, 1), (4, 15)])
+def test_divide_is_exact_for_every_value_of_its_width(width, divisor):
+    """The token reader's division by P (a multiply by a rounded-up reciprocal, or bit
+    slices for a power of two): quotient and remainder equal Python's divmod for every
+    value below 2^width, the widest included."""
+    top = Module()
+    value = Signal(width)
+    quotient, remainder = divide(value, divisor)
+    q_out, r_out = Signal(width), Signal(max(1, (divisor - 1).bit_length()))
+    top.d.comb += [q_out.eq(quotient), r_out.eq(remainder)]
+
+    async def bench(ctx):
+        for v in range(1 << width):
+            ctx.set(value, v)
+            assert (ctx.get(q_out), ctx.get(r_out)) == divmod(v, divisor), v
+
+    sim = Simulator(top)
     sim.add_testbench(bench)
     sim.run()
