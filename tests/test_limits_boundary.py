@@ -733,3 +733,29 @@ def test_the_reliability_doc_states_the_input_limits():
         stated = re.search(rf"`{name}` \((\d+) (KiB|MiB|GiB)\)", doc)
         assert int(stated.group(1)) * units[stated.group(2)] == value, name
     assert int(re.search(r"`MAX_DEPTH` \((\d+)\)", doc).group(1)) == MAX_DEPTH
+
+
+#: The design documents and the design whose flags they describe.
+DESIGN_DOCS = {"docs/engine.md": "engine", "docs/rng.md": "rng", "docs/zo-layer.md": "zo-layer"}
+
+#: `--flag` or `--a`, `--b`, then a parenthesis holding LOW..HIGH (e.g. "`--n-rng` (2^k − 1,
+#: 3..255)", "`--rows`, `--cols` (1..64)").
+DOC_RANGE = re.compile(r"((?:`--[a-z-]+`(?:, )?)+)(?: = \w+)? \(([^()]*?)(\d+)\.\.(\d+)")
+
+
+def test_the_design_docs_state_the_declared_ranges():
+    """Every range a design document gives a flag (``--rows`` 1..64, ``--n-rng`` 3..255,
+    ...) is the declared range of that field in one of the design's configuration types."""
+    from zoforge.hw.designs import designs
+    stated = 0
+    for doc, design in DESIGN_DOCS.items():
+        declared: dict[str, set] = {}
+        for config in designs()[design].configs:
+            for end in range_ends(config):
+                check = _check_of(end)
+                declared.setdefault(flag_name(end.field), set()).add((check.low, check.high))
+        for flags, _, low, high in DOC_RANGE.findall(_doc(doc)):
+            for flag in re.findall(r"--[a-z-]+", flags):
+                assert (int(low), int(high)) in declared.get(flag, set()), (doc, flag, low, high)
+                stated += 1
+    assert stated >= 6
