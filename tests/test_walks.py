@@ -29,8 +29,8 @@ import random
 from itertools import product
 
 import pytest
-from amaranth import Module, ResetInserter, Signal, signed
-from amaranth.lib import data, wiring
+from amaranth import Module, ResetInserter
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
