@@ -268,7 +268,8 @@ def test_multi_block_roofline_and_energy_by_hand(model):
 def test_roofline_payload_bytes_and_bounds_at_both_ends():
     """With ``payload`` the rows count the packed values; at an unlimited DDR every call is
     compute-bound (time = compute), at 1 byte a second every job that moves a byte is
-    memory-bound (the engine's and the loads), those that move none stay compute."""
+    memory-bound (the engine's and the loads), those that move none stay compute; a job
+    whose bytes take exactly its cycles' time is compute-bound."""
     step = predicted_step_cycles(TWO, TWO_ENGINE, TWO_LAYER)
     packed = roofline(step, 100.0, 4e8, payload=True)
     for row, call in zip(packed, step.calls):
@@ -280,6 +281,10 @@ def test_roofline_payload_bytes_and_bounds_at_both_ends():
     assert slow == {"query/value adapter call": "mixed", "key/attn_out": "memory",
                     "ffn_in chunk (1/3)": "memory", "ffn_out": "memory", "head": "memory",
                     "update walk": "mixed"}
+    # the head's 416 bytes at 4.16e8 B/s take exactly its 100 cycles at 100 MHz: a tie is
+    # not waiting on DDR
+    (head,) = [row for row in roofline(step, 100.0, 4.16e8) if row.name == "head"]
+    assert head.compute_s == head.memory_s == head.time_s == 1e-6 and head.bound == "compute"
 
 
 def test_multi_block_peak_memory_by_hand():
