@@ -44,7 +44,7 @@ __all__ = ["Elaborated", "MemorySize", "memory_sizes", "Design", "BUILTIN", "reg
            "get_design", "MAX_WORDS", "MAX_BITS"]
 
 #: Largest total depth (words) of a design's memories zoforge generates (elaborating a
-#: memory word by word costs about 1 ms and 16 MB per thousand words).
+#: memory word by word costs about 1 s and 16 MB per thousand words).
 MAX_WORDS = 1 << 16
 #: Largest total size (bits) of a design's memories (32 Mbit, the ZCU102's block RAM).
 MAX_BITS = 32 << 20

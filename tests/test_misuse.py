@@ -235,7 +235,7 @@ CASES = [
     ("dump-onthefly-too-many-values", DUMP + ["--n-rng", "255", "--bits", "10",
                                                       "--cycles", "10000000"],
      "--cycles"),
-    ("dump-gaussian-too-many-values", DUMP + ["--strategy", "gaussian", "--n-rng", "4096",
+    ("dump-gaussian-too-many-values", DUMP + ["--strategy", "gaussian", "--n-rng", "3640",
                                               "--cycles", "10000000"], "--cycles"),
     ("dump-pregen-too-many-values", DUMP + ["--strategy", "pregen", "--length", "1073741824",
                                             "--count", "1000000"], "--length"),
