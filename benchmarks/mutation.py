@@ -38,10 +38,37 @@ ROOT = Path(__file__).resolve().parents[1]
 
 #: module -> the tests that should kill its mutants (fast ones: each mutant runs them).
 TARGETS = {
-    "sweep/pareto.py": ("tests/test_sweep_store.py::test_pareto_helpers",),
+    "sweep/pareto.py": ("tests/test_sweep_store.py::test_pareto_helpers",
+                        "tests/test_readback_sweep.py"),
     "golden/engine.py": ("tests/test_engine_golden.py",),
     "sweep/spec.py": ("tests/test_sweep_spec.py",),
     "golden/engine_widths.py": ("tests/test_engine_golden.py",),
+    # issue 31's scopes: the fine-tuning step, the reports, the sweep's numbers, the guarded
+    # input and output paths, the cycle models
+    "golden/finetune/calls.py": ("tests/test_finetune_golden.py",
+                                 "tests/test_zo_step_derivations.py"),
+    "golden/finetune/model.py": ("tests/test_finetune_golden.py",
+                                 "tests/test_zo_step_derivations.py"),
+    "golden/finetune/train.py": ("tests/test_zo_step_derivations.py",
+                                 "tests/test_finetune_fewshot.py"),
+    "golden/finetune/fewshot.py": ("tests/test_finetune_fewshot.py",),
+    "golden/packing.py": ("tests/test_packed_multiply.py",),
+    "reports/finetune_cost.py": ("tests/test_finetune_cost.py", "tests/test_cycle_models.py"),
+    "reports/nextpnr.py": ("tests/test_parsers_fragments.py", "tests/test_reports_pnr.py"),
+    "reports/synth.py": ("tests/test_parsers_fragments.py",
+                         "tests/test_reports_synth_cells.py"),
+    "reports/vivado.py": ("tests/test_parsers_fragments.py", "tests/test_reports_vivado.py"),
+    "reports/saif.py": ("tests/test_parsers_fragments.py", "tests/test_reports_saif.py"),
+    "reports/power.py": ("tests/test_reports_pinned.py", "tests/test_reports_power.py"),
+    "reports/fmax.py": ("tests/test_reports_pinned.py", "tests/test_reports_fmax.py"),
+    "sweep/results.py": ("tests/test_readback_sweep.py", "tests/test_sweep_outputs.py"),
+    "sweep/recommend.py": ("tests/test_readback_sweep.py", "tests/test_sweep_outputs.py",
+                           "tests/test_sweep_flags.py"),
+    "sweep/table.py": ("tests/test_readback_sweep.py", "tests/test_sweep_outputs.py"),
+    "sweep/store.py": ("tests/test_sweep_store.py",),
+    "zoforge/inputs.py": ("tests/test_limits_boundary.py", "tests/test_config_loader.py"),
+    "zoforge/outputs.py": ("tests/test_outputs_paths.py", "tests/test_faults.py"),
+    "hw/zolayer/cycles.py": ("tests/test_cycle_models.py",),
 }
 
 
