@@ -231,20 +231,35 @@ def test_vivado_tool_version_from_the_header():
     assert parse_tool_version("| Command : report_power\n") is None
 
 
-def test_vivado_folder_prefers_post_placement_reports(tmp_path):
-    """A folder with post-synthesis and post-placement utilization and a second timing
-    report: the placed ones and ``*_timing.rpt`` are read, each role from its own file."""
-    for path in ZU9.glob("*.rpt"):
-        shutil.copy(path, tmp_path / path.name)
-    text = (ZU9 / "layer_timing.rpt").read_text().replace("-0.412      -12.345",
-                                                          " 0.101        0.000")
-    (tmp_path / "layer_timing_summary_synth.rpt").write_text(text)
+def test_vivado_folder_of_the_build_tcls_reports_reads_the_final_ones(tmp_path):
+    """A folder holding every report the build's Tcl writes (``top_*.rpt``: post-synthesis
+    and post-placement utilization, flat and hierarchical, the clock utilization, the
+    post-synthesis and final timing summaries, the hierarchical and flat power; and a
+    post-``opt_design`` hierarchy that sorts first): each role is read from the final
+    report, not from an earlier one or a look-alike name."""
+    final = {"top_utilization_place.rpt": "layer_utilization_place.rpt",
+             "top_utilization_hierarchical_place.rpt":
+                 "layer_utilization_hierarchical_place.rpt",
+             "top_timing.rpt": "layer_timing.rpt", "top_power.rpt": "layer_power.rpt",
+             "top_utilization_synth.rpt": "layer_utilization_synth.rpt",
+             "top_clock_utilization.rpt": "layer_clock_utilization.rpt"}
+    for name, fragment in final.items():
+        shutil.copy(ZU9 / fragment, tmp_path / name)
+    hierarchy = (ZU9 / "layer_utilization_hierarchical_place.rpt").read_text()
+    for stage in ("synth", "opt"):   # "opt": a user's flow, sorted before "place"
+        (tmp_path / f"top_utilization_hierarchical_{stage}.rpt").write_text(
+            hierarchy.replace("|       7290 |", "|       7777 |"))
+    timing = (ZU9 / "layer_timing.rpt").read_text()
+    (tmp_path / "top_timing_synth.rpt").write_text(
+        timing.replace("-0.412      -12.345", " 0.101        0.000"))
+    power = (ZU9 / "layer_power.rpt").read_text()
+    (tmp_path / "top_power_hierarchical.rpt").write_text(power.replace("1.234", "1.999"))
     reports = read_vivado_reports(tmp_path)
-    assert reports.files == {"utilization": "layer_utilization_place.rpt",
-                             "hierarchy": "layer_utilization_hierarchical_place.rpt",
-                             "timing": "layer_timing.rpt", "power": "layer_power.rpt"}
+    assert reports.files == {"utilization": "top_utilization_place.rpt",
+                             "hierarchy": "top_utilization_hierarchical_place.rpt",
+                             "timing": "top_timing.rpt", "power": "top_power.rpt"}
     assert reports.utilization["LUT"] == 7312 and reports.utilization["DSP"] == 80
-    assert reports.hierarchy["zoforge_top/dut"]["FF"] == 9801
+    assert reports.hierarchy["zoforge_top/dut"]["LUT"] == 7290
     assert reports.timing["wns_ns"] == -0.412
     assert reports.power["total_w"] == 1.234
     assert reports.tool == "Vivado v.2020.1"
