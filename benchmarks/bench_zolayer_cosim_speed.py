@@ -23,6 +23,14 @@ It prints
 and the job server's speed-up over cocotb; last, for reference, the job server's model
 alone (500k idle cycles in one command, no host between). Builds are cached and not timed.
 Wall-clock numbers depend on the machine and its load.
+
+No rate comes from a noise-level time. The one-step run is timed twice: their difference
+is the noise of a run's wall time. The extra steps' time is *resolved* when it is at least
+:data:`NOISE_FACTOR` times that noise and at least :data:`MIN_EXTRA_S`; until it is, the
+number of extra steps is multiplied by 4 (up to ``--max-steps``). A case whose time is not
+resolved then prints ``unresolved`` instead of its rates (``cycles/step`` comes from the
+simulator's counts and is always printed), and a speed-up is printed only between two
+resolved rates of the same size, measured one after the other.
 """
 from __future__ import annotations
 
@@ -38,6 +46,39 @@ from zoforge.sim.zolayer_cosim import BACKENDS, ZoCosimOptions, golden_run, make
 from zoforge.sim.zolayer_jobserver import LayerServer
 
 MODEL_CYCLES = 500_000
+#: the extra steps' time must be this many times the noise of a run's wall time ...
+NOISE_FACTOR = 10.0
+#: ... and at least this long (seconds)
+MIN_EXTRA_S = 0.5
+
+
+def resolved(extra_s: float, noise_s: float) -> bool:
+    """Whether a time difference ``extra_s`` stands out of the noise ``noise_s`` (the
+    difference between two identical runs) enough to divide by."""
+    return extra_s >= MIN_EXTRA_S and extra_s >= NOISE_FACTOR * noise_s
+
+
+def speed_up(fast: float | None, slow: float | None) -> str:
+    """``fast / slow`` as ``12.3x``, or ``-`` when either rate was not resolved."""
+    return "-" if fast is None or slow is None else f"{fast / slow:.1f}x"
+
+
+def _measure(config, base, steps: int, max_steps: int):
+    """(extra steps, extra seconds or None if unresolved, extra cycles, longer run's
+    seconds, bit-exact) of ``base`` (one step) against ``1 + steps`` steps, the steps
+    multiplied by 4 until the time is resolved or ``max_steps`` is reached."""
+    short_s, short_cycles, _ = _run(config, base)
+    again_s, _, _ = _run(config, base)
+    noise_s = abs(again_s - short_s)
+    short_s = min(short_s, again_s)
+    while True:
+        long_s, long_cycles, exact = _run(config, base.replace(steps=1 + steps))
+        extra_s = long_s - short_s
+        if resolved(extra_s, noise_s) or steps * 4 > max_steps:
+            break
+        steps *= 4
+    return (steps, extra_s if resolved(extra_s, noise_s) else None,
+            long_cycles - short_cycles, long_s, exact)
 
 
 def _run(config, options):
@@ -60,7 +101,10 @@ def main(argv=None) -> int:
                         help="M = K = N of each case")
     parser.add_argument("--q", type=int, default=2, help="queries per step")
     parser.add_argument("--steps", type=int, default=4,
-                        help="extra steps of the longer run (at least 1)")
+                        help="extra steps of the longer run (at least 1; multiplied by 4 "
+                             "until their time stands out of the noise)")
+    parser.add_argument("--max-steps", type=int, default=1024,
+                        help="most extra steps tried before a time is called unresolved")
     parser.add_argument("--stalls", type=float, default=0.0,
                         help="stall probability of every stream (source idle and sink "
                              "back-pressure)")
@@ -71,8 +115,8 @@ def main(argv=None) -> int:
         return 2
     print(f"ZO layer co-simulation speed: default zo-layer design ({args.strategy}), "
           f"q={args.q}, +{args.steps} steps, stalls {args.stalls}")
-    print(f"{'backend':>9} {'M=K=N':>5} {'r':>3} {'steps/s':>8} {'cycles/s':>10} "
-          f"{'cycles/step':>11} {'run s':>7} exact")
+    print(f"{'backend':>9} {'M=K=N':>5} {'r':>3} {'steps':>5} {'steps/s':>10} "
+          f"{'cycles/s':>10} {'cycles/step':>11} {'run s':>7} exact")
     for size in args.sizes:
         rates = {}
         for backend in args.backends:
@@ -82,29 +126,34 @@ def main(argv=None) -> int:
                 base = ZoCosimOptions(steps=1, q=args.q, m=size, k=size, n=size, r=r,
                                       grad_shift=40, source_idle=args.stalls,
                                       sink_backpressure=args.stalls, backend=backend)
-                short_s, short_cycles, _ = _run(config, base)
-                long_s, long_cycles, exact = _run(config,
-                                                  base.replace(steps=1 + args.steps))
+                steps, extra_s, extra_cycles, long_s, exact = _measure(
+                    config, base, args.steps, max(args.steps, args.max_steps))
             except ConfigError as error:
                 print(f"error: {error}", file=sys.stderr)
                 return 2
-            extra_s, extra_cycles = max(long_s - short_s, 1e-9), long_cycles - short_cycles
-            rates[backend] = args.steps / extra_s, extra_cycles / extra_s, long_s
-            print(f"{backend:>9} {size:>5} {r:>3} {args.steps / extra_s:>8.2f} "
-                  f"{extra_cycles / extra_s:>10,.0f} {extra_cycles / args.steps:>11,.0f} "
-                  f"{long_s:>7.2f} {exact}", flush=True)
+            if extra_s is None:
+                rates[backend] = None, None, long_s
+                step_rate = cycle_rate = f"{'unresolved':>10}"
+            else:
+                rates[backend] = steps / extra_s, extra_cycles / extra_s, long_s
+                step_rate = f"{steps / extra_s:>10.2f}"
+                cycle_rate = f"{extra_cycles / extra_s:>10,.0f}"
+            print(f"{backend:>9} {size:>5} {r:>3} {steps:>5} {step_rate} {cycle_rate} "
+                  f"{extra_cycles / steps:>11,.0f} {long_s:>7.2f} {exact}", flush=True)
         if len(rates) == 2:
             cocotb, server = rates["cocotb"], rates["jobserver"]
-            print(f"{'speed-up':>9} {size:>5} {'':>3} {server[0] / cocotb[0]:>7.1f}x "
-                  f"{server[1] / cocotb[1]:>9.1f}x {'':>11} {cocotb[2] / server[2]:>6.1f}x",
-                  flush=True)
+            print(f"{'speed-up':>9} {size:>5} {'':>3} {'':>5} "
+                  f"{speed_up(server[0], cocotb[0]):>10} {speed_up(server[1], cocotb[1]):>10} "
+                  f"{'':>11} {speed_up(cocotb[2], server[2]):>7}", flush=True)
     if "jobserver" in args.backends:
         with LayerServer(layer_config(args.strategy)) as layer:
             started = time.perf_counter()
             layer.server.idle(MODEL_CYCLES)
             seconds = time.perf_counter() - started
-        print(f"the job server's model alone (one IDLE command, no host): "
-              f"{MODEL_CYCLES / seconds:,.0f} cycles/s")
+        rate = (f"{MODEL_CYCLES / seconds:,.0f} cycles/s" if seconds >= MIN_EXTRA_S
+                else f"{MODEL_CYCLES:,} cycles in {seconds * 1e3:.0f} ms (too short to "
+                     f"give a rate)")
+        print(f"the job server's model alone (one IDLE command, no host): {rate}")
     return 0
 
 
