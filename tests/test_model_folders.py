@@ -216,6 +216,17 @@ def test_a_bert_prefix_and_a_pooler_load(tmp_path):
         assert torch.equal(state[name], tensors[name]), name
 
 
+def test_the_models_eps_and_padding_are_the_files(tmp_path):
+    """layer_norm_eps 1e-5 and pad_token_id 1 in config.json: every LayerNorm of the built
+    model uses eps 1e-5 and the word embedding pads with id 1."""
+    folder = write_folder(tmp_path / "m", dict(TINY, layer_norm_eps=1e-5, pad_token_id=1))
+    model, _ = load_encoder(folder)
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    assert len(norms) == 1 + 2 * TINY["num_hidden_layers"]
+    assert all(norm.eps == 1e-5 for norm in norms)
+    assert model.embeddings.word_embeddings.padding_idx == 1
+
+
 # -- bad folders: one line, exit 2 -------------------------------------------------------
 
 def _truncate(folder: Path) -> None:
