@@ -91,8 +91,10 @@ def layer_cycles(rows: int, cols: int, lora: bool, branch_lanes: int, job: str, 
         work = words + READ_EXTRA
     elif job == "apply":
         work = words + APPLY_LATENCY + 1
-    elif job == "accumulate":        # Q generator transfers a word; the last word's issue
-        work = (words - 1) * queries + query + ACCUMULATE_LATENCY + 2
+    elif job == "accumulate":
+        # Q generator transfers a word: query's last word is issued (W - 1) Q + query cycles
+        # after the first; the first issue's cycle, the pipeline and one cycle to finish
+        work = (words - 1) * queries + query + 1 + ACCUMULATE_LATENCY + 1
     else:
         work = _compute_cycles(rows, cols, lora, branch_lanes, job, m, k, n, r)
     return work + FINISH

@@ -201,11 +201,11 @@ def test_layer_job_bytes_match_the_second_derivation():
     """Every job's stream and payload bytes, LoRA-FA on 4 x 2 and 2 x 4 (words of
     4 max(R, C) bytes; load_x 4 int8 a lane), and one worked: 4 x 2, M 6, K 16, N 8, r 4:
     load_x 3 tiles x ceil(16/8) beats of 16 bytes, 6 x 16 int8."""
-    for rows, cols in ((4, 2), (2, 4)):
+    for rows, cols, m in ((4, 2, 6), (2, 4, 8)):
         config = _layer(rows, cols, "lora-fa")
         for job in LORA_JOBS:
-            assert zo_job_bytes(config, job, 6 if cols == 2 else 8, 16, 8, 4) == layer_bytes(
-                rows, cols, job, 6 if cols == 2 else 8, 16, 8, 4), (rows, cols, job)
+            assert zo_job_bytes(config, job, m, 16, 8, 4) == layer_bytes(
+                rows, cols, job, m, 16, 8, 4), (rows, cols, job)
     config = _layer(4, 2, "lora-fa")
     assert zo_job_bytes(config, "load_x", 6, 16, 8, 4) == (3 * 2 * 16, 6 * 16)
     assert zo_job_bytes(config, "load_w", 6, 16, 8, 4) == (2 * 16 * 16, 16 * 8)
@@ -264,7 +264,8 @@ def test_layer_cycle_model_equals_the_rtl_with_branches_side_by_side():
     for name in ("branches", "masters", "plain"):
         np.testing.assert_array_equal(rtl[name], golden[name], err_msg=name)
     jobs = result.results["jobs"]
-    assert [j["job"] for j in jobs].count("branch") == 2 * (q // 1) + 1   # 2 steps + plain
+    # q branch jobs (one query each) in each of the 2 steps, then the plain branch
+    assert [j["job"] for j in jobs].count("branch") == 2 * q + 1
     for job in jobs:
         model = job_cycles(config, job["job"], m, k, n)
         assert job["cycles"] == model == layer_cycles(4, 4, False, 2, job["job"], m, k, n, 0), \
