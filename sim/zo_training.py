@@ -158,6 +158,38 @@ class TrainingResult:
         complete = not self.failures and len(self.steps) == self.requested_steps
         return {name: complete and all(s.checks[name] for s in self.steps) for name in CHECKS}
 
+    @property
+    def cycles_per_step(self) -> float:
+        """The RTL's STEP_CYCLES averaged over every step run (0.0 when none ran)."""
+        return sum(s.cycles for s in self.steps) / len(self.steps) if self.steps else 0.0
+
+    def summary(self) -> dict:
+        """The run as JSON-able numbers (``zoforge demo``'s summary, less the board's):
+        ``bit_exact``, ``steps`` (run), both sides' losses per step (the RTL's where it has
+        one), ``mismatched_steps``, ``failures``, the four test accuracies,
+        ``cycles_per_step`` (:attr:`cycles_per_step`), ``pytorch_seconds_per_step`` (the
+        golden steps' seconds over the steps), ``cosim_steps_per_s`` and
+        ``cosim_cycles_per_s`` (steps and :attr:`sim_cycles` over the RTL steps' seconds;
+        None where there is nothing to divide by), ``stalls``, the design's ``config`` and
+        the integer step ``settings``."""
+        count = len(self.steps)
+        golden_s = sum(s.golden_s for s in self.steps)
+        rtl_s = sum(s.rtl_s for s in self.steps)
+        return {
+            "bit_exact": self.bit_exact, "steps": count,
+            "loss_rtl": [s.rtl.loss for s in self.steps if s.rtl is not None],
+            "loss_golden": [s.golden.loss for s in self.steps],
+            "mismatched_steps": self.mismatched_steps, "failures": list(self.failures),
+            "accuracy_before": self.accuracy_before, "accuracy_after": self.accuracy_after,
+            "accuracy_before_rtl": self.accuracy_before_rtl,
+            "accuracy_after_rtl": self.accuracy_after_rtl,
+            "cycles_per_step": self.cycles_per_step,
+            "pytorch_seconds_per_step": golden_s / count if count else None,
+            "cosim_steps_per_s": count / rtl_s if rtl_s else None,
+            "cosim_cycles_per_s": self.sim_cycles / rtl_s if rtl_s else None,
+            "stalls": self.stalls, "config": self.design.to_dict(),
+            "settings": vars(self.settings)}
+
 
 OnStep = Callable[[StepResult], None]
 

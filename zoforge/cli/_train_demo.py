@@ -19,7 +19,8 @@ import numpy as np
 
 from zoforge.outputs import make_out_dir, output_path, write_text
 
-__all__ = ["run_training_demo", "demo_train_config", "step_cost", "COST_KEYS"]
+__all__ = ["run_training_demo", "demo_train_config", "step_cost", "COST_KEYS", "demo_summary",
+           "summary_lines"]
 
 
 #: The training source that is bit-exact with each generator strategy.
@@ -142,35 +143,28 @@ def step_cost(report, cycles_per_step: float) -> dict:
     return out
 
 
+def demo_summary(result, report, lint_clean: bool, design_name: str, train_config) -> dict:
+    """The demo's summary: the run's numbers (:meth:`TrainingResult.summary
+    <zoforge.sim.zo_training.TrainingResult.summary>`), a step's time and energy at the
+    report's Fmax for its cycles per step (:func:`step_cost`), whether the Verilog is
+    lint-clean, the design's name and the training configuration (``train_config``)."""
+    run = result.summary()
+    return {**run, **step_cost(report, run["cycles_per_step"]), "lint_clean": lint_clean,
+            "design": design_name, "train_config": train_config.to_dict()}
+
+
 def _summarise(args, cfg, name, lint, report, result) -> int:
     """Write and print the summary of the :class:`~zoforge.sim.zo_training.TrainingResult`
     ``result``; the exit status."""
-    steps = result.steps
-    count = len(steps)
-    cycles_per_step = sum(s.cycles for s in steps) / count if count else 0.0
-    golden_s, rtl_s = sum(s.golden_s for s in steps), sum(s.rtl_s for s in steps)
-    summary = {
-        "bit_exact": result.bit_exact, "steps": count,
-        "loss_rtl": [s.rtl.loss for s in steps if s.rtl is not None],
-        "loss_golden": [s.golden.loss for s in steps],
-        "mismatched_steps": result.mismatched_steps, "failures": result.failures,
-        "accuracy_before": result.accuracy_before, "accuracy_after": result.accuracy_after,
-        "accuracy_before_rtl": result.accuracy_before_rtl,
-        "accuracy_after_rtl": result.accuracy_after_rtl, "cycles_per_step": cycles_per_step,
-        **step_cost(report, cycles_per_step),
-        "pytorch_seconds_per_step": golden_s / count if count else None,
-        "cosim_steps_per_s": count / rtl_s if rtl_s else None,
-        "cosim_cycles_per_s": result.sim_cycles / rtl_s if rtl_s else None,
-        "stalls": result.stalls, "lint_clean": lint.clean, "design": name, "config": result.design.to_dict(),
-        "settings": vars(result.settings), "train_config": cfg.to_dict(),
-    }
+    summary = demo_summary(result, report, lint.clean, name, cfg)
     _plot(args.out / "training.png", summary["loss_rtl"], summary["loss_golden"])
     text = json.dumps(summary, indent=1)
     write_text(args.out / "summary.json", text + "\n")
     if args.json is not None:
         make_out_dir("--json", args.json.parent)
         write_text(args.json, text + "\n", flag="--json")
-    _print(summary, args.out)
+    print()
+    print("\n".join(summary_lines(summary, args.out)))
     return 0 if result.bit_exact and lint.clean else 1
 
 
@@ -178,31 +172,31 @@ def _scaled(value, factor: float, spec: str) -> str:
     return "n/a" if value is None else format(value * factor, spec)
 
 
-def _print(s: dict, out: Path) -> None:
-    print()
-    print(f"bit-exact          {s['bit_exact']}: g values and master equal at every one of "
-          f"{s['steps']} steps; test accuracy from the RTL's own outputs "
-          f"{_scaled(s['accuracy_after_rtl'], 1, '.3f')}")
-    for failure in s["failures"]:
-        print(f"RTL run failed     {failure}")
+def summary_lines(s: dict, out: Path) -> list[str]:
+    """The summary as the demo prints it (times in us, energies in uJ)."""
+    lines = [f"bit-exact          {s['bit_exact']}: g values and master equal at every one "
+             f"of {s['steps']} steps; test accuracy from the RTL's own outputs "
+             f"{_scaled(s['accuracy_after_rtl'], 1, '.3f')}"]
+    lines += [f"RTL run failed     {failure}" for failure in s["failures"]]
     if s["loss_rtl"]:
-        print(f"loss (RTL/golden)  first {s['loss_rtl'][0]:.4f}/{s['loss_golden'][0]:.4f}, "
-              f"last {s['loss_rtl'][-1]:.4f}/{s['loss_golden'][-1]:.4f}")
-    print(f"test accuracy      {s['accuracy_before']:.3f} -> {s['accuracy_after']:.3f}")
-    print(f"cycles per step    {s['cycles_per_step']:,.0f} (simulated)")
-    print(f"at Fmax            {_scaled(s['fmax_mhz'], 1, '.0f')} MHz ({s['fmax_source']}; "
-          f"{s['fmax_error']}): {_scaled(s['seconds_per_step_at_fmax'], 1e6, '.1f')} us/step")
-    print(f"energy per step    dynamic "
-          f"{_scaled(s['dynamic_joules_per_step_at_fmax'], 1e6, '.2f')} uJ "
-          f"({_scaled(s['dynamic_w_at_fmax'], 1, '.4f')} W, {s['dynamic_source']}); static "
-          f"{_scaled(s['static_joules_per_step_at_fmax'], 1e6, '.2f')} uJ "
-          f"({_scaled(s['static_w'], 1, '.3f')} W, the board's figure: {s['static_source']})")
-    print(f"PyTorch, this CPU  {_scaled(s['pytorch_seconds_per_step'], 1e6, '.0f')} us/step "
-          "(the golden step, one thread)")
-    print(f"co-simulation      {_scaled(s['cosim_steps_per_s'], 1, '.1f')} steps/s, "
-          f"{_scaled(s['cosim_cycles_per_s'], 1, ',.0f')} cycles/s (RTL steps and their "
-          "host work, one persistent Verilator process)")
-    print(f"files              {out}/ (summary.json, training.png, design/, report/)")
+        lines.append(f"loss (RTL/golden)  first {s['loss_rtl'][0]:.4f}/{s['loss_golden'][0]:.4f}"
+                     f", last {s['loss_rtl'][-1]:.4f}/{s['loss_golden'][-1]:.4f}")
+    return lines + [
+        f"test accuracy      {s['accuracy_before']:.3f} -> {s['accuracy_after']:.3f}",
+        f"cycles per step    {s['cycles_per_step']:,.0f} (simulated)",
+        f"at Fmax            {_scaled(s['fmax_mhz'], 1, '.0f')} MHz ({s['fmax_source']}; "
+        f"{s['fmax_error']}): {_scaled(s['seconds_per_step_at_fmax'], 1e6, '.1f')} us/step",
+        f"energy per step    dynamic "
+        f"{_scaled(s['dynamic_joules_per_step_at_fmax'], 1e6, '.2f')} uJ "
+        f"({_scaled(s['dynamic_w_at_fmax'], 1, '.4f')} W, {s['dynamic_source']}); static "
+        f"{_scaled(s['static_joules_per_step_at_fmax'], 1e6, '.2f')} uJ "
+        f"({_scaled(s['static_w'], 1, '.3f')} W, the board's figure: {s['static_source']})",
+        f"PyTorch, this CPU  {_scaled(s['pytorch_seconds_per_step'], 1e6, '.0f')} us/step "
+        "(the golden step, one thread)",
+        f"co-simulation      {_scaled(s['cosim_steps_per_s'], 1, '.1f')} steps/s, "
+        f"{_scaled(s['cosim_cycles_per_s'], 1, ',.0f')} cycles/s (RTL steps and their "
+        "host work, one persistent Verilator process)",
+        f"files              {out}/ (summary.json, training.png, design/, report/)"]
 
 
 def _plot(path: Path, loss_rtl: list[float], loss_golden: list[float]) -> None:
