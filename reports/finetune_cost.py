@@ -59,7 +59,7 @@ ADAPTER_CALL = ("load_w", "load_a", "load_master", "load_x", "frozen_w", "frozen
 UPDATE_WALK = ("load_master", "accumulate", "apply", "read_master")
 
 
-def engine_job_extra(rows: int, cols: int) -> int:
+def engine_job_extra(rows: int, cols: int, paired: bool = False) -> int:
     """Engine: cycles of a job after its last tile's k-steps (the array's skew and drain,
     the result banks, the requantizer's stages, the last tile's R output beats):
     ``3R + C + 21``, read off co-simulations of 4x4, 8x4 and 4x8 engines (jobs 5x7x3 to
@@ -67,8 +67,9 @@ def engine_job_extra(rows: int, cols: int) -> int:
     before the timing pipeline, docs/engine.md: loader writes +1, the first tile's load
     test +1, feeder reads +2, PE +2, output stage reads +3, requantizer +5.) Jobs of short
     tiles whose results leave slower than the tiles compute (4x4 8x16x16: 15 cycles more)
-    are not modelled."""
-    return 3 * rows + cols + 21
+    are not modelled. A paired array (two rows per packed multiplier) skews its rows in
+    pairs: R / 2 cycles less (``tests/test_engine_cosim.py``, measured exact)."""
+    return 3 * rows + cols + 21 - (rows // 2 if paired else 0)
 
 #: The ZO layer's jobs (its register map's).
 ZO_JOBS = tuple(JOBS)
@@ -211,7 +212,8 @@ def engine_job_cycles(config: EngineConfig, m: int, k: int, n: int) -> int:
     panel = _ceil(k, pack)
     tiles = _ceil(m, rows) * _ceil(n, cols)
     tile = max(pack * panel, min_tile_interval(rows, cols))
-    return 2 * panel + (tiles - 1) * tile + pack * panel + engine_job_extra(rows, cols)
+    return (2 * panel + (tiles - 1) * tile + pack * panel
+            + engine_job_extra(rows, cols, config.paired))
 
 
 def engine_job_bytes(config: EngineConfig, m: int, k: int, n: int, raw: bool = False,

@@ -90,7 +90,8 @@ def test_wide_array_with_one_k_step_per_beat(simulator):
 def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
     """The packed multipliers give the plain products in every job (corners, K = 1, M < R,
     N < C, back to back); a single-tile job takes exactly R / 2 cycles less than the plain
-    engine's cycle model, exact for such jobs (tests/test_finetune_cost.py): the pairs' skew."""
+    engine's cycle model, exact for such jobs (tests/test_cycle_models.py): the pairs' skew,
+    which the paired cycle model has."""
     from zoforge.hw.engine.config import EngineConfig
     from zoforge.reports.finetune_cost import engine_job_cycles
 
@@ -104,7 +105,9 @@ def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
     assert len(single_tile) >= 2
     for n in single_tile:
         m, k = jobs[n].x.shape
-        assert engine_job_cycles(plain, m, k, jobs[n].w.shape[1]) - paired[n].cycles == rows // 2
+        n_ = jobs[n].w.shape[1]
+        assert engine_job_cycles(plain, m, k, n_) - paired[n].cycles == rows // 2
+        assert engine_job_cycles(EngineConfig(**CONFIG_P), m, k, n_) == paired[n].cycles
 
 
 @pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, CONFIG_P,
