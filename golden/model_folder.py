@@ -434,8 +434,6 @@ def _load_tokenizer(folder: Path, shape: ModelShape):
         if not isinstance(settings, dict) or name not in (None, *TOKENIZER_CLASSES):
             raise refused("a model folder with a BERT tokenizer (tokenizer_config.json "
                           "tokenizer_class BertTokenizer)", f"tokenizer_class {name!r}")
-    from transformers import AutoTokenizer
-
     # a private folder (mode 0700) holding only the checked bytes: Hugging Face opens
     # nothing of the user's folder
     with tempfile.TemporaryDirectory(prefix="zoforge-tokenizer-") as private:
@@ -444,6 +442,7 @@ def _load_tokenizer(folder: Path, shape: ModelShape):
             atomic_write_bytes(Path(private, name), data, PARAMETER)
         try:
             with _quiet():
+                from transformers import AutoTokenizer
                 tokenizer = AutoTokenizer.from_pretrained(private)
         except Exception as error:      # anything the third-party loader raises: one line
             raise refused("a model folder with a loadable BERT tokenizer",
@@ -475,7 +474,7 @@ def load_folder(path: str | Path, num_layers: int | None = None):
     tokenizer = _load_tokenizer(folder, shape)
     refused = _Refusal(folder)
     handle, spans, prefix, start = _open_weights(folder, shape)
-    with handle:
+    with handle, _quiet():
         from transformers import BertConfig, BertModel
 
         config = BertConfig(vocab_size=shape.vocab_size, hidden_size=shape.hidden_size,
@@ -487,9 +486,8 @@ def load_folder(path: str | Path, num_layers: int | None = None):
                             layer_norm_eps=shape.layer_norm_eps,
                             pad_token_id=shape.pad_token_id)
         try:
-            with _quiet():
-                model = BertModel(config, add_pooling_layer=prefix + "pooler.dense.weight"
-                                  in spans)
+            model = BertModel(config, add_pooling_layer=prefix + "pooler.dense.weight"
+                              in spans)
         except (RuntimeError, MemoryError) as error:
             raise refused("a model folder zoforge can build",
                           f"{type(error).__name__}: {_first_line(error)}") from None

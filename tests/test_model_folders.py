@@ -173,13 +173,17 @@ def test_the_shipped_model_loads_every_tensor_of_its_file():
 
 def test_a_tiny_folder_loads_exactly_its_tensors(tiny, capfd):
     """The tiny folder: each parameter equals what was written, the config's sizes and
-    eps, no pooler (none written), and nothing printed while loading (Hugging Face's load
-    report and warnings silenced; its verbosity restored after)."""
+    eps, no pooler (none written), and nothing printed while loading at Hugging Face's
+    most verbose level (its load report and warnings silenced; the level restored after)."""
     from transformers.utils import logging as hf_logging
     level = hf_logging.get_verbosity()
-    model, tokenizer = load_encoder(tiny)
+    hf_logging.set_verbosity(hf_logging.DEBUG)
+    try:
+        model, tokenizer = load_encoder(tiny)
+        assert hf_logging.get_verbosity() == hf_logging.DEBUG
+    finally:
+        hf_logging.set_verbosity(level)
     assert capfd.readouterr() == ("", "")
-    assert hf_logging.get_verbosity() == level
     written = tiny_tensors(TINY)
     state = model.state_dict()
     assert set(state) == set(written)
@@ -292,6 +296,17 @@ def _offsets_beyond(header: dict) -> None:
     entry["data_offsets"] = [10 ** 9, 10 ** 9 + 32]
 
 
+def _widen_the_last(folder: Path) -> None:
+    """The last tensor's data_offsets 4 bytes wider than its values, the file 4 bytes
+    longer: every span within the file, none overlapping, one of the wrong size."""
+    path = folder / "model.safetensors"
+    header, data = read_header(path)
+    entry = max((e for k, e in header.items() if k != "__metadata__"),
+                key=lambda e: e["data_offsets"][1])
+    entry["data_offsets"][1] += 4
+    write_header(path, header, data + bytes(4))
+
+
 def _pickled_only(folder: Path) -> None:
     """Weights only as a pickle that would create ``unpickled`` when unpickled."""
     class Payload:
@@ -360,7 +375,9 @@ CASES = [
     ("nan-weight", _nan_weight, "'encoder.layer.1.attention.self.key.bias' has NaN"),
     ("transposed-ffn", _transposed_ffn, "shape [8, 12], config.json gives [12, 8]"),
     ("overlapping-tensors", _edit_header(_overlap), "overlap"),
-    ("offsets-beyond-the-file", _edit_header(_offsets_beyond), "truncated"),
+    ("offsets-beyond-the-file", _edit_header(_offsets_beyond), "truncated (tensor "
+     "'encoder.layer.0.output.LayerNorm.bias' ends at byte 1000000032 of the data"),
+    ("offsets-wider-than-the-tensor", _widen_the_last, "values"),
     ("offsets-of-another-size", _edit_header(
         lambda h: h["embeddings.LayerNorm.bias"].update(data_offsets=[0, 4])),
         "data_offsets [0, 4] for 8 values"),
