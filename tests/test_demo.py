@@ -71,6 +71,8 @@ def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driv
     assert summary["accuracy_after"] != trainable.evaluate(trainable.theta, "train")[0]
     assert summary["accuracy_before_rtl"] == summary["accuracy_before"]
     assert summary["loss_golden"] == [step.golden.loss for step in result.steps]
+    # the run's cycles per step: the mean over every step it ran, from the RTL's counters
+    assert summary["cycles_per_step"] == sum(s.cycles for s in result.steps) / len(result.steps)
     for t, step in enumerate(result.steps):      # batch t: default_rng([seed 0, t]), 8 of 64
         expected = np.random.default_rng([0, t]).choice(64, 8, replace=False)
         assert np.array_equal(step.batch, expected), t
