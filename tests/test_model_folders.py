@@ -399,6 +399,12 @@ CASES = [
     ("relative-positions", _config(position_embedding_type="relative_key"),
      "position_embedding_type 'relative_key'"),
     ("a-decoder", _config(is_decoder=True), "is_decoder True"),
+    ("decoder-as-one", _config(is_decoder=1), "is_decoder 1"),
+    ("cross-attention", _config(add_cross_attention=True), "add_cross_attention True"),
+    ("no-architectures", _config(architectures=[]), "architectures []"),
+    ("eps-infinite", lambda f: (f / "config.json").write_text(
+        json.dumps(TINY).replace('"layer_norm_eps": 1e-12', '"layer_norm_eps": 1e999')),
+     "layer_norm_eps inf"),
     ("pad-beyond-vocab", _config(pad_token_id=30522), "pad_token_id 30522"),
     ("eps-zero", _config(layer_norm_eps=0), "layer_norm_eps 0"),
     ("vocab-below-the-tokenizer", _small_vocab, "the tokenizer has 30522 ids, config.json "
