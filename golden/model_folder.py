@@ -375,7 +375,7 @@ def _open_weights(folder: Path, shape: ModelShape):
 def _fill(model, handle, spans: dict, prefix: str, start: int, refused) -> None:
     """Every parameter of ``model`` read from the file straight into its storage, checked
     finite; the file must hold each one (``spans``: name -> (begin, end) of the data)."""
-    import numpy as np
+    import numpy as np   # numpy and transformers: slow to import, only when a folder is loaded
 
     for key, parameter in model.state_dict(keep_vars=True).items():
         begin, end = spans[prefix + key]
@@ -394,9 +394,9 @@ def _fill(model, handle, spans: dict, prefix: str, start: int, refused) -> None:
 def _quiet():
     """Hugging Face's logging at error level, its progress bars off and Python warnings
     ignored, for the duration (restored after)."""
-    import warnings
+    import warnings   # only while loading a model
 
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging   # slow to import: only while loading
 
     level = hf_logging.get_verbosity()
     bars = hf_logging.is_progress_bar_enabled()
@@ -442,7 +442,7 @@ def _load_tokenizer(folder: Path, shape: ModelShape):
             atomic_write_bytes(Path(private, name), data, PARAMETER)
         try:
             with _quiet():
-                from transformers import AutoTokenizer
+                from transformers import AutoTokenizer   # slow to import: only while loading
                 tokenizer = AutoTokenizer.from_pretrained(private)
         except Exception as error:      # anything the third-party loader raises: one line
             raise refused("a model folder with a loadable BERT tokenizer",
@@ -475,7 +475,7 @@ def load_folder(path: str | Path, num_layers: int | None = None):
     refused = _Refusal(folder)
     handle, spans, prefix, start = _open_weights(folder, shape)
     with handle, _quiet():
-        from transformers import BertConfig, BertModel
+        from transformers import BertConfig, BertModel   # slow to import: only while loading
 
         config = BertConfig(vocab_size=shape.vocab_size, hidden_size=shape.hidden_size,
                             num_hidden_layers=layers,

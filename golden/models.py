@@ -51,7 +51,7 @@ def load_encoder(path: str | Path | None = None, num_layers: int | None = None):
     """``(model, tokenizer)`` of the model folder ``path`` (default MiniLM) in eval mode
     with gradients off; ``num_layers`` truncates. Every check of
     :mod:`zoforge.golden.model_folder` first: a bad folder is one :class:`ConfigError`."""
-    from zoforge.golden.model_folder import load_folder
+    from zoforge.golden.model_folder import load_folder   # numpy/torch work: when used
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     model, tokenizer = load_folder(default_model_path() if path is None else path,
                                    num_layers)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -57,16 +56,11 @@ def check_model_limits(cfg) -> None:
     if cfg.model == "tiny":
         layers, positions, name = TINY_LAYERS, TINY_POSITIONS, "tiny"
     else:
-        from transformers import AutoConfig   # slow to import: only when checking
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        # the guarded reader and checks of every model folder (one line naming --model)
+        from zoforge.golden.model_folder import read_config
         source = str(models.default_model_path() if cfg.model is None else cfg.model)
-        try:
-            config = AutoConfig.from_pretrained(source)
-        except (OSError, ValueError) as error:
-            raise ConfigError("model", "a loadable Hugging Face model folder or name",
-                              f"{source}: {str(error).splitlines()[0]}") from None
-        layers = getattr(config, "num_hidden_layers", None)
-        positions = getattr(config, "max_position_embeddings", None)
+        shape = read_config(source)
+        layers, positions = shape.num_hidden_layers, shape.max_position_embeddings
         name = Path(source).name
     if cfg.model == "tiny" and cfg.num_layers not in (None, layers):
         raise ConfigError("num_layers", f"left out with model tiny (it has {layers} "
