@@ -402,18 +402,19 @@ def _damaged(path: Path, error: sqlite3.Error) -> ConfigError:
 
 
 def _check_regular(path: Path) -> None:
-    """``sweep.db``, if present, is a regular file (links resolved): nothing else is opened
-    (a FIFO would hang SQLite's open)."""
+    """``sweep.db``, if present, is a regular file and not a link: nothing else is opened (a
+    FIFO would hang SQLite's open; a link would make a store of whatever file it names)."""
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
     except OSError as error:
         raise ConfigError("store", "a folder holding a readable sweep store",
                           f"{path}: {error.strerror}") from None
     if not stat.S_ISREG(mode):
+        kind = "a symbolic link" if stat.S_ISLNK(mode) else "not a regular file"
         raise ConfigError("store", "a folder holding a zoforge sweep store (or a new "
-                          "folder)", f"{path}: not a regular file")
+                          "folder)", f"{path}: {kind}")
 
 
 def _json_object(text) -> str | None:

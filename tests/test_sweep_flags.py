@@ -34,3 +34,17 @@ def test_a_budget_key_given_twice_is_refused(text):
 
 def test_distinct_budget_keys_and_distinct_flags_are_kept():
     assert parse_budget("lut=1,dsp=2,power=0.5") == {"LUT": 1.0, "DSP": 2.0, "power_w": 0.5}
+
+
+def test_a_store_file_that_is_a_link_is_refused_and_its_target_untouched(tmp_path, capsys):
+    """``sweep.db`` linked to an empty file outside the store: refused before anything is
+    opened (it used to turn that file into a store)."""
+    outside = tmp_path / "elsewhere.db"
+    outside.write_bytes(b"")
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "sweep.db").symlink_to(outside)
+    code = main(["sweep", "--store", str(store), "--preset", "tiny", "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err and "sweep.db: a symbolic link" in err
+    assert outside.read_bytes() == b""
