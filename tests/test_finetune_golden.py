@@ -206,7 +206,21 @@ def test_activation_quantization_rounds_half_to_even_and_clamps_at_127():
 HAND_W = [[127 / 128, 2.5 / 128, -63.5 / 128], [-1.5 / 64, 127 / 64, 0.5 / 64]]
 HAND_W_INT8 = [[127, 2, -64], [-2, 127, 0]]           # [n][k]
 HAND_X = [[127 / 128, -127 / 64, 0.25], [-0.5, 1.0, -63.5 / 128]]
-HAND_BIAS = [0.3, -0.7]
+
+
+def hand_percentile(values, q):
+    """The q-th percentile with linear interpolation between the sorted values."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
+
+
+#: s_x of HAND_X, and biases of 2458.7 and -2867.3 accumulator units: rounding half to even
+#: gives 2459 and -2867 (floor, truncation or ceiling would not give both).
+HAND_S_X = hand_percentile([abs(v) for row in HAND_X for v in row], 99.99) / 127
+HAND_BIAS = [2458.7 * HAND_S_X * 2.0 ** -7, -2867.3 * HAND_S_X * 2.0 ** -6]
 
 
 def hand_linear(out_scale=None):
@@ -219,29 +233,19 @@ def hand_linear(out_scale=None):
     return QuantLinear.of(linear, [torch.tensor(HAND_X)], out_scale)
 
 
-def hand_percentile(values, q):
-    """The q-th percentile with linear interpolation between the sorted values."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (position - low) * (ordered[high] - ordered[low])
-
-
 def test_a_linear_map_is_quantized_per_output_channel_by_hand():
     """HAND_W: s = 1, s_w = (2^-7, 2^-6), the int8 weights HAND_W_INT8 stored (K, N); s_x =
-    the 99.99th percentile of |x| (linear interpolation) / 127; bias round_half_even(b /
-    (s_x s_w[n])) in int32; the input quantized as round(x / s / s_x) clamped to +-127."""
+    the 99.99th percentile of |x| (linear interpolation) / 127; bias round(b / (s_x s_w[n]))
+    in int32 (HAND_BIAS: 2459, -2867); the input round(x / s / s_x) clamped to +-127."""
     q = hand_linear()
     assert q.smooth.tolist() == [1.0, 1.0, 1.0]
     assert q.weight_scale.tolist() == [2.0 ** -7, 2.0 ** -6]
     assert q.weight.dtype == torch.int8 and tuple(q.weight.shape) == (3, 2)
     assert [[int(q.weight[k, n]) for k in range(3)] for n in range(2)] == HAND_W_INT8
-    s_x = hand_percentile([abs(v) for row in HAND_X for v in row], 99.99) / 127
+    s_x = HAND_S_X
     assert q.in_scale == pytest.approx(s_x, rel=1e-12)
     assert q.bias.dtype == torch.int32
-    assert q.bias.tolist() == [round(b / (s_x * s_w)) for b, s_w in zip(HAND_BIAS,
-                                                                       (2.0 ** -7, 2.0 ** -6))]
+    assert q.bias.tolist() == [2459, -2867]
     assert q.acc_scale.tolist() == pytest.approx([s_x * 2.0 ** -7, s_x * 2.0 ** -6], rel=1e-15)
     assert q.params is None and q.out_scale is None
     x = torch.tensor([[0.1, -0.9, 3.0], [1.7, 0.02, -0.33]])
