@@ -28,7 +28,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from test_finetune_golden import PlainWalk, hand_percentile, numpy_adapter, wrap32
+from test_finetune_golden import PlainWalk, hand_percentile, numpy_adapter
 from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, UpdateCall
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.model import FloatLinears
