@@ -276,9 +276,12 @@ LEARN_STEPS, LEARN_FACTOR = 40, 0.7
 
 @pytest.fixture(scope="module")
 def few_shot():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)                # small matmuls: threads only contend
     prepared = prepare(LEARN, model_and_tokenizer=load_model(LEARN))
     prepared.train = prepared.test          # train on examples the head never saw
-    return prepared
+    yield prepared
+    torch.set_num_threads(threads)
 
 
 def _loss_ratio(run) -> float:
@@ -300,69 +303,18 @@ class NoSignal(ZoFinetune):
         return super().gradient(loss_plus, loss_minus) * int(self.signs.choice([-1, 1]))
 
 
-@pytest.mark.parametrize("arithmetic", ["int8", "float"])
+@pytest.mark.parametrize("arithmetic", [
+    "int8", pytest.param("float", marks=[pytest.mark.slow, pytest.mark.ci])])
 def test_a_short_run_learns(few_shot, arithmetic):
     """Measured: int8 0.52, float 0.57 of the start (seed 0); random-sign controls over six
-    control seeds 0.81 to 3.8; the generator not restored before the update 0.97 to 1.0."""
+    control seeds 0.81 to 3.8; the generator not restored before the update 0.97 to 1.0.
+    (The float twin's learning on the tiny model, with its control, is in the default run:
+    tests/test_finetune_learning.py; this is the int8 step's, on MiniLM.)"""
     assert _loss_ratio(ZoFinetune(few_shot, arithmetic)) < LEARN_FACTOR
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_the_same_run_without_signal_does_not_learn(few_shot):
     assert _loss_ratio(NoSignal(few_shot, "int8")) > LEARN_FACTOR
 
-
-# -- quantization by hand -------------------------------------------------------------------
-def test_smoothing_is_smoothquants_factor_channel_by_channel():
-    """s_k = max|x_k|^0.5 / max_n|W[n, k]|^0.5 over every calibration input, by plain loops
-    on an asymmetric example (two inputs of different shapes; an all-zero input channel and
-    an all-zero weight column keep s = 1)."""
-    from zoforge.golden.finetune.model import smoothing
-
-    x1 = torch.tensor([[[1.0, -9.0, 0.0, 2.0, 0.5], [3.0, 1.0, 0.0, -8.0, 0.25]]])
-    x2 = torch.tensor([[-4.0, 2.0, 0.0, 1.0, 7.0]])
-    w = torch.tensor([[0.5, -2.0, 1.0, 0.0, 0.1], [-3.0, 1.0, 4.0, 0.0, 0.2],
-                      [0.25, 0.5, -1.0, 0.0, -0.05]], dtype=torch.float64)
-    rows = [list(map(float, r)) for r in x1.reshape(-1, 5)] + [list(map(float, x2[0]))]
-    expected = []
-    for k in range(5):
-        x_peak = max(abs(r[k]) for r in rows)
-        w_peak = max(abs(float(w[n, k])) for n in range(3))
-        expected.append(x_peak ** 0.5 / w_peak ** 0.5 if x_peak > 0 and w_peak > 0 else 1.0)
-    got = smoothing([x1, x2], w)
-    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=0)
-    assert expected[0] == pytest.approx(2.0 / 3.0 ** 0.5) and expected[2] == 1.0
-
-
-def test_activation_quantization_rounds_half_to_even_and_saturates_at_127():
-    from zoforge.golden.finetune.model import quantize_activation
-
-    x = torch.tensor([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 126.5, 127.6, -127.6, 1e9, -1e9, 0.49])
-    got = quantize_activation(x * 0.25, 0.25)
-    assert got.dtype == torch.int8
-    assert got.tolist() == [0, 2, 2, 0, -2, -2, 126, 127, -127, 127, -127, 0]
-
-
-def test_a_linear_map_is_quantized_per_output_channel_by_hand():
-    """Weights: W's column k times s_k, each output channel n over max_k |.| / 127, rounded
-    half to even, clamped to +-127; bias over s_x s_w[n]; s_x the 99.99th percentile of
-    |x / s| over 127 (one calibration batch of exactly two distinct magnitudes)."""
-    from zoforge.golden.finetune.model import QuantLinear, smoothing
-
-    linear = torch.nn.Linear(3, 2)
-    with torch.no_grad():
-        linear.weight.copy_(torch.tensor([[0.3, -1.2, 0.05], [2.0, 0.4, -0.8]]))
-        linear.bias.copy_(torch.tensor([0.5, -0.25]))
-    x = torch.tensor([[1.0, -2.0, 4.0], [0.5, 1.0, -3.0]])
-    q = QuantLinear.of(linear, [x], None)
-    w = linear.weight.detach().double()
-    s = smoothing([x], w)
-    smoothed = (x.double() / s).abs().reshape(-1)
-    s_x = float(np.percentile(smoothed.numpy(), 99.99)) / 127
-    assert q.in_scale == pytest.approx(s_x, rel=1e-6)        # x / s in float32 there
-    for n in range(2):
-        row = [float(w[n, k] * s[k]) for k in range(3)]
-        s_w = max(abs(v) for v in row) / 127
-        assert float(q.weight_scale[n]) == pytest.approx(s_w, rel=1e-12)
-        assert [int(q.weight[k, n]) for k in range(3)] == \
-            [max(-127, min(127, round(v / s_w))) for v in row]
-        assert int(q.bias[n]) == round(float(linear.bias.detach()[n]) / (s_x * s_w))
