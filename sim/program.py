@@ -8,7 +8,7 @@ JSON-able results. :func:`zoforge.sim.backends.run_program` runs one on the pers
 Verilator job server (a batch is one pipe exchange) or in the cocotb bench
 :mod:`zoforge.sim.benches.program` (cocotbext-axi, Verilator or Icarus).
 
-The operations (on a top with zoforge's bus ports, ``hw/systolic/bus.py``):
+The operations (on a top with zoforge's bus ports, ``hw/pe/bus.py``):
 
 * :class:`Write` / :class:`Read`: one AXI4-Lite write / read (reply words ``[bresp]`` /
   ``[rdata, rresp]``);

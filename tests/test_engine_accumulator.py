@@ -24,7 +24,7 @@ from test_engine_corners import CONFIG as CORNER_CONFIG
 from test_engine_corners import overflow_job
 from zoforge.golden.engine import gemm_int32
 from zoforge.hw.export import to_verilog
-from zoforge.hw.systolic.array import SystolicArray
+from zoforge.hw.pe.array import SystolicArray
 from zoforge.sim.cosim import run_cocotb
 from zoforge.sim.engine_cosim import EngineCosim
 

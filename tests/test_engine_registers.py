@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zoforge.hw.systolic.axil import OKAY, SLVERR
+from zoforge.hw.pe.axil import OKAY, SLVERR
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.regmap import (CTRL_BITS, KINDS, PARAM_TABLES, REGISTER_MAP,
                                   STATUS_BITS)

@@ -1,4 +1,4 @@
-"""RequantStream (hw/systolic/requant.py) in Amaranth's simulator against
+"""RequantStream (hw/pe/requant.py) in Amaranth's simulator against
 ``zoforge.golden.engine.requantize``: random idle cycles on the input stream and random
 back-pressure on the output stream, rows that saturate at both ends, shifts 0 and 47, ReLU,
 raw output, per-tensor and per-column parameters, with and without bias."""
@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from zoforge.golden.engine import RequantParams, requantize
 from zoforge.golden.engine_widths import SHIFT_MAX
-from zoforge.hw.systolic.requant import LATENCY, RequantStream, output_layout
+from zoforge.hw.pe.requant import LATENCY, RequantStream, output_layout
 
 LANES = 3
 ROWS = 120

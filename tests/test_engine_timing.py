@@ -9,8 +9,8 @@ from amaranth.back import verilog
 
 from zoforge.boards.registry import get_board
 from zoforge.hw.engine.engine import Engine
-from zoforge.hw.systolic.pe import ProcessingElement
-from zoforge.hw.systolic.requant import RequantStream
+from zoforge.hw.pe.pe import ProcessingElement
+from zoforge.hw.pe.requant import RequantStream
 from zoforge.reports.nextpnr import place_and_route
 from zoforge.reports.synth import synthesize
 

@@ -1,4 +1,4 @@
-"""The pipelined multiplier (hw/systolic/multiply.py): exact with its latency and enable in
+"""The pipelined multiplier (hw/pe/multiply.py): exact with its latency and enable in
 Amaranth's simulator, and its ECP5 form (a MULT18X18D instance with its registers) the same
 under Icarus, against a behavioural model of the primitive's registered mode."""
 import random
@@ -10,7 +10,7 @@ from amaranth import signed, unsigned
 from amaranth.back import verilog
 from amaranth.sim import Simulator
 
-from zoforge.hw.systolic.multiply import LATENCY, PipelinedMultiplier
+from zoforge.hw.pe.multiply import LATENCY, PipelinedMultiplier
 
 SHAPES = [(signed(8), signed(8)), (signed(16), signed(8)), (unsigned(16), unsigned(16)),
           (signed(16), unsigned(16))]

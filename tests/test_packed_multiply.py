@@ -1,6 +1,6 @@
 """Two INT8 MACs per DSP48E2 (issue 32): the packing's golden model (``golden/packing.py``)
 against the plain products over every operand triple, and the hardware block
-(``hw/systolic/packed_multiply.py``) against the plain products with its latency and enable
+(``hw/pe/packed_multiply.py``) against the plain products with its latency and enable
 in Amaranth's simulator; synthesized for the ZCU102 it is one DSP48E2 where two plain
 multipliers are two."""
 import random
@@ -13,8 +13,8 @@ from amaranth.sim import Simulator
 from test_multiply import expected_products
 from zoforge.golden.packing import (B_BITS, FULL_BITS, PACKED_BITS, PRODUCT_BITS, SHIFT,
                                     pack, packed_products, split)
-from zoforge.hw.systolic.multiply import PipelinedMultiplier
-from zoforge.hw.systolic.packed_multiply import LATENCY, PackedMultiplier
+from zoforge.hw.pe.multiply import PipelinedMultiplier
+from zoforge.hw.pe.packed_multiply import LATENCY, PackedMultiplier
 
 INT8 = np.arange(-128, 128, dtype=np.int64)
 CORNERS = [-128, -127, -1, 0, 1, 126, 127]

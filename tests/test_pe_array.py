@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from zoforge.hw.systolic.array import SystolicArray, capture_latency
-from zoforge.hw.systolic.pe import LATENCY as PE_LATENCY
-from zoforge.hw.systolic.pe import ProcessingElement
+from zoforge.hw.pe.array import SystolicArray, capture_latency
+from zoforge.hw.pe.pe import LATENCY as PE_LATENCY
+from zoforge.hw.pe.pe import ProcessingElement
 
 
 def test_pe_accumulates_and_wraps_at_32_bits():

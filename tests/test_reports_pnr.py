@@ -54,7 +54,7 @@ def test_collisions_undefined_only_for_marked_memories():
     from amaranth.back import rtlil
     from amaranth.lib.memory import Memory
 
-    from zoforge.hw.systolic.tiles import COLLISIONS_UNUSED
+    from zoforge.hw.pe.tiles import COLLISIONS_UNUSED
     from zoforge.reports.nextpnr import collisions_undefined
 
     class Two(wiring.Component):

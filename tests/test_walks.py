@@ -13,14 +13,14 @@ be those of the word the loop says it is at.
   k-steps (inner); ``k``, ``panel``, ``flat``, ``panel_end``, ``last``.
 * :class:`~zoforge.hw.zolayer.token_buffer.TokenWalk`: ``load_x``'s beats, token tiles of
   C (outer) by words of P k-steps (inner); ``word``, ``tile``, ``last``.
-* :func:`~zoforge.hw.systolic.tiles.tile_order`: the result rows, panels of weight lanes
+* :func:`~zoforge.hw.pe.tiles.tile_order`: the result rows, panels of weight lanes
   (outer) by activation tiles (inner) by the R rows of a tile; both sides of the array
   carrying the weights, and one row (its end tests unregistered).
-* :class:`~zoforge.hw.systolic.feeder.Feeder`: the k-steps it sends into the array (the
+* :class:`~zoforge.hw.pe.feeder.Feeder`: the k-steps it sends into the array (the
   words it reads, the k-step picked from a word, ``first`` / ``last``, the bank of each
   panel, ``w_release``), when tiles begin (``min_gap``), and that no third tile begins
   while two result banks are still unread.
-* :class:`~zoforge.hw.systolic.drain.Drain`: the rows it writes into the result banks
+* :class:`~zoforge.hw.pe.drain.Drain`: the rows it writes into the result banks
   (bottom row first, banks alternating per tile), its ``shift`` and ``drained``.
 """
 from __future__ import annotations
@@ -35,9 +35,9 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from zoforge.hw.systolic.drain import Drain
-from zoforge.hw.systolic.feeder import READ_LATENCY, Feeder
-from zoforge.hw.systolic.tiles import Tiling, address_bits, tile_order
+from zoforge.hw.pe.drain import Drain
+from zoforge.hw.pe.feeder import READ_LATENCY, Feeder
+from zoforge.hw.pe.tiles import Tiling, address_bits, tile_order
 from zoforge.hw.zolayer.token_buffer import TokenWalk
 from zoforge.hw.zolayer.walk import PanelWalk
 

@@ -34,8 +34,8 @@ from amaranth.lib.wiring import In
 from amaranth.sim import Simulator
 
 from zoforge.golden.zolayer import layer_config
-from zoforge.hw.systolic.axil import OKAY, SLVERR, AxiLiteTarget
-from zoforge.hw.systolic.bus import AxiLiteSignature
+from zoforge.hw.pe.axil import OKAY, SLVERR, AxiLiteTarget
+from zoforge.hw.pe.bus import AxiLiteSignature
 from zoforge.hw.zolayer.control import LayerControl
 from zoforge.hw.zolayer.registers import ADDR_BITS
 

@@ -17,7 +17,7 @@ from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
 from zoforge.golden.zolayer import layer_config
-from zoforge.hw.systolic.tiles import address_bits
+from zoforge.hw.pe.tiles import address_bits
 from zoforge.hw.zolayer.buffers import layer_tiling
 from zoforge.hw.zolayer.layouts import token_words
 from zoforge.hw.zolayer.token_buffer import TokenReader, TokenWalk, token_buffer

@@ -1,7 +1,7 @@
 """The engine's on-chip memories (``amaranth.lib.memory``): shape, depth and port signatures
 of each, in one place for the top (which holds them) and the blocks that use their ports.
 
-The engine's :class:`~zoforge.hw.systolic.tiles.Tiling` (:func:`engine_tiling`): X rows on
+The engine's :class:`~zoforge.hw.pe.tiles.Tiling` (:func:`engine_tiling`): X rows on
 the array's rows, W panels on its columns, ``pack`` k-steps per word. Addresses: X word
 ``Cat(word, mt)``, W word ``Cat(word, bank)`` (``word`` counts ``pack`` k-steps), result
 row ``Cat(row, bank)``, parameter row ``nt`` (one column tile per row).
@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from amaranth.lib import data
 
-from zoforge.hw.systolic.tiles import Buffer, Tiling
+from zoforge.hw.pe.tiles import Buffer, Tiling
 
 from .config import DIM_BITS, EngineConfig
 from .regmap import PARAM_TABLES

@@ -20,7 +20,7 @@ class EngineConfig(Config):
 
     ``pack`` k-steps travel in one input-stream beat, so the input stream is
     ``8 * pack * max(R, C)`` bits wide; ``paired`` puts each two rows of a column on one
-    packed multiplier (:class:`~zoforge.hw.systolic.array.SystolicArray`: the same products,
+    packed multiplier (:class:`~zoforge.hw.pe.array.SystolicArray`: the same products,
     R / 2 cycles less of skew per job); ``max_n`` is limited by the per-column parameter
     tables (``MAX_PARAM_WORDS`` words, ``2^ceil(log2 C)`` per row of C columns).
     """

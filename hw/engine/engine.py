@@ -23,16 +23,16 @@ reused for every column panel; W panels are double-buffered (two banks of ``max_
 bytes), so panel nt+1 streams in while panel nt is being computed; results are
 double-buffered too (two banks of R rows), so a tile drains while the previous one streams
 out. Tiles are computed back to back (nt outer, mt inner), each for ``pack * ceil(K/pack)``
-cycles, at least :attr:`~zoforge.hw.systolic.array.SystolicArray.min_tile_interval`
+cycles, at least :attr:`~zoforge.hw.pe.array.SystolicArray.min_tile_interval`
 apart.
 
 Verilog ports: ``clk``, ``rst``, ``irq`` and the bus members joined by ``__``
 (``s_axil__awaddr``, ``s_axis__tdata``, ``m_axis__tready``, ...; see
-:mod:`zoforge.hw.systolic.bus`).
+:mod:`zoforge.hw.pe.bus`).
 
 Blocks (the top only holds them and the memories of :mod:`.buffers`, and connects them):
 the engine's own :class:`~.registers.RegisterFile` and :class:`~.loader.Loader` (input
-stream -> X buffer, W banks), and from :mod:`zoforge.hw.systolic` the AXI4-Lite target,
+stream -> X buffer, W banks), and from :mod:`zoforge.hw.pe` the AXI4-Lite target,
 the feeder (buffers -> array, the weights as a stream), the array, the drain (array ->
 result banks), the output stage (result banks -> rows for the requantizer, its rows ->
 ``m_axis``) and the requantizer.
@@ -44,13 +44,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS
-from zoforge.hw.systolic.array import SystolicArray, min_tile_interval
-from zoforge.hw.systolic.axil import AxiLiteTarget
-from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
-from zoforge.hw.systolic.drain import Drain
-from zoforge.hw.systolic.feeder import Feeder
-from zoforge.hw.systolic.output import OutputStage, SideRead
-from zoforge.hw.systolic.requant import RequantStream
+from zoforge.hw.pe.array import SystolicArray, min_tile_interval
+from zoforge.hw.pe.axil import AxiLiteTarget
+from zoforge.hw.pe.bus import AxiLiteSignature, AxiStreamSignature
+from zoforge.hw.pe.drain import Drain
+from zoforge.hw.pe.feeder import Feeder
+from zoforge.hw.pe.output import OutputStage, SideRead
+from zoforge.hw.pe.requant import RequantStream
 
 from .buffers import Memory, engine_buffers, engine_tiling
 from .config import EngineConfig

@@ -4,7 +4,7 @@ The stream carries, each panel as ``ceil(K / pack)`` beats: W panel 0, X panels
 0 .. ceil(M/R)-1, W panels 1 .. ceil(N/C)-1 (formats in :mod:`.engine`). X panels stay for
 the whole job; W panel nt goes to bank ``nt % 2``, taken only while a bank is free
 (``tready`` low otherwise). The memories are written one cycle after each beat, from
-registers; its :class:`~zoforge.hw.systolic.signatures.PanelSignature` tells the feeder
+registers; its :class:`~zoforge.hw.pe.signatures.PanelSignature` tells the feeder
 what is written. ``job.start`` clears all state.
 """
 from __future__ import annotations
@@ -13,9 +13,9 @@ from amaranth import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.systolic.bus import AxiStreamSignature
-from zoforge.hw.systolic.signatures import JobSignature, PanelSignature
-from zoforge.hw.systolic.tiles import address_bits
+from zoforge.hw.pe.bus import AxiStreamSignature
+from zoforge.hw.pe.signatures import JobSignature, PanelSignature
+from zoforge.hw.pe.tiles import address_bits
 
 from .buffers import Memory, engine_buffers, engine_tiling
 from .config import DIM_BITS, EngineConfig

@@ -1,10 +1,10 @@
 """The engine's control/status register file, decoded from the register map (:mod:`.regmap`).
 
-Its ``port`` (:class:`~zoforge.hw.systolic.axil.RegisterPortSignature`) takes the AXI4-Lite
+Its ``port`` (:class:`~zoforge.hw.pe.axil.RegisterPortSignature`) takes the AXI4-Lite
 target's writes and reads. It tells the rest of the engine about the job
-(:class:`~zoforge.hw.systolic.signatures.JobSignature`; ``start`` the cycle after the CTRL
+(:class:`~zoforge.hw.pe.signatures.JobSignature`; ``start`` the cycle after the CTRL
 write, ``busy`` from the cycle after ``start`` until the job's last output beat) and the
-output mode (:class:`~zoforge.hw.systolic.signatures.ModeSignature`), writes the
+output mode (:class:`~zoforge.hw.pe.signatures.ModeSignature`), writes the
 per-column parameter tables, and keeps STATUS, the cycle counters and ``irq``.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.systolic.axil import RegisterPortSignature, read_select
-from zoforge.hw.systolic.signatures import JobSignature, ModeSignature
+from zoforge.hw.pe.axil import RegisterPortSignature, read_select
+from zoforge.hw.pe.signatures import JobSignature, ModeSignature
 
 from .buffers import engine_buffers
 from .config import DIM_BITS, EngineConfig

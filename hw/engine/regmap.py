@@ -12,7 +12,7 @@ from amaranth import signed, unsigned
 from amaranth.hdl import Shape
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
-from zoforge.hw.systolic.regmap import Register, addresses
+from zoforge.hw.pe.regmap import Register, addresses
 
 from .config import DIM_BITS
 

@@ -2,7 +2,7 @@
 
 * :mod:`.layer` the top: holds the blocks and the memories of :mod:`.buffers` (named by
   :class:`~.buffers.Memory`), joins their signatures; the array and its tile sequencing
-  (feeder, drain, output stage, requantizer) come from :mod:`zoforge.hw.systolic`, as the
+  (feeder, drain, output stage, requantizer) come from :mod:`zoforge.hw.pe`, as the
   GEMM engine's do;
 * :mod:`.control` the register file and the job in flight (:class:`~.control.
   LayerJobSignature`); :mod:`.registers` the register map (data);

@@ -1,7 +1,7 @@
 """The ZO layer's tiling and on-chip memories (``amaranth.lib.memory``): shape, depth and port
 signatures of each, for the top (which holds them) and the blocks that use their ports.
 
-The tiling (:func:`layer_tiling`, see :mod:`zoforge.hw.systolic.tiles`): transposed products,
+The tiling (:func:`layer_tiling`, see :mod:`zoforge.hw.pe.tiles`): transposed products,
 weight panels of R features on the array's rows (16-bit operands, staged in two banks
 ``stage``), activation tiles of C tokens on its columns (int8: X, or U = requant(X·A) in a
 LoRA-FA branch), every activation resident before a compute job starts.
@@ -21,7 +21,7 @@ from amaranth import signed
 from amaranth.lib import data
 
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
-from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
+from zoforge.hw.pe.tiles import Buffer, Tiling, address_bits
 
 from .registers import DIM_BITS
 from .token_buffer import token_buffer

@@ -1,6 +1,6 @@
 """The ZO layer's control: its register file (:mod:`.registers`) and the job in flight.
 
-The register side is ``port`` (:class:`~zoforge.hw.systolic.axil.RegisterPortSignature`,
+The register side is ``port`` (:class:`~zoforge.hw.pe.axil.RegisterPortSignature`,
 from the AXI4-Lite target). A CTRL write with the start bit while idle starts a job:
 ``busy`` rises, and the job (one bit per job code, its flags ``minus``, ``plain``) is
 registered from the written word. The cycle after the write is ``launch`` (a register):
@@ -9,7 +9,7 @@ the units clear their state and the generator gets its ``save``/``restore`` puls
 the job's last action (``finish``, a cycle later: the layer registers its units' ends),
 which ends ``busy`` and sets ``done``. The layer's
 units see the job as ``job`` (:class:`LayerJobSignature`); a compute job's tile
-sequencers as ``tiles`` (:class:`~zoforge.hw.systolic.signatures.JobSignature`) and its
+sequencers as ``tiles`` (:class:`~zoforge.hw.pe.signatures.JobSignature`) and its
 requantizer as ``mode`` (``bias_en`` in a branch: the init XW; raw but in ``frozen_a``).
 
 The job's walk over words (registered with the job's flags, valid from ``launch``): ``inner``
@@ -39,8 +39,8 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import ZoLayerConfig
 from zoforge.hw.rng.source import SnapshotSignature
-from zoforge.hw.systolic.axil import RegisterPortSignature, read_select
-from zoforge.hw.systolic.signatures import JobSignature, ModeSignature
+from zoforge.hw.pe.axil import RegisterPortSignature, read_select
+from zoforge.hw.pe.signatures import JobSignature, ModeSignature
 
 from .registers import ADDR_BITS, CTRL_FIELDS, DIM_BITS, JOBS, LORA_JOBS, REGISTERS
 

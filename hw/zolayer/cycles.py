@@ -12,7 +12,7 @@ Every phase of a job is counted (no stream stalls: the host keeps the streams bu
   ``(W - 1) * Q + query`` cycles after its first;
 * **compute jobs** (``frozen_w``, ``frozen_a``, ``branch``): ``tiles`` output tiles back to
   back, each ``max(depth, 2R + C, (depth + free) / 2)`` cycles (its k-steps; at least the
-  array's tile spacing, :func:`~zoforge.hw.systolic.array.min_tile_interval`; and two
+  array's tile spacing, :func:`~zoforge.hw.pe.array.min_tile_interval`; and two
   result banks: a tile begins only when the bank of the tile two before it is read out,
   ``free`` = :func:`bank_free` cycles after that tile's last k-step) but the last, which
   ends after its ``depth`` k-steps, plus the fill and drain of the pipeline around the array
@@ -30,7 +30,7 @@ The constants of :func:`compute_extra` are the pipelines' depths, measured on th
 from __future__ import annotations
 
 from zoforge.golden.zolayer.config import ZoLayerConfig
-from zoforge.hw.systolic.array import min_tile_interval
+from zoforge.hw.pe.array import min_tile_interval
 
 from .layouts import token_pack
 from .update import ACCUMULATE_LATENCY, APPLY_LATENCY

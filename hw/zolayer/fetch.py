@@ -1,5 +1,5 @@
 """Panel fetch: a compute job's weight panels, word by word, through the perturbation unit
-into the two staging banks the feeder reads (:class:`~zoforge.hw.systolic.feeder.Feeder`).
+into the two staging banks the feeder reads (:class:`~zoforge.hw.pe.feeder.Feeder`).
 
 The words are walked in :class:`~.walk.PanelWalk` order (``outer`` features in panels of R,
 ``inner`` k-steps): the trained matrix's master copy in a branch, the frozen W or A
@@ -26,8 +26,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.systolic.signatures import PanelSignature
-from zoforge.hw.systolic.tiles import Buffer, Tiling
+from zoforge.hw.pe.signatures import PanelSignature
+from zoforge.hw.pe.tiles import Buffer, Tiling
 
 from .buffers import Memory
 from .control import LayerJobSignature

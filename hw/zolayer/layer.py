@@ -34,7 +34,7 @@ perturbation costs no cycles. The master copy is never written with a perturbati
 
 Blocks (the top holds them and the memories of :mod:`.buffers`, and joins their signatures
 with ``wiring.connect``; the tile sequencing is the GEMM engine's, from
-:mod:`zoforge.hw.systolic`, built from the layer's :class:`~zoforge.hw.systolic.tiles.
+:mod:`zoforge.hw.pe`, built from the layer's :class:`~zoforge.hw.pe.tiles.
 Tiling`): the AXI4-Lite target and :class:`~.control.LayerControl` (registers, the job in
 flight: :class:`~.control.LayerJobSignature` to the units, the tiles' job and the
 requantizer's mode), :class:`~.loader.LayerLoader` (input stream -> memories),
@@ -55,13 +55,13 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
 from zoforge.hw.rng.source import PerturbationSource
-from zoforge.hw.systolic.array import SystolicArray, min_tile_interval
-from zoforge.hw.systolic.axil import AxiLiteTarget
-from zoforge.hw.systolic.bus import AxiLiteSignature, AxiStreamSignature
-from zoforge.hw.systolic.drain import Drain
-from zoforge.hw.systolic.feeder import Feeder
-from zoforge.hw.systolic.output import OutputStage, SideRead
-from zoforge.hw.systolic.requant import RequantStream
+from zoforge.hw.pe.array import SystolicArray, min_tile_interval
+from zoforge.hw.pe.axil import AxiLiteTarget
+from zoforge.hw.pe.bus import AxiLiteSignature, AxiStreamSignature
+from zoforge.hw.pe.drain import Drain
+from zoforge.hw.pe.feeder import Feeder
+from zoforge.hw.pe.output import OutputStage, SideRead
+from zoforge.hw.pe.requant import RequantStream
 
 from .buffers import Memory, layer_buffers, layer_tiling, trained_rows
 from .control import LayerControl

@@ -20,8 +20,8 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.systolic.bus import AxiStreamSignature
-from zoforge.hw.systolic.tiles import Buffer, Tiling
+from zoforge.hw.pe.bus import AxiStreamSignature
+from zoforge.hw.pe.tiles import Buffer, Tiling
 
 from .buffers import Memory
 from .control import LayerJobSignature
@@ -74,7 +74,7 @@ class LayerLoader(wiring.Component):
                          w.outer.eq(job.outer)]
         m.d.comb += [walk.advance.eq(beat), x_walk.advance.eq(beat & job.load_x)]
         # one expression, not an assignment under m.If (X on Icarus until the first beat):
-        # see tile_done in zoforge.hw.systolic.output
+        # see tile_done in zoforge.hw.pe.output
         m.d.comb += self.done.eq(beat & Mux(job.load_x, x_walk.last, walk.last))
         with m.If(self.done):
             m.d.sync += loaded.eq(1)

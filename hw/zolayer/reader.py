@@ -14,8 +14,8 @@ from amaranth import Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.systolic.bus import AxiStreamSignature
-from zoforge.hw.systolic.tiles import Buffer
+from zoforge.hw.pe.bus import AxiStreamSignature
+from zoforge.hw.pe.tiles import Buffer
 
 from .control import LayerJobSignature
 from .registers import DIM_BITS

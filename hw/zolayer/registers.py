@@ -1,6 +1,6 @@
 """The ZO layer's register map: one table, read by the hardware, the co-simulation and docs.
 
-32-bit registers on AXI4-Lite (byte addresses), :class:`~zoforge.hw.systolic.regmap.Register`
+32-bit registers on AXI4-Lite (byte addresses), :class:`~zoforge.hw.pe.regmap.Register`
 entries whose ``kind`` is one of :data:`KINDS`. Jobs start by
 writing CTRL with bit 0 set while idle; the job code and the generator/sign flags are taken
 from the same write.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS, SHIFT_MAX
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.systolic.regmap import Register
+from zoforge.hw.pe.regmap import Register
 
 __all__ = ["REGISTERS", "KINDS", "JOBS", "LORA_JOBS", "CTRL_FIELDS", "ADDR_BITS", "DIM_BITS",
            "address", "ctrl_word"]

@@ -23,7 +23,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.systolic.tiles import Buffer
+from zoforge.hw.pe.tiles import Buffer
 
 from .buffers import Memory
 from .control import LayerJobSignature

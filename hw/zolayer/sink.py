@@ -1,11 +1,11 @@
 """Result sink: where a compute job's rows go once requantized (the output stage's stream,
-:class:`~zoforge.hw.systolic.output.OutputStage`): a ``branch``'s to the output stream, the
+:class:`~zoforge.hw.pe.output.OutputStage`): a ``branch``'s to the output stream, the
 ``frozen_w`` rows (XW, raw int32) into the init buffer at ``Cat(row, tile, panel)`` and the
 ``frozen_a`` rows (U = requant(X·A), int8) into the U buffer at ``Cat(feature, tile)``, the
 feature being the row's (panel offset + row). The buffers take a row every cycle; only the
 output stream pushes back. ``done`` pulses with the job's last row; the ``job``'s
 ``launch`` (:class:`~.control.LayerJobSignature`) clears the position
-(:func:`~zoforge.hw.systolic.tiles.tile_order` over the ``tiles`` job's M tokens and N
+(:func:`~zoforge.hw.pe.tiles.tile_order` over the ``tiles`` job's M tokens and N
 features, the order in which the output stage read the rows).
 """
 from __future__ import annotations
@@ -16,9 +16,9 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.systolic.bus import AxiStreamSignature
-from zoforge.hw.systolic.signatures import JobSignature
-from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits, tile_order
+from zoforge.hw.pe.bus import AxiStreamSignature
+from zoforge.hw.pe.signatures import JobSignature
+from zoforge.hw.pe.tiles import Buffer, Tiling, address_bits, tile_order
 
 from .buffers import Memory
 from .control import LayerJobSignature

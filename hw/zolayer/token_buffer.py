@@ -9,7 +9,7 @@ C), element ``[kk][j]`` = X[tile*C + j, word*P + kk], exactly the beat's bytes
   ``outer`` = M) by word (inner, steps of P k-steps up to ``inner`` = K): ``word``,
   ``tile``, ``last``; ``restart`` goes back to the first beat, ``advance`` to the next.
 * :class:`TokenReader`: the feeder's activation read port ``x_rd`` (one k-step of C tokens,
-  address ``Cat(k, tile)``, :meth:`~zoforge.hw.systolic.tiles.Tiling.act_buffer`) on the
+  address ``Cat(k, tile)``, :meth:`~zoforge.hw.pe.tiles.Tiling.act_buffer`) on the
   packed memory's port ``packed_rd``: word k // P, and the k-step k % P of it picked from
   the read data by a register that lines up with it (the same 1-cycle read latency).
 """
@@ -19,7 +19,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.systolic.tiles import Buffer, Tiling, address_bits
+from zoforge.hw.pe.tiles import Buffer, Tiling, address_bits
 
 from .layouts import token_pack
 

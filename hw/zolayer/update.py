@@ -24,7 +24,7 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
     0   issue, z taken      0   issue, read D
     1   a = z, b = g        3   a = D (READ_LATENCY later), b = eta_mult << (7 - s % 8)
     2-3 the products of a's and b's 16-bit chunks, one DSP each
-        (:class:`~zoforge.hw.systolic.multiply.PipelinedMultiplier`: its operand
+        (:class:`~zoforge.hw.pe.multiply.PipelinedMultiplier`: its operand
         registers take a and b in cycle 1 / 3)
                             4-5 the products;  6: read T
     3   read D
@@ -37,7 +37,7 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
 
 (b is one register for all lanes.)
 (The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
-:class:`~zoforge.hw.systolic.requant.RequantStream`.)
+:class:`~zoforge.hw.pe.requant.RequantStream`.)
 """
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ from amaranth.lib.memory import ReadPort, WritePort
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.systolic.multiply import LATENCY as MULTIPLY_LATENCY
-from zoforge.hw.systolic.multiply import PipelinedMultiplier
+from zoforge.hw.pe.multiply import LATENCY as MULTIPLY_LATENCY
+from zoforge.hw.pe.multiply import PipelinedMultiplier
 
 from .walk import PanelWalk
 

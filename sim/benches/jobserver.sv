@@ -2,7 +2,7 @@
 //
 // Built with Verilator by zoforge.sim.jobserver together with jobserver_main.cpp, which
 // drives every port from C++ (no Python per cycle). The DUT is any top with zoforge's bus
-// ports (hw/systolic/bus.py): clk, rst, s_axil__*, s_axis__*, m_axis__*, irq. Amaranth joins a
+// ports (hw/pe/bus.py): clk, rst, s_axil__*, s_axis__*, m_axis__*, irq. Amaranth joins a
 // port's path with "__", which Verilator would escape in C++ names; here they are plain.
 //
 // DUT (a macro) names the top module; LANES is the output stream's width in 32-bit lanes,
