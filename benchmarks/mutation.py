@@ -46,10 +46,11 @@ TARGETS = {
     # issue 31's scopes: the fine-tuning step, the reports, the sweep's numbers, the guarded
     # input and output paths, the cycle models
     "golden/finetune/calls.py": ("tests/test_finetune_golden.py",
-                                 "tests/test_zo_step_derivations.py"),
+                                 "tests/test_finetune_step_pinned.py"),
     "golden/finetune/model.py": ("tests/test_finetune_golden.py",
-                                 "tests/test_zo_step_derivations.py"),
-    "golden/finetune/train.py": ("tests/test_zo_step_derivations.py",
+                                 "tests/test_finetune_step_pinned.py"),
+    "golden/finetune/train.py": ("tests/test_finetune_step_pinned.py",
+                                 "tests/test_finetune_learning.py",
                                  "tests/test_finetune_fewshot.py"),
     "golden/finetune/fewshot.py": ("tests/test_finetune_fewshot.py",),
     "golden/packing.py": ("tests/test_packed_multiply.py",),
