@@ -35,7 +35,7 @@ from zoforge.inputs import read_bytes
 
 __all__ = ["cache_dir", "check_cache_dir", "can_write", "CACHE_PATH_CHARACTERS", "content_key",
            "entry_dir", "load_result", "store_result", "atomic_write_text", "atomic_write_bytes",
-           "atomic_path", "file_lock", "locked", "RESULT", "clear_entry", "file_digest"]
+           "atomic_path", "file_lock", "locked", "RESULT", "clear_entry", "file_digest", "kind_of"]
 
 RESULT = "result.json"
 
@@ -201,17 +201,17 @@ def _open_lock(path: Path, parameter: str) -> int:
         fd = os.open(path, flags, 0o666)
     except OSError as error:
         if os.path.lexists(path) and not stat.S_ISREG(os.lstat(path).st_mode):
-            raise ConfigError(parameter, _LOCK_RULE, f"{path}: {_kind(path)}") from None
+            raise ConfigError(parameter, _LOCK_RULE, f"{path}: {kind_of(path)}") from None
         raise os_fault(parameter, path, error) from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise ConfigError(parameter, _LOCK_RULE, f"{path}: {_kind(path)}")
+        raise ConfigError(parameter, _LOCK_RULE, f"{path}: {kind_of(path)}")
     os.set_blocking(fd, True)
     return fd
 
 
-def _kind(path: Path) -> str:
-    """What is at ``path``, in words (for an error)."""
+def kind_of(path: Path | str) -> str:
+    """What is at ``path`` (not followed if a link), in words, for an error."""
     mode = os.lstat(path).st_mode
     for test, word in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISDIR, "a folder"), (stat.S_ISSOCK, "a socket"),

@@ -33,13 +33,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from pathlib import Path
 
 from zoforge.errors import ConfigError, os_fault
-from zoforge.files import atomic_path, can_write
+from zoforge.files import atomic_path, can_write, kind_of
 
-__all__ = ["check_out_dir", "make_out_dir", "make_dirs", "check_targets", "write_text",
-           "write_bytes", "output_path", "set_aside"]
+__all__ = ["check_out_dir", "check_out_file", "make_out_dir", "make_dirs", "check_targets",
+           "write_text", "write_bytes", "output_path", "set_aside", "MAX_NAME_BYTES"]
+
+#: The longest file name (in bytes) a user-named output may have (Linux's NAME_MAX).
+MAX_NAME_BYTES = 255
 
 _NO_LINKS = ("a folder in which no output file (nor a folder on the way to it) is a symbolic "
              "link: zoforge never writes through one")
@@ -71,6 +75,32 @@ def check_out_dir(flag: str, value: str | os.PathLike | None) -> Path:
     if not can_write(existing):
         raise ConfigError(flag, "a writable folder" + ("" if existing == path else
                           f" (cannot create folders in {existing})"), path)
+    return path
+
+
+def check_out_file(flag: str, value: str | os.PathLike | None,
+                   taken: tuple = ()) -> Path:
+    """A user-named output file (``--json FILE``), before any work: a regular file or
+    absent (never a device, a FIFO, a socket, a folder or a link: ``/dev/null`` is not
+    replaced), a name of at most :data:`MAX_NAME_BYTES` bytes, a folder that exists or can be
+    created and written (:func:`check_out_dir`), and none of the paths ``taken`` by the
+    command's other outputs; a one-line :class:`ConfigError` naming ``flag`` otherwise."""
+    text = os.fspath(value) if value is not None else ""
+    if not str(text).strip():
+        raise ConfigError(flag, "a file path (not empty)", repr(text))
+    path = Path(text)
+    if len(os.fsencode(path.name)) > MAX_NAME_BYTES:
+        raise ConfigError(flag, f"a file name of at most {MAX_NAME_BYTES} bytes",
+                          f"{len(os.fsencode(path.name))} bytes")
+    check_out_dir(flag, path.parent)
+    if os.path.lexists(path):
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise ConfigError(flag, "a regular file or a new one (never a device, FIFO, "
+                              "folder or link)", f"{path}: {kind_of(path)}")
+    resolved = path.resolve()
+    for other in taken:
+        if Path(other).resolve() == resolved:
+            raise ConfigError(flag, "a file no other output of the command writes", path)
     return path
 
 

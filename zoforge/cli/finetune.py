@@ -81,18 +81,13 @@ def register(tree) -> None:
     parser.set_defaults(func=run)
 
 
-def _check_json(value: str | None) -> Path | None:
-    """``--json``: a file path in a writable folder, not a folder or a link."""
-    from zoforge.outputs import check_out_dir
+def _check_json(value: str | None, out: Path) -> Path | None:
+    """``--json``: a regular file or a new one in a writable folder, not one of ``--out``'s
+    files (:func:`zoforge.outputs.check_out_file`)."""
+    from zoforge.outputs import check_out_file
     if value is None:
         return None
-    if not value.strip():
-        raise ConfigError("--json", "a file path (not empty)", repr(value))
-    path = Path(value)
-    check_out_dir("--json", path.parent)
-    if path.is_dir() or path.is_symlink():
-        raise ConfigError("--json", "a file path (not a folder or a symbolic link)", path)
-    return path
+    return check_out_file("--json", value, taken=[out, *(out / name for name in OUT_FILES)])
 
 
 def _cost_fields(cfg, hidden: int, ffn: int, heads: int, classes: int) -> dict:
@@ -160,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     check_int_range("--threads", args.threads, 1, MAX_THREADS)
     out = check_out_dir("--out", args.out)
     check_targets(out, [out / name for name in OUT_FILES])
-    json_path = _check_json(args.json)
+    json_path = _check_json(args.json, out)
     if args.rtl != "none":
         from zoforge.cli._limits import check_sim_cache
         check_sim_cache()
