@@ -159,13 +159,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--no-docs", action="store_true", help="leave docs/ alone")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: the table, docs and plot of the finished runs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     from zoforge.golden.finetune.train import prepare
     args.results.parent.mkdir(parents=True, exist_ok=True)
     done = {key: record for key, record in load_results(args.results).items()
             if record.get("k_shot") == args.k_shot and record.get("total_steps") == args.steps}
-    for seed in args.seeds:
+    for seed in [] if args.report_only else args.seeds:
         todo = [run for run in args.runs if (run, seed) not in done]
         if not todo:
             continue
