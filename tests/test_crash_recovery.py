@@ -129,9 +129,10 @@ def test_a_damaged_simulation_build_is_rebuilt(tmp_path, clean_rng, simulator, d
     [entry] = _sim_entries(cache)
     manifest = entry / RESULT
     if damage == "truncate-model":
-        files = json.loads(manifest.read_text())["files"]
-        model = entry / max(files, key=files.get)                     # the largest file
-        model.write_bytes(model.read_bytes()[: files[model.relative_to(entry).as_posix()] // 2])
+        files = json.loads(manifest.read_text())["files"]             # name -> [size, sha256]
+        model = entry / max(files, key=lambda name: files[name][0])   # the largest file
+        model.write_bytes(model.read_bytes()[: files[model.relative_to(entry).as_posix()][0]
+                                             // 2])
     elif damage == "truncate-manifest":
         manifest.write_text(manifest.read_text()[:10])
     else:
