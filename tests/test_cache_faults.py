@@ -6,10 +6,10 @@ and how to install it (``zoforge.sim.toolchain.check_build_tools``)."""
 import contextlib
 import os
 import signal
-import socket
 
 import pytest
 
+from planted_files import KINDS, plant
 from zoforge.cli import main
 from zoforge.errors import ConfigError
 from zoforge.files import file_lock
@@ -31,24 +31,10 @@ def deadline(seconds: int):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _plant(path, kind: str, tmp_path):
-    if kind == "FIFO":
-        os.mkfifo(path)
-    elif kind == "folder":
-        path.mkdir()
-    elif kind == "symbolic link":
-        os.symlink(tmp_path / "elsewhere", path)
-    elif kind == "socket":
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(str(path))
-        return server
-    return None
-
-
-@pytest.mark.parametrize("kind", ["FIFO", "folder", "symbolic link", "socket"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_lock_that_is_not_a_regular_file_is_one_line_never_a_hang(tmp_path, kind):
     lock = tmp_path / ".lock"
-    keep = _plant(lock, kind, tmp_path)
+    keep = plant(lock, kind, tmp_path / "elsewhere")
     try:
         with deadline(10), pytest.raises(ConfigError) as error:
             with file_lock(lock):

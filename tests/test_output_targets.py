@@ -4,33 +4,19 @@ socket, folder or link is refused before any work (``--json /dev/null`` run as r
 replace the system's), as are a name longer than the file system allows and a path that is
 one of ``--out``'s own files."""
 import os
-import socket
 
 import pytest
 
+from planted_files import KINDS, plant
 from zoforge.cli import main
 from zoforge.errors import ConfigError
 from zoforge.outputs import MAX_NAME_BYTES, check_out_file
 
 
-def _plant(path, kind):
-    if kind == "FIFO":
-        os.mkfifo(path)
-    elif kind == "folder":
-        path.mkdir()
-    elif kind == "symbolic link":
-        os.symlink(path.parent / "target.json", path)
-    elif kind == "socket":
-        server = socket.socket(socket.AF_UNIX)
-        server.bind(str(path))
-        return server
-    return None
-
-
-@pytest.mark.parametrize("kind", ["FIFO", "folder", "symbolic link", "socket"])
+@pytest.mark.parametrize("kind", KINDS)
 def test_an_output_that_is_not_a_regular_file_is_refused(tmp_path, kind):
     target = tmp_path / "results.json"
-    keep = _plant(target, kind)
+    keep = plant(target, kind, tmp_path / "target.json")
     try:
         with pytest.raises(ConfigError) as error:
             check_out_file("--json", target)
