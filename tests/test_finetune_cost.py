@@ -498,3 +498,17 @@ def test_units_clock_power_takes_the_lower_fmax_and_static_once():
     with pytest.raises(ConfigError, match="engine report"):
         units_clock_power(_report("engine", "zcu102", None, 0.59, 0.17),
                           _report("layer", "zcu102", 307.7, 0.59, 0.10))
+
+
+def test_tokens_at_most_4096_exactly_at_the_limit():
+    """batch x seq_len = 4096 is a shape (the units' token buffers); one example more is
+    the one-line error naming batch."""
+    from zoforge.reports.finetune_cost import ModelShape
+
+    assert ModelShape(batch=32, seq_len=128).tokens == 4096
+    assert ModelShape(batch=4096, seq_len=1).tokens == 4096
+    with pytest.raises(ConfigError, match="batch must be at most 32 with seq_len 128"):
+        ModelShape(batch=33, seq_len=128)
+    with pytest.raises(ConfigError, match="batch must be at most 16 with seq_len 241"):
+        ModelShape(batch=17, seq_len=241)                       # exactly 4097 tokens
+    assert ModelShape(batch=16, seq_len=256).tokens == 4096
