@@ -55,3 +55,14 @@ def icarus() -> str:
     """For a test that runs ``iverilog``/``vvp`` itself: a visible skip where Icarus is not
     installed (or hidden by ``$ZOFORGE_HIDE_TOOLS``)."""
     return _installed("icarus")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Tiny matrices: one torch thread is faster, and immune to a busy machine (a module's
+    tests use it with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``)."""
+    import torch         # only for the modules that ask: the suite's start-up stays light
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

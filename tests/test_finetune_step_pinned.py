@@ -52,14 +52,7 @@ EPS = 2.0 ** round(math.log2(CFG.eps))
 EPS_SHIFT = FRAC - WEIGHT_FRAC - round(math.log2(CFG.eps))
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny matrices: one torch thread is faster, and immune to a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def prepared():

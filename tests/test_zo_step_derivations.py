@@ -275,13 +275,10 @@ LEARN_STEPS, LEARN_FACTOR = 40, 0.7
 
 
 @pytest.fixture(scope="module")
-def few_shot():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)                # small matmuls: threads only contend
+def few_shot(one_torch_thread):
     prepared = prepare(LEARN, model_and_tokenizer=load_model(LEARN))
     prepared.train = prepared.test          # train on examples the head never saw
-    yield prepared
-    torch.set_num_threads(threads)
+    return prepared
 
 
 def _loss_ratio(run) -> float:
