@@ -15,7 +15,6 @@ bound 0.7 sits between them.
 from __future__ import annotations
 
 import pytest
-import torch
 
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.train import ZoFinetune, load_model, prepare
