@@ -28,7 +28,7 @@ from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .multiply import PipelinedMultiplier
 
-__all__ = ["ProcessingElement", "LATENCY", "accumulate"]
+__all__ = ["ProcessingElement", "LATENCY", "accumulate", "forward", "unit_members"]
 
 #: Cycles from a step on the PE's inputs to its sum in ``res`` (when it is the last).
 LATENCY = 5
@@ -39,20 +39,11 @@ class ProcessingElement(wiring.Component):
 
     def __init__(self, a_bits: int = OPERAND_BITS, b_bits: int = OPERAND_BITS):
         self.a_bits, self.b_bits = a_bits, b_bits
-        super().__init__({
-            "a_in": In(signed(a_bits)), "b_in": In(signed(b_bits)),
-            "valid_in": In(1), "first_in": In(1), "last_in": In(1),
-            "a_out": Out(signed(a_bits)), "b_out": Out(signed(b_bits)),
-            "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
-            "shift": In(1), "res_in": In(signed(ACC_BITS)), "res_out": Out(signed(ACC_BITS)),
-        })
+        super().__init__(unit_members(signed(a_bits), signed(b_bits)))
 
     def elaborate(self, platform):
         m = Module()
-        # Stage 1: operand and flag registers, forwarded to the neighbours.
-        m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
-                     self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
-                     self.last_out.eq(self.last_in)]
+        forward(m, self)
         # Stages 1 to 3 of the product: the multiplier's own operand registers (beside the
         # forwarded ones) and its registered output, one DSP block, then the product's
         # register in the fabric.
@@ -63,6 +54,23 @@ class ProcessingElement(wiring.Component):
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
         accumulate(m, multiply.p, flags, self.shift, self.res_in, self.res_out)
         return m
+
+
+def unit_members(a_shape, b_shape) -> dict:
+    """The ports of an array unit (a PE, or a pair of them) with ``a`` of ``a_shape``: the
+    operands and flags in and forwarded out, the drain chain's shift, in and out."""
+    return {"a_in": In(a_shape), "b_in": In(b_shape),
+            "valid_in": In(1), "first_in": In(1), "last_in": In(1),
+            "a_out": Out(a_shape), "b_out": Out(b_shape),
+            "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
+            "shift": In(1), "res_in": In(signed(ACC_BITS)), "res_out": Out(signed(ACC_BITS))}
+
+
+def forward(m: Module, unit) -> None:
+    """Stage 1 of a unit: its operand and flag registers, forwarded to the neighbours."""
+    m.d.sync += [unit.a_out.eq(unit.a_in), unit.b_out.eq(unit.b_in),
+                 unit.valid_out.eq(unit.valid_in), unit.first_out.eq(unit.first_in),
+                 unit.last_out.eq(unit.last_in)]
 
 
 def accumulate(m: Module, prod, flags, shift, res_in, res_out) -> None:

@@ -11,12 +11,11 @@ its last step. The drain chain passes through both: ``res_in`` (the pair above) 
 """
 from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import data, wiring
-from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .packed_multiply import PackedMultiplier
-from .pe import accumulate
+from .pe import accumulate, forward, unit_members
 
 __all__ = ["ProcessingPair"]
 
@@ -27,19 +26,11 @@ class ProcessingPair(wiring.Component):
     def __init__(self):
         operand = signed(OPERAND_BITS)
         pair = data.ArrayLayout(operand, 2)
-        super().__init__({
-            "a_in": In(pair), "b_in": In(operand),
-            "valid_in": In(1), "first_in": In(1), "last_in": In(1),
-            "a_out": Out(pair), "b_out": Out(operand),
-            "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
-            "shift": In(1), "res_in": In(signed(ACC_BITS)), "res_out": Out(signed(ACC_BITS)),
-        })
+        super().__init__(unit_members(pair, operand))
 
     def elaborate(self, platform):
         m = Module()
-        m.d.sync += [self.a_out.eq(self.a_in), self.b_out.eq(self.b_in),
-                     self.valid_out.eq(self.valid_in), self.first_out.eq(self.first_in),
-                     self.last_out.eq(self.last_in)]
+        forward(m, self)
         m.submodules.multiply = multiply = PackedMultiplier()
         m.d.comb += [multiply.a_lo.eq(self.a_in[0]), multiply.a_hi.eq(self.a_in[1]),
                      multiply.b.eq(self.b_in)]
