@@ -2,7 +2,7 @@
 
 One frozen :class:`FinetuneConfig`: the model cut (``blocks``, ``seq_len``), the data
 (``n_train``, ``n_test``, ``split_seed``), the adapters (``rank``, LoRA-FA on
-:data:`ADAPTED` of every kept block), the P-RGE step (``queries``, ``batch``, ``lr``,
+:data:`ADAPTED` of every kept block, or of the top ``adapted_blocks``), the P-RGE step (``queries``, ``batch``, ``lr``,
 ``eps``, ``steps``, ``seed``), the perturbation generator (PeZO on-the-fly, ``n_rng`` LFSRs
 of ``bits`` bits) and the two units' arrays. Limits that need the model (``blocks`` at most
 its layer count, ``seq_len`` at most its positions) are checked when it is loaded
@@ -83,6 +83,9 @@ class FinetuneConfig(Config):
     n_test: int = param(1000, "test examples", IntRange(2, 100_000))
     calibration: int = param(128, "training examples that calibrate the activation scales",
                              IntRange(1, 100_000))
+    adapted_blocks: int = param(0, "blocks that carry adapters: the top N of the kept "
+                                   "--blocks (0: all); the blocks below are frozen, their "
+                                   "output computed once per example", IntRange(0, 64))
     n_rng: int = param(7, "LFSRs of the PeZO on-the-fly generator (2^k - 1)",
                        IntRange(3, 255))
     bits: int = param(8, "LFSR bits of the generator", IntRange(MIN_BITS, MAX_BITS))
@@ -123,6 +126,9 @@ class FinetuneConfig(Config):
         return self.k_shot * DATA_CLASSES if self.k_shot else self.n_train
 
     def check(self) -> None:
+        if self.adapted_blocks > self.blocks:
+            raise ConfigError("adapted_blocks", f"at most blocks = {self.blocks} (0: all)",
+                              self.adapted_blocks)
         if self.rank % self.layer_rows:
             raise ConfigError("rank", f"a multiple of layer_rows = {self.layer_rows}",
                               self.rank)
@@ -142,6 +148,12 @@ class FinetuneConfig(Config):
         # the ZO layer's integer settings exist for lr and eps (torch: only when checked)
         from zoforge.golden.zolayer.network import step_settings
         step_settings(self.lr, self.eps, self.queries, generator.frac_bits)
+
+    @property
+    def first_adapted(self) -> int:
+        """The first block that carries adapters (0 unless ``adapted_blocks`` names the top
+        few)."""
+        return self.blocks - self.adapted_blocks if self.adapted_blocks else 0
 
     @property
     def tokens(self) -> int:

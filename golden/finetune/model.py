@@ -160,9 +160,10 @@ class Adapter:
         return self.a.shape[1], self.linear.weight.shape[1]
 
 
-def adapter_names(blocks: int) -> list[str]:
-    """The adapted maps in forward order (the generator's order): ``block0.query``, ..."""
-    return [f"block{b}.{name}" for b in range(blocks) for name in ADAPTED]
+def adapter_names(blocks: int, first: int = 0) -> list[str]:
+    """The adapted maps in forward order (the generator's order) of blocks ``first`` to
+    ``blocks - 1``: ``block0.query``, ..."""
+    return [f"block{b}.{name}" for b in range(first, blocks) for name in ADAPTED]
 
 
 def check_model_limits(cfg: FinetuneConfig, model) -> None:
@@ -207,7 +208,7 @@ class QuantModel:
                                                    _column_scales(stats[key + ".out"]))
         self.head = QuantLinear.of(head, stats["head.in"], None)
         self.adapters: dict[str, Adapter] = {}
-        for key in adapter_names(cfg.blocks):
+        for key in adapter_names(cfg.blocks, cfg.first_adapted):
             linear = self.linears[key]
             a_smooth = self.a_float[key].double() * linear.smooth[:, None]
             peak = float(a_smooth.abs().max())

@@ -197,7 +197,7 @@ class ZoFinetune:
         # calls' flags; float: the twin walks its own copy of the same stream here
         self.units = units if units is not None else GoldenUnits(generator, cfg.layer_rows)
         self.generator = generator if arithmetic == "float" else None
-        self.names = adapter_names(cfg.blocks)
+        self.names = adapter_names(cfg.blocks, cfg.first_adapted)
         dtype = torch.int64 if arithmetic == "int8" else torch.float64
         self.masters = {name: torch.zeros(self.model.adapters[name].shape, dtype=dtype)
                         for name in self.names}
