@@ -20,9 +20,14 @@ from zoforge.errors import ConfigError
 from zoforge.references import resolve
 
 __all__ = ["Board", "BUILTIN", "register_board", "board_names", "boards", "get_board",
-           "TOOLCHAINS"]
+           "TOOLCHAINS", "PACKING_FAMILIES"]
 
 TOOLCHAINS = ("vivado", "nextpnr-ecp5")
+#: Families whose DSP block is the DSP48E2 (27 x 18 multiplier, 48-bit accumulator): two
+#: INT8 products that share an operand fit one multiply (Xilinx WP486, "Deep Learning with
+#: INT8 Optimization on Xilinx Devices"; UltraScale and UltraScale+ only: the 7 series'
+#: DSP48E1 has a 25 x 18 multiplier, too narrow for the two products and their guard bits).
+PACKING_FAMILIES = ("xcup", "xcu")
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,12 @@ class Board:
                                                      and self.ddr_source):
             raise RuntimeError(f"board {self.name!r}: DDR bandwidth must be > 0 and name its "
                                "source")
+
+    @property
+    def packs_int8_pairs(self) -> bool:
+        """Whether the DSP block takes two INT8 products per multiply (WP486 packing;
+        :data:`PACKING_FAMILIES`)."""
+        return self.family in PACKING_FAMILIES
 
     def utilization(self, resources: dict[str, int]) -> dict[str, float | None]:
         """Percent of the device used, per resource (None where the device has none)."""

@@ -1,0 +1,150 @@
+"""The board-sized accelerator's configuration (design ``accelerator``) and its DSP count.
+
+An accelerator is ``engines`` identical GEMM engines (:class:`~zoforge.hw.engine.config.
+EngineConfig`, :meth:`AcceleratorConfig.engine_config`) and ``layers`` identical ZO layers
+(:class:`~zoforge.golden.zolayer.ZoLayerConfig` with the on-the-fly generator,
+:meth:`AcceleratorConfig.layer_config`) side by side; each unit keeps its own streams and
+register file. A field ``engine_X`` / ``layer_X`` is the unit's field ``X`` (same default,
+help and range: one source); the unit's own cross-field checks apply and name the
+accelerator's field. ``paired`` (two INT8 products per DSP48E2, Xilinx WP486) is allowed
+only on a board whose family has the DSP48E2 (:attr:`~zoforge.boards.registry.Board.
+packs_int8_pairs`).
+
+DSP blocks (:attr:`AcceleratorConfig.dsp`, one count per unit, :func:`engine_dsp`,
+:func:`layer_dsp`): a unit's array multipliers (the engine's ``multipliers``: R·C, R·C/2
+paired; a layer's R·C) plus its requantizer's two per output lane (C lanes) and, in a ZO
+layer, the update unit's ``UPDATE_PRODUCTS`` per row (its operands in 16-bit chunks: the
+28-bit D or z times the 24-bit scaled eta or g is 2 x 2 products). Yosys' estimate agrees:
+engine 8x8 80 = 64 + 16, ZO layer 4x4 40 = 16 + 8 + 16 (docs/engine.md, docs/zo-layer.md).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import ClassVar
+
+from zoforge.config import Config, IntRange, NonBlank, OneOf, field_of, param
+from zoforge.errors import ConfigError
+from zoforge.golden.zolayer import LAYER_CONFIGS, MODES, ZoLayerConfig, layer_config
+from zoforge.hw.engine.config import EngineConfig
+
+__all__ = ["AcceleratorConfig", "engine_dsp", "layer_dsp", "REQUANT_PRODUCTS",
+           "UPDATE_PRODUCTS", "MAX_UNITS", "STRATEGY"]
+
+#: Most units of one kind (engines, ZO layers).
+MAX_UNITS = 256
+#: The ZO layers' perturbation generator (on-the-fly, as the fine-tuning's layers).
+STRATEGY = "onthefly"
+#: DSP products per output lane of the requantizer (``hw/pe/requant.py``: low and high half).
+REQUANT_PRODUCTS = 2
+#: DSP products per row of a ZO layer's update unit (``hw/zolayer/update.py``: 2 x 2 chunks).
+UPDATE_PRODUCTS = 4
+
+
+def _unit_param(config_type: type[Config], name: str, **change):
+    """A field that is ``config_type``'s field ``name``: its default, help and check."""
+    field = next(f for f in dataclasses.fields(config_type) if f.name == name)
+    return param(change.get("default", field.default), field.metadata["help"],
+                 field.metadata["check"])
+
+
+_LAYER = LAYER_CONFIGS[STRATEGY]
+
+
+@dataclass(frozen=True)
+class AcceleratorConfig(Config):
+    """``engines`` GEMM engines and ``layers`` ZO layers on ``board`` (see the module
+    docstring); :mod:`zoforge.hw.accel.plan` picks the sizes from the board's budget."""
+
+    kind: ClassVar[str] = "accelerator"
+
+    board: str = param("zcu102", "target board (its family decides --paired; the planner "
+                                 "sizes the design to its budget)", NonBlank("a board name"))
+    engines: int = param(1, "GEMM engines (identical, side by side)", IntRange(1, MAX_UNITS))
+    engine_rows: int = _unit_param(EngineConfig, "rows")
+    engine_cols: int = _unit_param(EngineConfig, "cols")
+    paired: bool = param(True, "engine rows in pairs on one multiplier: two INT8 products "
+                               "per DSP48E2 (Xilinx WP486); DSP48E2 boards only, engine rows "
+                               "even")
+    engine_max_m: int = _unit_param(EngineConfig, "max_m")
+    engine_max_k: int = _unit_param(EngineConfig, "max_k")
+    engine_max_n: int = _unit_param(EngineConfig, "max_n")
+    layers: int = param(1, "ZO layers (identical, side by side)", IntRange(1, MAX_UNITS))
+    layer_rows: int = _unit_param(_LAYER, "rows")
+    layer_cols: int = _unit_param(_LAYER, "cols")
+    layer_mode: str = param("lora-fa", "the ZO layers' mode: lora-fa (B trained) or full "
+                                       "(W trained; needed for branch_lanes > 1)", OneOf(MODES))
+    branch_lanes: int = _unit_param(_LAYER, "branch_lanes")
+    layer_max_m: int = _unit_param(_LAYER, "max_m")
+    layer_max_k: int = _unit_param(_LAYER, "max_k")
+    layer_max_n: int = _unit_param(_LAYER, "max_n")
+    layer_max_r: int = _unit_param(_LAYER, "max_r")
+
+    def check(self) -> None:
+        from zoforge.boards.registry import get_board
+
+        board = get_board(self.board)
+        if self.paired and not board.packs_int8_pairs:
+            raise ConfigError("paired", f"false on board {self.board} (family {board.family}: "
+                              "no DSP48E2, so no two INT8 products per multiplier)", True)
+        for prefix, build in (("engine_", self.engine_config), ("layer_", self.layer_config)):
+            try:
+                build()
+            except ConfigError as error:
+                raise error.renamed(self._field_of(prefix, field_of(error))) from None
+
+    def _field_of(self, prefix: str, unit_field: str) -> str:
+        """The accelerator's field that sets a unit's field."""
+        shared = {"paired": "paired", "branch_lanes": "branch_lanes", "mode": "layer_mode",
+                  "n_rng": "layer_rows"}
+        return shared.get(unit_field, prefix + unit_field)
+
+    def engine_config(self) -> EngineConfig:
+        """The one GEMM engine the accelerator replicates ``engines`` times."""
+        return EngineConfig(rows=self.engine_rows, cols=self.engine_cols,
+                            max_m=self.engine_max_m, max_k=self.engine_max_k,
+                            max_n=self.engine_max_n, paired=self.paired)
+
+    def layer_config(self) -> ZoLayerConfig:
+        """The one ZO layer the accelerator replicates ``layers`` times (on-the-fly
+        generator with at least one lane per row: ``n_rng`` = 2^k - 1 >= rows, 31 at least)."""
+        n_rng = max(31, (1 << self.layer_rows.bit_length()) - 1)
+        return layer_config(STRATEGY, rows=self.layer_rows, cols=self.layer_cols,
+                            mode=self.layer_mode, branch_lanes=self.branch_lanes,
+                            max_m=self.layer_max_m, max_k=self.layer_max_k,
+                            max_n=self.layer_max_n, max_r=self.layer_max_r, n_rng=n_rng)
+
+    @property
+    def engine_dsp(self) -> int:
+        """DSP blocks of one engine (:func:`engine_dsp`)."""
+        return engine_dsp(self.engine_config())
+
+    @property
+    def layer_dsp(self) -> int:
+        """DSP blocks of one ZO layer (:func:`layer_dsp`)."""
+        return layer_dsp(self.layer_config())
+
+    @property
+    def dsp(self) -> int:
+        """DSP48E2 blocks of the whole accelerator: every unit's, counted once per unit."""
+        return self.engines * self.engine_dsp + self.layers * self.layer_dsp
+
+    @property
+    def array_multipliers(self) -> int:
+        """The arrays' multipliers only (the DSPs that compute the MACs)."""
+        return (self.engines * self.engine_config().multipliers
+                + self.layers * self.layer_rows * self.layer_cols)
+
+
+def engine_dsp(config: EngineConfig) -> int:
+    """DSP blocks of one GEMM engine: its array's ``multipliers`` and the requantizer's
+    :data:`REQUANT_PRODUCTS` per output column."""
+    return config.multipliers + REQUANT_PRODUCTS * config.cols
+
+
+def layer_dsp(config: ZoLayerConfig) -> int:
+    """DSP blocks of one ZO layer: the R x C array, the requantizer's
+    :data:`REQUANT_PRODUCTS` per column and the update unit's :data:`UPDATE_PRODUCTS` per
+    row."""
+    return (config.rows * config.cols + REQUANT_PRODUCTS * config.cols
+            + UPDATE_PRODUCTS * config.rows)
