@@ -116,6 +116,17 @@ class GoldenUnits:
         params = None if call.raw else RequantParams(call.multiplier, call.shift)
         return engine_gemm(call.x, call.w, call.bias, params).to(torch.int64)
 
+    def generator_state(self) -> dict:
+        """The ZO layer's generator state as plain data (``generator.save()``: the strategy
+        and an int), what a checkpoint keeps between steps (the save slot is not kept: every
+        step saves before it restores)."""
+        return self.generator.save()
+
+    def load_generator_state(self, state: dict) -> None:
+        """Set the generator to ``state`` (:meth:`generator_state`'s); a wrong strategy or
+        value is a :class:`ConfigError`."""
+        self.generator.restore(state)
+
     def _flags(self, save: bool, restore: bool) -> None:
         if save:
             self.saved = self.generator.save()

@@ -29,11 +29,16 @@ stream of ``z`` integers, ``Tp_f = T_f ± z 2^-eps_shift`` and
 :meth:`ZoFinetune.train_loss` is the unperturbed loss over the training set, the quantity
 the protocol reports at :func:`curve_steps`.
 
+**Checkpoint**: :meth:`ZoFinetune.state` is the run between steps as plain data (step,
+masters, generator, control stream) and :meth:`ZoFinetune.load_state` continues from it,
+bit for bit (every field checked: one-line ``ConfigError("checkpoint", ...)``).
+
 :func:`backprop_finetune` is the first-order ceiling: the same float adapters (B in the
 same parametrization), the same head and batches, Adam on the cross-entropy.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -267,6 +272,95 @@ class ZoFinetune:
         self.step_index += 1
         return record
 
+    # -- a checkpoint ----------------------------------------------------------------------
+    def state(self) -> dict:
+        """The run's state between steps as plain, JSON-able data: ``arithmetic``,
+        ``step_index``, ``masters`` (name -> nested lists ``(r, N)``: ints of the signed
+        24-bit master format for int8, floats for the float twin), ``generator`` (the ZO
+        layer's generator, ``{"strategy": ..., <state key>: int}``: the units' for int8,
+        the twin's own for float) and ``control`` (the random-sign stream's numpy
+        ``bit_generator.state``). Units without :meth:`GoldenUnits.generator_state` (the
+        RTL's) cannot be checkpointed: a :class:`ConfigError`."""
+        return {"arithmetic": self.arithmetic, "step_index": self.step_index,
+                "masters": {name: t.tolist() for name, t in self.masters.items()},
+                "generator": self._generator_state(),
+                "control": self._signs.bit_generator.state}
+
+    def load_state(self, state: dict) -> None:
+        """Continue from :meth:`state`'s ``state``: every field is checked first (keys,
+        types, the masters' shapes equal to the adapters', finite floats, ints within the
+        master format, the generator's strategy and range, the control stream's generator);
+        anything wrong is a one-line ``ConfigError("checkpoint", ...)`` and changes
+        nothing."""
+        _expect(isinstance(state, dict), "a dict", type(state).__name__)
+        keys = {"arithmetic", "step_index", "masters", "generator", "control"}
+        _expect(set(state) == keys, "a dict of the keys " + ", ".join(sorted(keys)),
+                ", ".join(sorted(map(str, state))))
+        _expect(state["arithmetic"] == self.arithmetic,
+                f"a state with arithmetic {self.arithmetic!r}", state["arithmetic"])
+        step = state["step_index"]
+        _expect(isinstance(step, int) and not isinstance(step, bool) and step >= 0,
+                "a state with step_index an integer >= 0", step)
+        masters = self._checked_masters(state["masters"])
+        control = _checked_bit_generator(self._signs.bit_generator, state["control"])
+        self._load_generator_state(state["generator"])
+        self.step_index, self.masters = step, masters
+        self._signs.bit_generator.state = control
+
+    def _generator_state(self) -> dict:
+        if self.generator is not None:
+            return self.generator.save()
+        if not hasattr(self.units, "generator_state"):
+            raise ConfigError("checkpoint", "taken with the golden units (resume needs the "
+                              "units' generator state)", type(self.units).__name__)
+        return self.units.generator_state()
+
+    def _load_generator_state(self, saved) -> None:
+        """Set the generator to ``saved``, or leave it as it was and raise."""
+        before = self._generator_state()
+        target = self.generator if self.generator is not None else self.units
+        load = target.restore if self.generator is not None else target.load_generator_state
+        _expect(isinstance(saved, dict) and set(saved) == set(before)
+                and all(isinstance(v, int) and not isinstance(v, bool)
+                        for k, v in saved.items() if k != "strategy"),
+                f"a state with generator a dict like {before}", saved)
+        try:
+            load(saved)
+            ok = self._generator_state() == saved     # a state past the modulus wraps
+        except ConfigError:
+            ok = False
+        if not ok:
+            load(before)
+            _expect(False, f"a state with generator a saved {before['strategy']} state "
+                    "within its range", saved)
+
+    def _checked_masters(self, masters) -> dict[str, torch.Tensor]:
+        _expect(isinstance(masters, dict) and list(masters) == self.names,
+                "a state with masters the adapters " + ", ".join(self.names),
+                ", ".join(map(str, masters)) if isinstance(masters, dict) else masters)
+        out = {}
+        for name in self.names:
+            rows, cols = self.masters[name].shape
+            value = masters[name]
+            _expect(isinstance(value, list) and len(value) == rows
+                    and all(isinstance(row, list) and len(row) == cols for row in value),
+                    f"a state with masters[{name!r}] a list of {rows} lists of {cols} numbers",
+                    _shape_text(value))
+            flat = [v for row in value for v in row]
+            if self.arithmetic == "int8":
+                low, high = -2 ** (Formats.MASTER_BITS - 1), 2 ** (Formats.MASTER_BITS - 1) - 1
+                bad = next((v for v in flat if isinstance(v, bool) or not isinstance(v, int)
+                            or not low <= v <= high), None)
+                _expect(bad is None, f"a state with masters[{name!r}] integers with {low} "
+                        f"<= value <= {high}", bad)
+                out[name] = torch.tensor(value, dtype=torch.int64).reshape(rows, cols)
+            else:
+                bad = next((v for v in flat if isinstance(v, bool)
+                            or not isinstance(v, (int, float)) or not math.isfinite(v)), None)
+                _expect(bad is None, f"a state with masters[{name!r}] finite numbers", bad)
+                out[name] = torch.tensor(value, dtype=torch.float64).reshape(rows, cols)
+        return out
+
     def logits(self, split: str = "test", batch: int = 64) -> torch.Tensor:
         """Logits of the unperturbed model (the masters now) on ``split`` (golden units, in
         parts of ``batch`` examples)."""
@@ -289,6 +383,34 @@ class ZoFinetune:
         """The unperturbed model's mean cross-entropy over the whole training set (the
         few-shot set in few-shot mode)."""
         return mean_cross_entropy(self.logits("train", batch).numpy(), self.prepared.train[2])
+
+
+def _expect(ok: bool, allowed: str, got: object = None) -> None:
+    """``ConfigError("checkpoint", allowed, got)`` unless ``ok``."""
+    if not ok:
+        raise ConfigError("checkpoint", allowed, got)
+
+
+def _shape_text(value) -> str:
+    """A short description of what a master was instead of a list of lists."""
+    if not isinstance(value, list):
+        return type(value).__name__
+    return f"a list of {len(value)} items"
+
+
+def _checked_bit_generator(current, state) -> dict:
+    """``state`` if it is a valid ``bit_generator.state`` of ``current``'s kind."""
+    name = type(current).__name__
+    probe = type(current)()
+    try:
+        _expect(isinstance(state, dict) and state.get("bit_generator") == name, "", None)
+        probe.state = state
+        _expect(probe.state == state, "", None)
+    except (ConfigError, TypeError, ValueError, KeyError, OverflowError):
+        raise ConfigError("checkpoint", f"a state with control a numpy {name} state",
+                          state.get("bit_generator") if isinstance(state, dict)
+                          else type(state).__name__) from None
+    return state
 
 
 def float_accuracy(prepared: Prepared, split: str = "test", batch: int = 64) -> float:
