@@ -186,6 +186,11 @@ BUILTIN = (
            configs="zoforge.golden.zolayer:LAYER_CONFIGS",
            elaborate="zoforge.hw.zolayer.designs:elaborate_layer",
            memories="zoforge.hw.zolayer.designs:layer_memories"),
+    Design("accelerator", "board-sized accelerator: GEMM engines and ZO layers side by side, "
+                          "sized to the board (--board) or as given",
+           configs="zoforge.hw.accel.config:AcceleratorConfig",
+           elaborate="zoforge.hw.accel.top:elaborate_accelerator",
+           memories="zoforge.hw.accel.top:accelerator_memories"),
 )
 
 _REGISTRY: dict[str, Design] = {design.name: design for design in BUILTIN}

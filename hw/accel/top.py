@@ -1,0 +1,95 @@
+"""Design ``accelerator``: ``engines`` GEMM engines and ``layers`` ZO layers in one Verilog top.
+
+:class:`Accelerator` instantiates each unit (``engine_0`` ... and ``layer_0`` ...) and passes
+its ports through unchanged (``wiring.connect`` of the unit with the flipped top port): the
+top's ports are two arrays of the units' own interfaces, ``engines[i]`` and ``layers[i]``,
+each with its AXI4-Lite target (``s_axil``), its AXI4-Stream input and output and its
+``irq`` (Verilog ``engines__0__s_axis__tdata`` ...). The host drives each unit as it drives
+one alone (its register map, its stream protocol): the schedule (:mod:`.schedule`) splits
+the work into jobs each unit already runs, so every unit's co-simulation still holds.
+"""
+from __future__ import annotations
+
+from amaranth import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
+
+from zoforge.hw.designs import Elaborated, MemorySize
+from zoforge.hw.engine.designs import elaborate_engine, engine_memories
+from zoforge.hw.zolayer.designs import elaborate_layer, layer_memories
+
+from .config import AcceleratorConfig
+
+__all__ = ["Accelerator", "elaborate_accelerator", "accelerator_memories",
+           "accelerator_name"]
+
+
+class Accelerator(wiring.Component):
+    """The units of an :class:`AcceleratorConfig`, side by side (see the module docstring).
+
+    ``units``: submodule name -> the unit (``engine_0``, ..., ``layer_0``, ...).
+    """
+
+    def __init__(self, config: AcceleratorConfig):
+        self.config = config
+        engine, layer = config.engine_config(), config.layer_config()
+        self.engine_units = [elaborate_engine(engine).top for _ in range(config.engines)]
+        layers = [elaborate_layer(layer) for _ in range(config.layers)]
+        self.layer_units = [design.top for design in layers]
+        self.memory_files = layers[0].memory_files
+        self.units = {**{f"engine_{i}": unit for i, unit in enumerate(self.engine_units)},
+                      **{f"layer_{i}": unit for i, unit in enumerate(self.layer_units)}}
+        super().__init__({
+            "engines": Out(self.engine_units[0].signature).array(config.engines),
+            "layers": Out(self.layer_units[0].signature).array(config.layers),
+        })
+
+    @property
+    def facts(self) -> dict:
+        """The units' counts, each unit's facts and the DSP count (:attr:`AcceleratorConfig.
+        dsp`)."""
+        config = self.config
+        return {"dsp": config.dsp, "engine_dsp": config.engine_dsp,
+                "layer_dsp": config.layer_dsp, "array_multipliers": config.array_multipliers,
+                "engine": self.engine_units[0].facts, "layer": self.layer_units[0].facts}
+
+    def elaborate(self, platform):
+        m = Module()
+        for name, unit in self.units.items():
+            m.submodules[name] = unit
+        for port, unit in zip(self.engines, self.engine_units):
+            wiring.connect(m, wiring.flipped(port), unit)
+        for port, unit in zip(self.layers, self.layer_units):
+            wiring.connect(m, wiring.flipped(port), unit)
+        return m
+
+
+def accelerator_name(config: AcceleratorConfig) -> str:
+    """The Verilog top name: ``accel_<E>x<R>x<C>[p]_<L>x<R>x<C>``."""
+    pairs = "p" if config.paired else ""
+    return (f"accel_{config.engines}x{config.engine_rows}x{config.engine_cols}{pairs}_"
+            f"{config.layers}x{config.layer_rows}x{config.layer_cols}")
+
+
+def elaborate_accelerator(config: AcceleratorConfig) -> Elaborated:
+    top = Accelerator(config)
+    blocks = {name: ("GEMM engine" if name.startswith("engine") else "ZO layer")
+              for name in top.units}
+    return Elaborated(top=top, name=accelerator_name(config), config=config,
+                      facts=top.facts, blocks=blocks, memory_files=dict(top.memory_files))
+
+
+def accelerator_memories(config: AcceleratorConfig) -> dict[str, MemorySize]:
+    """Every unit's memories (``engine_0.x_buffer`` ...), sized from the configuration; the
+    fields sizing each are the accelerator's (``engine_max_m`` ...), and the unit count."""
+    out = {}
+    for prefix, count, memories in (("engine", config.engines,
+                                     engine_memories(config.engine_config())),
+                                    ("layer", config.layers,
+                                     layer_memories(config.layer_config()))):
+        for index in range(count):
+            for name, size in memories.items():
+                sized_by = tuple(f"{prefix}_{field}" for field in size.sized_by)
+                out[f"{prefix}_{index}.{name}"] = MemorySize(
+                    size.words, size.bits, sized_by + (f"{prefix}s",))
+    return out
