@@ -5,7 +5,9 @@ linear of every block and the head; the query and value maps on the ZO layer as 
 calls, the others on the GEMM engine) and one update walk over the adapters. This module
 prices it from operation counts:
 
-* **cycle model** (source label ``cycle-model``): :func:`engine_job_cycles`,
+* **cycle model** (source label ``cycle-model``): :func:`engine_job_cycles` (the engine's
+  own model, :mod:`zoforge.hw.engine.cycles`, re-exported here with
+  :func:`engine_job_extra` and :func:`engine_job_bytes`),
   :func:`zo_job_cycles`, and their sum over the step, :func:`predicted_step_cycles`. The
   structure is the hardware's (stream beats, tiles at least ``2R + C`` apart, one word per
   cycle for loads and walks); the few fixed cycles per job (pipeline fill and drain) are
@@ -34,7 +36,8 @@ from dataclasses import dataclass
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
-from zoforge.hw.pe.array import min_tile_interval
+# the engine's job model lives beside the engine (issue 32); re-exported here
+from zoforge.hw.engine.cycles import engine_job_bytes, engine_job_cycles, engine_job_extra
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.hw.zolayer.layouts import token_pack
 from zoforge.hw.zolayer.registers import JOBS
@@ -58,18 +61,6 @@ ATTENTION_MAPS = ("query", "value", "key", "attn_out")   # adapted first: query,
 ADAPTER_CALL = ("load_w", "load_a", "load_master", "load_x", "frozen_w", "frozen_a", "branch")
 UPDATE_WALK = ("load_master", "accumulate", "apply", "read_master")
 
-
-def engine_job_extra(rows: int, cols: int, paired: bool = False) -> int:
-    """Engine: cycles of a job after its last tile's k-steps (the array's skew and drain,
-    the result banks, the requantizer's stages, the last tile's R output beats):
-    ``3R + C + 21``, read off co-simulations of 4x4, 8x4 and 4x8 engines (jobs 5x7x3 to
-    64x128x64, exact) and the 8x8 (the recorded model shapes, exact). (``3R + C + 7``
-    before the timing pipeline, docs/engine.md: loader writes +1, the first tile's load
-    test +1, feeder reads +2, PE +2, output stage reads +3, requantizer +5.) Jobs of short
-    tiles whose results leave slower than the tiles compute (4x4 8x16x16: 15 cycles more)
-    are not modelled. A paired array (two rows per packed multiplier) skews its rows in
-    pairs: R / 2 cycles less (``tests/test_engine_cosim.py``, measured exact)."""
-    return 3 * rows + cols + 21 - (rows // 2 if paired else 0)
 
 #: The ZO layer's jobs (its register map's).
 ZO_JOBS = tuple(JOBS)
@@ -198,40 +189,6 @@ def model_layer_config(shape: ModelShape, rows: int = 4, cols: int = 4, **genera
 
 
 # ---------------------------------------------------------------------- the engine
-
-def engine_job_cycles(config: EngineConfig, m: int, k: int, n: int) -> int:
-    """Cycles of one engine job (CYCLES register: start to done), from the stream format.
-
-    W panel 0 and X panel 0 arrive first (``2 * ceil(K/pack)`` beats), then the
-    ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack * ceil(K/pack)`` k-steps
-    but at least ``2R + C`` apart (the later panels stream in meanwhile: a beat carries
-    ``pack`` k-steps, the array takes one per cycle), then the last tile drains and
-    leaves (:func:`engine_job_extra`). Raw or requantized, per-channel or not: the same.
-    """
-    rows, cols, pack = config.rows, config.cols, config.pack
-    panel = _ceil(k, pack)
-    tiles = _ceil(m, rows) * _ceil(n, cols)
-    tile = max(pack * panel, min_tile_interval(rows, cols))
-    return (2 * panel + (tiles - 1) * tile + pack * panel
-            + engine_job_extra(rows, cols, config.paired))
-
-
-def engine_job_bytes(config: EngineConfig, m: int, k: int, n: int, raw: bool = False,
-                     per_channel: bool = True, bias: bool = True) -> dict[str, int]:
-    """What one engine job moves: ``stream_bytes`` (input beats of ``pack * max(R, C)``
-    bytes: W and X panels of ``ceil(K/pack)`` beats; output beats of C 32-bit lanes, R per
-    tile), ``payload_bytes`` (X, W int8; Y int8, or int32 raw; 4 bytes per table entry)
-    and ``table_words`` (per-column bias, multiplier, shift over AXI4-Lite)."""
-    rows, cols, pack = config.rows, config.cols, config.pack
-    mt, nt, panel = _ceil(m, rows), _ceil(n, cols), _ceil(k, pack)
-    stream_in = (mt + nt) * panel * config.in_bytes
-    stream_out = mt * nt * rows * cols * 4
-    tables = int(bias) + (2 if per_channel and not raw else 0)
-    table_words = tables * nt * (1 << (cols - 1).bit_length())
-    payload = m * k + k * n + m * n * (4 if raw else 1) + 4 * tables * n
-    return {"stream_bytes": stream_in + stream_out + 4 * table_words,
-            "payload_bytes": payload, "table_words": table_words}
-
 
 def _engine_call(name: str, config: EngineConfig, m: int, k: int, n: int, count: int,
                  raw: bool = False) -> CallCost:

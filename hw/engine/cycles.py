@@ -1,0 +1,74 @@
+"""The GEMM engine's cycle model: the CYCLES register of one job, and what its streams move.
+
+Beside the unit (issue 32, item 7); ``zoforge.reports.finetune_cost`` re-exports every name.
+
+* :func:`engine_job_cycles`: W panel 0 and X panel 0 arrive first (``2 * ceil(K/pack)``
+  beats), then the ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack *
+  ceil(K/pack)`` k-steps but at least ``2R + C`` apart (the later panels stream in
+  meanwhile: a beat carries ``pack`` k-steps, the array takes one per cycle), then the last
+  tile drains and leaves (:func:`engine_job_extra`);
+* :func:`engine_stream_parts` / :func:`engine_job_bytes`: the bytes of its streams as the
+  RTL builds them (input beats of ``pack * max(R, C)`` int8, i.e. packed; output beats of C
+  32-bit lanes, one result each) and as packed values.
+"""
+from __future__ import annotations
+
+from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.pe.array import min_tile_interval
+
+__all__ = ["engine_job_extra", "engine_job_cycles", "engine_stream_parts", "engine_job_bytes"]
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def engine_job_extra(rows: int, cols: int, paired: bool = False) -> int:
+    """Engine: cycles of a job after its last tile's k-steps (the array's skew and drain,
+    the result banks, the requantizer's stages, the last tile's R output beats):
+    ``3R + C + 21``, read off co-simulations of 4x4, 8x4 and 4x8 engines (jobs 5x7x3 to
+    64x128x64, exact) and the 8x8 (the recorded model shapes, exact). (``3R + C + 7``
+    before the timing pipeline, docs/engine.md: loader writes +1, the first tile's load
+    test +1, feeder reads +2, PE +2, output stage reads +3, requantizer +5.) Jobs of short
+    tiles whose results leave slower than the tiles compute (4x4 8x16x16: 15 cycles more)
+    are not modelled. A paired array (two rows per packed multiplier) skews its rows in
+    pairs: R / 2 cycles less (``tests/test_engine_cosim.py``, measured exact)."""
+    return 3 * rows + cols + 21 - (rows // 2 if paired else 0)
+
+
+def engine_job_cycles(config: EngineConfig, m: int, k: int, n: int) -> int:
+    """Cycles of one engine job (CYCLES register: start to done), from the stream format
+    (module docstring). Raw or requantized, per-channel or not: the same."""
+    rows, cols, pack = config.rows, config.cols, config.pack
+    panel = _ceil(k, pack)
+    tiles = _ceil(m, rows) * _ceil(n, cols)
+    tile = max(pack * panel, min_tile_interval(rows, cols))
+    return (2 * panel + (tiles - 1) * tile + pack * panel
+            + engine_job_extra(rows, cols, config.paired))
+
+
+def engine_stream_parts(config: EngineConfig, m: int, k: int, n: int, raw: bool = False,
+                        per_channel: bool = True, bias: bool = True) -> dict[str, int]:
+    """Stream bytes of one job by operand, as the RTL builds them: ``x`` and ``w`` (input
+    beats of ``pack * max(R, C)`` bytes, ``ceil(K/pack)`` beats per panel of R rows or C
+    columns), ``y`` (C 32-bit lanes per beat, R beats per tile, raw or not) and ``tables``
+    (per-column bias, multiplier, shift: ``table_words`` 32-bit AXI4-Lite writes)."""
+    rows, cols, pack = config.rows, config.cols, config.pack
+    mt, nt, panel = _ceil(m, rows), _ceil(n, cols), _ceil(k, pack)
+    tables = int(bias) + (2 if per_channel and not raw else 0)
+    table_words = tables * nt * (1 << (cols - 1).bit_length())
+    return {"x": mt * panel * config.in_bytes, "w": nt * panel * config.in_bytes,
+            "y": mt * nt * rows * cols * 4, "tables": 4 * table_words,
+            "table_words": table_words}
+
+
+def engine_job_bytes(config: EngineConfig, m: int, k: int, n: int, raw: bool = False,
+                     per_channel: bool = True, bias: bool = True) -> dict[str, int]:
+    """What one engine job moves: ``stream_bytes`` (:func:`engine_stream_parts` summed),
+    ``payload_bytes`` (X, W int8; Y int8, or int32 raw; 4 bytes per table entry) and
+    ``table_words`` (per-column bias, multiplier, shift over AXI4-Lite)."""
+    parts = engine_stream_parts(config, m, k, n, raw, per_channel, bias)
+    tables = int(bias) + (2 if per_channel and not raw else 0)
+    payload = m * k + k * n + m * n * (4 if raw else 1) + 4 * tables * n
+    return {"stream_bytes": parts["x"] + parts["w"] + parts["y"] + parts["tables"],
+            "payload_bytes": payload, "table_words": parts["table_words"]}
