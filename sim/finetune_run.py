@@ -1,0 +1,313 @@
+"""The fine-tuning run of ``zoforge finetune`` as a library object: :class:`FinetuneRun`.
+
+``FinetuneRun(cfg, RunOptions(...))`` checks, before any work, what needs no model: the
+options (``threads``, ``rtl``), the output folder ``out`` and its files (:data:`OUT_FILES`),
+and ``json`` (:func:`check_json`). :meth:`FinetuneRun.load` loads the model and checks its
+limits (``--blocks``, ``--seq-len``) and, with ``rtl``, the co-simulation's
+(:func:`zoforge.sim.finetune_cosim.check_rtl_limits`). :meth:`FinetuneRun.run` (loading
+first if needed) then: prepares (:func:`~zoforge.golden.finetune.train.prepare`: data, the
+head, the int8 calibration), takes the accuracies before (int8, float), runs ``cfg.steps``
+ZO steps of the int8 run (golden units, or :class:`~zoforge.sim.finetune_cosim.RtlUnits`
+with ``rtl``) and of the float twin beside, with a progress bar, the few-shot training-loss
+curve at :func:`~zoforge.golden.finetune.train.curve_steps` (``cfg.k_shot``), the
+accuracies after, the backprop ceiling (``backprop``), and writes ``finetune.json``,
+``config.toml`` and ``finetune.png`` into ``out`` (and the JSON to ``json``). It returns
+the result (:attr:`FinetuneRun.result`): the keys of ``docs/finetune.md``, among them
+:data:`COST_KEYS` (:func:`cost_fields`) and :data:`TRAIN_LOSS_KEYS`.
+
+A call that differs on the RTL ends the steps: the result has ``bit_exact`` False and
+``error`` the mismatch's first line, and is written as it stands.
+
+**Extension point:** ``RunOptions.cost_model``, a function ``(CostContext) -> dict``, adds
+keys to the result beside :func:`cost_fields`' (a board-sized cost model's; a key it
+returns replaces one of the same name).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from zoforge.errors import ConfigError, check_choice, check_int_range
+
+__all__ = ["FinetuneRun", "RunOptions", "CostContext", "cost_fields", "check_json",
+           "RTL_CHOICES", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES", "BOARD"]
+
+RTL_CHOICES = ("none", "adapters", "all")
+#: The cost figures of the JSON (:func:`cost_fields`), None where not modelled.
+COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_per_step",
+             "static_joules_per_step", "dynamic_joules_per_step", "ddr_bytes_per_step",
+             "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
+#: The board of the time and energy figures (its DDR, and the units' clock and power from
+#: :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each with its source label).
+BOARD = "zcu102"
+#: The few-shot training-loss figures of the JSON (None and [] when ``k_shot`` is 0).
+TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
+                   "float_train_loss_after", "curve_steps", "train_loss_curve",
+                   "float_train_loss_curve")
+#: What ``out`` gets.
+OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
+
+
+@dataclasses.dataclass(frozen=True)
+class CostContext:
+    """What a cost model is given: the configuration and the loaded model's shape."""
+
+    cfg: object            # the FinetuneConfig
+    hidden: int
+    ffn: int
+    heads: int
+    classes: int
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How a run is done (what the configuration does not say): ``rtl`` (:data:`RTL_CHOICES`:
+    which calls go to the RTL), ``float_twin``, ``backprop``, the output folder ``out``,
+    ``json`` (another file for the JSON, or None), torch's CPU ``threads``, ``quiet`` (no
+    progress bar) and ``cost_model`` (the extension point of the module docstring)."""
+
+    out: str | Path = "runs/finetune"
+    json: str | Path | None = None
+    rtl: str = "none"
+    float_twin: bool = True
+    backprop: bool = False
+    threads: int = 1
+    quiet: bool = False
+    cost_model: Callable[[CostContext], dict] | None = None
+
+
+def check_json(value, out: Path) -> Path | None:
+    """``json``: a regular file or a new one in a writable folder, not one of ``out``'s
+    files (:func:`zoforge.outputs.check_out_file`); None stays None."""
+    from zoforge.outputs import check_out_file
+    if value is None:
+        return None
+    return check_out_file("--json", value, taken=[out, *(out / name for name in OUT_FILES)])
+
+
+def cost_fields(ctx: CostContext) -> dict:
+    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`) on the designs the
+    RTL runs: every key of :data:`COST_KEYS` (None where not modelled: a model beyond the
+    cost model's shapes), and the board, clock and power used with their sources. Time
+    and energy are the cycle model's step at the estimated Fmax (each call the roofline's
+    max of compute and DDR time) times the board's static power and, apart, the units'
+    dynamic power taken to that Fmax (``joules_per_step`` is their sum)."""
+    fields = dict.fromkeys(COST_KEYS)
+    try:
+        from zoforge.golden.finetune.config import ADAPTED
+        from zoforge.reports import finetune_cost as cost
+    except ImportError:
+        return fields
+    cfg = ctx.cfg
+    try:
+        shape = cost.ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
+                                rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
+                                hidden=ctx.hidden, ffn=ctx.ffn, heads=ctx.heads,
+                                classes=ctx.classes)
+    except ConfigError as error:
+        print(f"    cost: not modelled ({error})")
+        return fields
+    from zoforge.boards.registry import get_board
+    from zoforge.sim.finetune_cosim import engine_design
+    engine = engine_design(cfg, ctx.hidden, ctx.ffn)          # the designs the RTL runs on
+    layer = cfg.layer_design(ctx.hidden, ctx.ffn)
+    step = cost.predicted_step_cycles(shape, engine, layer)
+    figures = cost.UNIT_FIGURES[BOARD]
+    board = get_board(BOARD)
+    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
+                                   figures["dynamic_w"], figures["power_at_mhz"],
+                                   board.ddr_bytes_per_s)
+    fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
+                  onchip_bits=cost.memory_bits(engine, layer)["total"],
+                  zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
+                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
+                  seconds_per_step_at_fmax=timing["roofline_s"],
+                  joules_per_step=timing["roofline_j"],
+                  static_joules_per_step=timing["roofline_static_j"],
+                  dynamic_joules_per_step=timing["roofline_dynamic_j"], board=BOARD,
+                  static_source=board.static_power_source, fmax_error=_fmax_error(),
+                  **figures)
+    return fields
+
+
+def _fmax_error() -> str:
+    """The Fmax model's measured error, quoted beside the Fmax estimate."""
+    from zoforge.reports.fmax import measured_error
+    error = measured_error()
+    return error.summary() if error else "not measured"
+
+
+def _say(text: str) -> None:
+    print(f"==> {text}", flush=True)
+
+
+class FinetuneRun:
+    """One run of ``cfg`` (a :class:`~zoforge.golden.finetune.config.FinetuneConfig`) as
+    ``options`` say (module docstring). Construction checks what needs no model;
+    :meth:`load` the model's limits; :meth:`run` does the work and returns
+    :attr:`result`."""
+
+    def __init__(self, cfg, options: RunOptions = RunOptions()):
+        from zoforge.golden.zo.config import MAX_THREADS
+        from zoforge.outputs import check_out_dir, check_targets
+        self.cfg, self.options = cfg, options
+        check_choice("--rtl", options.rtl, RTL_CHOICES)
+        check_int_range("--threads", options.threads, 1, MAX_THREADS)
+        self.out = check_out_dir("--out", options.out)
+        check_targets(self.out, [self.out / name for name in OUT_FILES])
+        self.json_path = check_json(options.json, self.out)
+        self.result: dict | None = None
+        self._model = self._widths = self._rtl_module = None
+
+    @property
+    def rtl(self) -> str:
+        return self.options.rtl
+
+    def load(self) -> None:
+        """Load the model (torch, transformers only now) and check its limits and, with
+        ``rtl``, the co-simulation's."""
+        import torch
+        from transformers.utils import logging as transformers_logging
+
+        from zoforge.golden.finetune.model import check_model_limits
+        from zoforge.golden.finetune.train import load_model
+        cfg = self.cfg
+        torch.set_num_threads(self.options.threads)
+        transformers_logging.disable_progress_bar()  # stderr: the error's one line, or ours
+        model, tokenizer = load_model(cfg)
+        check_model_limits(cfg, model)
+        widths = model.config.hidden_size, model.config.intermediate_size
+        if self.rtl != "none":
+            from zoforge.sim import finetune_cosim as rtl_module
+            rtl_module.check_rtl_limits(cfg, self.rtl, *widths)
+            self._rtl_module = rtl_module
+        self._model, self._widths = (model, tokenizer), widths
+
+    def run(self) -> dict:
+        """The checked run (module docstring); returns :attr:`result`."""
+        from tqdm import tqdm
+
+        from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune,
+                                                   curve_steps, float_accuracy, prepare)
+        from zoforge.outputs import make_out_dir
+        if self._model is None:
+            self.load()
+        cfg, options, rtl_module = self.cfg, self.options, self._rtl_module
+        model = self._model[0]
+        hidden, ffn = self._widths
+        _say(f"prepare: {cfg.model or 'all-MiniLM-L6-v2'}, {cfg.blocks} blocks, seq_len "
+             f"{cfg.seq_len}; head fit on {cfg.n_train} examples, int8 calibration on "
+             f"{cfg.calibration}" + (f"; few-shot: {cfg.k_shot} examples per class outside "
+                                     f"them" if cfg.k_shot else ""))
+        prepared = prepare(cfg, self._model)
+        context = CostContext(cfg, hidden, ffn, model.config.num_attention_heads,
+                              len(prepared.label_names))
+        costs = cost_fields(context)
+        if options.cost_model is not None:
+            costs.update(options.cost_model(context))
+        result = self.result = {
+            "rtl": self.rtl, "bit_exact": None, "error": None, "rtl_calls": None,
+            "steps": 0, "accuracy_before": None, "float_accuracy_before": None,
+            "accuracy_after": None, "float_accuracy_after": None,
+            "backprop_accuracy_after": None, "cycles_per_step": None, **costs,
+            "host_seconds_per_step": None, "loss": [], "float_loss": [],
+            "backprop_loss": [], **dict.fromkeys(TRAIN_LOSS_KEYS[:4]),
+            "curve_steps": curve_steps(cfg.steps) if cfg.k_shot else [],
+            "train_loss_curve": [], "float_train_loss_curve": [], "config": cfg.to_dict()}
+        make_out_dir("--out", self.out)
+        mismatch = getattr(rtl_module, "CallMismatch", ())     # (): nothing to catch
+        with contextlib.ExitStack() as stack:
+            units = None
+            if rtl_module is not None:
+                units = stack.enter_context(rtl_module.RtlUnits(cfg, hidden, ffn, self.rtl))
+            zo = ZoFinetune(prepared, "int8", units=units)
+            twin = ZoFinetune(prepared, "float") if options.float_twin else None
+            _say(f"accuracy before: int8 and float on {cfg.n_test} test examples")
+            result["accuracy_before"] = zo.evaluate()
+            result["float_accuracy_before"] = float_accuracy(prepared)
+            self._curve_point(0, zo, twin)
+            _say(f"train {cfg.steps} ZO steps (q={cfg.queries}, batch {cfg.batch}; int8 "
+                 f"calls {'on the RTL: ' + self.rtl if units is not None else 'golden'}"
+                 f"{', float twin beside' if twin is not None else ''})")
+            try:
+                self._steps(zo, twin, units, tqdm)
+            except mismatch as error:
+                result.update(bit_exact=False, error=str(error).splitlines()[0],
+                              rtl_calls=units.rtl_calls)
+                self._write()
+                return result
+            if units is not None:
+                result.update(bit_exact=True, rtl_calls=units.rtl_calls)
+        for key, curve in (("train_loss", "train_loss_curve"),
+                           ("float_train_loss", "float_train_loss_curve")):
+            if result[curve]:
+                result[key + "_before"], result[key + "_after"] = (result[curve][0],
+                                                                   result[curve][-1])
+        _say("accuracy after")
+        result["accuracy_after"] = zo.evaluate()
+        if twin is not None:
+            result["float_accuracy_after"] = twin.evaluate()
+        if options.backprop:
+            _say(f"backprop ceiling: {cfg.steps} Adam steps on the float adapters")
+            trained = backprop_finetune(prepared, cfg.steps, on_step=lambda step, loss:
+                                        result["backprop_loss"].append(loss))
+            result["backprop_accuracy_after"] = trained.evaluate()
+        self._write()
+        return result
+
+    def _steps(self, zo, twin, units, tqdm) -> None:
+        """``cfg.steps`` steps of ``zo`` (and ``twin``), recorded in the result as they go."""
+        result, cycles, seconds = self.result, [], []
+        if units is not None:
+            units.take_cycles()                   # from here: the steps' cycles only
+        bar = tqdm(total=self.cfg.steps, unit="step", dynamic_ncols=True,
+                   disable=self.options.quiet)
+        try:
+            for _ in range(self.cfg.steps):
+                start = time.perf_counter()
+                record = zo.step()
+                seconds.append(time.perf_counter() - start)
+                result["loss"].append(record.loss)
+                if units is not None:
+                    cycles.append(units.take_cycles())
+                shown = {"loss": f"{record.loss:.4f}"}
+                if twin is not None:
+                    result["float_loss"].append(twin.step().loss)
+                    shown["float"] = f"{result['float_loss'][-1]:.4f}"
+                result["steps"] += 1
+                self._curve_point(result["steps"], zo, twin)
+                bar.update(1)
+                bar.set_postfix(shown)
+        finally:
+            bar.close()
+            if seconds:
+                result["host_seconds_per_step"] = sum(seconds) / len(seconds)
+            if cycles:
+                result["cycles_per_step"] = sum(cycles) / len(cycles)
+
+    def _curve_point(self, done: int, zo, twin) -> None:
+        """After ``done`` steps: at a checkpoint of the few-shot curve, the training loss
+        of ``zo`` (and ``twin``) appended to theirs."""
+        result = self.result
+        if done in result["curve_steps"]:
+            result["train_loss_curve"].append(zo.train_loss())
+            if twin is not None:
+                result["float_train_loss_curve"].append(twin.train_loss())
+
+    def _write(self) -> None:
+        """``finetune.json``, ``config.toml`` and ``finetune.png`` into ``out``; the JSON to
+        ``json`` too."""
+        from zoforge.config import config_text
+        from zoforge.outputs import write_text
+        from zoforge.sim.finetune_plot import plot_run
+        out = self.out
+        text = json.dumps(self.result, indent=1) + "\n"
+        write_text(out / "finetune.json", text, root=out)
+        write_text(out / "config.toml", config_text(self.cfg), root=out)
+        plot_run(out / "finetune.png", self.result)
+        if self.json_path is not None:
+            write_text(self.json_path, text, flag="--json")
