@@ -1,0 +1,298 @@
+"""One P-RGE ZO step of a BERT/MiniLM stack mapped onto an accelerator (issue 32).
+
+The step (``golden/finetune/train.py``): q queries, each a + and a - forward with the step's
+starting masters, then per query one update walk over the J adapters. All 2q = S forwards
+use the same masters, so they are independent; the schedule runs them side by side:
+
+* **shared work once**: a map whose input is the same for every branch (every map of a
+  block below ``first_adapted``; query, key and value of the first adapted block, whose
+  input is that block's input) runs once on ``tokens`` rows; the first adapted maps' frozen
+  products X·W and X·A once, then the S branch jobs;
+* **branches along M**: every other engine map runs once on the S branches' rows
+  concatenated (M = S x tokens; the head S x batch), a ZO-layer map per branch (the
+  layer's token buffer holds one branch; its W, A and master stay loaded for all S);
+* **columns split across the replicated units**: an engine map's N in ``ceil(N/E)``-wide
+  slices (at most ``engine_max_n``), slice j on engine ``j mod E``; an adapter's N in slices
+  of a multiple of the layer's R rows on layer ``j mod L``; M beyond a unit's ``max_m`` in
+  equal chunks (a chunk re-streams the unit's W slice);
+* **one DDR read per operand**: each :class:`Transfer` is read (or written) once and
+  ``receivers`` units take it from the same beats (X broadcast to every unit holding a
+  column slice, A to every layer); so each frozen weight is read once per step (per M
+  chunk if M does not fit);
+* **phases**: the maps that can run at once (a block's query, key, value: the engines and
+  the layers side by side), then attn_out, ffn_in, ffn_out, the head, the update walks;
+  the host's work (softmax, LayerNorm, GELU, the attention products) sits between them.
+
+Every :class:`Job` is a job the RTL units run: ``gemm`` / ``gemm-raw`` (the engine's int8
+or int32 job) and the ZO layer's own jobs (:data:`zoforge.hw.zolayer.registers.JOBS`).
+Concatenating branches along M and splitting by output columns leave every value unchanged
+(each output element is one row of X times one column of W): ``tests/test_accel_schedule.py``
+checks it on the golden engine. The ZO layers' perturbations are the exception: each layer
+draws its slice's z from its own generator, so a multi-layer run needs the golden model to
+draw per layer (not modelled here).
+
+``shape`` is a :class:`zoforge.reports.finetune_cost.ModelShape` (read by its fields: the
+layers below ``reports`` cannot import it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zoforge.errors import ConfigError, check_int_range
+
+__all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "Job", "Transfer", "Phase",
+           "Schedule", "step_schedule", "MAC_JOBS"]
+
+ENGINE, LAYER = "engine", "zo-layer"
+#: A BERT block's linear maps in the forward's order, with the tensor each reads
+#: (golden/models.bert_layer): x the block input, then the attention context, the first
+#: LayerNorm's output, the GELU's output.
+BLOCK_MAPS = (("query", "x"), ("key", "x"), ("value", "x"), ("attn_out", "context"),
+              ("ffn_in", "attn"), ("ffn_out", "inner"))
+#: The maps that carry adapters, in the order ``shape.adapted`` takes them.
+ADAPTED_ORDER = ("query", "value", "key", "attn_out")
+#: Jobs that multiply: their MACs.
+MAC_JOBS = ("gemm", "gemm-raw", "frozen_w", "frozen_a", "branch")
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job on one unit: ``unit`` (engine or zo-layer) number ``replica``, ``kind``
+    (``gemm``, ``gemm-raw`` or a ZO-layer job), shape M x K x N (rank ``r``), ``branches``
+    side by side along M (the map's), ``name`` (the map, e.g. ``block0.key``), ``query``
+    (an accumulate's query within its branch job)."""
+
+    unit: str
+    replica: int
+    kind: str
+    m: int
+    k: int
+    n: int
+    r: int = 0
+    branches: int = 1
+    name: str = ""
+    query: int = 0
+
+    @property
+    def macs(self) -> int:
+        """Multiply-accumulates the job computes (0 for loads and walks)."""
+        return {"gemm": self.m * self.k * self.n, "gemm-raw": self.m * self.k * self.n,
+                "frozen_w": self.m * self.k * self.n, "frozen_a": self.m * self.k * self.r,
+                "branch": self.m * self.r * self.n}.get(self.kind, 0)
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One operand moved between DDR and the units, once: ``role`` (x, w, a, master, y,
+    tables) of a ``unit`` job of shape ``m, k, n, r`` (``raw``: int32 results),
+    ``write`` (to DDR) or read, taken by ``receivers`` units from the same beats."""
+
+    name: str
+    role: str
+    unit: str
+    m: int
+    k: int
+    n: int
+    r: int = 0
+    raw: bool = False
+    write: bool = False
+    receivers: int = 1
+
+    @property
+    def payload_bytes(self) -> int:
+        """The values at their width, packed: int8 X, W, A, Y; int32 raw or ZO-layer Y;
+        the 24-bit master in 3 bytes; per column an int32 bias (and for an int8 result a
+        multiplier and a shift)."""
+        m, k, n, r = self.m, self.k, self.n, self.r
+        wide = self.raw or self.unit == LAYER
+        return {"x": m * k, "w": k * n, "a": k * r, "master": 3 * r * n,
+                "y": m * n * (4 if wide else 1),
+                "tables": 4 * n * (1 if self.raw else 3)}[self.role]
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Jobs that run at once (each unit's jobs one after the other) and their transfers."""
+
+    name: str
+    jobs: tuple[Job, ...]
+    transfers: tuple[Transfer, ...]
+
+    def unit_jobs(self) -> dict[tuple[str, int], list[Job]]:
+        """Each busy unit ``(unit, replica)`` and its jobs in order."""
+        out: dict[tuple[str, int], list[Job]] = {}
+        for job in self.jobs:
+            out.setdefault((job.unit, job.replica), []).append(job)
+        return out
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """The phases of one step on ``accel`` for ``shape`` (module docstring)."""
+
+    shape: object
+    accel: object
+    first_adapted: int
+    phases: tuple[Phase, ...]
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [job for phase in self.phases for job in phase.jobs]
+
+    @property
+    def macs(self) -> int:
+        """Every job's MACs (padding included: tokens to the layer's C, N and r to R)."""
+        return sum(job.macs for job in self.jobs)
+
+    @property
+    def transfers(self) -> list[Transfer]:
+        return [t for phase in self.phases for t in phase.transfers]
+
+    def bytes_of(self, role: str) -> int:
+        """Payload bytes of one role over the step (``w``: the frozen weights read)."""
+        return sum(t.payload_bytes for t in self.transfers if t.role == role)
+
+
+def _chunks(total: int, most: int, unit: int = 1) -> list[int]:
+    """``total`` rows in the fewest equal chunks of at most ``most`` (multiples of
+    ``unit``, the last one the rest)."""
+    count = _ceil(total, most)
+    size = _ceil(_ceil(total, count), unit) * unit
+    return [min(size, total - i * size) for i in range(count) if total > i * size]
+
+
+def _slices(n: int, units: int, most: int, unit: int = 1) -> list[int]:
+    """``n`` columns split across ``units``: slices of ``ceil(n/units)`` rounded up to
+    ``unit``, at most ``most``, the last one the rest."""
+    width = min(most, _ceil(_ceil(n, units), unit) * unit)
+    return [min(width, n - i * width) for i in range(_ceil(n, width))]
+
+
+class _Builder:
+    def __init__(self, shape, accel, first_adapted: int):
+        self.shape, self.accel, self.first = shape, accel, first_adapted
+        self.branches = 2 * shape.queries
+        self.engine, self.layer = accel.engine_config(), accel.layer_config()
+        self.phases: list[Phase] = []
+        self.jobs: list[Job] = []
+        self.transfers: list[Transfer] = []
+        self.adapters: list[tuple[str, int, int]] = []       # name, K, N
+
+    def close(self, name: str) -> None:
+        if self.jobs:
+            self.phases.append(Phase(name, tuple(self.jobs), tuple(self.transfers)))
+        self.jobs, self.transfers = [], []
+
+    def engine_map(self, name: str, m: int, k: int, n: int, branches: int,
+                   raw: bool = False) -> None:
+        e = self.engine
+        if k > e.max_k:
+            raise ConfigError("engine_max_k", f"at least {k} ({name}'s K)", e.max_k)
+        slices = _slices(n, self.accel.engines, e.max_n)
+        kind = "gemm-raw" if raw else "gemm"
+        units = self.accel.engines
+        for rows in _chunks(m, e.max_m):
+            for first in range(0, len(slices), units):   # X to the engines of a round
+                self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0,
+                                               receivers=len(slices[first:first + units])))
+            for j, cols in enumerate(slices):
+                replica = j % self.accel.engines
+                self.jobs.append(Job(ENGINE, replica, kind, rows, k, cols, 0, branches, name))
+                self.transfers += [
+                    Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
+                    Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=raw),
+                    Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=raw, write=True)]
+
+    def layer_map(self, name: str, k: int, n: int, shared: bool) -> None:
+        cfg, shape = self.layer, self.shape
+        if cfg.mode != "lora-fa":
+            raise ConfigError("layer_mode", "lora-fa (the step trains LoRA-FA adapters)",
+                              cfg.mode)
+        R, C = cfg.rows, cfg.cols
+        r = _ceil(shape.rank, R) * R                       # the host pads the rank to R
+        tokens = _ceil(shape.tokens, C) * C                # and the tokens to C
+        for field_, need, have in (("layer_max_k", k, cfg.max_k), ("layer_max_r", r,
+                                                                    cfg.max_r)):
+            if need > have:
+                raise ConfigError(field_, f"at least {need} ({name})", have)
+        slices = _slices(_ceil(n, R) * R, self.accel.layers, cfg.max_n, R)
+        chunks = _chunks(tokens, cfg.max_m, C)
+        units = self.accel.layers
+        # the forward's X loads: once for a shared input, per branch otherwise; A and each
+        # X to the layers of a round of slices
+        loads = [(None, rows) for rows in chunks] if shared else \
+            [(b, rows) for b in range(self.branches) for rows in chunks]
+        for first in range(0, len(slices), units):
+            receivers = len(slices[first:first + units])
+            self.transfers.append(Transfer(f"{name}.a", "a", LAYER, 0, k, 0, r,
+                                           receivers=receivers))
+            self.transfers += [Transfer(f"{name}.x", "x", LAYER, rows, k, 0, r,
+                                        receivers=receivers) for _, rows in loads]
+        for j, cols in enumerate(slices):
+            replica = j % self.accel.layers
+
+            def job(kind, rows=C, query=0, replica=replica, cols=cols):
+                self.jobs.append(Job(LAYER, replica, kind, rows, k, cols, r, 1, name, query))
+
+            for kind in ("load_w", "load_a", "load_master"):
+                job(kind)
+            self.transfers += [Transfer(f"{name}.w", "w", LAYER, 0, k, cols, r),
+                               Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r)]
+            for b, rows in loads:
+                for kind in ("load_x", "frozen_w", "frozen_a"):
+                    job(kind, rows)
+                for _ in range(self.branches if b is None else 1):
+                    job("branch", rows)
+                    self.transfers.append(Transfer(f"{name}.y", "y", LAYER, rows, k, cols, r,
+                                                   write=True))
+        self.adapters.append((name, k, _ceil(n, R) * R))
+
+    def updates(self) -> None:
+        cfg, R = self.layer, self.layer.rows
+        r = _ceil(self.shape.rank, R) * R
+        for query in range(self.shape.queries):
+            for name, k, n in self.adapters:
+                for j, cols in enumerate(_slices(n, self.accel.layers, cfg.max_n, R)):
+                    for kind in ("load_master", "accumulate", "apply", "read_master"):
+                        self.jobs.append(Job(LAYER, j % self.accel.layers, kind, cfg.cols, k,
+                                             cols, r, 1, name))
+                    self.transfers += [
+                        Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r),
+                        Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r,
+                                 write=True)]
+        self.close("update")
+
+
+def step_schedule(shape, accel, first_adapted: int = 0) -> Schedule:
+    """The step of ``shape`` (a ``ModelShape``) on ``accel`` (an ``AcceleratorConfig``),
+    adapters on blocks ``first_adapted`` and above (module docstring). A map that does not
+    fit a unit is a ConfigError naming the accelerator's field."""
+    check_int_range("first_adapted", first_adapted, 0, shape.blocks - 1)
+    build = _Builder(shape, accel, first_adapted)
+    h, f, S = shape.hidden, shape.ffn, build.branches
+    adapted = ADAPTED_ORDER[:shape.adapted]
+    for block in range(shape.blocks):
+        groups = (("qkv", ("query", "key", "value")), ("attn_out", ("attn_out",)),
+                  ("ffn_in", ("ffn_in",)), ("ffn_out", ("ffn_out",)))
+        inputs = dict(BLOCK_MAPS)
+        for group, maps in groups:
+            for map_ in maps:
+                name = f"block{block}.{map_}"
+                k = f if map_ == "ffn_out" else h
+                n = f if map_ == "ffn_in" else h
+                shared = block < first_adapted or (block == first_adapted
+                                                   and inputs[map_] == "x")
+                if block >= first_adapted and map_ in adapted:
+                    build.layer_map(name, k, n, shared)
+                else:
+                    rows = shape.tokens if shared else S * shape.tokens
+                    build.engine_map(name, rows, k, n, 1 if shared else S)
+            build.close(f"block{block}.{group}")
+    build.engine_map("head", S * shape.batch, h, shape.classes, S, raw=True)
+    build.close("head")
+    build.updates()
+    return Schedule(shape, accel, first_adapted, tuple(build.phases))
