@@ -29,16 +29,24 @@ process killed at any moment leaves the database consistent (WAL, ``synchronous=
 no reader ever sees a ``done`` task without its result.
 
 **Checked on open.** Once per process and store, :class:`Store` checks that ``sweep.db``
-is a regular file (a link is resolved; a FIFO or a device is refused unopened), SQLite's
-``PRAGMA quick_check``, the schema (the tables and their columns) and every row (a known
-status and kind, JSON objects where JSON is kept, a result for every ``done`` task that
-:mod:`zoforge.sweep.results` can read). A
-damaged store or row is a one-line :class:`~zoforge.errors.ConfigError` naming ``store``,
-what is wrong and how to recover: a damaged file is moved aside by hand (its tasks are run
-again), damaged rows are set aside by ``repair=True`` (``zoforge sweep --repair``): each
-goes, as it was, into the ``damaged`` table, and its task is run again (a task whose
-specification is lost is registered again by the next run of its sweep). A store on a
-full disk, a read-only file system or a read-only file is one line too.
+is a regular file (not a link; a FIFO or a device is refused unopened), SQLite's
+``PRAGMA quick_check``, the schema (the tables and their columns) and every row, column by
+column and as a whole (:mod:`zoforge.sweep.store_rows`: typed columns, finite numbers, JSON
+objects where JSON is kept, a readable result for every ``done`` task, every reference
+resolvable). A damaged store or row is a one-line :class:`~zoforge.errors.ConfigError`
+naming ``store`` (a row: its table, row and column) and how to recover: a damaged file is
+moved aside by hand (its tasks are run again); damaged rows are set aside by
+``repair=True`` (``zoforge sweep --repair``), each copied as it was into the ``damaged``
+table and then fixed where the fix is certain or removed (:func:`_repair`): finished work
+whose result is intact is kept, a damaged claim is queued again, a task whose result is
+lost runs again, a row that cannot be fixed is registered again by the next run of its
+sweep. :meth:`finish` never writes what the check would call damaged (an unreadable result
+fails its task). A store on a full disk, a read-only file system or a read-only file is
+one line too.
+
+**One configuration per scope.** A scope (a sweep's ``--name``) registered again with
+another configuration (its data but the description: :func:`configuration`) is a one-line
+error naming the name and both configurations; the same configuration again continues it.
 """
 from __future__ import annotations
 
@@ -54,14 +62,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zoforge.errors import ConfigError
+from zoforge.errors import ConfigError, printable
 from zoforge.outputs import make_out_dir
+from zoforge.sweep.store_rows import (LEASE_COLUMNS, STATUSES, Damage, find_damage,
+                                      json_object, load_json, result_problem)
 
-__all__ = ["Store", "Owner", "Claimed", "SCHEMA_VERSION", "DB_NAME", "STATUSES"]
+__all__ = ["Store", "Owner", "Claimed", "SCHEMA_VERSION", "DB_NAME", "STATUSES", "COLUMNS",
+           "configuration", "DESCRIPTIVE"]
 
 SCHEMA_VERSION = 2      # 2: training and report keys are zoforge.config.data_hash
 DB_NAME = "sweep.db"
-STATUSES = ("pending", "running", "done", "failed")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -98,7 +108,6 @@ def _schema_columns() -> dict[str, tuple[str, ...]]:
 
 #: The columns of each table (the schema check on open; a missing table is created).
 COLUMNS = _schema_columns()
-_KINDS = ("train", "report")
 _RECOVER = ("to recover, move {db} aside (its tasks are run again) or restore a copy")
 _REPAIR = "run again with --repair to set damaged rows aside (their tasks run again)"
 _CHECKED: set[str] = set()        # stores this process has checked (once each)
@@ -172,25 +181,37 @@ class Store:
                   tasks: Iterable[tuple[str, str, dict]], append: bool = False) -> None:
         """Register a scope's points ``(train_key, hw_key, swept)`` and their tasks
         ``(key, kind, spec)``; known tasks keep their state and results. Without
-        ``append`` the scope's earlier points are replaced (an edited sweep)."""
+        ``append`` the scope's earlier points are replaced by these (the same sweep again).
+        A scope the store holds with another configuration (:func:`configuration`) is a
+        one-line error naming both (``name``: the sweep's ``--name``)."""
+        try:
+            text = _dump(data)
+            points = [(train, hw, _dump(swept)) for train, hw, swept in points]
+            tasks = [(key, kind, _dump(spec)) for key, kind, spec in tasks]
+        except ValueError as error:
+            raise ConfigError(f"sweep {scope!r}", "a sweep whose values are finite numbers",
+                              str(error)) from None
         with self._write():
+            stored = self._db.execute("SELECT data FROM scopes WHERE scope = ?",
+                                      (scope,)).fetchone()
+            if stored is not None:
+                _check_same(scope, load_json(stored[0]), data)
             self._db.execute("INSERT INTO scopes(scope, data) VALUES(?, ?) ON CONFLICT(scope) "
-                             "DO UPDATE SET data = excluded.data", (scope, _dump(data)))
+                             "DO UPDATE SET data = excluded.data", (scope, text))
             if not append:
                 self._db.execute("DELETE FROM points WHERE scope = ?", (scope,))
             start = self._db.execute("SELECT COALESCE(MAX(ord) + 1, 0) FROM points WHERE "
                                      "scope = ?", (scope,)).fetchone()[0]
+            now = time.time()
             self._db.executemany(
                 "INSERT INTO tasks(key, kind, spec, updated) VALUES(?, ?, ?, ?) "
-                "ON CONFLICT(key) DO NOTHING",
-                [(key, kind, _dump(spec), time.time()) for key, kind, spec in tasks])
+                "ON CONFLICT(key) DO NOTHING", [(*task, now) for task in tasks])
             self._db.executemany(
                 "INSERT INTO points(scope, ord, train_key, hw_key, swept) VALUES(?, ?, ?, ?, ?)",
-                [(scope, start + i, train, hw, _dump(swept))
-                 for i, (train, hw, swept) in enumerate(points)])
+                [(scope, start + i, *point) for i, point in enumerate(points)])
 
     def scopes(self) -> dict[str, dict]:
-        return {scope: json.loads(data) for scope, data in
+        return {scope: load_json(data) for scope, data in
                 self._db.execute("SELECT scope, data FROM scopes ORDER BY scope")}
 
     # -- claims -------------------------------------------------------------------------
@@ -212,7 +233,7 @@ class Store:
                 "UPDATE tasks SET status = 'running', owner = ?, host = ?, pid = ?, "
                 "heartbeat = ?, attempts = attempts + 1, updated = ? WHERE key = ?",
                 [(owner.token, owner.host, owner.pid, now, now, row[0]) for row in chosen])
-        return [Claimed(row[0], row[1], json.loads(row[2])) for row in chosen]
+        return [Claimed(row[0], row[1], load_json(row[2])) for row in chosen]
 
     def heartbeat(self, owner: Owner) -> None:
         with self._write():
@@ -220,8 +241,20 @@ class Store:
                              "'running'", (time.time(), owner.token))
 
     def finish(self, key: str, owner: Owner, result: dict, seconds: float) -> bool:
-        """Record ``result``; False (and nothing written) if ``owner`` lost the task."""
-        return self._close(key, owner, "done", result=_dump(result), seconds=seconds,
+        """Record ``result``; False (and nothing written) if ``owner`` lost the task. A
+        result the store could not read back (a number that is not finite, a field
+        missing: :func:`~zoforge.sweep.store_rows.result_problem`) fails the task instead,
+        with what is wrong as its error."""
+        row = self._db.execute("SELECT kind FROM tasks WHERE key = ?", (key,)).fetchone()
+        try:
+            text = _dump(result)
+            problem = json_object(text) or result_problem(row[0] if row else "", result)
+        except (ValueError, TypeError) as error:
+            problem = str(error)
+        if problem:
+            return self.fail(key, owner, printable(f"unusable result: {problem}"),
+                             seconds=seconds)
+        return self._close(key, owner, "done", result=text, seconds=seconds,
                            error=None, traceback=None)
 
     def fail(self, key: str, owner: Owner, error: str, traceback: str = "",
@@ -281,13 +314,13 @@ class Store:
         for row in rows:
             item = dict(row)
             for name in ("spec", "result"):
-                item[name] = json.loads(item[name]) if item[name] is not None else None
+                item[name] = load_json(item[name]) if item[name] is not None else None
             out[item["key"]] = item
         return out
 
     def points(self, scope: str) -> list[dict]:
         """The scope's points in order: ``ord``, ``train_key``, ``hw_key``, ``swept``."""
-        return [dict(row, swept=json.loads(row["swept"])) for row in self._db.execute(
+        return [dict(row, swept=load_json(row["swept"])) for row in self._db.execute(
             "SELECT ord, train_key, hw_key, swept FROM points WHERE scope = ? ORDER BY ord",
             (scope,))]
 
@@ -323,24 +356,26 @@ class Store:
                                   f"has columns {', '.join(found)}, not {', '.join(columns)}; "
                                   + _RECOVER.format(db=self.path))
 
-    def damaged_rows(self, repair: bool = False) -> list[tuple[str, str, str]]:
-        """The rows that cannot be read as (table, key, what is wrong): none, or a one-line
-        error naming the first (``repair``: each set aside, see the module docstring)."""
-        found = _damaged_rows(self._db)
+    def damaged_rows(self, repair: bool = False) -> list[Damage]:
+        """Every damaged row (:mod:`zoforge.sweep.store_rows`): none, or a one-line error
+        naming the first (``repair``: each set aside, see the module docstring, until none
+        is left: a task removed can leave its points without it)."""
+        found = find_damage(self._db)
         if not found:
             return []
         if not repair:
-            table, key, reason = found[0]
             more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
             raise ConfigError("store", "a folder holding a zoforge sweep store whose rows "
-                              "can be read", f"{self.path}: {table} row {key!r}: {reason}"
-                              f"{more}; {_REPAIR}")
+                              "can be read", f"{self.path}: {found[0]}{more}; {_REPAIR}")
+        rows, every = 0, []
         with self._write():
-            for table, key, reason in found:
-                _set_aside(self._db, table, key, reason)
-        print(f"zoforge: set {len(found)} damaged rows of {self.path} aside (table damaged); "
-              "their tasks run again", file=sys.stderr)
-        return found
+            while found and len(every) < 4 * len(COLUMNS):      # a removed row's dependants
+                rows += _repair(self._db, found)
+                every += found
+                found = find_damage(self._db)
+        print(f"zoforge: set {rows} damaged rows of {printable(str(self.path))} aside (table "
+              "damaged); their tasks run again", file=sys.stderr)
+        return every
 
     def _check_version(self) -> None:
         with self._write():
@@ -417,100 +452,105 @@ def _check_regular(path: Path) -> None:
                           "folder)", f"{path}: {kind}")
 
 
-def _json_object(text) -> str | None:
-    """What is wrong with ``text`` as a stored JSON object, or None."""
-    if not isinstance(text, str):
-        return f"not JSON text ({type(text).__name__})"
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return "malformed JSON"
-    return None if isinstance(value, dict) else f"JSON {type(value).__name__}, not an object"
-
-
-def _damaged_rows(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
-    """(table, key, reason) of every row that cannot be read (see the module docstring)."""
-    found = []
-    for row in db.execute("SELECT key, kind, spec, status, result, attempts, completions "
-                          "FROM tasks"):
-        if reason := _task_problem(*row):
-            found.append(("tasks", str(row[0]), reason))
-    for scope, data in db.execute("SELECT scope, data FROM scopes"):
-        if reason := _json_object(data):
-            found.append(("scopes", str(scope), f"data: {reason}"))
-    for scope, order, train, swept in db.execute(
-            "SELECT scope, ord, train_key, swept FROM points"):
-        problem = _json_object(swept)
-        reason = ("no training key" if not isinstance(train, str) else
-                  problem and f"swept: {problem}")
-        if reason:
-            found.append(("points", f"{scope}#{order}", reason))
-    return found
-
-
-def _task_problem(key, kind, spec, status, result, attempts, completions) -> str | None:
-    """What is wrong with a task row, or None."""
-    if status not in STATUSES:
-        return f"status {status!r}"
-    if kind not in _KINDS:
-        return f"kind {kind!r}"
-    if problem := _json_object(spec):
-        return f"spec: {problem}"
-    if status == "done" and result is None:
-        return "done without a result"
-    if result is not None and (problem := _json_object(result) or _result_problem(
-            kind, json.loads(result))):
-        return f"result: {problem}"
-    if not all(isinstance(n, int) for n in (attempts, completions)):
-        return "attempts or completions not integers"
-    return None
-
-
-def _result_problem(kind: str, result: dict) -> str | None:
-    """What makes a stored result unreadable by :mod:`zoforge.sweep.results`, or None: a
-    training's needs every field of :data:`~zoforge.sweep.tasks.TRAIN_FIELDS` (a number or
-    null), a report's must be read by :meth:`~zoforge.reports.model.Report.from_json`."""
-    if kind == "train":
-        # imported here for start-up time: the task module loads only when results are read
-        from zoforge.sweep.tasks import TRAIN_FIELDS
-        for name in TRAIN_FIELDS:
-            value = result.get(name, "missing")
-            if value is not None and (isinstance(value, bool)
-                                      or not isinstance(value, (int, float))):
-                return f"{name} {value!r} is not a number"
-        return None
-    # imported here for start-up time: the report model loads only when reports are read
-    from zoforge.reports.model import Report
-    try:
-        Report.from_json(result)
-    except Exception as error:        # any way a stored report can be unreadable
-        return f"not a report ({type(error).__name__})"
-    return None
-
-
-def _set_aside(db: sqlite3.Connection, table: str, key: str, reason: str) -> None:
-    """Copy one damaged row into ``damaged`` and remove it (a task whose specification is
-    readable stays, pending again, without its result)."""
-    if table == "points":
-        scope, _, order = key.rpartition("#")
-        where, args = "scope = ? AND ord = ?", (scope, int(order))
-    else:
-        where, args = f"{'key' if table == 'tasks' else 'scope'} = ?", (key,)
-    for row in db.execute(f"SELECT * FROM {table} WHERE {where}", args).fetchall():
+def _repair(db: sqlite3.Connection, found: list[Damage]) -> int:
+    """Set the damaged rows of ``found`` aside, each copied as it was into ``damaged``
+    (with its reasons), and fix or remove it; returns how many rows. A task keeps what is
+    certain: a damaged claim (``LEASE_COLUMNS``) ends (a running task is queued again), a
+    damaged bookkeeping column is reset, a damaged result makes a ``done`` task pending
+    again; a finished task whose result is intact stays done with it. A task whose key,
+    kind or specification is damaged, and every other table's damaged row, is removed (the
+    next run of its sweep registers it again)."""
+    by_row: dict[tuple[str, int], list[Damage]] = {}
+    for damage in found:
+        by_row.setdefault((damage.table, damage.rowid), []).append(damage)
+    now = time.time()
+    for (table, rowid), damages in by_row.items():
+        row = db.execute(f"SELECT * FROM {table} WHERE rowid = ?", (rowid,)).fetchone()
         data = json.dumps({name: row[name] for name in row.keys()}, default=repr)
         db.execute("INSERT INTO damaged(tbl, key, data, reason, moved) VALUES(?, ?, ?, ?, ?)",
-                   (table, key, data, reason, time.time()))
-    if table == "tasks" and _spec_ok(db, key):
-        db.execute("UPDATE tasks SET status = 'pending', result = NULL, owner = NULL, "
-                   "attempts = 0, completions = 0, updated = ? WHERE key = ?",
-                   (time.time(), key))
-    else:
-        db.execute(f"DELETE FROM {table} WHERE {where}", args)
+                   (table, printable(damages[0].label), data,
+                    printable("; ".join(str(d) for d in damages)), now))
+        fixed = _fixed_task(dict(row), {d.column for d in damages}) if table == "tasks" \
+            else None
+        if fixed is None:
+            db.execute(f"DELETE FROM {table} WHERE rowid = ?", (rowid,))
+        else:
+            sets = ", ".join(f"{name} = :{name}" for name in fixed)
+            db.execute(f"UPDATE tasks SET {sets}, updated = :now WHERE rowid = :rowid",
+                       {**fixed, "now": now, "rowid": rowid})
+    return len(by_row)
 
 
-def _spec_ok(db: sqlite3.Connection, key: str) -> bool:
-    kind, spec = db.execute("SELECT kind, spec FROM tasks WHERE key = ?", (key,)).fetchone()
-    return kind in _KINDS and _json_object(spec) is None
+def _fixed_task(row: dict, bad: set[str]) -> dict | None:
+    """The columns to write into a damaged task row (see :func:`_repair`), or None to
+    remove it."""
+    if bad & {"key", "kind", "spec"}:
+        return None
+    status = row["status"]
+    fixed: dict = {}
+    if "status" in bad or ("result" in bad and status == "done"):
+        status = "pending"
+        fixed.update(result=None, attempts=0, completions=0, seconds=None, finished_by=None)
+    elif "result" in bad:
+        fixed["result"] = None
+    if bad & set(LEASE_COLUMNS) or status != row["status"]:
+        fixed.update(dict.fromkeys(LEASE_COLUMNS))      # the claim ends
+        if status == "running":
+            status = "pending"
+    if bad & {"attempts", "completions"}:
+        fixed.update(completions=int(status == "done"),
+                     attempts=int(status in ("done", "failed")))
+    for column in ("seconds", "finished_by", "traceback"):
+        if column in bad:
+            fixed[column] = None
+    if "error" in bad:
+        fixed["error"] = ("the error was unreadable (set aside in table damaged)"
+                          if status == "failed" else None)
+    fixed["status"] = status
+    return fixed
+
+
+#: Keys of a sweep's data that describe it without changing its points (may be edited).
+DESCRIPTIVE = ("description", "paper")
+
+
+def configuration(data: dict) -> dict:
+    """What of a scope's data must match for a run to continue it: everything but
+    :data:`DESCRIPTIVE`."""
+    return {key: value for key, value in data.items() if key not in DESCRIPTIVE}
+
+
+def _check_same(scope: str, stored: dict, data: dict) -> None:
+    """A one-line error if ``data`` is another configuration than the ``stored`` one of
+    ``scope``: both named by digest and by what differs."""
+    old, new = _flat(configuration(stored)), _flat(configuration(data))
+    if old == new:
+        return
+    # imported here: the hash of JSON data, one definition (zoforge.config)
+    from zoforge.config import data_hash
+    differ = [key for key in sorted(old.keys() | new.keys()) if old.get(key) != new.get(key)]
+    shown = "; ".join(f"{key} {_brief(old, key)} -> {_brief(new, key)}" for key in differ[:3])
+    more = f"; and {len(differ) - 3} more" if len(differ) > 3 else ""
+    raise ConfigError("name", "a name this store does not hold with another configuration: "
+                      "give this sweep a new --name (finished trainings and reports are "
+                      "shared by configuration, none runs twice) or another --store",
+                      f"{scope!r}: stored configuration {data_hash(configuration(stored))[:12]}"
+                      f", this one {data_hash(configuration(data))[:12]}: {shown}{more}")
+
+
+def _flat(data, prefix: str = "") -> dict[str, str]:
+    """``data``'s leaves by dotted path (lists as one canonical JSON value each)."""
+    if not isinstance(data, dict):
+        return {prefix: json.dumps(data, sort_keys=True)}
+    out: dict[str, str] = {}
+    for key, value in data.items():
+        out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def _brief(flat: dict[str, str], key: str) -> str:
+    text = flat.get(key, "(absent)")
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _connect(path: Path, timeout_s: float) -> sqlite3.Connection:
@@ -530,7 +570,9 @@ def _connect(path: Path, timeout_s: float) -> sqlite3.Connection:
 
 
 def _dump(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    """JSON text as the store keeps it (a non-finite number raises ``ValueError``: the
+    store never writes a value its check on open would call damaged)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
 def _lease_ended(host: str | None, pid: int | None, heartbeat: float | None, now: float,

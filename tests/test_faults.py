@@ -305,15 +305,17 @@ def test_a_store_database_that_is_not_a_file_is_refused_unopened(tmp_path, path)
         Store(folder)
 
 
-@pytest.mark.parametrize("damage", [
-    "UPDATE tasks SET result = '{\"accuracy' WHERE key = 'train-1'",
-    "UPDATE tasks SET result = NULL WHERE key = 'train-1'",
-    "UPDATE tasks SET result = '{\"accuracy_after\": 0.5}' WHERE key = 'train-1'",
-    "UPDATE tasks SET result = '{}', kind = 'report' WHERE key = 'train-1'",
-    "UPDATE tasks SET spec = '[1, 2]' WHERE key = 'train-1'",
-    "UPDATE points SET swept = 'nan' WHERE ord = 1",
+@pytest.mark.parametrize("damage, tables", [
+    ("UPDATE tasks SET result = '{\"accuracy' WHERE key = 'train-1'", ["tasks"]),
+    ("UPDATE tasks SET result = NULL WHERE key = 'train-1'", ["tasks"]),
+    ("UPDATE tasks SET result = '{\"accuracy_after\": 0.5}' WHERE key = 'train-1'", ["tasks"]),
+    # a training stored as a report: the task and the point that names it as its training
+    ("UPDATE tasks SET result = '{}', kind = 'report' WHERE key = 'train-1'", ["points", "tasks"]),
+    # a lost specification: the task is removed, and with it its point
+    ("UPDATE tasks SET spec = '[1, 2]' WHERE key = 'train-1'", ["points", "tasks"]),
+    ("UPDATE points SET swept = 'nan' WHERE ord = 1", ["points"]),
 ])
-def test_a_damaged_row_is_one_line_and_repair_sets_it_aside(tmp_path, capsys, damage):
+def test_a_damaged_row_is_one_line_and_repair_sets_it_aside(tmp_path, capsys, damage, tables):
     from zoforge.sweep import store as store_module
     store = _store_with_runs(tmp_path / "store")
     store._db.execute(damage)
@@ -324,9 +326,9 @@ def test_a_damaged_row_is_one_line_and_repair_sets_it_aside(tmp_path, capsys, da
     _one_line(code, capsys.readouterr().err, "--store must be", "--repair")
     _fresh(store_module)
     repaired = store_module.Store(tmp_path / "store", repair=True)
-    assert "set 1 damaged rows" in capsys.readouterr().err
-    (aside,) = repaired._db.execute("SELECT tbl, key, data FROM damaged").fetchall()
-    assert aside[0] in ("tasks", "points")
+    assert f"set {len(tables)} damaged rows" in capsys.readouterr().err
+    aside = repaired._db.execute("SELECT tbl, key, data FROM damaged").fetchall()
+    assert sorted(row[0] for row in aside) == tables
     assert repaired.damaged_rows() == []
     repaired.close()
     _fresh(store_module)

@@ -38,9 +38,9 @@ def test_two_connections_never_claim_the_same_task(store, tmp_path):
     assert [t.key for t in first] == [f"train-{i}" for i in range(4)]
     assert [t.key for t in second] == ["train-4", "train-5"]
     assert store.claim("s", 4, a, lease_s=60) == []
-    assert other.finish("train-4", b, {"x": 1}, 1.0)
-    assert not store.finish("train-4", a, {"x": 2}, 1.0)     # not its task
-    assert store.tasks(["train-4"])["train-4"]["result"] == {"x": 1}
+    assert other.finish("train-4", b, train_result({"i": 4}, 1.0), 1.0)
+    assert not store.finish("train-4", a, train_result({"i": 4}, 2.0), 1.0)  # not its task
+    assert store.tasks(["train-4"])["train-4"]["result"] == train_result({"i": 4}, 1.0)
     other.close()
 
 
@@ -52,7 +52,8 @@ def test_a_lease_ends_without_heartbeats_or_when_its_process_is_gone(store):
     time.sleep(0.2)
     taken = store.claim("s", 6, me, lease_s=0.1)      # no heartbeat for 0.1 s: taken over
     assert claimed.key in [t.key for t in taken]
-    assert not store.finish(claimed.key, far, {}, 0.0)  # the old owner's result is refused
+    assert not store.finish(claimed.key, far, train_result({"i": 0}, 1.0), 0.0)  # refused:
+    assert store.tasks([claimed.key])[claimed.key]["result"] is None   # the old owner's
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -105,14 +106,15 @@ def test_no_reader_sees_a_done_task_without_its_result(store):
     store._db.set_trace_callback(lambda statement: seen.append(reader.execute(
         "SELECT status, result FROM tasks WHERE key = ?", (task.key,)).fetchone()))
     try:
-        assert store.finish(task.key, me, {"x": 1}, 1.0)
+        assert store.finish(task.key, me, train_result(task.spec, 1.0), 1.0)
     finally:
         store._db.set_trace_callback(None)
     seen.append(reader.execute("SELECT status, result FROM tasks WHERE key = ?",
                                (task.key,)).fetchone())
     reader.close()
     assert seen[0] == ("running", None) and seen[-1][0] == "done"
-    assert set(seen) == {("running", None), seen[-1]} and json.loads(seen[-1][1]) == {"x": 1}
+    assert set(seen) == {("running", None), seen[-1]} and json.loads(seen[-1][1]) == train_result(
+        task.spec, 1.0)
 
 
 def test_a_folder_that_is_not_a_store_is_a_one_line_error(tmp_path):
