@@ -1,0 +1,271 @@
+"""What one ZO step costs on a board-sized accelerator (issue 32): the schedule priced.
+
+The schedule is :func:`zoforge.hw.accel.schedule.step_schedule`; this module prices it,
+every number with its source label:
+
+* **cycles** (``cycle-model``): each job's cycles from its unit's own model (the engine:
+  :func:`zoforge.hw.engine.cycles.engine_job_cycles`; the ZO layer:
+  :func:`zoforge.hw.zolayer.cycles.job_cycles`); a phase's cycles are its critical path,
+  the busiest unit's jobs one after the other (the units work side by side); the step's
+  cycles are the phases' sum. A unit's next job starts when the last ends (no gaps: the host
+  issues the next job's CTRL write ahead, the job's weights stream in while it computes).
+* **DDR bytes** (:func:`transfer_bytes`): each :class:`~zoforge.hw.accel.schedule.Transfer`
+  once (broadcast), ``payload`` = the values packed (int8 X, W, A and int8 Y in bytes;
+  int32 Y and tables 4 bytes; the 24-bit master 3 bytes) and ``stream`` = as the RTL's
+  streams carry them today: the engine's input beats already pack ``pack`` int8 per lane
+  (only tile padding), its output beats carry one result per 32-bit lane (int8 Y: 4x); the
+  ZO layer's W, A and master words carry one value per 32-bit lane (``load_x`` packs its
+  tokens). The RTL streams ``stream``; ``payload`` is the packed form (issue item 5).
+* **roofline per phase**: time = max(cycles / f, bytes / DDR bandwidth): the phase's
+  streams move while it computes (double-buffered); ``bound`` names the larger.
+* **the host's work** (``arm-estimate``, :func:`host_ops`): softmax, LayerNorm, GELU, the
+  residuals, pooling, the activations' (de)quantization and the attention products Q·K^T
+  and P·V run on the PS's Cortex-A53 cores: operation counts from the shape (formulas in
+  :data:`HOST_OPS`) at the cores' peak rate (:data:`HOST`): a lower bound on their time
+  (optimistic). They add to the step serially: each phase's jobs take all branches at once,
+  so the host's work between two phases waits for the first and the second waits for it.
+* **energy**: the seconds times the PL's static and dynamic power (the activity model of
+  today's 8x8 engine and 4x4 ZO layer, per DSP, scaled to the design's DSPs; the PS and the
+  DDR not included).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zoforge.errors import ConfigError
+from zoforge.hw.accel.schedule import ENGINE, Phase, Schedule, step_schedule
+from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
+from zoforge.hw.zolayer.cycles import job_cycles
+from zoforge.reports.finetune_cost import CYCLE_MODEL, UNIT_FIGURES, ModelShape, zo_job_bytes
+from zoforge.reports.power import dynamic_at
+
+__all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
+           "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_seconds",
+           "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE",
+           "NEXT_STEP_ATTENTION"]
+
+#: The PS's application cores on the ZCU102 (XCZU9EG): 4 Cortex-A53 (Xilinx DS891, "Zynq
+#: UltraScale+ MPSoC Data Sheet: Overview"), at the ZCU102's default APU clock of 1.2 GHz
+#: (Xilinx UG1182, "ZCU102 Evaluation Board User Guide"; DS925 allows up to 1.333 GHz at
+#: the -2 speed grade), each at most one 128-bit Advanced SIMD (NEON) fp32 FMA per cycle,
+#: 4 lanes (ARM, "Cortex-A53 MPCore Processor Technical Reference Manual", DDI 0500).
+HOST = {"cores": 4, "mhz": 1200.0, "lanes": 4}
+HOST_SOURCE = ("arm-estimate: 4 Cortex-A53 at 1.2 GHz x 4 fp32 lanes (one NEON FMA per "
+               "cycle), a peak-rate bound (optimistic)")
+#: fp32 operations per element of each host operation (an FMA is one); exp, erf: a
+#: polynomial with range reduction, :data:`TRANSCENDENTAL` operations.
+TRANSCENDENTAL = 10
+HOST_OPS = {
+    "attention products": "2 B L^2 H MACs per block (Q.K^T and P.V, every head)",
+    "softmax": f"B heads L^2 x {5 + TRANSCENDENTAL} (scale+mask, max, subtract, exp, sum, "
+               "times 1/sum) per block",
+    "layernorm": "2 M H x 5 (mean, variance, subtract, scale, affine) per block",
+    "gelu": f"M F x {3 + TRANSCENDENTAL} (x/sqrt2, erf, 1+, x/2 times) per block",
+    "residuals": "2 M H per block",
+    "quantize": "per map 3 M K (scale, round, clamp) + M N (dequantize) ",
+    "pooling": "M H per forward",
+}
+#: Power of today's units per DSP at 300 MHz (UNIT_FIGURES: the 8x8 engine's 80 DSP and
+#: the 4x4 ZO layer's 40), applied to the design's DSPs.
+POWER_SCALE_SOURCE = "activity-model (today's 8x8 engine and 4x4 ZO layer, scaled per DSP)"
+_ENGINE_DSP_TODAY, _LAYER_DSP_TODAY = 80, 40
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """One phase priced: ``cycles`` (its critical path), ``unit_cycles`` (each busy unit's
+    sum), ``payload_bytes`` / ``stream_bytes`` (its transfers), and at ``mhz`` and the DDR
+    bandwidth ``compute_s``, ``memory_s`` (payload), ``time_s`` = their max, ``bound``."""
+
+    name: str
+    cycles: int
+    unit_cycles: dict
+    payload_bytes: int
+    stream_bytes: int
+    compute_s: float
+    memory_s: float
+    time_s: float
+    bound: str
+    macs: int
+
+
+@dataclass(frozen=True)
+class StepPrice:
+    """A priced schedule: its phases, the host's seconds, and the step's totals."""
+
+    schedule: Schedule
+    phases: tuple[PhaseCost, ...]
+    mhz: float
+    ddr_bytes_per_s: float
+    host_s: float
+
+    @property
+    def cycles(self) -> int:
+        return sum(p.cycles for p in self.phases)
+
+    @property
+    def fabric_s(self) -> float:
+        return sum(p.time_s for p in self.phases)
+
+    @property
+    def seconds(self) -> float:
+        """Fabric (roofline per phase) plus the host's work, serially."""
+        return self.fabric_s + self.host_s
+
+    @property
+    def payload_bytes(self) -> int:
+        return sum(p.payload_bytes for p in self.phases)
+
+    @property
+    def stream_bytes(self) -> int:
+        return sum(p.stream_bytes for p in self.phases)
+
+
+def job_cycles_of(accel, job) -> int:
+    """Cycles of one scheduled job from its unit's own model (one source each)."""
+    if job.unit == ENGINE:
+        return engine_job_cycles(accel.engine_config(), job.m, job.k, job.n)
+    return job_cycles(accel.layer_config(), job.kind, job.m, job.k, job.n, job.r, job.query)
+
+
+def transfer_bytes(accel, transfer) -> tuple[int, int]:
+    """``(payload, stream)`` bytes of one transfer (module docstring)."""
+    t = transfer
+    if t.unit == ENGINE:
+        parts = engine_stream_parts(accel.engine_config(), max(t.m, 1), max(t.k, 1),
+                                    max(t.n, 1), raw=t.raw, per_channel=not t.raw)
+        return t.payload_bytes, parts[t.role]
+    job = {"x": "load_x", "w": "load_w", "a": "load_a", "master": "load_master",
+           "y": "branch"}[t.role]
+    return t.payload_bytes, zo_job_bytes(accel.layer_config(), job, t.m, t.k, t.n, t.r)[0]
+
+
+def price_phase(accel, phase: Phase, mhz: float, ddr_bytes_per_s: float) -> PhaseCost:
+    """One phase at ``mhz`` and ``ddr_bytes_per_s`` (module docstring)."""
+    units = {unit: sum(job_cycles_of(accel, job) for job in jobs)
+             for unit, jobs in phase.unit_jobs().items()}
+    cycles = max(units.values())
+    moved = [transfer_bytes(accel, t) for t in phase.transfers]
+    payload, stream = sum(p for p, _ in moved), sum(s for _, s in moved)
+    compute, memory = cycles / (mhz * 1e6), payload / ddr_bytes_per_s
+    return PhaseCost(phase.name, cycles, units, payload, stream, compute, memory,
+                     max(compute, memory), "memory" if memory > compute else "compute",
+                     sum(job.macs for job in phase.jobs))
+
+
+def host_ops(shape: ModelShape, first_adapted: int = 0) -> dict[str, int]:
+    """fp32 operations of the host's work in one step, by :data:`HOST_OPS` (M = tokens,
+    B batch, L seq_len, H hidden, F ffn): blocks below ``first_adapted`` once, the others
+    once per branch (2q), the embedding's LayerNorm once, pooling per branch."""
+    B, L, H, F, M = shape.batch, shape.seq_len, shape.hidden, shape.ffn, shape.tokens
+    per_block = {
+        "attention products": 2 * B * L * L * H,
+        "softmax": B * shape.heads * L * L * (5 + TRANSCENDENTAL),
+        "layernorm": 2 * M * H * 5,
+        "gelu": M * F * (3 + TRANSCENDENTAL),
+        "residuals": 2 * M * H,
+        # query, key, value, attn_out: M x H in, M x H out; ffn_in H -> F; ffn_out F -> H
+        "quantize": 4 * (3 * M * H + M * H) + (3 * M * H + M * F) + (3 * M * F + M * H),
+    }
+    S = 2 * shape.queries
+    runs = first_adapted + S * (shape.blocks - first_adapted)
+    ops = {name: runs * count for name, count in per_block.items()}
+    ops["layernorm"] += M * H * 5                        # the embedding's, once
+    ops["pooling"] = S * M * H
+    ops["quantize"] += S * (3 * B * H)                   # the head's input
+    return ops
+
+
+def host_seconds(ops: dict[str, int]) -> float:
+    """Seconds of ``ops`` at the host's peak rate (:data:`HOST`)."""
+    return sum(ops.values()) / (HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"])
+
+
+def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> StepPrice:
+    """The schedule priced at ``mhz`` and the DDR bandwidth, the host's work added."""
+    if not mhz > 0:
+        raise ConfigError("mhz", "a frequency > 0", mhz)
+    if not ddr_bytes_per_s > 0:
+        raise ConfigError("ddr_bytes_per_s", "a bandwidth > 0", ddr_bytes_per_s)
+    phases = tuple(price_phase(schedule.accel, p, mhz, ddr_bytes_per_s)
+                   for p in schedule.phases)
+    host = host_seconds(host_ops(schedule.shape, schedule.first_adapted))
+    return StepPrice(schedule, phases, mhz, ddr_bytes_per_s, host)
+
+
+#: The next step the issue names: Q·K^T and P·V as engine jobs (raw int32, per sequence
+#: and head: L x d x L and L x L x d), not claimed (no golden model of a quantized
+#: attention exists): :func:`board_step_fields` prints their modelled gain.
+NEXT_STEP_ATTENTION = "Q.K^T and P.V on the engines (raw jobs per sequence and head)"
+
+BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax",
+                   "board_fabric_seconds_per_step", "board_host_seconds_per_step",
+                   "board_host_source", "fmax_mhz", "fmax_source", "dsp", "gops_per_dsp",
+                   "ddr_bytes_per_step", "ddr_stream_bytes_per_step", "ddr_source", "tops",
+                   "joules_per_step", "power_source", "tokens_per_second", "macs_per_step",
+                   "accelerator", "attention_on_fabric_seconds_saved")
+
+
+def _attention_on_engines(price: StepPrice) -> float:
+    """Host seconds the next step would save minus the engine seconds it would add: the
+    attention products' host time, against their raw engine jobs (B x heads per block and
+    branch, split across the engines) at ``price``'s clock."""
+    shape, accel, sched = price.schedule.shape, price.schedule.accel, price.schedule
+    S, d, L = 2 * shape.queries, shape.hidden // shape.heads, shape.seq_len
+    runs = sched.first_adapted + S * (shape.blocks - sched.first_adapted)
+    engine = accel.engine_config()
+    per_run = shape.batch * shape.heads * (engine_job_cycles(engine, L, d, L)
+                                           + engine_job_cycles(engine, L, L, d))
+    cycles = runs * -(-per_run // accel.engines)
+    host = host_seconds({"a": runs * 2 * shape.batch * L * L * shape.hidden})
+    return host - cycles / (price.mhz * 1e6)
+
+
+def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, board: str,
+                      accel=None, mhz: float | None = None) -> dict:
+    """The step of ``cfg`` (a :class:`~zoforge.golden.finetune.config.FinetuneConfig`) on a
+    board-sized accelerator, JSON-ready (:data:`BOARD_STEP_KEYS`): ``accel`` (an
+    ``AcceleratorConfig``; default :func:`zoforge.hw.accel.plan.plan_accelerator` for the
+    board and shape) at ``mhz`` (default: the board's yosys-estimate Fmax of today's units,
+    :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`). ``seconds_per_step_at_fmax``
+    includes the host's work; ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
+    ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
+    from zoforge.boards.registry import get_board
+    from zoforge.golden.finetune.config import ADAPTED
+    target = get_board(board)
+    if target.ddr_bytes_per_s is None:
+        raise ConfigError("board", "a board with a DDR bandwidth fact", board)
+    figures = UNIT_FIGURES.get(board)
+    if mhz is None and figures is None:
+        raise ConfigError("board", "one of " + ", ".join(UNIT_FIGURES) + " (or give mhz)",
+                          board)
+    shape = ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
+                       rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
+                       hidden=hidden, ffn=ffn, heads=heads, classes=classes)
+    if accel is None:
+        from zoforge.hw.accel.plan import plan_accelerator
+        accel = plan_accelerator(target, shape)
+    fmax, fmax_source = (mhz, "given") if mhz is not None else \
+        (figures["fmax_mhz"], figures["fmax_source"] + " (today's units)")
+    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted), fmax,
+                           target.ddr_bytes_per_s)
+    seconds, macs = price.seconds, price.schedule.macs
+    static = target.static_power_w if figures is None else figures["static_w"]
+    dynamic_today = (figures or UNIT_FIGURES["zcu102"])["dynamic_w"] / (
+        _ENGINE_DSP_TODAY + _LAYER_DSP_TODAY)
+    dynamic = dynamic_at(dynamic_today * accel.dsp, (figures or UNIT_FIGURES["zcu102"])
+                         ["power_at_mhz"], fmax)
+    return {
+        "cycles_per_step": price.cycles, "cycles_source": CYCLE_MODEL,
+        "seconds_per_step_at_fmax": seconds, "board_fabric_seconds_per_step": price.fabric_s,
+        "board_host_seconds_per_step": price.host_s, "board_host_source": HOST_SOURCE,
+        "fmax_mhz": fmax, "fmax_source": fmax_source, "dsp": accel.dsp,
+        "gops_per_dsp": 2 * macs / seconds / accel.dsp / 1e9,
+        "ddr_bytes_per_step": price.payload_bytes,
+        "ddr_stream_bytes_per_step": price.stream_bytes, "ddr_source": target.ddr_source,
+        "tops": 2 * macs / seconds / 1e12,
+        "joules_per_step": seconds * (static + dynamic), "power_source": POWER_SCALE_SOURCE,
+        "tokens_per_second": 2 * shape.queries * shape.tokens / seconds,
+        "macs_per_step": macs, "accelerator": accel.to_dict(),
+        "attention_on_fabric_seconds_saved": _attention_on_engines(price),
+    }
