@@ -22,6 +22,10 @@ stopped (their claims go back to the store, so the next run does them again).
   accepts the connection and never answers is a one-line error, not a hang. Without an
   address it starts a ``LocalCluster`` of ``jobs`` single-threaded worker processes and
   closes it afterwards.
+
+Both run :func:`run_guarded` in their workers: whatever a task lets out (any exception, of
+any type) crosses the process boundary as one picklable line (:func:`crossing`), so it
+fails only its own task, never the pool.
 """
 from __future__ import annotations
 
@@ -31,14 +35,15 @@ import contextlib
 import ctypes
 import multiprocessing
 import os
+import pickle
 import signal
 from concurrent.futures.process import BrokenProcessPool
 
-from zoforge.errors import ConfigError, check_choice, check_int_range
+from zoforge.errors import ConfigError, check_choice, check_int_range, printable
 from zoforge.sweep.tasks import run_task
 
 __all__ = ["EXECUTORS", "LocalExecutor", "DaskExecutor", "make_executor",
-           "CONNECT_TIMEOUT_S"]
+           "CONNECT_TIMEOUT_S", "WorkerError", "crossing", "run_guarded"]
 
 EXECUTORS = ("local", "dask")
 #: Seconds for connecting to a Dask scheduler and its first answer, together.
@@ -66,6 +71,32 @@ def make_executor(name: str, jobs: int | None = None, scheduler: str | None = No
     return DaskExecutor(scheduler, connect_timeout_s=connect_timeout_s or CONNECT_TIMEOUT_S)
 
 
+class WorkerError(RuntimeError):
+    """An exception from a worker that would not cross the process boundary intact, as
+    one line: ``TYPE: first line of its message``."""
+
+
+def crossing(error: BaseException) -> BaseException:
+    """``error`` if it survives pickling as itself (its type and message), else a
+    :class:`WorkerError` saying it in one line."""
+    try:
+        copy = pickle.loads(pickle.dumps(error))
+        if type(copy) is type(error) and str(copy) == str(error):
+            return error
+    except Exception:       # anything pickling or unpickling raises: it would not cross
+        pass
+    lines = str(error).splitlines()
+    return WorkerError(printable(f"{type(error).__name__}: {lines[0] if lines else ''}"))
+
+
+def run_guarded(task, *args):
+    """``task(*args)`` in a worker; what it raises crosses back by :func:`crossing`."""
+    try:
+        return task(*args)
+    except Exception as error:
+        raise crossing(error) from None
+
+
 #: The environment of every worker process (local and local-cluster Dask).
 _WORKER_ENV = {"OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
                "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
@@ -86,8 +117,12 @@ def _worker_start() -> None:
 
 
 class LocalExecutor:
-    def __init__(self, jobs: int):
+    """``jobs`` local worker processes; each task runs ``task`` (:func:`run_task`; a test
+    may give another module-level function of the same arguments)."""
+
+    def __init__(self, jobs: int, task=run_task):
         self.jobs = check_int_range("--jobs", jobs, 1, 1024)
+        self.task = task
         self._pool = self._new_pool()
 
     def _new_pool(self) -> cf.ProcessPoolExecutor:
@@ -98,12 +133,13 @@ class LocalExecutor:
         return self.jobs
 
     def submit(self, kind: str, key: str, spec: dict, work_dir: str):
+        args = (run_guarded, self.task, kind, key, spec, work_dir)
         try:
-            return self._pool.submit(run_task, kind, key, spec, work_dir)
+            return self._pool.submit(*args)
         except BrokenProcessPool:       # a worker died (e.g. out of memory): start afresh
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = self._new_pool()
-            return self._pool.submit(run_task, kind, key, spec, work_dir)
+            return self._pool.submit(*args)
 
     def wait(self, futures, timeout: float):
         done, _ = cf.wait(futures, timeout=timeout, return_when=cf.FIRST_COMPLETED)
@@ -158,7 +194,8 @@ class DaskExecutor:
         return max(1, sum(self.client.nthreads().values()))
 
     def submit(self, kind: str, key: str, spec: dict, work_dir: str):
-        return self.client.submit(run_task, kind, key, spec, work_dir, pure=False)
+        return self.client.submit(run_guarded, run_task, kind, key, spec, work_dir,
+                                  pure=False)
 
     def wait(self, futures, timeout: float):
         try:

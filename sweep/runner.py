@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from zoforge.errors import printable
 from zoforge.sweep.safe import plain
 from zoforge.sweep.spec import Point, Sweep
 from zoforge.sweep.store import Owner, Store
@@ -86,8 +87,10 @@ def run_scope(store: Store, scope: str, executor, *, lease_s: float = DEFAULT_LE
 def _record(store: Store, owner: Owner, task, future) -> None:
     try:
         outcome = future.result()
-    except Exception as error:      # the worker died (crash, out of memory, lost)
-        store.fail(task.key, owner, f"{type(error).__name__}: {error}".splitlines()[0])
+    except Exception as error:      # the worker died (crash, out of memory, lost) or the
+        lines = str(error).splitlines()         # task raised (executors.crossing): one line
+        store.fail(task.key, owner, printable(f"{type(error).__name__}: "
+                                              f"{lines[0] if lines else ''}"))
         return
     if outcome["ok"]:
         store.finish(task.key, owner, outcome["result"], outcome["seconds"])
