@@ -1,0 +1,136 @@
+"""The accelerator's step schedule (hw/accel/schedule.py): MACs and weight bytes counted by
+hand, every job a job the RTL units run and within their capacities, the column slices
+covering every map, and the two rewrites it relies on (branches concatenated along M,
+output columns split) value by value on the golden engine."""
+import pytest
+import torch
+
+from zoforge.errors import ConfigError
+from zoforge.golden.engine import engine_gemm, quantize_multiplier
+from zoforge.hw.accel.config import AcceleratorConfig
+from zoforge.hw.accel.schedule import step_schedule
+from zoforge.hw.zolayer.registers import JOBS
+from zoforge.reports.finetune_cost import ModelShape
+
+H, F, B, L, R, Q, BLOCKS, CLASSES = 16, 32, 2, 8, 4, 2, 3, 2
+SHAPE = ModelShape(blocks=BLOCKS, seq_len=L, batch=B, rank=R, adapted=2, queries=Q,
+                   hidden=H, ffn=F, heads=2, classes=CLASSES)
+M, S = B * L, 2 * Q
+
+
+def accel(**change):
+    fields = dict(engines=3, engine_rows=4, engine_cols=4, engine_max_m=S * M,
+                  engine_max_k=F, engine_max_n=64, layers=2, layer_rows=4, layer_cols=4,
+                  layer_max_m=M, layer_max_k=H, layer_max_n=16, layer_max_r=R)
+    fields.update(change)
+    return AcceleratorConfig(**fields)
+
+
+def hand_macs(first: int) -> int:
+    """Linear MACs of the step, counted per map: M x K x N, branches counted."""
+    plain_block = M * (4 * H * H + 2 * H * F)
+    # frozen X.W, and X.A on each of the 2 layers holding a column slice (each needs all
+    # of U = X.A for its columns: computed twice)
+    adapter = M * H * H + 2 * M * H * R
+    total = first * plain_block                      # below the first adapted block: once
+    # the first adapted block: key once; query/value frozen products once, S branches
+    total += M * H * H + 2 * adapter + 2 * S * M * R * H
+    total += S * M * (H * H + 2 * H * F)             # attn_out, ffn_in, ffn_out per branch
+    later = BLOCKS - first - 1
+    total += later * S * (2 * (adapter + M * R * H) + M * (2 * H * H + 2 * H * F))
+    return total + S * B * H * CLASSES              # the head
+
+
+@pytest.mark.parametrize("first", [0, 1, 2])
+def test_macs_are_the_models_linear_macs(first):
+    assert step_schedule(SHAPE, accel(), first).macs == hand_macs(first)
+
+
+def test_weights_read_once_per_step_and_per_chunk_when_m_does_not_fit():
+    weights = BLOCKS * (4 * H * H + 2 * H * F) + H * CLASSES   # int8, each map once
+    assert step_schedule(SHAPE, accel()).bytes_of("w") == weights
+    # half the rows per engine job: every engine map's W twice (first block's key: once,
+    # M rows fit; the head's S x B rows fit)
+    engine_w = BLOCKS * (2 * H * H + 2 * H * F) - H * H
+    halved = step_schedule(SHAPE, accel(engine_max_m=S * M // 2)).bytes_of("w")
+    assert halved == weights + engine_w
+
+
+def test_every_job_is_an_rtl_job_within_its_unit():
+    config = accel()
+    engine, layer = config.engine_config(), config.layer_config()
+    for job in step_schedule(SHAPE, config, 1).jobs:
+        if job.unit == "engine":
+            assert job.kind in ("gemm", "gemm-raw")
+            assert (job.m, job.k, job.n) <= (engine.max_m, engine.max_k, engine.max_n) \
+                and job.m <= engine.max_m and job.n <= engine.max_n
+            assert job.replica < config.engines
+        else:
+            assert job.kind in JOBS and job.replica < config.layers
+            assert job.m <= layer.max_m and job.k <= layer.max_k and job.n <= layer.max_n
+            assert job.m % layer.cols == 0 and job.n % layer.rows == 0
+
+
+def test_slices_cover_each_map_once_per_chunk():
+    schedule = step_schedule(SHAPE, accel(engine_max_m=S * M // 2))
+    sums = {}
+    for job in schedule.jobs:
+        if job.kind in ("gemm", "gemm-raw", "frozen_w"):
+            key = (job.name, job.kind)
+            sums[key] = sums.get(key, 0) + job.n * job.m
+    assert sums[("block1.ffn_in", "gemm")] == S * M * F
+    assert sums[("block0.key", "gemm")] == M * H                 # shared: once
+    assert sums[("block0.query", "frozen_w")] == M * H            # shared: once
+    assert sums[("block1.query", "frozen_w")] == S * M * H        # per branch
+    assert sums[("head", "gemm-raw")] == S * B * CLASSES
+
+
+def test_update_walks_and_branch_jobs_counted():
+    jobs = step_schedule(SHAPE, accel()).jobs
+    slices = 2                     # 16 columns on 2 layers: 8 each
+    adapters = 2 * BLOCKS
+    assert sum(j.kind == "apply" for j in jobs) == Q * adapters * slices
+    assert sum(j.kind == "branch" for j in jobs) == S * adapters * slices
+    assert sum(j.kind == "load_w" for j in jobs) == adapters * slices
+
+
+def _int8(*shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randint(-128, 128, shape, generator=g, dtype=torch.int64)
+    t.view(-1)[:2] = torch.tensor([-128, 127])        # both ends present
+    return t
+
+
+def test_branches_along_m_and_column_split_leave_every_value_unchanged():
+    w, bias = _int8(H, 10, seed=1), _int8(10, seed=2) * 1000
+    params = quantize_multiplier(torch.linspace(0.001, 0.02, 10, dtype=torch.float64))
+    xs = [_int8(M, H, seed=3 + i) for i in range(S)]
+    whole = engine_gemm(torch.cat(xs), w, bias, params)
+    separate = torch.cat([engine_gemm(x, w, bias, params) for x in xs])
+    assert torch.equal(whole, separate)
+    split = [(0, 4), (4, 8), (8, 10)]
+    cols = torch.cat([engine_gemm(xs[0], w[:, a:b], bias[a:b],
+                                  type(params)(params.multiplier[a:b], params.shift[a:b]))
+                      for a, b in split], dim=1)
+    assert torch.equal(cols, engine_gemm(xs[0], w, bias, params))
+    raw = torch.cat([engine_gemm(xs[1], w[:, a:b], bias[a:b]) for a, b in split], dim=1)
+    assert torch.equal(raw, engine_gemm(xs[1], w, bias))
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"engine_max_k": 16}, "engine_max_k"),          # ffn_out's K = 32
+    ({"layer_max_k": 8}, "layer_max_k"),
+    ({"layer_max_r": 4, "layer_rows": 2, "layer_max_n": 16}, None),   # fits: control
+])
+def test_a_map_that_does_not_fit_names_the_field(change, field):
+    if field is None:
+        step_schedule(SHAPE, accel(**change))
+        return
+    with pytest.raises(ConfigError) as error:
+        step_schedule(SHAPE, accel(**change))
+    assert str(error.value).startswith(field) and "\n" not in str(error.value)
+
+
+def test_first_adapted_out_of_range():
+    with pytest.raises(ConfigError, match="first_adapted"):
+        step_schedule(SHAPE, accel(), BLOCKS)
