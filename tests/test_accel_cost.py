@@ -1,0 +1,111 @@
+"""The accelerator's step priced (reports/accel_cost.py): each job's cycles from its unit's
+model (worked by hand), a phase's critical path, DDR bytes packed and as streamed, the host's
+operation counts, and board_step_fields' keys and arithmetic at a small shape."""
+import pytest
+
+from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.hw.accel.config import AcceleratorConfig
+from zoforge.hw.accel.schedule import Job, Phase, Transfer, step_schedule
+from zoforge.reports.accel_cost import (BOARD_STEP_KEYS, HOST, board_step_fields, host_ops,
+                                        job_cycles_of, price_phase, price_schedule,
+                                        transfer_bytes)
+from zoforge.reports.finetune_cost import ModelShape
+
+ACCEL = AcceleratorConfig(engines=3, engine_rows=4, engine_cols=4, engine_max_m=64,
+                          engine_max_k=32, engine_max_n=64, layers=2, layer_rows=4,
+                          layer_cols=4, layer_max_m=16, layer_max_k=16, layer_max_n=16,
+                          layer_max_r=4)
+
+
+def test_job_cycles_worked_by_hand():
+    # paired 4x4 engine, pack 2, 16x16x8: 8 beats a panel, 16 k-steps, 4 x 2 tiles at
+    # max(16, 2R + C = 12) = 16 apart, extra 3R + C + 21 - R/2 = 35:
+    # 2 x 8 + 7 x 16 + 16 + 35 = 179
+    assert job_cycles_of(ACCEL, Job("engine", 0, "gemm", 16, 16, 8)) == 179
+    # 4x4 ZO layer frozen_w 16x16x8 (r 4): depth 16, 4 x 2 tiles, spacing
+    # max(16, 12, (16 + 4.5 + 12 + 4) / 2 = 18.25), fill 27 + 12 + 4 = 43, finish 1:
+    # round(7 x 18.25 + 16 + 43) + 1 = 188
+    assert job_cycles_of(ACCEL, Job("zo-layer", 0, "frozen_w", 16, 16, 8, 4)) == 188
+    # load_w: N/R x K = 32 words + 1, finish 1
+    assert job_cycles_of(ACCEL, Job("zo-layer", 1, "load_w", 4, 16, 8, 4)) == 34
+
+
+def test_phase_is_the_busiest_unit_and_bytes_once():
+    jobs = (Job("engine", 0, "gemm", 16, 16, 8), Job("engine", 0, "gemm", 16, 16, 8),
+            Job("engine", 1, "gemm", 16, 16, 8), Job("zo-layer", 0, "load_w", 4, 16, 8, 4))
+    transfers = (Transfer("x", "x", "engine", 16, 16, 0, receivers=2),
+                 Transfer("w", "w", "zo-layer", 0, 16, 8, 4))
+    cost = price_phase(ACCEL, Phase("p", jobs, transfers), mhz=100.0, ddr_bytes_per_s=1e6)
+    assert cost.cycles == 2 * 179 and cost.unit_cycles[("engine", 1)] == 179
+    assert cost.payload_bytes == 16 * 16 + 16 * 8          # X once for both engines
+    assert cost.compute_s == pytest.approx(358 / 100e6)
+    assert cost.memory_s == pytest.approx(384 / 1e6) and cost.bound == "memory"
+    assert cost.time_s == cost.memory_s and cost.macs == 3 * 16 * 16 * 8
+
+
+@pytest.mark.parametrize("transfer, payload, stream", [
+    # engine X 16 x 16: 4 row panels x 8 beats x (pack 2 x 4 lanes) = 256: packed already
+    (Transfer("x", "x", "engine", 16, 16, 0), 256, 256),
+    # engine int8 Y 16 x 8: 4 x 2 tiles x 4 beats x 4 lanes x 4 bytes: 4x the payload
+    (Transfer("y", "y", "engine", 16, 16, 8, write=True), 128, 512),
+    (Transfer("y", "y", "engine", 16, 16, 8, raw=True, write=True), 512, 512),
+    # per-column bias, multiplier, shift: 3 x 4 bytes x 8; as written 3 x 2 panels x 4 x 4
+    (Transfer("t", "tables", "engine", 16, 16, 8), 96, 96),
+    # ZO layer W 16 x 8: 2 panels x 16 words of 4 lanes x 4 bytes, one int8 per lane
+    (Transfer("w", "w", "zo-layer", 0, 16, 8, 4), 128, 512),
+    # master 4 x 8 at 3 bytes; 2 x 4 words of 16 bytes
+    (Transfer("m", "master", "zo-layer", 0, 16, 8, 4), 96, 128),
+    # branch Y int32 16 x 8: 4 x 2 tiles x 4 words x 16 bytes
+    (Transfer("y", "y", "zo-layer", 16, 16, 8, 4, write=True), 512, 512)])
+def test_transfer_bytes_by_hand(transfer, payload, stream):
+    assert transfer_bytes(ACCEL, transfer) == (payload, stream)
+
+
+SHAPE = ModelShape(blocks=3, seq_len=8, batch=2, rank=4, adapted=2, queries=2, hidden=16,
+                   ffn=32, heads=2, classes=2)
+
+
+def test_host_ops_by_hand():
+    ops = host_ops(SHAPE, first_adapted=1)
+    runs = 1 + 4 * 2                     # block 0 once, blocks 1 and 2 once per branch
+    assert ops["attention products"] == runs * 2 * 2 * 8 * 8 * 16
+    assert ops["softmax"] == runs * 2 * 2 * 64 * 15
+    assert ops["layernorm"] == runs * 2 * 16 * 16 * 5 + 16 * 16 * 5
+    assert ops["gelu"] == runs * 16 * 32 * 13
+    assert ops["pooling"] == 4 * 16 * 16
+    # per block: q, k, v, attn_out 4 x 4 M H; ffn_in 3 M H + M F; ffn_out 3 M F + M H
+    assert ops["quantize"] == runs * (16 * 16 * 16 + 4 * 16 * 16 + 4 * 16 * 32) \
+        + 4 * 3 * 2 * 16
+
+
+def test_board_step_fields_arithmetic():
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2)
+    fields = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0)
+    assert tuple(fields) == BOARD_STEP_KEYS
+    price = price_schedule(step_schedule(SHAPE, ACCEL), 100.0, 21.3e9)
+    seconds = price.fabric_s + sum(host_ops(SHAPE).values()) / (
+        HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"])
+    macs = step_schedule(SHAPE, ACCEL).macs
+    assert fields["cycles_per_step"] == price.cycles
+    assert fields["seconds_per_step_at_fmax"] == pytest.approx(seconds)
+    assert fields["seconds_per_step_at_fmax"] == pytest.approx(
+        fields["board_fabric_seconds_per_step"] + fields["board_host_seconds_per_step"])
+    assert fields["dsp"] == ACCEL.dsp and fields["macs_per_step"] == macs
+    assert fields["gops_per_dsp"] == pytest.approx(2 * macs / seconds / ACCEL.dsp / 1e9)
+    assert fields["tops"] == pytest.approx(2 * macs / seconds / 1e12)
+    assert fields["tokens_per_second"] == pytest.approx(4 * 16 / seconds)
+    assert fields["ddr_bytes_per_step"] == price.payload_bytes
+    assert fields["fmax_source"] == "given" and "arm-estimate" in fields["board_host_source"]
+    assert fields["accelerator"]["engines"] == 3
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: price_schedule(step_schedule(SHAPE, ACCEL), 0.0, 1e9), "mhz"),
+    (lambda: price_schedule(step_schedule(SHAPE, ACCEL), 100.0, -1.0), "ddr_bytes_per_s"),
+    (lambda: board_step_fields(FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4), 16,
+                               32, 2, 2, "no-such-board", ACCEL), "board")])
+def test_bad_input_is_one_line(call, field):
+    with pytest.raises(ConfigError) as error:
+        call()
+    assert str(error.value).startswith(field) and "\n" not in str(error.value)
