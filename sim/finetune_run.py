@@ -18,6 +18,19 @@ the result (:attr:`FinetuneRun.result`): the keys of ``docs/finetune.md``, among
 A call that differs on the RTL ends the steps: the result has ``bit_exact`` False and
 ``error`` the mismatch's first line, and is written as it stands.
 
+**Checkpoint and resumption** (:mod:`zoforge.sim.finetune_checkpoint`): a golden run writes
+``out/checkpoint.json`` atomically after the accuracies before (step 0), every
+``checkpoint_every`` steps, after the last step and when interrupted (``KeyboardInterrupt``:
+SIGINT, or SIGTERM through :func:`zoforge.cli.main`; the state after the last whole step,
+then the interrupt goes on); it is removed once the run's files are written. A run started
+on an ``out`` holding one of the same configuration (and float twin) continues from it: the
+losses, the masters and the result equal an uninterrupted run's, bit for bit (with the same
+``threads``); the backprop ceiling runs after the steps and is not checkpointed. Another
+configuration's checkpoint is a one-line error before any work, a damaged one is set aside
+(``checkpoint.json.damaged``) and the run starts from step 0. With ``rtl`` no checkpoint is
+written (the RTL's generator state cannot be read or set), and a checkpoint in ``out`` is a
+one-line error naming ``--rtl``.
+
 **Extension point:** ``RunOptions.cost_model``, a function ``(CostContext) -> dict``, adds
 keys to the result beside :func:`cost_fields`' (a board-sized cost model's; a key it
 returns replaces one of the same name).
@@ -32,9 +45,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from zoforge.errors import ConfigError, check_choice, check_int_range
+from zoforge.sim import finetune_checkpoint as ckpt
+from zoforge.sim.finetune_checkpoint import CHECKPOINT
 
 __all__ = ["FinetuneRun", "RunOptions", "CostContext", "cost_fields", "check_json",
-           "RTL_CHOICES", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES", "BOARD"]
+           "RTL_CHOICES", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES", "BOARD",
+           "CHECKPOINT_EVERY", "MAX_CHECKPOINT_EVERY"]
 
 RTL_CHOICES = ("none", "adapters", "all")
 #: The cost figures of the JSON (:func:`cost_fields`), None where not modelled.
@@ -48,8 +64,11 @@ BOARD = "zcu102"
 TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
                    "float_train_loss_after", "curve_steps", "train_loss_curve",
                    "float_train_loss_curve")
-#: What ``out`` gets.
+#: What ``out`` gets (and ``checkpoint.json`` while the run is unfinished).
 OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
+#: Steps between checkpoints, by default, and at most.
+CHECKPOINT_EVERY = 10
+MAX_CHECKPOINT_EVERY = 1_000_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +87,8 @@ class RunOptions:
     """How a run is done (what the configuration does not say): ``rtl`` (:data:`RTL_CHOICES`:
     which calls go to the RTL), ``float_twin``, ``backprop``, the output folder ``out``,
     ``json`` (another file for the JSON, or None), torch's CPU ``threads``, ``quiet`` (no
-    progress bar) and ``cost_model`` (the extension point of the module docstring)."""
+    progress bar), ``checkpoint_every`` (steps between checkpoints) and ``cost_model``
+    (the extension point of the module docstring)."""
 
     out: str | Path = "runs/finetune"
     json: str | Path | None = None
@@ -77,6 +97,7 @@ class RunOptions:
     backprop: bool = False
     threads: int = 1
     quiet: bool = False
+    checkpoint_every: int = CHECKPOINT_EVERY
     cost_model: Callable[[CostContext], dict] | None = None
 
 
@@ -86,7 +107,8 @@ def check_json(value, out: Path) -> Path | None:
     from zoforge.outputs import check_out_file
     if value is None:
         return None
-    return check_out_file("--json", value, taken=[out, *(out / name for name in OUT_FILES)])
+    return check_out_file("--json", value, taken=[out, *(out / name for name in
+                                                       (*OUT_FILES, CHECKPOINT))])
 
 
 def cost_fields(ctx: CostContext) -> dict:
@@ -145,6 +167,12 @@ def _say(text: str) -> None:
     print(f"==> {text}", flush=True)
 
 
+def _curve_steps(steps: int) -> list[int]:
+    """:func:`zoforge.golden.finetune.train.curve_steps` (torch: imported only here)."""
+    from zoforge.golden.finetune.train import curve_steps as steps_of
+    return steps_of(steps)
+
+
 class FinetuneRun:
     """One run of ``cfg`` (a :class:`~zoforge.golden.finetune.config.FinetuneConfig`) as
     ``options`` say (module docstring). Construction checks what needs no model;
@@ -157,11 +185,27 @@ class FinetuneRun:
         self.cfg, self.options = cfg, options
         check_choice("--rtl", options.rtl, RTL_CHOICES)
         check_int_range("--threads", options.threads, 1, MAX_THREADS)
+        check_int_range("--checkpoint-every", options.checkpoint_every, 1,
+                        MAX_CHECKPOINT_EVERY)
         self.out = check_out_dir("--out", options.out)
-        check_targets(self.out, [self.out / name for name in OUT_FILES])
+        check_targets(self.out, [self.out / name for name in (*OUT_FILES, CHECKPOINT)])
         self.json_path = check_json(options.json, self.out)
         self.result: dict | None = None
         self._model = self._widths = self._rtl_module = None
+        self._seconds, self._snapshot = 0.0, None
+        self._key = ckpt.run_key(cfg, options.float_twin)
+        self._curve = _curve_steps(cfg.steps) if cfg.k_shot else []
+        self.resumed_from = self._resume_point()
+
+    def _resume_point(self) -> dict | None:
+        """The checkpoint in ``out`` to continue from (read and checked, before any work),
+        or None."""
+        state = ckpt.read_checkpoint(self.out, self._key, self.cfg.steps, self._curve)
+        if state is not None and self.rtl != "none":
+            raise ConfigError("--rtl", f"none to resume the run checkpointed in {self.out} "
+                              f"at step {state['step']} (the RTL's generator state cannot be "
+                              "set), or a new --out", self.rtl)
+        return state
 
     @property
     def rtl(self) -> str:
@@ -191,8 +235,7 @@ class FinetuneRun:
         """The checked run (module docstring); returns :attr:`result`."""
         from tqdm import tqdm
 
-        from zoforge.golden.finetune.train import (ZoFinetune, backprop_finetune,
-                                                   curve_steps, float_accuracy, prepare)
+        from zoforge.golden.finetune.train import backprop_finetune, prepare
         from zoforge.outputs import make_out_dir
         if self._model is None:
             self.load()
@@ -216,23 +259,19 @@ class FinetuneRun:
             "backprop_accuracy_after": None, "cycles_per_step": None, **costs,
             "host_seconds_per_step": None, "loss": [], "float_loss": [],
             "backprop_loss": [], **dict.fromkeys(TRAIN_LOSS_KEYS[:4]),
-            "curve_steps": curve_steps(cfg.steps) if cfg.k_shot else [],
-            "train_loss_curve": [], "float_train_loss_curve": [], "config": cfg.to_dict()}
+            "curve_steps": list(self._curve), "train_loss_curve": [],
+            "float_train_loss_curve": [], "config": cfg.to_dict()}
         make_out_dir("--out", self.out)
         mismatch = getattr(rtl_module, "CallMismatch", ())     # (): nothing to catch
         with contextlib.ExitStack() as stack:
             units = None
             if rtl_module is not None:
                 units = stack.enter_context(rtl_module.RtlUnits(cfg, hidden, ffn, self.rtl))
-            zo = ZoFinetune(prepared, "int8", units=units)
-            twin = ZoFinetune(prepared, "float") if options.float_twin else None
-            _say(f"accuracy before: int8 and float on {cfg.n_test} test examples")
-            result["accuracy_before"] = zo.evaluate()
-            result["float_accuracy_before"] = float_accuracy(prepared)
-            self._curve_point(0, zo, twin)
+            zo, twin = self._start(prepared, units)
             _say(f"train {cfg.steps} ZO steps (q={cfg.queries}, batch {cfg.batch}; int8 "
                  f"calls {'on the RTL: ' + self.rtl if units is not None else 'golden'}"
-                 f"{', float twin beside' if twin is not None else ''})")
+                 f"{', float twin beside' if twin is not None else ''})"
+                 + (f"; resumed at step {result['steps']}" if result["steps"] else ""))
             try:
                 self._steps(zo, twin, units, tqdm)
             except mismatch as error:
@@ -257,20 +296,65 @@ class FinetuneRun:
                                         result["backprop_loss"].append(loss))
             result["backprop_accuracy_after"] = trained.evaluate()
         self._write()
+        (self.out / CHECKPOINT).unlink(missing_ok=True)      # finished: nothing to resume
         return result
 
+    def _start(self, prepared, units):
+        """The int8 run and the float twin (or None) at their start: loaded from the
+        checkpoint (:attr:`resumed_from`) if it fits them, else new, with the accuracies
+        before taken and checkpointed (step 0)."""
+        from zoforge.golden.finetune.train import ZoFinetune, float_accuracy
+
+        def new():
+            return (ZoFinetune(prepared, "int8", units=units),
+                    ZoFinetune(prepared, "float") if self.options.float_twin else None)
+        zo, twin = new()
+        state, result = self.resumed_from, self.result
+        if state is not None:
+            try:
+                zo.load_state(state["int8"])
+                if twin is not None:
+                    twin.load_state(state["float"])
+            except ConfigError as error:
+                ckpt.set_aside(self.out / CHECKPOINT, str(error))
+                state, (zo, twin) = None, new()
+        if state is not None:
+            result.update(state["result"], steps=state["step"])
+            self._seconds = state["seconds"]
+            self._snapshot = state
+            return zo, twin
+        _say(f"accuracy before: int8 and float on {self.cfg.n_test} test examples")
+        result["accuracy_before"] = zo.evaluate()
+        result["float_accuracy_before"] = float_accuracy(prepared)
+        self._curve_point(0, zo, twin)
+        self._save(zo, twin, units)
+        return zo, twin
+
+    def _save(self, zo, twin, units, write: bool = True) -> None:
+        """Take the state after the steps done (a golden run only) and, if ``write``,
+        write it to ``out/checkpoint.json``."""
+        if units is not None:
+            return
+        result = self.result
+        self._snapshot = ckpt.checkpoint(
+            self._key, result["steps"], zo.state(), twin.state() if twin else None,
+            result, self._curve, self._seconds)
+        if write:
+            ckpt.write_checkpoint(self.out, self._snapshot)
+
     def _steps(self, zo, twin, units, tqdm) -> None:
-        """``cfg.steps`` steps of ``zo`` (and ``twin``), recorded in the result as they go."""
-        result, cycles, seconds = self.result, [], []
+        """The steps left of ``zo`` (and ``twin``), recorded in the result as they go and
+        checkpointed (module docstring)."""
+        result, cycles, every = self.result, [], self.options.checkpoint_every
         if units is not None:
             units.take_cycles()                   # from here: the steps' cycles only
-        bar = tqdm(total=self.cfg.steps, unit="step", dynamic_ncols=True,
-                   disable=self.options.quiet)
+        bar = tqdm(total=self.cfg.steps, initial=result["steps"], unit="step",
+                   dynamic_ncols=True, disable=self.options.quiet)
         try:
-            for _ in range(self.cfg.steps):
+            while result["steps"] < self.cfg.steps:
                 start = time.perf_counter()
                 record = zo.step()
-                seconds.append(time.perf_counter() - start)
+                seconds = time.perf_counter() - start
                 result["loss"].append(record.loss)
                 if units is not None:
                     cycles.append(units.take_cycles())
@@ -279,13 +363,20 @@ class FinetuneRun:
                     result["float_loss"].append(twin.step().loss)
                     shown["float"] = f"{result['float_loss'][-1]:.4f}"
                 result["steps"] += 1
+                self._seconds += seconds
                 self._curve_point(result["steps"], zo, twin)
+                done = result["steps"]
+                self._save(zo, twin, units, write=done % every == 0 or done == self.cfg.steps)
                 bar.update(1)
                 bar.set_postfix(shown)
+        except KeyboardInterrupt:       # SIGINT, SIGTERM: the last whole step's state kept
+            if self._snapshot is not None:
+                ckpt.write_checkpoint(self.out, self._snapshot)
+            raise
         finally:
             bar.close()
-            if seconds:
-                result["host_seconds_per_step"] = sum(seconds) / len(seconds)
+            if result["steps"]:
+                result["host_seconds_per_step"] = self._seconds / result["steps"]
             if cycles:
                 result["cycles_per_step"] = sum(cycles) / len(cycles)
 

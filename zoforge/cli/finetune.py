@@ -21,7 +21,10 @@ Checked before any work: the configuration, ``--out``, ``--json`` and (``--rtl``
 simulation cache's path; once the model is
 loaded (before the data and the calibration), its limits (``--blocks``, ``--seq-len``) and
 the co-simulation's (``--rtl``). A call that differs on the RTL ends the run with a one-line
-error (exit 1), the JSON written with ``bit_exact: false`` and the message.
+error (exit 1), the JSON written with ``bit_exact: false`` and the message. A run keeps a
+checkpoint in ``--out`` (``--checkpoint-every N`` steps, and at SIGINT / SIGTERM) and a run
+started again on that ``--out`` with the same configuration continues from it
+(:mod:`zoforge.sim.finetune_checkpoint`).
 """
 from __future__ import annotations
 
@@ -30,7 +33,9 @@ import sys
 from pathlib import Path
 
 # the run's tables, one source (zoforge.sim.finetune_run imports nothing heavy at its top)
-from zoforge.sim.finetune_run import COST_KEYS, OUT_FILES, RTL_CHOICES, TRAIN_LOSS_KEYS
+from zoforge.sim.finetune_checkpoint import CHECKPOINT
+from zoforge.sim.finetune_run import (CHECKPOINT_EVERY, COST_KEYS, MAX_CHECKPOINT_EVERY,
+                                      OUT_FILES, RTL_CHOICES, TRAIN_LOSS_KEYS)
 
 __all__ = ["register", "run", "RTL_CHOICES", "COST_KEYS", "OUT_FILES", "TRAIN_LOSS_KEYS"]
 
@@ -56,12 +61,17 @@ def register(tree) -> None:
                            default=False, help="also train the first-order ceiling (Adam, "
                                                "the same adapters and batches) (default off)")
     run_flags.add_argument("--out", default="runs/finetune", metavar="DIR",
-                           help="folder for " + ", ".join(OUT_FILES) +
-                                " (default runs/finetune)")
+                           help="folder for " + ", ".join(OUT_FILES) + ", and "
+                                f"{CHECKPOINT} while the run is unfinished: a run started "
+                                "again on it continues from there (default runs/finetune)")
     run_flags.add_argument("--json", metavar="FILE", help="also write the results here")
     run_flags.add_argument("--threads", type=int, default=1, metavar="N",
                            help="torch CPU threads (default 1: fastest on a busy 2-core "
                                 "machine)")
+    run_flags.add_argument("--checkpoint-every", type=int, default=CHECKPOINT_EVERY,
+                           metavar="N", help=f"steps between checkpoints (1 to "
+                           f"{MAX_CHECKPOINT_EVERY}; also after step 0, the last step and "
+                           f"at an interrupt) (default {CHECKPOINT_EVERY})")
     run_flags.add_argument("--quiet", action="store_true", help="no progress bar")
     add_config_flags(parser.add_argument_group("the configuration"), (FinetuneConfig,))
     parser.set_defaults(func=run)
@@ -75,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     cfg = config_from_args(args, (FinetuneConfig,))
     finetune = FinetuneRun(cfg, RunOptions(out=args.out, json=args.json, rtl=args.rtl,
                                            float_twin=args.float, backprop=args.backprop,
-                                           threads=args.threads, quiet=args.quiet))
+                                           threads=args.threads, quiet=args.quiet,
+                                           checkpoint_every=args.checkpoint_every))
     if args.rtl != "none":
         from zoforge.cli._limits import check_sim_cache
         check_sim_cache()
