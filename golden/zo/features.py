@@ -28,7 +28,8 @@ from zoforge.config import data_hash
 from zoforge.files import atomic_write_bytes, cache_dir, content_key, file_lock
 from zoforge.outputs import make_out_dir
 
-__all__ = ["load_model", "build_trainable", "default_cache_dir", "check_model_limits"]
+__all__ = ["load_model", "build_trainable", "default_cache_dir", "check_model_limits",
+           "pooled_shape"]
 
 PROMPT = "a {label} review"
 POOLED = ("head", "hw-mlp")
@@ -56,10 +57,8 @@ def check_model_limits(cfg) -> None:
     if cfg.model == "tiny":
         layers, positions, name = TINY_LAYERS, TINY_POSITIONS, "tiny"
     else:
-        # the guarded reader and checks of every model folder (one line naming --model)
-        from zoforge.golden.model_folder import read_config
-        source = str(models.default_model_path() if cfg.model is None else cfg.model)
-        shape = read_config(source)
+        source = _model_source(cfg)
+        shape = _model_shape(source)
         layers, positions = shape.num_hidden_layers, shape.max_position_embeddings
         name = Path(source).name
     if cfg.model == "tiny" and cfg.num_layers not in (None, layers):
@@ -75,6 +74,27 @@ def check_model_limits(cfg) -> None:
     if positions is not None and cfg.max_len > positions:
         raise ConfigError("max_len", f"an integer with 2 <= value <= {positions} (the "
                           f"positions of {name})", cfg.max_len)
+
+
+def _model_source(cfg) -> str:
+    return str(models.default_model_path() if cfg.model is None else cfg.model)
+
+
+def _model_shape(source: str):
+    # the guarded reader and checks of every model folder (one line naming --model)
+    from zoforge.golden.model_folder import read_config
+    return read_config(source)
+
+
+def pooled_shape(cfg) -> tuple[int, int]:
+    """``(features, classes)`` of the pooled trainables' input (``head``, ``hw-mlp``): the
+    encoder's hidden width (its config.json; the ``tiny`` model is built, it is small) and
+    the data's classes, without running the encoder."""
+    classes = data_mod.load_dataset(cfg.data).num_classes
+    if cfg.model == "tiny":
+        model, _ = load_model(cfg)
+        return model.config.hidden_size, classes
+    return _model_shape(_model_source(cfg)).hidden_size, classes
 
 
 def _cache_key(cfg, model, splits, prefix_layers: int) -> str:
@@ -171,7 +191,8 @@ def build_trainable(cfg):
         if cfg.trainable == "head":
             trainable = HeadTrainable(data, classes, cfg.hw_arith, head_init)
         elif cfg.trainable == "hw-mlp":
-            trainable = HwMlpTrainable(data, classes, cfg.hidden, cfg.rows, cfg.seed)
+            trainable = HwMlpTrainable(data, classes, cfg.hidden, cfg.rows, cfg.seed,
+                                       cfg.branch_lanes)
         else:
             trainable = LoraFATrainable(data, classes, model.encoder.layer[prefix:],
                                         cfg.rank, cfg.alpha, cfg.seed, cfg.hw_arith,

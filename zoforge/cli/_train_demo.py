@@ -30,18 +30,22 @@ SOURCE_OF_STRATEGY = {"onthefly": "pezo-onthefly", "pregen": "pezo-pregen",
 
 def demo_train_config(args, generator):
     """The golden run's :class:`~zoforge.golden.zo.config.TrainConfig`: ``hw-mlp`` with no
-    hidden layer, the ``generator`` configuration's source and fields, the demo's flags."""
+    hidden layer, the ``generator`` configuration's source and fields, the demo's flags;
+    ``--branch-lanes auto``: the tool's pick (:mod:`zoforge.sim.mapping`)."""
     import dataclasses
 
     from zoforge.golden.zo.config import TrainConfig
+    from zoforge.sim.mapping import parse_branch_lanes, with_chosen_branch_lanes
+    lanes = parse_branch_lanes(args.branch_lanes)
     fields = {f.name: getattr(generator, f.name) for f in dataclasses.fields(generator)
               if f.name in ("n_rng", "bits", "pool_size", "banks", "pool_seed", "terms")}
-    return TrainConfig(method="hw-prge", trainable="hw-mlp", hidden=0,
-                       perturbation=SOURCE_OF_STRATEGY[generator.variant], **fields,
-                       queries=args.queries, batch=args.batch, lr=args.lr, eps=args.eps,
-                       steps=args.steps, seed=0, rows=args.rows, cols=args.cols,
-                       n_train=args.n_train, n_test=args.n_test, model=args.model,
-                       out=str(args.out / "golden"), progress=False)
+    cfg = TrainConfig(method="hw-prge", trainable="hw-mlp", hidden=0,
+                      perturbation=SOURCE_OF_STRATEGY[generator.variant], **fields,
+                      queries=args.queries, batch=args.batch, lr=args.lr, eps=args.eps,
+                      steps=args.steps, seed=0, rows=args.rows, cols=args.cols,
+                      branch_lanes=lanes or 1, n_train=args.n_train, n_test=args.n_test,
+                      model=args.model, out=str(args.out / "golden"), progress=False)
+    return cfg if lanes else with_chosen_branch_lanes(cfg)
 
 
 def _say(text: str) -> None:
@@ -70,7 +74,8 @@ def run_training_demo(args, generator) -> int:
     config = training.design
     features, padded = training.initial_master.shape
     _say(f"generate: zo-layer {config.rows}x{config.cols}, {config.variant} generator, "
-         f"{features} features -> {training.classes} classes (padded to {padded})")
+         f"{features} features -> {training.classes} classes (padded to {padded}), "
+         f"{config.branch_lanes} branch lane{'s' if config.branch_lanes > 1 else ''}")
     design = elaborate_layer(config)
     paths = write_design(design, args.out / "design")
     lint = lint_verilog(paths["verilog"].read_text(), design.name)

@@ -20,8 +20,9 @@ from pathlib import Path
 from zoforge.errors import ConfigError
 
 #: The flags only one of the two demos uses (argparse destinations).
-OWN_FLAGS = {"training": ("steps", "queries", "batch", "lr", "eps", "rows", "cols", "n_train",
-                          "n_test", "stalls", "model", "board", "no_report", "json"),
+OWN_FLAGS = {"training": ("steps", "queries", "batch", "lr", "eps", "rows", "cols",
+                          "branch_lanes", "n_train", "n_test", "stalls", "model", "board",
+                          "no_report", "json"),
              "generator": ("cycles", "simulator")}
 
 
@@ -45,6 +46,9 @@ def register(tree) -> None:
                        "to the hardware's power of two)")
     train.add_argument("--rows", type=int, default=4, help="array rows R")
     train.add_argument("--cols", type=int, default=4, help="array columns C")
+    train.add_argument("--branch-lanes", default="auto", metavar="{auto,1,2,4,...}",
+                       help="branches side by side on the array's rows (auto: the fewest "
+                       "cycles per step by the layer's cycle model, zoforge.sim.mapping)")
     train.add_argument("--n-train", type=int, default=2000, help="training examples")
     train.add_argument("--n-test", type=int, default=1000, help="test examples")
     train.add_argument("--stalls", type=float, default=0.1, help="probability of an idle "

@@ -7,7 +7,9 @@ Everything is checked before any work (the configuration, then the data, the mod
 and ``--out`` in :func:`~zoforge.golden.zo.train.train`). A value read from the file that is
 wrong is named as ``KEY in FILE``; an option given (as a flag or in the file, with a value
 other than its default) that the chosen method, perturbation or trainable does not use is an
-error, not silently ignored.
+error, not silently ignored. ``--branch-lanes`` (``hw-mlp``) is ``auto`` unless given (as a
+flag or in the file): the mapping the tool picks for the shape
+(:func:`zoforge.sim.mapping.with_chosen_branch_lanes`).
 """
 from __future__ import annotations
 
@@ -34,13 +36,18 @@ def _add_fields(parser) -> None:
     from zoforge.golden.zo.config import TrainConfig
     for field, kind in TrainConfig.field_types().items():
         check = field.metadata["check"]
+        if field.name == "branch_lanes":         # auto (the tool's pick) or a number
+            parser.add_argument(flag_name(field.name), default=argparse.SUPPRESS,
+                                metavar="{auto,1,2,4,...}", help=field.metadata["help"]
+                                + " (default: auto)")
+            continue
         text = f"{field.metadata['help']} (default: {field.default})".replace("%", "%%")
         if kind is bool:
             parser.add_argument(flag_name(field.name), default=argparse.SUPPRESS, help=text,
                                 action=argparse.BooleanOptionalAction)
             continue
         # checked by TrainConfig (one-line errors), not by argparse
-        metavar = ("{" + ",".join(check.choices) + "}" if isinstance(check, OneOf)
+        metavar = ("{" + ",".join(map(str, check.choices)) + "}" if isinstance(check, OneOf)
                    else field.name.upper())
         parser.add_argument(flag_name(field.name), type=kind, default=argparse.SUPPRESS,
                             help=text, metavar=metavar)
@@ -50,12 +57,17 @@ def run(args) -> int:
     from zoforge.config import config_type_of, field_of, read_table
     from zoforge.golden.zo.config import TrainConfig, inapplicable
     from zoforge.golden.zo.train import train
+    from zoforge.sim.mapping import parse_branch_lanes, with_chosen_branch_lanes
     from_file: dict = {}
     if args.config:
         _, from_file = config_type_of(read_table(args.config), (TrainConfig,), args.config)
         TrainConfig.check_keys(from_file, f" in {args.config}")
     flags = {f.name: getattr(args, f.name) for f in TrainConfig.field_types()
              if hasattr(args, f.name)}
+    if "branch_lanes" in flags:
+        flags["branch_lanes"] = parse_branch_lanes(flags["branch_lanes"])
+        if flags["branch_lanes"] is None:         # auto: as if not given
+            del flags["branch_lanes"]
     values = {**from_file, **flags}
 
     def named(error: ConfigError) -> ConfigError:
@@ -77,6 +89,8 @@ def run(args) -> int:
     if cfg.cache_dir is None:        # the features' cache: ZOFORGE_CACHE, checked first
         from zoforge.files import check_cache_dir
         check_cache_dir()
+    if "branch_lanes" not in values:
+        cfg = with_chosen_branch_lanes(cfg)
     result = train(cfg)
     print(json.dumps({k: result[k] for k in ("accuracy_before", "accuracy_after",
                                              "final_loss", "steps_per_s")}))
