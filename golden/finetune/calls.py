@@ -21,6 +21,16 @@ a record that holds everything the unit gets (so the co-simulation can replay it
 hardware's one generator and one save slot, so a sequence of calls with their flags
 consumes the generator exactly as the RTL does. The co-simulation gives every call to the
 RTL and to a :class:`GoldenUnits` and compares the two results value by value.
+
+**Speed** (issue 33; the values are the golden models' bit for bit,
+``tests/test_finetune_fast.py``):
+the int8 products go through :func:`int8_product` (torch's int8 GEMM where a probe of each
+shape proves it exact, else the engine's float32 route); the 32-bit wrap is skipped where
+the operands' bound proves it cannot happen; and the frozen products a call shares with the
+call of the same name before it (the same ``x`` and weights, value for value: the ``2q``
+passes of a step into the first adapted block) are reused, not recomputed
+(:attr:`GoldenUnits.shared`: 0 disables it). Every call is still made, logged and, under
+the co-simulation, run on the RTL.
 """
 from __future__ import annotations
 
@@ -29,11 +39,73 @@ from dataclasses import dataclass, field
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.golden.engine import RequantParams, engine_gemm, gemm_int32, requantize, wrap_signed
+from zoforge.golden.engine import RequantParams, exact_int8_matmul, requantize, wrap_signed
+from zoforge.golden.engine_widths import ACC_BITS
+from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, exact_matmul,
                                           perturbed_operand)
 
-__all__ = ["EngineCall", "AdapterCall", "UpdateCall", "GoldenUnits", "Call"]
+__all__ = ["EngineCall", "AdapterCall", "UpdateCall", "GoldenUnits", "Call", "int8_product",
+           "gemm_int32"]
+
+#: |int8 x int8| products sum to at most 2^14 K; below this K no int32 accumulator can wrap.
+_NO_WRAP_DEPTH = 2 ** (ACC_BITS - 1 - 14)
+#: Shapes ``(M, K, N)`` whose int8 GEMM (``torch._int_mm``) the probe found exact (True) or
+#: not (False): torch's kernel is hardware- and shape-dependent (oneDNN; without VNNI its
+#: pair sums could saturate), so each shape is checked once on extreme operands first.
+_INT_MM_EXACT: dict[tuple[int, int, int], bool] = {}
+
+
+def _int_mm_exact(m: int, k: int, n: int) -> bool:
+    """Whether torch's int8 GEMM of shape ``(m, k) x (k, n)`` equals the exact products on
+    the probe: all -128, all 127, and alternating extremes (every pair sum at its largest
+    magnitude of each sign), against the float64 products (exact: |sum| <= 2^14 k < 2^53)."""
+    shape = (m, k, n)
+    if shape not in _INT_MM_EXACT:
+        ok = hasattr(torch, "_int_mm") and k < _NO_WRAP_DEPTH
+        for fill in (-128, 127, None):
+            if not ok:
+                break
+            if fill is None:    # -128/127 alternating by row and column: both signs meet
+                x = torch.where((torch.arange(m)[:, None] + torch.arange(k)) % 2 == 0,
+                                127, -128)
+                w = torch.where((torch.arange(k)[:, None] // 2 + torch.arange(n)) % 3 == 0,
+                                -128, 127)
+            else:
+                x, w = torch.full((m, k), fill), torch.full((k, n), fill)
+            x, w = x.to(torch.int8), w.to(torch.int8)
+            try:
+                fast = torch._int_mm(x, w)
+            except (RuntimeError, TypeError):
+                ok = False
+                break
+            ok = torch.equal(fast.to(torch.int64), exact_matmul(x, w))
+        _INT_MM_EXACT[shape] = ok
+    return _INT_MM_EXACT[shape]
+
+
+def int8_product(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``x @ w`` of int8 ``(M, K)`` and ``(K, N)`` as exact int64 values (no wrap: the
+    caller wraps): torch's int8 GEMM where :func:`_int_mm_exact` proved the shape, else
+    :func:`zoforge.golden.engine.exact_int8_matmul`."""
+    if (x.dim() == 2 and x.dtype == w.dtype == torch.int8
+            and _int_mm_exact(*x.shape, w.shape[1])):
+        return torch._int_mm(x.contiguous(), w.contiguous()).to(torch.int64)
+    return exact_int8_matmul(x, w)
+
+
+def gemm_int32(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+               product: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`zoforge.golden.engine.gemm_int32` (``wrap32(x @ w + bias)``) as int64 values,
+    by :func:`int8_product` (or ``product``, ``x @ w`` already computed), wrapped only
+    where the bound ``2^14 K + max|bias|`` reaches 2^31."""
+    acc = int8_product(x, w) if product is None else product
+    bound = 2 ** 14 * x.shape[-1]
+    if bias is not None:
+        bias = bias.to(torch.int64)
+        acc = acc + bias
+        bound += int(bias.abs().max()) if bias.numel() else 0
+    return acc if bound < 2 ** (ACC_BITS - 1) else wrap_signed(acc)
 
 
 @dataclass(frozen=True)
@@ -101,20 +173,43 @@ class GoldenUnits:
     saved: dict | None = None
     log: list = field(default_factory=list)     # the calls in order (when ``record``)
     record: bool = False
+    shared: int = 1 << 28      # bytes of frozen products kept for reuse (0: none)
+    _memo: dict = field(default_factory=dict, repr=False)
 
     def __call__(self, call: Call) -> torch.Tensor:
         if self.record:
             self.log.append(call)
         if isinstance(call, EngineCall):
-            return self.engine(call)
+            return self.engine(call, self._product(call.name, call.x, call.w)[0])
         if isinstance(call, AdapterCall):
             return self.adapter(call)
         return self.update(call)
 
+    def _product(self, name: str, x: torch.Tensor, *weights: torch.Tensor) -> list:
+        """``[x @ w for w in weights]`` (:func:`int8_product`, exact int64), reused from
+        the last call of ``name`` where its ``x`` and weights were equal value for value
+        (a pure function of them: the reuse cannot change a value)."""
+        kept = self._memo.get(name)
+        if kept is not None and len(kept[1]) == len(weights) and torch.equal(kept[0], x) \
+                and all(torch.equal(a, b) for a, b in zip(kept[1], weights)):
+            return kept[2]
+        products = [int8_product(x, w) for w in weights]
+        size = sum(p.numel() * p.element_size() for p in products)
+        if size <= self.shared - sum(entry[3] for entry in self._memo.values()
+                                     if entry is not kept):
+            self._memo[name] = (x.clone(), [w.clone() for w in weights], products, size)
+        else:
+            self._memo.pop(name, None)
+        return products
+
     @staticmethod
-    def engine(call: EngineCall) -> torch.Tensor:
-        params = None if call.raw else RequantParams(call.multiplier, call.shift)
-        return engine_gemm(call.x, call.w, call.bias, params).to(torch.int64)
+    def engine(call: EngineCall, product: torch.Tensor | None = None) -> torch.Tensor:
+        """:func:`zoforge.golden.engine.engine_gemm` of the call (int64 values), from
+        ``product`` (``x @ w``) where given."""
+        acc = gemm_int32(call.x, call.w, call.bias, product)
+        if call.raw:
+            return acc
+        return requantize(acc, RequantParams(call.multiplier, call.shift)).to(torch.int64)
 
     def generator_state(self) -> dict:
         """The ZO layer's generator state as plain data (``generator.save()``: the strategy
@@ -141,9 +236,14 @@ class GoldenUnits:
         r, n = call.master.shape
         z = draw_perturbation(self.generator, self.rows, r, n) if call.sign else None
         operand = perturbed_operand(call.master, z, call.sign, call.eps_shift)
-        u = requantize(gemm_int32(call.x, call.a), RequantParams(call.u_mult, call.u_shift))
-        xw = gemm_int32(call.x, call.w).to(torch.int64)
-        return wrap_signed(xw + exact_matmul(u, operand))
+        xw, xa = self._product(call.name, call.x, call.w, call.a)
+        u = requantize(_wrapped(xa, call.x.shape[-1]), RequantParams(call.u_mult, call.u_shift))
+        out = _wrapped(xw, call.x.shape[-1]) + exact_matmul(u, operand)
+        # |U Tp| <= 2^7 2^15 r: with |X W| <= 2^14 K below 2^31 the sum cannot wrap
+        if 2 ** 14 * call.x.shape[-1] + 2 ** (7 + Formats.WEIGHT_BITS - 1) * r \
+                < 2 ** (ACC_BITS - 1):
+            return out
+        return wrap_signed(out)
 
     def update(self, call: UpdateCall) -> torch.Tensor:
         self._flags(False, call.restore)
@@ -151,3 +251,8 @@ class GoldenUnits:
         z = draw_perturbation(self.generator, self.rows, r, n)
         return applied_update(call.master, int(call.g) * z, call.eta_mult, call.eta_shift)
 
+
+def _wrapped(acc: torch.Tensor, k: int) -> torch.Tensor:
+    """int32 accumulators of exact int8 products over depth ``k``: wrapped only where
+    ``2^14 k`` reaches 2^31."""
+    return acc if k < _NO_WRAP_DEPTH else wrap_signed(acc)

@@ -240,19 +240,32 @@ class QuantModel:
         with torch.no_grad():
             return self.model.embeddings(input_ids=ids)
 
-    def forward(self, ids, mask, linears) -> torch.Tensor:
-        """float64 logits ``(B, classes)`` with every map computed by ``linears``
-        (:class:`IntegerLinears` or :class:`FloatLinears`); autograd where enabled."""
-        h = self.embed(ids)
-        for b, layer in enumerate(self.blocks):
-            h = bert_layer(layer, h, mask,
+    def _blocks(self, h, mask, linears, start: int, stop: int) -> torch.Tensor:
+        for b in range(start, stop):
+            h = bert_layer(self.blocks[b], h, mask,
                            lambda name, x, b=b: linears(f"block{b}.{name}", x))
+        return h
+
+    def frozen_input(self, ids, mask, linears) -> torch.Tensor:
+        """The input of the first adapted block (``cfg.first_adapted``): the embeddings and
+        the frozen blocks below it, by ``linears``; it does not depend on the adapters, so
+        a caller may compute it once per example (every value is row-local: an example's
+        result is the same in any batch, ``tests/test_finetune_fast.py``)."""
+        with torch.no_grad():
+            return self._blocks(self.embed(ids), mask, linears, 0, self.cfg.first_adapted)
+
+    def forward(self, ids, mask, linears, frozen: torch.Tensor | None = None) -> torch.Tensor:
+        """float64 logits ``(B, classes)`` with every map computed by ``linears``
+        (:class:`IntegerLinears` or :class:`FloatLinears`); autograd where enabled.
+        ``frozen``: these examples' :meth:`frozen_input` (computed here if None)."""
+        h = self.frozen_input(ids, mask, linears) if frozen is None else frozen
+        h = self._blocks(h, mask, linears, self.cfg.first_adapted, len(self.blocks))
         return linears.head(mean_pool(h, mask))
 
-    def logits(self, ids, mask, linears) -> torch.Tensor:
+    def logits(self, ids, mask, linears, frozen: torch.Tensor | None = None) -> torch.Tensor:
         """:meth:`forward` without autograd."""
         with torch.no_grad():
-            return self.forward(ids, mask, linears)
+            return self.forward(ids, mask, linears, frozen)
 
 
 class IntegerLinears:

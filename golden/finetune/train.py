@@ -29,6 +29,12 @@ stream of ``z`` integers, ``Tp_f = T_f ± z 2^-eps_shift`` and
 :meth:`ZoFinetune.train_loss` is the unperturbed loss over the training set, the quantity
 the protocol reports at :func:`curve_steps`.
 
+**Speed** (issue 33, ``docs/finetune-speed.md``): the blocks below ``cfg.first_adapted``
+are frozen, so :meth:`ZoFinetune.frozen_input` computes an example's input of the first
+adapted block once per split and keeps it (the step's ``2q`` passes share it); the golden
+units reuse the frozen products the passes share (:mod:`.calls`). Values are unchanged
+bit for bit.
+
 **Checkpoint**: :meth:`ZoFinetune.state` is the run between steps as plain data (step,
 masters, generator, control stream) and :meth:`ZoFinetune.load_state` continues from it,
 bit for bit (every field checked: one-line ``ConfigError("checkpoint", ...)``).
@@ -207,6 +213,7 @@ class ZoFinetune:
         self.masters = {name: torch.zeros(self.model.adapters[name].shape, dtype=dtype)
                         for name in self.names}
         self.step_index = 0
+        self._frozen: dict[str, dict[int, torch.Tensor]] = {}   # split -> example -> input
 
     # -- the host's side -------------------------------------------------------------------
     def linears(self, masters, sign: int = 0):
@@ -218,9 +225,27 @@ class ZoFinetune:
     def _draw(self, shape) -> torch.Tensor:
         return draw_perturbation(self.generator, self.cfg.layer_rows, *shape)
 
-    def loss(self, ids, mask, labels, masters, sign: int) -> float:
-        return mean_cross_entropy(self.model.logits(ids, mask, self.linears(masters, sign))
-                                  .numpy(), labels)
+    def frozen_input(self, split: str, index, units=None) -> torch.Tensor:
+        """The first adapted block's input (:meth:`QuantModel.frozen_input`) of the
+        examples ``index`` of ``split``, each example computed once and kept: the frozen
+        blocks do not change, in int8 too (int8: their calls go to ``units``, default the
+        run's: with the RTL's units, once per example, each still compared; float: the
+        twin's float maps)."""
+        ids, mask, _ = getattr(self.prepared, split)
+        kept = self._frozen.setdefault(split, {})
+        order = [int(i) for i in index]
+        missing = [i for i in dict.fromkeys(order) if i not in kept]
+        if missing:
+            linears = (IntegerLinears(self.model, self.units if units is None else units,
+                                      self.masters)
+                       if self.arithmetic == "int8" else FloatLinears(self.model, self.masters))
+            hidden = self.model.frozen_input(ids[missing], mask[missing], linears)
+            kept.update(zip(missing, hidden))
+        return torch.stack([kept[i] for i in order])
+
+    def loss(self, ids, mask, labels, masters, sign: int, frozen=None) -> float:
+        return mean_cross_entropy(self.model.logits(ids, mask, self.linears(masters, sign),
+                                                    frozen).numpy(), labels)
 
     def gradient(self, loss_plus: float, loss_minus: float):
         difference = (loss_plus - loss_minus) * self.settings.gain
@@ -253,15 +278,16 @@ class ZoFinetune:
         """One ZO step (module docstring) on the next batch."""
         index = self.batch(self.step_index)
         ids, mask, labels = (t[index] for t in self.prepared.train)
+        frozen = self.frozen_input("train", index)      # the 2q passes share it
         work = {name: t.clone() for name, t in self.masters.items()}
         losses, grads = [], []
         for _ in range(self.cfg.queries):
             if self.generator is not None:
                 self._saved = self.generator.save()
-            loss_plus = self.loss(ids, mask, labels, self.masters, +1)
+            loss_plus = self.loss(ids, mask, labels, self.masters, +1, frozen)
             if self.generator is not None:
                 self.generator.restore(self._saved)
-            loss_minus = self.loss(ids, mask, labels, self.masters, -1)
+            loss_minus = self.loss(ids, mask, labels, self.masters, -1, frozen)
             g = self.gradient(loss_plus, loss_minus)
             for j, name in enumerate(self.names):
                 work[name] = self.update(name, work[name], g, restore=j == 0)
@@ -372,7 +398,9 @@ class ZoFinetune:
             linears = (IntegerLinears(self.model, units, self.masters)
                        if self.arithmetic == "int8" else FloatLinears(self.model,
                                                                       self.masters))
-            out.append(self.model.logits(ids[part], mask[part], linears))
+            frozen = self.frozen_input(split, range(start, min(start + batch, len(labels))),
+                                       units)
+            out.append(self.model.logits(ids[part], mask[part], linears, frozen))
         return torch.cat(out)
 
     def evaluate(self, split: str = "test", batch: int = 64) -> float:
