@@ -7,6 +7,15 @@ Rotten Tomatoes), trained the fast way: MeZO on the linear head over cached feat
 compares Gaussian perturbations, PeZO's generators and the masked on-the-fly generator at
 small d (the head, d = 770, and the LoRA-FA top layer; docs/small-d.md). ``tiny`` is a few
 short points on the small random BERT, the sweep of the default test suite.
+
+``pezo-fig3-lora`` (RNG count, and pool size for the pool) and ``pezo-fig4-lora``
+(bit-width) are the same figures in the adapters' regime (issue 33; ``task = "finetune"``):
+the ZO fine-tuning of MiniLM's LoRA-FA adapters in the accelerator's int8 arithmetic, the
+few-shot protocol (16 examples per class, one full batch, q 1), adapters on the top
+:data:`_LORA` ``adapted_blocks`` of 6 (d = 12,288), every generator strategy, three seeds;
+the metric is the final training loss (PeZO Fig. 4's), the test accuracy beside it.
+``tiny-finetune`` is a few short fine-tunings of the small random BERT (the default test
+suite's).
 ``zoforge sweep --preset NAME --print-config`` writes one out as a SWEEP.toml to edit.
 """
 from __future__ import annotations
@@ -22,6 +31,12 @@ __all__ = ["PRESETS", "preset"]
 _HEAD = {"method": "mezo", "trainable": "head", "steps": 5000, "lr": 2e-3, "eps": 1e-2,
          "batch": 16, "eval_every": 500, "checkpoint_every": 500}
 _SEEDS = [0, 1, 2]
+# The fine-tuning the LoRA presets share: the few-shot protocol (docs/finetune.md) with
+# adapters on the top 2 blocks (d = 2 blocks x query, value x r 8 x 384 = 12,288) and 100
+# steps: the cost of a point (docs/sweeps.md, "At the transformer level").
+_LORA = {"k_shot": 16, "adapted_blocks": 2, "steps": 100}
+# The generator reports of the LoRA presets: no place and route (time), power kept.
+_LORA_REPORT = {"pnr": False}
 
 PRESETS: dict[str, dict] = {
     "tiny": {
@@ -78,6 +93,51 @@ PRESETS: dict[str, dict] = {
                    {"perturbation": "pezo-pregen", "pool_size": 4095, "bits": 12},
                    {"perturbation": "masked-onthefly", "n_rng": 31, "bits": 8}],
         "grid": {"trainable": ["head", "lora-fa"], "seed": _SEEDS},
+    },
+    "tiny-finetune": {
+        "name": "tiny-finetune",
+        "task": "finetune",
+        "description": "A few short few-shot fine-tunings of the small random BERT's "
+                       "adapters with two generators, two seeds each.",
+        "train": {"model": "tiny", "blocks": 2, "seq_len": 8, "n_train": 40, "n_test": 20,
+                  "calibration": 20, "k_shot": 4, "rank": 4, "steps": 20},
+        "points": [{"strategy": "onthefly"}, {"strategy": "masked"}],
+        "grid": {"seed": [0, 1]},
+        "report": {"activity_cycles": 200, "pnr": False},
+    },
+    "pezo-fig3-lora": {
+        "name": "pezo-fig3-lora",
+        "task": "finetune",
+        "description": "PeZO Fig. 3 on MiniLM's LoRA-FA adapters (few-shot, int8 golden "
+                       "step, top 2 blocks): on-the-fly and masked on-the-fly with "
+                       "n = 7 .. 63 8-bit LFSRs, the pool of 255 .. 16383 12-bit values, "
+                       "and the Gaussian array (7 generators) as the reference.",
+        "paper": "PeZO Fig. 3: on-the-fly accuracy peaks at about 2^5 RNGs over 2^2 .. 2^6; "
+                 "pool accuracy rises with the pool size up to 2^12 and then flattens "
+                 "(RoBERTa-large and OPT, SST-2 and others).",
+        "train": dict(_LORA),
+        "points": [*({"strategy": s, "n_rng": n} for s in ("onthefly", "masked")
+                     for n in (7, 15, 31, 63)),
+                   *({"strategy": "pregen", "bits": 12, "pool_size": (1 << k) - 1}
+                     for k in (8, 10, 12, 14)),
+                   {"strategy": "gaussian"}],
+        "grid": {"seed": _SEEDS},
+        "report": dict(_LORA_REPORT),
+    },
+    "pezo-fig4-lora": {
+        "name": "pezo-fig4-lora",
+        "task": "finetune",
+        "description": "PeZO Fig. 4 on MiniLM's LoRA-FA adapters (few-shot, int8 golden "
+                       "step, top 2 blocks): bit-width 6 .. 16 of every generator "
+                       "(on-the-fly and masked 7 lanes, the pool 4095 values, the "
+                       "Gaussian array 7 generators).",
+        "paper": "PeZO Fig. 4 (training loss): the final training loss falls as the RNG "
+                 "bit-width grows, down to a bottleneck width beyond which it stays flat "
+                 "(8 bits for RoBERTa-large, 14 for OPT).",
+        "train": dict(_LORA),
+        "points": [{"strategy": s} for s in ("onthefly", "masked", "pregen", "gaussian")],
+        "grid": {"bits": [6, 8, 12, 16], "seed": _SEEDS},
+        "report": dict(_LORA_REPORT),
     },
 }
 

@@ -5,10 +5,13 @@ Schema (every table is optional; a sweep has at least one point)::
     name = "bits"              # the sweep's name in the store (default: the file's stem)
     description = "..."        # one paragraph shown on the page
     paper = "..."              # what the paper found for this sweep (shown apart, as "paper")
+    task = "train"             # what a point trains (TASKS): "train", the head-level golden
+                               #  training (TrainConfig), or "finetune", the transformer's
+                               #  adapters in the accelerator's arithmetic (FinetuneConfig)
 
-    [train]                    # training options every point shares (TrainConfig fields,
-    model = "tiny"             #  except out, progress and threads, which the sweep sets)
-    [grid]                     # TrainConfig field -> non-empty list: the Cartesian product
+    [train]                    # training options every point shares (the task's config
+    model = "tiny"             #  fields, except out, progress and threads: the sweep's)
+    [grid]                     # config field -> non-empty list: the Cartesian product
     bits = [6, 8, 12]
     [[points]]                 # the list form: each table one point's fields, crossed with
     perturbation = "pezo-pregen"   # the grid (a key may not be in both)
@@ -28,9 +31,15 @@ written (``grid.bits in SWEEP.toml must be ...``, or the flag that set it: ``tra
 where that field was written, so nothing invalid reaches the store.
 
 Keys (:func:`stable_key`, the one hash recipe :func:`zoforge.config.data_hash`): a training
-is keyed by everything that determines its result (:meth:`TrainConfig.result_fields`), a
-generator report by the generator's configuration and the report options; points sharing a
-key share the work.
+is keyed by everything that determines its result (:meth:`TrainConfig.result_fields`; a
+fine-tuning: all its fields and the task's name), a generator report by the generator's
+configuration and the report options; points sharing a key share the work.
+
+A ``finetune`` point is a ``train`` task of the store (its spec,
+:func:`zoforge.sweep.tasks.finetune_spec`, carries ``task = "finetune"`` and its
+generator's head-level ``perturbation`` name, the outputs' label), so the store, resume, the
+executors and the results read it unchanged; its generator is :meth:`FinetuneConfig.generator` (the ZO
+layer's, with save/restore), reported like any other.
 """
 from __future__ import annotations
 
@@ -44,22 +53,32 @@ from zoforge.boards.registry import boards
 from zoforge.config import (Config, FloatRange, IntRange, OneOf, data_hash, field_of, param,
                             read_table, unknown_key)
 from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.rng import GENERATOR_CONFIGS, GeneratorConfig
 from zoforge.golden.zo.config import TrainConfig
 from zoforge.reports.synth import RAM_STYLES
+from zoforge.sweep.tasks import TASK_KEY, TASKS, finetune_spec
 
 __all__ = ["ReportOptions", "SearchOptions", "Point", "Sweep", "read_sweep", "read_toml",
            "sweep_from_dict", "stable_key", "train_key", "TOP_KEYS", "SET_BY_SWEEP",
-           "TRAIN_KEYS", "HARDWARE_KEYS", "MAX_POINTS"]
+           "TRAIN_KEYS", "HARDWARE_KEYS", "MAX_POINTS", "task_keys"]
 
 #: TrainConfig fields every point gets from the sweep, not from the file.
 SET_BY_SWEEP = ("out", "progress", "threads")
-TRAIN_KEYS = tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in SET_BY_SWEEP)
+
+
+def task_keys(task: str) -> tuple[str, ...]:
+    """The keys of ``[train]``, ``[grid]`` and ``[[points]]`` for ``task``: its config's
+    fields but the ones the sweep sets."""
+    return tuple(f.name for f in dataclasses.fields(TASKS[task]) if f.name not in SET_BY_SWEEP)
+
+
+TRAIN_KEYS = task_keys("train")
 #: Generator fields that no training option sets (hardware-only choices).
 HARDWARE_KEYS = tuple(sorted({f.name for t in GENERATOR_CONFIGS.values()
                               for f in dataclasses.fields(t)} - set(TRAIN_KEYS)))
 TOP_KEYS = ("name", "description", "paper", "train", "grid", "points", "hardware", "report",
-            "search")
+            "search", "task")
 _KEY_VERSION = 2       # 2: keys are zoforge.config.data_hash (20 hex digits)
 #: The most points one sweep may have (point tables x grid values; checked before expansion).
 MAX_POINTS = 10_000
@@ -70,8 +89,11 @@ def stable_key(kind: str, data: dict) -> str:
     return f"{kind}-{data_hash({'zoforge_sweep_key': _KEY_VERSION, **data})}"
 
 
-def train_key(cfg: TrainConfig) -> str:
-    """The key of a training: the hash of the fields its result is a function of."""
+def train_key(cfg: TrainConfig | FinetuneConfig) -> str:
+    """The key of a training: the hash of the fields its result is a function of (a
+    fine-tuning's: all of them, and the task)."""
+    if isinstance(cfg, FinetuneConfig):
+        return stable_key("train", {TASK_KEY: "finetune", **cfg.field_values()})
     return stable_key("train", cfg.result_fields())
 
 
@@ -121,7 +143,7 @@ class Point:
     """
 
     index: int
-    train: TrainConfig
+    train: TrainConfig | FinetuneConfig
     generator: GeneratorConfig | None
     swept: dict
     entry: int
@@ -130,7 +152,10 @@ class Point:
     hw_key: str | None
 
     def train_spec(self) -> dict:
-        """The training's fields (without the ones the sweep sets)."""
+        """The training's fields (without the ones the sweep sets); a fine-tuning's
+        :func:`~zoforge.sweep.tasks.finetune_spec` (``task = "finetune"``, the label)."""
+        if isinstance(self.train, FinetuneConfig):
+            return finetune_spec(self.train)
         return {k: v for k, v in self.train.field_values().items() if k not in SET_BY_SWEEP}
 
 
@@ -197,10 +222,14 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
     name = _string(data, "name", default_name, where)
     description = _string(data, "description", "", where)
     paper = _string(data, "paper", "", where)
+    task = data.get("task", "train")
+    if not isinstance(task, str) or task not in TASKS:
+        raise ConfigError(f"task{where}", "one of " + ", ".join(TASKS), task)
+    keys = task_keys(task)
     fixed = _table(data, "train", where)
-    _known_keys(fixed, TRAIN_KEYS, "train.", where, origins)
+    _known_keys(fixed, keys, "train.", where, origins)
     grid = _table(data, "grid", where)
-    _known_keys(grid, TRAIN_KEYS, "grid.", where, origins)
+    _known_keys(grid, keys, "grid.", where, origins)
     for key, values in grid.items():
         if not isinstance(values, list) or not values or any(
                 isinstance(v, (list, dict)) for v in values):
@@ -211,7 +240,7 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
         raise ConfigError(f"points{where}", "a non-empty list of tables ([[points]])",
                           type(entries).__name__)
     for number, entry in enumerate(entries):
-        _known_keys(entry, TRAIN_KEYS, f"points[{number}].", where)
+        _known_keys(entry, keys, f"points[{number}].", where)
         both = sorted(set(entry) & set(grid))
         if both:
             raise ConfigError(f"points[{number}].{both[0]}{where}", "a key that is not also "
@@ -225,8 +254,9 @@ def sweep_from_dict(data: dict, source: str = "the sweep", default_name: str = "
                 _located(lambda: config_type(**{key: value}), {key: f"hardware.{key}"}, place)
     report = _options(ReportOptions, data, "report", where, origins)
     search = _options(SearchOptions, data, "search", where, origins)
-    points, located = _expand(fixed, grid, entries, hardware, report, place)
-    normalised = {"name": name, "description": description, "paper": paper, "train": fixed,
+    points, located = _expand(task, fixed, grid, entries, hardware, report, place)
+    normalised = {"name": name, "description": description, "paper": paper,
+                  "task": "" if task == "train" else task, "train": fixed,
                   "grid": grid, "points": entries, "hardware": hardware,
                   "report": _fields(report), "search": _fields(search)}
     return Sweep(name=name, description=description, paper=paper, points=tuple(points),
@@ -247,7 +277,7 @@ def _check_size(grid: dict, entries: list, where: str) -> None:
                           f"{' x '.join(factors)} = {count:,}")
 
 
-def _expand(fixed: dict, grid: dict, entries: list[dict], hardware: dict,
+def _expand(task: str, fixed: dict, grid: dict, entries: list[dict], hardware: dict,
             report: ReportOptions, place) -> tuple[list[Point], dict]:
     points: list[Point] = []
     seen: dict[str, int] = {}
@@ -259,9 +289,13 @@ def _expand(fixed: dict, grid: dict, entries: list[dict], hardware: dict,
             origin = {**{k: f"train.{k}" for k in fixed},
                       **{k: f"points[{number}].{k}" for k in entry},
                       **{k: f"grid.{k}" for k in grid}}
-            cfg = _located(lambda: TrainConfig(**values, progress=False, threads=1),
-                           origin, place)
-            generator = cfg.hardware_generator()
+            if task == "train":
+                cfg = _located(lambda: TrainConfig(**values, progress=False, threads=1),
+                               origin, place)
+                generator = cfg.hardware_generator()
+            else:
+                cfg = _located(lambda: TASKS[task](**values), origin, place)
+                generator = cfg.generator()
             if generator is not None:
                 own = {f.name for f in dataclasses.fields(generator)}
                 generator = generator.replace(**{k: v for k, v in hardware.items() if k in own})

@@ -3,10 +3,19 @@
 One frozen :class:`FinetuneConfig`: the model cut (``blocks``, ``seq_len``), the data
 (``n_train``, ``n_test``, ``split_seed``), the adapters (``rank``, LoRA-FA on
 :data:`ADAPTED` of every kept block, or of the top ``adapted_blocks``), the P-RGE step (``queries``, ``batch``, ``lr``,
-``eps``, ``steps``, ``seed``), the perturbation generator (PeZO on-the-fly, ``n_rng`` LFSRs
-of ``bits`` bits) and the two units' arrays. Limits that need the model (``blocks`` at most
+``eps``, ``steps``, ``seed``), the perturbation generator and the two units' arrays. Limits that need the model (``blocks`` at most
 its layer count, ``seq_len`` at most its positions) are checked when it is loaded
 (:func:`zoforge.golden.finetune.model.check_model_limits`), before any work.
+
+**The generator** (issue 33, as the head-level trainer's hardware sources): ``strategy``
+one of :data:`zoforge.golden.rng.STRATEGIES` (``onthefly``: PeZO on-the-fly, the default,
+7 LFSRs of 8 bits; ``pregen``: PeZO's pre-generated pool, ``banks`` = ``layer_rows``;
+``gaussian``: the central-limit Gaussian array; ``masked``: masked on-the-fly), with its
+fields ``n_rng``, ``bits``, ``terms``, ``pool_size``, ``pool_seed``. Their ranges are the
+generator configurations' own (:meth:`generator` builds one, its errors name the field); a
+field the strategy does not use must keep its default (one line naming it otherwise).
+The ZO layer (:meth:`layer_design`) carries the same generator, so the int8 units, the
+float twin and the RTL draw one stream of ``z``.
 
 **Few-shot mode** (``k_shot`` > 0, issue 33; :mod:`.fewshot`): the steps train on
 ``k_shot`` examples per class drawn per ``seed`` from the training examples outside the
@@ -24,14 +33,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from zoforge.config import Config, FloatRange, IntRange, NonBlank, param
+import dataclasses
+
+from zoforge.config import Config, FloatRange, IntRange, NonBlank, OneOf, param
 from zoforge.errors import ConfigError
-from zoforge.golden.rng import OnTheFlyConfig
-from zoforge.golden.rng.lfsr import MAX_BITS, MIN_BITS     # the generator's range, one source
+from zoforge.golden.rng import (GENERATOR_CONFIGS, STRATEGIES, GaussianConfig,
+                                GeneratorConfig, PregenConfig)
 from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 
 __all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS", "DATA_CLASSES",
-           "DEFAULTS", "FEWSHOT_DEFAULTS"]
+           "DEFAULTS", "FEWSHOT_DEFAULTS", "GENERATOR_FIELDS"]
 
 #: The linear maps (names of :data:`zoforge.golden.models.LAYER_LINEARS`) that carry a
 #: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
@@ -46,6 +57,10 @@ DATA_CLASSES = 2
 #: few-shot protocol (``batch`` None there: the whole few-shot set, one full batch).
 DEFAULTS = {"queries": 4, "lr": 2e-5, "batch": 4}
 FEWSHOT_DEFAULTS = {"queries": 1, "lr": 2e-4, "batch": None}
+
+#: The generator's fields of a fine-tuning; each is used by the strategies whose generator
+#: configuration has it (``banks`` is not one: the pool has ``layer_rows`` banks).
+GENERATOR_FIELDS = ("n_rng", "bits", "terms", "pool_size", "pool_seed")
 
 _STEP = FloatRange(0.0, 1e6, low_open=True)
 _SEQ_LEN, _BATCH, _K_SHOT = IntRange(2, 512), IntRange(1, 1024), IntRange(0, 10_000)
@@ -86,9 +101,17 @@ class FinetuneConfig(Config):
     adapted_blocks: int = param(0, "blocks that carry adapters: the top N of the kept "
                                    "--blocks (0: all); the blocks below are frozen, their "
                                    "output computed once per example", IntRange(0, 64))
-    n_rng: int = param(7, "LFSRs of the PeZO on-the-fly generator (2^k - 1)",
-                       IntRange(3, 255))
-    bits: int = param(8, "LFSR bits of the generator", IntRange(MIN_BITS, MAX_BITS))
+    strategy: str = param("onthefly", "perturbation generator: onthefly (PeZO on-the-fly), "
+                                      "pregen (PeZO pool), gaussian (central-limit "
+                                      "Gaussian) or masked (masked on-the-fly)",
+                          OneOf(STRATEGIES))
+    n_rng: int = param(7, "onthefly, masked: LFSR lanes (2^k - 1); gaussian: generators "
+                          "(values per cycle); at least --layer-rows")
+    bits: int = param(8, "generator bits: LFSR bits (pregen: pool value bits)")
+    terms: int = param(GaussianConfig.terms, "gaussian: uniform LFSR values summed per "
+                                             "generator")
+    pool_size: int = param(PregenConfig.pool_size, "pregen: pool size (2^k - 1)")
+    pool_seed: int = param(PregenConfig.pool_seed, "pregen: seed of the pool's contents")
     layer_rows: int = param(4, "the ZO layer's array rows R", IntRange(1, 32))
     layer_cols: int = param(4, "the ZO layer's array columns C", IntRange(1, 32))
     engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))
@@ -144,10 +167,25 @@ class FinetuneConfig(Config):
             raise ConfigError("batch", f"at most {MAX_TOKENS // self.seq_len} with seq_len "
                               f"{self.seq_len} (batch x seq_len <= {MAX_TOKENS} tokens)",
                               self.batch)
+        self._check_generator_fields()
         generator = self.generator().golden()
+        self.layer_design(self.layer_rows, 0)   # the layer's checks of its generator
         # the ZO layer's integer settings exist for lr and eps (torch: only when checked)
         from zoforge.golden.zolayer.network import step_settings
         step_settings(self.lr, self.eps, self.queries, generator.frac_bits)
+
+    def _check_generator_fields(self) -> None:
+        """A generator field the strategy does not use keeps its default (one line naming
+        it and the strategies that use it)."""
+        own = {f.name for f in dataclasses.fields(GENERATOR_CONFIGS[self.strategy])}
+        for f in dataclasses.fields(self):
+            if f.name in GENERATOR_FIELDS and f.name not in own and \
+                    getattr(self, f.name) != f.default:
+                users = [s for s, c in GENERATOR_CONFIGS.items()
+                         if f.name in {g.name for g in dataclasses.fields(c)}]
+                raise ConfigError(f.name, f"left at {f.default} with strategy "
+                                  f"{self.strategy} (used by {', '.join(users)})",
+                                  getattr(self, f.name))
 
     @property
     def first_adapted(self) -> int:
@@ -160,16 +198,30 @@ class FinetuneConfig(Config):
         """Tokens M of one call: batch x seq_len."""
         return self.batch * self.seq_len
 
-    def generator(self) -> OnTheFlyConfig:
-        """The perturbation generator (with the save/restore ports the ZO layer needs)."""
-        return OnTheFlyConfig(n_rng=self.n_rng, bits=self.bits, snapshot=True)
+    def generator(self) -> GeneratorConfig:
+        """The ``strategy``'s generator configuration, with the save/restore ports the ZO
+        step needs (the pool: ``layer_rows`` banks, one value per array row and cycle)."""
+        config_type = GENERATOR_CONFIGS[self.strategy]
+        own = {f.name for f in dataclasses.fields(config_type)}
+        fields = {name: getattr(self, name) for name in GENERATOR_FIELDS if name in own}
+        if "banks" in own:
+            fields["banks"] = self.layer_rows
+        try:
+            return config_type(**fields, snapshot=True)
+        except ConfigError as error:
+            if error.parameter == "banks":
+                raise error.renamed("layer_rows") from None
+            raise
 
     def layer_design(self, hidden: int, ffn: int) -> ZoLayerConfig:
-        """The ZO layer (lora-fa) sized for the adapted maps of a model of width ``hidden``."""
+        """The ZO layer (lora-fa, the :meth:`generator`'s strategy) sized for the adapted
+        maps of a model of width ``hidden``."""
         del ffn   # the adapted maps are hidden x hidden
         rows, cols = self.layer_rows, self.layer_cols
-        return layer_config("onthefly", rows=rows, cols=cols, mode="lora-fa",
+        generator = self.generator()
+        fields = {f.name: getattr(generator, f.name) for f in dataclasses.fields(generator)
+                  if f.name != "snapshot"}
+        return layer_config(self.strategy, rows=rows, cols=cols, mode="lora-fa",
                             max_m=-(-self.tokens // cols) * cols, max_k=hidden,
-                            max_n=-(-hidden // rows) * rows, max_r=self.rank,
-                            n_rng=self.n_rng, bits=self.bits)
+                            max_n=-(-hidden // rows) * rows, max_r=self.rank, **fields)
 
