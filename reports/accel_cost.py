@@ -32,7 +32,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import ADAPTED
 from zoforge.hw.accel.schedule import ENGINE, Phase, Schedule, step_schedule
 from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
 from zoforge.hw.zolayer.cycles import job_cycles
@@ -230,8 +232,6 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`). ``seconds_per_step_at_fmax``
     includes the host's work; ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
     ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
-    from zoforge.boards.registry import get_board
-    from zoforge.golden.finetune.config import ADAPTED
     target = get_board(board)
     if target.ddr_bytes_per_s is None:
         raise ConfigError("board", "a board with a DDR bandwidth fact", board)
@@ -243,6 +243,7 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
                        rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
                        hidden=hidden, ffn=ffn, heads=heads, classes=classes)
     if accel is None:
+        # the planner only when no accelerator is given
         from zoforge.hw.accel.plan import plan_accelerator
         accel = plan_accelerator(target, shape)
     fmax, fmax_source = (mhz, "given") if mhz is not None else \
