@@ -204,7 +204,7 @@ def test_sigterm_stops_finetune_with_its_checkpoint_kept(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.ci
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_a_signal_stops_train_with_its_checkpoint_kept(tmp_path, signum):
     import torch
     out = tmp_path / "train"
