@@ -159,8 +159,8 @@ def _damaged(**changes) -> str:
     (_damaged(float=None), "float is not a run's state at step 2"),
     (_damaged(seconds=-1.0), "seconds is not a finite number >= 0"),
     (_damaged(loss=[1.0]), "result.loss is not a list of 2 numbers"),
-    (_damaged(float_loss=[1.0, 7.0]).replace("7.0", "1e999"), "result.float_loss holds a value that is not a "
-                                        "finite number"),
+    (_damaged(float_loss=[1.0, 7.0]).replace("7.0", "1e999"),
+     "result.float_loss holds a value that is not a finite number"),
     (_damaged(train_loss_curve=[0.5, 0.4]), "result.train_loss_curve is not a list of 1"),
     (_damaged(accuracy_before=1.5), "result.accuracy_before is not an accuracy"),
     (_damaged(junk=1), "does not have the keys"),
