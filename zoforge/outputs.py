@@ -57,6 +57,10 @@ def check_out_dir(flag: str, value: str | os.PathLike | None) -> Path:
         raise ConfigError(flag, "a folder path (not empty; use . for the current folder)",
                           repr(text))
     path = Path(text)
+    for part in path.parts:             # before any look-up: the OS refuses longer names
+        if len(os.fsencode(part)) > MAX_NAME_BYTES:
+            raise ConfigError(flag, f"a path whose names are at most {MAX_NAME_BYTES} bytes "
+                              f"each (one is {len(os.fsencode(part))})", path)
     if path.exists() and not path.is_dir():
         raise ConfigError(flag, "a folder, or a path where one can be created (this is an "
                           "existing file)", path)
