@@ -15,7 +15,8 @@ import torch.nn.functional as F
 from zoforge.errors import ConfigError
 from zoforge.golden.rng import GaussianConfig, OnTheFlyConfig, PregenConfig
 from zoforge.golden.zo.config import TrainConfig
-from zoforge.golden.zo.features import build_trainable
+from zoforge.golden.zo.features import build_trainable, pooled_shape
+from zoforge.golden.zo.hwmlp import grouped_step
 from zoforge.golden.zo.train import Interrupted, build_optimizer, train
 from zoforge.golden.zolayer.host import CrossEntropyHost
 from zoforge.golden.zolayer.config import padded_classes
@@ -123,6 +124,80 @@ def test_network_step_matches_the_independent_reference(strategy, widths, q):
     assert any(seen) and not all(abs(g) == 2 ** 15 - 1 for g in seen)
 
 
+def reference_grouped_step(generator, rows, lanes, master, x, labels, host, q, e, eta_mult,
+                           eta_shift):
+    """One step with ``lanes`` branches side by side, from docs/zo-layer.md with Python
+    integers: a job's transfers go panel p of F = rows / lanes features (outer), block kb of
+    ``lanes`` k-steps, query j (inner); transfer (p, kb, j) is one take(rows) whose value
+    ``kk*F + f`` is query j's z[kb*lanes + kk][p*F + f]."""
+    k_t, n = len(master), len(master[0])
+    features, per_job = rows // lanes, max(1, lanes // 2)
+
+    def clamp(v, bits):
+        return max(-(1 << (bits - 1)), min((1 << (bits - 1)) - 1, v))
+
+    def output(op):
+        return [[((sum(row[k] * op[k][j] for k in range(k_t)) + 2 ** 31) % 2 ** 32) - 2 ** 31
+                 for j in range(n)] for row in x]
+
+    acc = [[0] * n for _ in range(k_t)]
+    grads = []
+    for _ in range(q // per_job):
+        zs = [[[None] * n for _ in range(k_t)] for _ in range(per_job)]
+        for p in range(n // features):
+            for kb in range(k_t // lanes):
+                for j in range(per_job):
+                    values = [int(v) for v in generator.take(rows)]
+                    for kk in range(lanes):
+                        for f in range(features):
+                            zs[j][kb * lanes + kk][p * features + f] = values[kk * features + f]
+        for z in zs:
+            lp, lm = (host.loss(np.array(output(
+                [[clamp((master[k][j] >> 8) + sign * (z[k][j] >> e), 16) for j in range(n)]
+                 for k in range(k_t)])), labels) for sign in (1, -1))
+            g = max(-2 ** 15, min(2 ** 15 - 1, round((lp - lm) * host.gain)))
+            grads.append(g)
+            for k in range(k_t):
+                for j in range(n):
+                    acc[k][j] += g * z[k][j]
+    new = [[clamp(master[k][j] - ((acc[k][j] * eta_mult + ((1 << eta_shift) >> 1))
+                                  >> eta_shift), 24) for j in range(n)] for k in range(k_t)]
+    return new, grads
+
+
+@pytest.mark.parametrize("strategy", sorted(GENERATORS))
+@pytest.mark.parametrize("rows, lanes, q", [(2, 2, 1), (4, 2, 3), (4, 4, 2), (8, 4, 4),
+                                            (2, 1, 2)])
+def test_grouped_step_matches_the_independent_reference(strategy, rows, lanes, q):
+    """The golden trainer's step with branch lanes (the layer's B-lane perturbation order),
+    two steps; large weights reach the int16 operand's saturation."""
+    config = {"onthefly": OnTheFlyConfig(n_rng=15, bits=6),     # at least R values a transfer
+              "pregen": PregenConfig(pool_size=255, bits=8, banks=rows),
+              "gaussian": GaussianConfig(n_rng=rows, bits=9, terms=2)}[strategy]
+    rng = np.random.default_rng(rows * 10 + lanes + q)
+    k, n = 2 * lanes * 3, rows // lanes * 2
+    x = torch.from_numpy(rng.integers(-127, 128, (4, k)))
+    master = torch.from_numpy(rng.integers(-(1 << 23), 1 << 23, (k, n)))
+    labels = rng.integers(0, 2, 4)
+    host = CrossEntropyHost(classes=2, logit_scale=1e-7, gain=1e5)
+    ref_gen, golden_gen = config.golden(), config.golden()
+    settings = step_settings(lr=0.3, eps=2.0 ** (golden_gen.frac_bits - WEIGHT_FRAC - 1),
+                             queries=q, frac_bits=golden_gen.frac_bits)
+    settings = type(settings)(**{**vars(settings), "gain": host.gain})
+    expected, seen = master.tolist(), []
+    for step in range(2):
+        expected, ref_grads = reference_grouped_step(
+            ref_gen, rows, lanes, expected, x.tolist(), labels, host, q, settings.eps_shift,
+            settings.eta_mult, settings.eta_shift)
+        master, losses, grads = grouped_step(master, golden_gen, rows, lanes, x, labels,
+                                             host, q, settings)
+        assert grads == ref_grads and len(losses) == 2 * q, step
+        assert master.tolist() == expected, step
+        seen += grads
+    assert any(seen) and not all(abs(g) == 2 ** 15 - 1 for g in seen)
+    assert golden_gen.save() == ref_gen.save()           # the same transfers drawn
+
+
 def test_cross_entropy_host_and_gradient_quantization():
     rng = np.random.default_rng(0)
     y = rng.integers(-2 ** 31, 2 ** 31, (8, 4))
@@ -188,6 +263,10 @@ def test_trainer_resumes_bit_identically(tmp_path):
     ({"batch": 6}, "batch"),
     ({"perturbation": "pezo-pregen"}, "banks"),       # the pool needs banks == rows
     ({"queries": 17}, "queries"),
+    ({"hidden": 0, "branch_lanes": 3}, "branch_lanes"),               # not 1 or 2^k
+    ({"hidden": 0, "branch_lanes": 8}, "branch_lanes"),               # not a divisor of rows 4
+    ({"branch_lanes": 2}, "branch_lanes"),                             # with a hidden layer
+    ({"hidden": 0, "branch_lanes": 4, "queries": 3}, "queries"),      # q a multiple of B/2
 ])
 def test_bad_hardware_training_configs_are_one_line_errors(tmp_path, changes, flag):
     with pytest.raises(ConfigError) as error:
@@ -250,13 +329,23 @@ def _count_correct(outputs: np.ndarray, labels) -> int:
                                                                          labels))
 
 
+def _one_layer(tmp_path, **changes):
+    """The linear classifier on 4 x 4 with two branch lanes (a query's + and - branches side
+    by side: the 2 classes on 2 of the rows), as ``--branch-lanes auto`` maps a head of 2
+    classes at batch 16 (tests/test_branch_mapping.py); one design for the default run."""
+    return _config(tmp_path, **{"hidden": 0, "branch_lanes": 2, **changes})
+
+
 @needs_verilator
-def test_lockstep_driver_matches_an_independent_golden_run(tmp_path):
+@pytest.mark.parametrize("lanes", [2, pytest.param(1, marks=(pytest.mark.slow, pytest.mark.ci)),
+                                   pytest.param(4, marks=(pytest.mark.slow, pytest.mark.ci))])
+def test_lockstep_driver_matches_an_independent_golden_run(tmp_path, lanes):
     """The driver's batches, golden steps and test accuracies, each against a derivation of
     its own: batch t from ``default_rng([seed, t])``, a second golden trainer stepped on those
     batches, the accuracies counted over the RTL's outputs and the test split's labels (lr
-    0.1: the trained classifier's test and training accuracies differ)."""
-    cfg = _config(tmp_path, hidden=0, steps=4, lr=0.1, n_test=30)
+    0.1: the trained classifier's test and training accuracies differ). With B branch lanes
+    the classes are padded to 4 / B columns and the design has them."""
+    cfg = _one_layer(tmp_path, steps=4, lr=0.1, n_test=30, branch_lanes=lanes)
     shown = []
     result = LockstepTraining(cfg).run(LockstepOptions(source_idle=0.2, sink_backpressure=0.2),
                                        on_step=shown.append)
@@ -266,6 +355,11 @@ def test_lockstep_driver_matches_an_independent_golden_run(tmp_path):
     trainable, info = build_trainable(cfg)
     optimizer = build_optimizer(cfg, trainable)
     test, classes = trainable.splits["test"], info["num_classes"]
+    assert result.design.branch_lanes == lanes
+    features = 4 // lanes                                          # a word's classes
+    (master,) = trainable.masters(trainable.theta)
+    assert master.shape[1] == -(-classes // features) * features
+    assert pooled_shape(cfg) == (master.shape[0], classes)        # what auto reads
 
     def golden_test_outputs() -> np.ndarray:
         return trainable.outputs(trainable.theta, test.x)[:, :classes].numpy()
@@ -323,7 +417,7 @@ def test_a_corrupted_rtl_master_is_not_bit_exact(tmp_path, monkeypatch, backend)
             rtl["masters"][1, 0, 0] += 1
             return rtl, bench
         monkeypatch.setattr(zo_training, "run_layer", corrupting_run)
-    result = LockstepTraining(_config(tmp_path, hidden=0, steps=3)).run(
+    result = LockstepTraining(_one_layer(tmp_path, steps=3)).run(
         LockstepOptions(backend=backend))
     assert result.mismatched_steps == [1] and not result.bit_exact
     assert result.steps[1].checks == {"grads": True, "master": False}
@@ -337,7 +431,7 @@ def test_a_corrupted_rtl_master_is_not_bit_exact(tmp_path, monkeypatch, backend)
 ])
 def test_golden_training_run_is_the_rtl_run(tmp_path, perturbation, extra, simulator):
     # Verilator: the job server (stepped beside the golden trainer); Icarus: cocotb
-    cfg = _config(tmp_path, perturbation=perturbation, hidden=0, queries=2, **extra)
+    cfg = _one_layer(tmp_path, perturbation=perturbation, queries=2, **extra)
     result = cosim_training(cfg, steps=4, simulator=simulator, source_idle=0.2,
                             sink_backpressure=0.2,
                             backend="jobserver" if simulator == "verilator" else "cocotb")

@@ -46,8 +46,8 @@ def load_model(cfg):
     return models.load_encoder(cfg.model, cfg.num_layers)
 
 
-#: The ``tiny`` model's encoder layers and positions (:func:`models.tiny_encoder`).
-TINY_LAYERS, TINY_POSITIONS = 2, 128
+#: The ``tiny`` model's encoder layers, positions and width (:func:`models.tiny_encoder`).
+TINY_LAYERS, TINY_POSITIONS, TINY_HIDDEN = 2, 128, 32
 
 
 def check_model_limits(cfg) -> None:
@@ -88,12 +88,11 @@ def _model_shape(source: str):
 
 def pooled_shape(cfg) -> tuple[int, int]:
     """``(features, classes)`` of the pooled trainables' input (``head``, ``hw-mlp``): the
-    encoder's hidden width (its config.json; the ``tiny`` model is built, it is small) and
-    the data's classes, without running the encoder."""
+    encoder's hidden width (its config.json) and the data's classes, without loading the
+    encoder."""
     classes = data_mod.load_dataset(cfg.data).num_classes
     if cfg.model == "tiny":
-        model, _ = load_model(cfg)
-        return model.config.hidden_size, classes
+        return TINY_HIDDEN, classes
     return _model_shape(_model_source(cfg)).hidden_size, classes
 
 
