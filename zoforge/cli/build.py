@@ -13,7 +13,9 @@ from pathlib import Path
 from zoforge.cli import ArgumentParser
 from zoforge.errors import ConfigError, check_int_range
 
-__all__ = ["register", "run_build"]
+__all__ = ["register", "run_build", "DEFAULT_BOARD"]
+
+DEFAULT_BOARD = "zcu102"
 
 _DESCRIPTION = """\
 Elaborate a design, write its Verilog and a Vivado batch project for the board (XDC, Tcl
@@ -43,7 +45,10 @@ class _TwoStageParser(ArgumentParser):
                 design = get_design(name)
             except ConfigError as error:
                 self.error(str(flag_of(error, self)))
-            group = self.add_argument_group(f"parameters of design '{name}'")
+            # a design field named like one of build's own flags (the accelerator's
+            # --board) replaces it: one flag, read by both (the default: build's)
+            group = self.add_argument_group(f"parameters of design '{name}'",
+                                            conflict_handler="resolve")
             add_config_flags(group, design.configs, config_file=False)
             self._design_added = name
         return super().parse_known_args(args, namespace)
@@ -70,9 +75,9 @@ def register(tree) -> None:
     parser.add_argument("--config", metavar="FILE", default=None,
                         help="a saved design configuration (design.toml, as written by "
                              "`zoforge generate`); the design's flags override it")
-    parser.add_argument("--board", default="zcu102", metavar="BOARD",
+    parser.add_argument("--board", default=DEFAULT_BOARD, metavar="BOARD",
                         help="target board, one of " + ", ".join(board_names())
-                             + " (default zcu102)")
+                             + f" (default {DEFAULT_BOARD})")
     parser.add_argument("--out", required=True, metavar="DIR",
                         help="output folder (a writable folder, or one that can be created)")
     parser.add_argument("--clock-mhz", type=float, default=None,
@@ -116,7 +121,7 @@ def run_build(args: argparse.Namespace) -> int:
 
     # every check before any work: the slow steps (synthesis, co-simulation) come last
     out = check_out_dir("--out", args.out)
-    board = get_board(args.board)
+    board = get_board(getattr(args, "board", DEFAULT_BOARD))
     clock = board.check_clock(args.clock_mhz if args.clock_mhz is not None
                               else board.default_mhz)
     check_int_range("--activity-cycles", args.activity_cycles, 10, 10_000_000)

@@ -3,7 +3,8 @@
 ``zoforge generate DESIGN [flags] --out DIR`` elaborates a configuration given as flags (and
 optionally ``--config FILE``); ``zoforge generate --config FILE [--out DIR]`` elaborates a
 saved configuration (the ``design.toml`` a previous run wrote; by default into the file's
-own folder). Every registered design appears here with flags generated from its
+own folder). ``zoforge generate accelerator --board B`` plans the sizes not given as flags
+for the board's budget (:func:`zoforge.hw.accel.plan.plan_from_fields`). Every registered design appears here with flags generated from its
 configuration types, when ``zoforge generate DESIGN`` is used (listing the designs imports
 none of them).
 
@@ -62,7 +63,13 @@ def run(args: argparse.Namespace) -> int:
     if args.design is not None:
         out = check_out_dir("--out", args.out)
         design = get_design(args.design)
-        config = config_from_args(args, design.configs)
+        if design.name == "accelerator" and getattr(args, "config", None) is None:
+            # sizes not given are planned for the board's budget (hw/accel/plan.py)
+            from zoforge.cli._options import given_fields
+            from zoforge.hw.accel.plan import plan_from_fields
+            config = plan_from_fields(given_fields(args, design.configs))
+        else:
+            config = config_from_args(args, design.configs)
     elif getattr(args, "config", None) is not None:
         out = check_out_dir("--out", getattr(args, "out", Path(args.config).parent))
         every_type = [t for d in designs().values() for t in d.configs]

@@ -1,0 +1,241 @@
+"""The planner: an :class:`AcceleratorConfig` sized to a board's budget (:func:`plan_accelerator`).
+
+Like FINN folding to a target throughput, the planner maximizes the engines' MACs per cycle
+(``engines x R x C``) within the board's budget, the device's capacities (the board's, from
+its data sheet) times :data:`MARGINS` (<= 80 % of the DSPs and BRAM, <= 70 % of the LUTs and
+flip-flops, room for routing and the host's interconnect). The resources of a design are
+:func:`estimate_resources`, per unit times the unit counts (``yosys-estimate (per unit x
+count)``, never a measurement of the whole design):
+
+* DSP48E2: each unit's count, :func:`~zoforge.hw.accel.config.engine_dsp` /
+  :func:`~zoforge.hw.accel.config.layer_dsp` (array, requantizer, update unit);
+* BRAM18: each unit's memories from its own sizing function (``engine_memories``,
+  ``layer_memories``), each mapped to the fewest block RAMs of one aspect ratio
+  (:data:`BRAM18_SHAPES`, UG573), memories of at most :data:`LUTRAM_BITS` bits in LUT RAM;
+* LUT and FF: a per-unit fit of Yosys' estimate (:data:`LOGIC_FIT`, ``synth_xilinx -family
+  xcup`` of a few sizes, recorded in docs/accelerator.md), a fixed part plus a part per
+  processing element (one per multiplier product: R·C).
+
+The rule, in order: the ZO layer first (one, 4 x 4: the proven unit; the adapters' own
+products are a small share of a step); then for every engine array R x C of
+:data:`ARRAY_SIDES` the most engines that fit, and with a ``shape`` the largest X buffer
+(``engine_max_m``, a multiple of 64 rows up to all branches' tokens 2q·M) that still fits;
+the largest ``engines x R x C`` wins (ties: the larger X buffer, the squarer array, fewer
+engines). Fields
+given in ``fixed`` are kept; one that cannot fit is a one-line error naming it and the budget.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from zoforge.boards.registry import Board, get_board
+from zoforge.config import unknown_key
+from zoforge.errors import ConfigError
+
+from zoforge.hw.engine.config import EngineConfig
+
+from .config import AcceleratorConfig
+
+__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget", "MARGINS", "BRAM18_SHAPES",
+           "LUTRAM_BITS", "LOGIC_FIT", "ARRAY_SIDES", "RESOURCE_SOURCE", "M_STEP"]
+
+#: Fraction of each device resource the planner may use.
+MARGINS = {"DSP": 0.80, "BRAM18": 0.80, "LUT": 0.70, "FF": 0.70}
+#: The label of :func:`estimate_resources`' numbers.
+RESOURCE_SOURCE = "yosys-estimate (per unit x count)"
+#: (width, depth) of a BRAM18 (UltraScale+ UG573: 16K x 1 ... 1K x 18 true dual port,
+#: 512 x 36 simple dual port).
+BRAM18_SHAPES = ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512))
+#: Memories this small go to LUT RAM (Yosys' memory_libmap picks LUT RAM below ~1 Kbit).
+LUTRAM_BITS = 1024
+#: Array sides the planner tries (engine rows and columns; even, for ``paired``).
+ARRAY_SIDES = (8, 16, 32, 64)
+#: ``engine_max_m`` steps (a multiple of every array side).
+M_STEP = 64
+#: LUT and FF of one unit: ``fixed + per_pe x R·C + per_row x R + per_col x C`` by
+#: synthesis family group. ``xilinx``: Yosys' per-block estimate (synth_xilinx -family xcup)
+#: of the engine 8 x 8 (docs/engine.md: `array` 6,264 / 6,997 for 64 PEs, `requant` 2,590 /
+#: 1,720 for 8 columns, the rest 1,143 / 1,162) and the ZO layer 4 x 4 (docs/zo-layer.md:
+#: `array` 1,552 / 2,777 for 16 PEs, `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 /
+#: 2,161 for 4 columns, the rest 2,111 / 3,285). ``ecp5``: nextpnr's post-route TRELLIS_COMB
+#: / FF of the engine 4 x 4 (5,604 / 5,053) and 8 x 8 (14,319 / 13,679), a line through both
+#: in R·C; the layer's 4 x 4 (8,546 / 7,958) with the engine's slope per PE.
+LOGIC_FIT = {
+    "xilinx": {"engine": {"LUT": (1_143, 6_264 / 64, 0, 2_590 / 8),
+                          "FF": (1_162, 6_997 / 64, 0, 1_720 / 8)},
+               "layer": {"LUT": (2_111, 1_552 / 16, 1_435 / 4, 1_809 / 4),
+                         "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
+    "ecp5": {"engine": {"LUT": (5_604 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
+                        "FF": (5_053 - 16 * 8_626 / 48, 8_626 / 48, 0, 0)},
+             "layer": {"LUT": (8_546 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
+                       "FF": (7_958 - 16 * 8_626 / 48, 8_626 / 48, 0, 0)}},
+}
+
+
+def _logic_group(family: str) -> str:
+    return "ecp5" if family == "ecp5" else "xilinx"
+
+
+def _bram18(words: int, bits: int) -> int:
+    """Block RAMs of one memory of ``words`` words of ``bits / words`` bits."""
+    if bits <= LUTRAM_BITS:
+        return 0
+    width = -(-bits // words)
+    return min(-(-width // w) * -(-words // d) for w, d in BRAM18_SHAPES)
+
+
+def _unit_resources(fit: Mapping, rows: int, cols: int, dsp: int, memories: Mapping) -> dict:
+    out = {key: round(fixed + per_pe * rows * cols + per_row * rows + per_col * cols)
+           for key, (fixed, per_pe, per_row, per_col) in fit.items()}
+    return dict(out, BRAM18=sum(_bram18(m.words, m.bits) for m in memories.values()),
+                DSP=dsp)
+
+
+def estimate_resources(config: AcceleratorConfig) -> dict:
+    """``{"engine": {...}, "layer": {...}, "total": {...}, "source": ...}``: LUT, FF,
+    BRAM18 and DSP of one engine, one ZO layer and the whole design (units x counts)."""
+    from zoforge.hw.engine.designs import engine_memories
+    from zoforge.hw.zolayer.designs import layer_memories
+
+    fit = LOGIC_FIT[_logic_group(get_board(config.board).family)]
+    engine = _unit_resources(fit["engine"], config.engine_rows, config.engine_cols,
+                             config.engine_dsp, engine_memories(config.engine_config()))
+    layer = _unit_resources(fit["layer"], config.layer_rows, config.layer_cols,
+                            config.layer_dsp, layer_memories(config.layer_config()))
+    total = {key: config.engines * engine[key] + config.layers * layer[key] for key in engine}
+    return {"engine": engine, "layer": layer, "total": total, "source": RESOURCE_SOURCE}
+
+
+def budget(board: Board) -> dict[str, int]:
+    """The planner's budget on ``board``: each capacity times its margin, rounded down."""
+    return {key: int(board.capacities[key] * margin) for key, margin in MARGINS.items()}
+
+
+def _over(config: AcceleratorConfig, limits: Mapping[str, int]) -> str | None:
+    """The first resource ``config`` exceeds (with its figures), or None when it fits."""
+    total = estimate_resources(config)["total"]
+    for key, limit in limits.items():
+        if total[key] > limit:
+            return f"{key} {total[key]:,} > {limit:,}"
+    return None
+
+
+def _shape_fields(shape, layer_rows: int, layer_cols: int, engines: int, cols: int) -> dict:
+    """Capacities from a model shape: the layer's as the fine-tuning's, the engine's K and N
+    for the widest map split by columns over ``engines`` (at most the engine's parameter
+    tables: the schedule splits a wider slice into jobs)."""
+    ceil = lambda a, b: -(-a // b) * b      # noqa: E731 (a multiple of b)
+    widest = max(shape.ffn, shape.hidden)
+    tables = EngineConfig(rows=cols, cols=cols, max_n=cols).max_n_limit
+    return {"layer_max_m": ceil(shape.tokens, layer_cols), "layer_max_k": shape.hidden,
+            "layer_max_n": ceil(shape.hidden, layer_rows),
+            "layer_max_r": ceil(shape.rank, layer_rows),
+            "engine_max_k": widest,
+            "engine_max_n": min(max(ceil(-(-widest // engines), cols), cols), tables)}
+
+
+def plan_accelerator(board: Board | str, shape=None, **fixed) -> AcceleratorConfig:
+    """The accelerator for ``board`` (a :class:`Board` or its name) and an optional model
+    ``shape`` (:class:`~zoforge.reports.finetune_cost.ModelShape`: capacities for its maps),
+    with the fields in ``fixed`` kept (see the module docstring)."""
+    board = board if isinstance(board, Board) else get_board(board)
+    names = [f.name for f in dataclasses.fields(AcceleratorConfig)]
+    for key in fixed:
+        if key not in names:
+            raise unknown_key(key, names)
+    if "board" in fixed and fixed["board"] != board.name:
+        raise ConfigError("board", f"{board.name} (the board planned for)", fixed["board"])
+    limits = budget(board)
+    base = {"board": board.name, "paired": board.packs_int8_pairs}
+    base.update(fixed)
+    sides = [(r, c) for r in ARRAY_SIDES for c in ARRAY_SIDES]
+    if "engine_rows" in fixed or "engine_cols" in fixed:
+        sides = [(fixed.get("engine_rows", r), fixed.get("engine_cols", c)) for r, c in sides]
+    best, best_key = None, None
+    for rows, cols in dict.fromkeys(sides):
+        for config in _candidates(board, shape, dict(base, engine_rows=rows,
+                                                    engine_cols=cols), limits, fixed):
+            key = (config.engines * rows * cols, config.engine_max_m,
+                   -abs(rows.bit_length() - cols.bit_length()), -config.engines)
+            if best_key is None or key > best_key:
+                best, best_key = config, key
+            break       # the first candidate that fits is this array's best
+    if best is None:
+        raise _no_fit(board, shape, base, limits, fixed)
+    return best
+
+
+def _candidates(board, shape, values: dict, limits, fixed):
+    """Configurations with ``values`` that fit ``limits``, best first (most engines, then
+    the largest X buffer)."""
+    rows, cols = values["engine_rows"], values["engine_cols"]
+    if values["paired"] and rows % 2:
+        return
+    per_engine = AcceleratorConfig(**_try(dict(values, engines=1), shape, fixed)).engine_dsp \
+        if _valid(dict(values, engines=1), shape, fixed) else None
+    if per_engine is None:
+        return
+    most = max(1, limits["DSP"] // per_engine)
+    counts = [fixed["engines"]] if "engines" in fixed else range(most, 0, -1)
+    for engines in counts:
+        for values_m in _m_choices(dict(values, engines=engines), shape, fixed):
+            if not _valid(values_m, shape, fixed):
+                continue
+            config = AcceleratorConfig(**_try(values_m, shape, fixed))
+            if _over(config, limits) is None:
+                yield config
+                return
+
+
+def _m_choices(values: dict, shape, fixed):
+    """``values`` with each X buffer depth to try, the largest first."""
+    if "engine_max_m" in fixed or shape is None:
+        yield values
+        return
+    most = 2 * shape.queries * shape.tokens
+    for max_m in range(-(-most // M_STEP) * M_STEP, 0, -M_STEP):
+        yield dict(values, engine_max_m=max_m)
+
+
+def _try(values: dict, shape, fixed) -> dict:
+    """``values`` with the shape's capacities where not fixed."""
+    if shape is None:
+        return values
+    layer_rows = values.get("layer_rows", AcceleratorConfig.layer_rows)
+    layer_cols = values.get("layer_cols", AcceleratorConfig.layer_cols)
+    derived = _shape_fields(shape, layer_rows, layer_cols, values["engines"],
+                            values["engine_cols"])
+    return dict({k: v for k, v in derived.items() if k not in fixed}, **values)
+
+
+def _valid(values: dict, shape, fixed) -> bool:
+    try:
+        AcceleratorConfig(**_try(values, shape, fixed))
+    except ConfigError:
+        return False
+    return True
+
+
+def _no_fit(board, shape, base, limits, fixed) -> ConfigError:
+    """The one-line error for fixed fields that fit no design: the fields, and the
+    smallest design with them against the budget."""
+    smallest = dict(base, engines=fixed.get("engines", 1),
+                    engine_rows=fixed.get("engine_rows", ARRAY_SIDES[0]),
+                    engine_cols=fixed.get("engine_cols", ARRAY_SIDES[0]))
+    config = AcceleratorConfig(**_try(smallest, shape, fixed))    # an invalid one: its error
+    over = _over(config, limits) or "no fitting capacities"
+    names = "/".join(key for key in ("engines", "engine_rows", "engine_cols", "engine_max_m",
+                                     "engine_max_k", "engine_max_n", "layers", "layer_rows",
+                                     "layer_cols") if key in fixed) or "board"
+    margins = ", ".join(f"{key} {100 * m:g} %" for key, m in MARGINS.items())
+    return ConfigError(names, f"small enough to fit {board.name}'s budget ({margins} of the "
+                       "device)", over)
+
+
+def plan_from_fields(fields: Mapping) -> AcceleratorConfig:
+    """The accelerator the command line asks for: ``fields`` (the flags given) kept, the
+    rest planned for their ``board`` (the configuration's default board if none)."""
+    fields = dict(fields)
+    board = fields.pop("board", AcceleratorConfig.board)
+    return plan_accelerator(board, **fields)
