@@ -9,6 +9,7 @@ import pytest
 
 from zoforge.cli import main
 from zoforge.sim.backends import stall_problems
+from zoforge.sim.mapping import choose_branch_lanes
 from zoforge.sim.toolchain import available_simulators
 from zoforge.sim.zo_training import LockstepTraining
 
@@ -61,6 +62,9 @@ def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driv
     assert "bit-exact          True" in capsys.readouterr().out
     # the accuracies: counted over the RTL's outputs on the test split and its labels
     ((training, result),) = driver_runs
+    # --branch-lanes auto: the mapping the tool picks (32 features, 2 classes: B = 4)
+    assert summary["config"]["branch_lanes"] == training.design.branch_lanes == \
+        choose_branch_lanes(training.cfg, 32, 2) == 4
     trainable = training.trainable
     labels = trainable.splits["test"].labels.tolist()
     rows = result.outputs_after_rtl.tolist()
@@ -78,22 +82,31 @@ def test_demo_is_bit_exact_for_every_generator(tmp_path, generator, capsys, driv
         assert np.array_equal(step.batch, expected), t
 
 
-def test_demo_bad_input_is_a_one_line_error(tmp_path, capsys):
-    assert main(["demo", "--stalls", "1.5", "--out", str(tmp_path)]) == 2
+@pytest.mark.parametrize("argv, expected", [
+    (["--stalls", "1.5"], "--stalls"),
+    (["--branch-lanes", "3"], "--branch-lanes must be auto or one of 1, 2, 4, 8, 16, 32"),
+    (["--branch-lanes", "8"], "--branch-lanes must be a divisor of rows = 4"),
+    (["--branch-lanes", "4", "--queries", "3"], "--queries must be a multiple of"),
+    (["--branch-lanes", "2", "--rng"], "--branch-lanes must be used only without --rng"),
+])
+def test_demo_bad_input_is_a_one_line_error(tmp_path, capsys, argv, expected):
+    assert main(["demo", *argv, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and "--stalls" in err
+    assert err.count("\n") == 0 and expected in err, err
 
 
 @pytest.mark.slow
 def test_demo_default_model_learns(tmp_path):
-    """300 steps on the default MiniLM features. The golden runs of this configuration reach
-    0.68 test accuracy (docs/zo-training.md); 0.60 is 10 points above chance, more than six
-    standard deviations of an accuracy on 1000 test examples (0.016)."""
+    """300 steps on the default MiniLM features (two branch lanes, the tool's pick). The runs
+    of this configuration reach 0.68 test accuracy (docs/demo.md); 0.60 is 10 points above
+    chance, more than six standard deviations of an accuracy on 1000 test examples
+    (0.016)."""
     out = tmp_path / "summary.json"
     assert main(["demo", "--no-report", "--quiet", "--out", str(tmp_path / "demo"),
                  "--json", str(out)]) == 0
     summary = json.loads(out.read_text())
     assert summary["bit_exact"] and summary["steps"] == 300
+    assert summary["config"]["branch_lanes"] == 2
     assert summary["accuracy_after"] >= 0.60 > summary["accuracy_before"]
 
 
