@@ -28,6 +28,9 @@ from pathlib import Path
 
 from zoforge.config import data_hash, flag_name
 from zoforge.errors import ConfigError, printable
+from zoforge.inputs import read_text
+from zoforge.outputs import set_aside as rename
+from zoforge.outputs import write_text
 
 __all__ = ["CHECKPOINT", "FORMAT", "RESULT_KEYS", "MAX_BYTES", "run_key", "checkpoint",
            "read_checkpoint", "set_aside", "write_checkpoint"]
@@ -63,14 +66,12 @@ def checkpoint(key: dict, step: int, int8: dict, float_state: dict | None, resul
 
 def write_checkpoint(out: Path, state: dict) -> None:
     """Write ``state`` to ``out/checkpoint.json`` atomically (never through a link)."""
-    from zoforge.outputs import write_text
     write_text(out / CHECKPOINT, json.dumps(state, allow_nan=False), root=out)
 
 
 def set_aside(path: Path, problem: str) -> None:
     """Move an unusable checkpoint to ``checkpoint.json.damaged`` with a one-line notice
     (the run starts from step 0)."""
-    from zoforge.outputs import set_aside as rename
     damaged = rename(path, root=path.parent, flag="--out")
     print(f"zoforge: the checkpoint {printable(str(path))} is damaged ({printable(problem)}); "
           f"moved it to {damaged.name} and starting from step 0", file=sys.stderr)
@@ -79,7 +80,6 @@ def set_aside(path: Path, problem: str) -> None:
 def read_checkpoint(out: Path, key: dict, steps: int, curve_steps: list[int]) -> dict | None:
     """The checkpoint in ``out`` of the run ``key`` of ``steps`` steps, or None: none there,
     or a damaged one (set aside). Another configuration's: a one-line error."""
-    from zoforge.inputs import read_text
     path = out / CHECKPOINT
     if not path.is_file():
         return None

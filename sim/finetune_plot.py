@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zoforge.outputs import output_path
+
 __all__ = ["plot_run"]
 
 
@@ -13,9 +15,8 @@ def plot_run(path: Path, result: dict) -> None:
     """Write the plot of ``result`` (a run's JSON) to ``path`` (atomically, as PNG)."""
     import matplotlib   # slow to import: only when a plot is written
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt    # after choosing the back-end
 
-    from zoforge.outputs import output_path
     figure, loss_axis = plt.subplots(figsize=(7, 3.6))
     for key, label, style, color in (("loss", "int8 (accelerator)", "-", "C0"),
                                      ("float_loss", "float twin", "--", "C1"),

@@ -31,9 +31,12 @@ configuration's checkpoint is a one-line error before any work, a damaged one is
 written (the RTL's generator state cannot be read or set), and a checkpoint in ``out`` is a
 one-line error naming ``--rtl``.
 
-**Extension point:** ``RunOptions.cost_model``, a function ``(CostContext) -> dict``, adds
-keys to the result beside :func:`cost_fields`' (a board-sized cost model's; a key it
-returns replaces one of the same name).
+**Cost models:** ``RunOptions.cost_models``, functions ``(CostContext) -> dict`` applied in
+order, fill :data:`COST_KEYS` and add keys of their own (a later one's key replaces an
+earlier one's); they live above this layer (``zoforge finetune`` passes
+:func:`zoforge.reports.finetune_fields.unit_cost_fields`, and with ``--board`` the board-sized
+accelerator's, :func:`zoforge.reports.finetune_fields.board_cost_fields`). Without any, the
+cost keys are None.
 """
 from __future__ import annotations
 
@@ -44,22 +47,24 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from zoforge.config import config_text
 from zoforge.errors import ConfigError, check_choice, check_int_range
+from zoforge.golden.zo.config import MAX_THREADS
+from zoforge.outputs import (check_out_dir, check_out_file, check_targets, make_out_dir,
+                             write_text)
 from zoforge.sim import finetune_checkpoint as ckpt
 from zoforge.sim.finetune_checkpoint import CHECKPOINT
 
-__all__ = ["FinetuneRun", "RunOptions", "CostContext", "cost_fields", "check_json",
-           "RTL_CHOICES", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES", "BOARD",
+__all__ = ["FinetuneRun", "RunOptions", "CostContext", "check_json",
+           "RTL_CHOICES", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES",
            "CHECKPOINT_EVERY", "MAX_CHECKPOINT_EVERY"]
 
 RTL_CHOICES = ("none", "adapters", "all")
-#: The cost figures of the JSON (:func:`cost_fields`), None where not modelled.
+#: The cost figures of the JSON (the cost models of ``RunOptions.cost_models``, e.g.
+#: :func:`zoforge.reports.finetune_fields.unit_cost_fields`), None where not modelled.
 COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_per_step",
              "static_joules_per_step", "dynamic_joules_per_step", "ddr_bytes_per_step",
              "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
-#: The board of the time and energy figures (its DDR, and the units' clock and power from
-#: :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each with its source label).
-BOARD = "zcu102"
 #: The few-shot training-loss figures of the JSON (None and [] when ``k_shot`` is 0).
 TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
                    "float_train_loss_after", "curve_steps", "train_loss_curve",
@@ -87,7 +92,7 @@ class RunOptions:
     """How a run is done (what the configuration does not say): ``rtl`` (:data:`RTL_CHOICES`:
     which calls go to the RTL), ``float_twin``, ``backprop``, the output folder ``out``,
     ``json`` (another file for the JSON, or None), torch's CPU ``threads``, ``quiet`` (no
-    progress bar), ``checkpoint_every`` (steps between checkpoints) and ``cost_model``
+    progress bar), ``checkpoint_every`` (steps between checkpoints) and ``cost_models``
     (the extension point of the module docstring)."""
 
     out: str | Path = "runs/finetune"
@@ -98,69 +103,16 @@ class RunOptions:
     threads: int = 1
     quiet: bool = False
     checkpoint_every: int = CHECKPOINT_EVERY
-    cost_model: Callable[[CostContext], dict] | None = None
+    cost_models: tuple[Callable[[CostContext], dict], ...] = ()
 
 
 def check_json(value, out: Path) -> Path | None:
     """``json``: a regular file or a new one in a writable folder, not one of ``out``'s
     files (:func:`zoforge.outputs.check_out_file`); None stays None."""
-    from zoforge.outputs import check_out_file
     if value is None:
         return None
     return check_out_file("--json", value, taken=[out, *(out / name for name in
                                                        (*OUT_FILES, CHECKPOINT))])
-
-
-def cost_fields(ctx: CostContext) -> dict:
-    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`) on the designs the
-    RTL runs: every key of :data:`COST_KEYS` (None where not modelled: a model beyond the
-    cost model's shapes), and the board, clock and power used with their sources. Time
-    and energy are the cycle model's step at the estimated Fmax (each call the roofline's
-    max of compute and DDR time) times the board's static power and, apart, the units'
-    dynamic power taken to that Fmax (``joules_per_step`` is their sum)."""
-    fields = dict.fromkeys(COST_KEYS)
-    try:
-        from zoforge.golden.finetune.config import ADAPTED
-        from zoforge.reports import finetune_cost as cost
-    except ImportError:
-        return fields
-    cfg = ctx.cfg
-    try:
-        shape = cost.ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
-                                rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
-                                hidden=ctx.hidden, ffn=ctx.ffn, heads=ctx.heads,
-                                classes=ctx.classes)
-    except ConfigError as error:
-        print(f"    cost: not modelled ({error})")
-        return fields
-    from zoforge.boards.registry import get_board
-    from zoforge.sim.finetune_cosim import engine_design
-    engine = engine_design(cfg, ctx.hidden, ctx.ffn)          # the designs the RTL runs on
-    layer = cfg.layer_design(ctx.hidden, ctx.ffn)
-    step = cost.predicted_step_cycles(shape, engine, layer)
-    figures = cost.UNIT_FIGURES[BOARD]
-    board = get_board(BOARD)
-    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
-                                   figures["dynamic_w"], figures["power_at_mhz"],
-                                   board.ddr_bytes_per_s)
-    fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
-                  onchip_bits=cost.memory_bits(engine, layer)["total"],
-                  zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
-                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
-                  seconds_per_step_at_fmax=timing["roofline_s"],
-                  joules_per_step=timing["roofline_j"],
-                  static_joules_per_step=timing["roofline_static_j"],
-                  dynamic_joules_per_step=timing["roofline_dynamic_j"], board=BOARD,
-                  static_source=board.static_power_source, fmax_error=_fmax_error(),
-                  **figures)
-    return fields
-
-
-def _fmax_error() -> str:
-    """The Fmax model's measured error, quoted beside the Fmax estimate."""
-    from zoforge.reports.fmax import measured_error
-    error = measured_error()
-    return error.summary() if error else "not measured"
 
 
 def _say(text: str) -> None:
@@ -169,7 +121,7 @@ def _say(text: str) -> None:
 
 def _curve_steps(steps: int) -> list[int]:
     """:func:`zoforge.golden.finetune.train.curve_steps` (torch: imported only here)."""
-    from zoforge.golden.finetune.train import curve_steps as steps_of
+    from zoforge.golden.finetune.train import curve_steps as steps_of   # torch: when used
     return steps_of(steps)
 
 
@@ -180,8 +132,6 @@ class FinetuneRun:
     :attr:`result`."""
 
     def __init__(self, cfg, options: RunOptions = RunOptions()):
-        from zoforge.golden.zo.config import MAX_THREADS
-        from zoforge.outputs import check_out_dir, check_targets
         self.cfg, self.options = cfg, options
         check_choice("--rtl", options.rtl, RTL_CHOICES)
         check_int_range("--threads", options.threads, 1, MAX_THREADS)
@@ -214,9 +164,9 @@ class FinetuneRun:
     def load(self) -> None:
         """Load the model (torch, transformers only now) and check its limits and, with
         ``rtl``, the co-simulation's."""
+        # torch, transformers and the model only now: `zoforge finetune --help` stays fast
         import torch
         from transformers.utils import logging as transformers_logging
-
         from zoforge.golden.finetune.model import check_model_limits
         from zoforge.golden.finetune.train import load_model
         cfg = self.cfg
@@ -226,17 +176,15 @@ class FinetuneRun:
         check_model_limits(cfg, model)
         widths = model.config.hidden_size, model.config.intermediate_size
         if self.rtl != "none":
-            from zoforge.sim import finetune_cosim as rtl_module
+            from zoforge.sim import finetune_cosim as rtl_module    # Verilator's set-up
             rtl_module.check_rtl_limits(cfg, self.rtl, *widths)
             self._rtl_module = rtl_module
         self._model, self._widths = (model, tokenizer), widths
 
     def run(self) -> dict:
         """The checked run (module docstring); returns :attr:`result`."""
-        from tqdm import tqdm
-
+        from tqdm import tqdm   # tqdm and torch (the golden run) only when running
         from zoforge.golden.finetune.train import backprop_finetune, prepare
-        from zoforge.outputs import make_out_dir
         if self._model is None:
             self.load()
         cfg, options, rtl_module = self.cfg, self.options, self._rtl_module
@@ -249,9 +197,9 @@ class FinetuneRun:
         prepared = prepare(cfg, self._model)
         context = CostContext(cfg, hidden, ffn, model.config.num_attention_heads,
                               len(prepared.label_names))
-        costs = cost_fields(context)
-        if options.cost_model is not None:
-            costs.update(options.cost_model(context))
+        costs = dict.fromkeys(COST_KEYS)
+        for cost_model in options.cost_models:
+            costs.update(cost_model(context))
         result = self.result = {
             "rtl": self.rtl, "bit_exact": None, "error": None, "rtl_calls": None,
             "steps": 0, "accuracy_before": None, "float_accuracy_before": None,
@@ -303,7 +251,7 @@ class FinetuneRun:
         """The int8 run and the float twin (or None) at their start: loaded from the
         checkpoint (:attr:`resumed_from`) if it fits them, else new, with the accuracies
         before taken and checkpointed (step 0)."""
-        from zoforge.golden.finetune.train import ZoFinetune, float_accuracy
+        from zoforge.golden.finetune.train import ZoFinetune, float_accuracy   # torch
 
         def new():
             return (ZoFinetune(prepared, "int8", units=units),
@@ -392,9 +340,7 @@ class FinetuneRun:
     def _write(self) -> None:
         """``finetune.json``, ``config.toml`` and ``finetune.png`` into ``out``; the JSON to
         ``json`` too."""
-        from zoforge.config import config_text
-        from zoforge.outputs import write_text
-        from zoforge.sim.finetune_plot import plot_run
+        from zoforge.sim.finetune_plot import plot_run    # matplotlib: only when written
         out = self.out
         text = json.dumps(self.result, indent=1) + "\n"
         write_text(out / "finetune.json", text, root=out)

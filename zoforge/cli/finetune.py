@@ -83,10 +83,12 @@ def run(args: argparse.Namespace) -> int:
     from zoforge.sim.finetune_run import FinetuneRun, RunOptions
 
     cfg = config_from_args(args, (FinetuneConfig,))
+    cost_models = _cost_models(args)
     finetune = FinetuneRun(cfg, RunOptions(out=args.out, json=args.json, rtl=args.rtl,
                                            float_twin=args.float, backprop=args.backprop,
                                            threads=args.threads, quiet=args.quiet,
-                                           checkpoint_every=args.checkpoint_every))
+                                           checkpoint_every=args.checkpoint_every,
+                                           cost_models=cost_models))
     if args.rtl != "none":
         from zoforge.cli._limits import check_sim_cache
         check_sim_cache()
@@ -97,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
         return 1
     _print(result, finetune.out, finetune.json_path)
     return 0
+
+
+def _cost_models(args: argparse.Namespace) -> tuple:
+    """The run's cost models: today's two units (the designs the RTL runs)."""
+    # the cost models import the reports and the co-simulation: only when running
+    from zoforge.reports.finetune_fields import unit_cost_fields
+    return (unit_cost_fields,)
 
 
 def _number(value, spec: str) -> str:

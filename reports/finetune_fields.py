@@ -1,0 +1,66 @@
+"""The cost figures of a ``zoforge finetune`` run's JSON: the cost models that
+:class:`zoforge.sim.finetune_run.FinetuneRun` is given (``RunOptions.cost_models``).
+
+* :func:`unit_cost_fields`: the step on today's two units, the designs the RTL runs
+  (:mod:`zoforge.reports.finetune_cost`), at their estimated clock on :data:`BOARD`.
+"""
+from __future__ import annotations
+
+from zoforge.boards.registry import get_board
+from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import ADAPTED
+from zoforge.reports import finetune_cost as cost
+from zoforge.reports.fmax import measured_error
+from zoforge.sim.finetune_cosim import engine_design
+from zoforge.sim.finetune_run import COST_KEYS, CostContext
+
+__all__ = ["BOARD", "unit_cost_fields"]
+
+#: The board of the time and energy figures of :func:`unit_cost_fields` (its DDR, and the
+#: units' clock and power from :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each
+#: with its source label).
+BOARD = "zcu102"
+
+
+def unit_cost_fields(ctx: CostContext) -> dict:
+    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`) on the designs the
+    RTL runs: every key of :data:`COST_KEYS` (None where not modelled: a model beyond the
+    cost model's shapes), and the board, clock and power used with their sources. Time
+    and energy are the cycle model's step at the estimated Fmax (each call the roofline's
+    max of compute and DDR time) times the board's static power and, apart, the units'
+    dynamic power taken to that Fmax (``joules_per_step`` is their sum)."""
+    fields = dict.fromkeys(COST_KEYS)
+    cfg = ctx.cfg
+    try:
+        shape = cost.ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
+                                rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
+                                hidden=ctx.hidden, ffn=ctx.ffn, heads=ctx.heads,
+                                classes=ctx.classes)
+    except ConfigError as error:
+        print(f"    cost: not modelled ({error})")
+        return fields
+    engine = engine_design(cfg, ctx.hidden, ctx.ffn)          # the designs the RTL runs on
+    layer = cfg.layer_design(ctx.hidden, ctx.ffn)
+    step = cost.predicted_step_cycles(shape, engine, layer)
+    figures = cost.UNIT_FIGURES[BOARD]
+    board = get_board(BOARD)
+    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
+                                   figures["dynamic_w"], figures["power_at_mhz"],
+                                   board.ddr_bytes_per_s)
+    fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
+                  onchip_bits=cost.memory_bits(engine, layer)["total"],
+                  zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
+                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
+                  seconds_per_step_at_fmax=timing["roofline_s"],
+                  joules_per_step=timing["roofline_j"],
+                  static_joules_per_step=timing["roofline_static_j"],
+                  dynamic_joules_per_step=timing["roofline_dynamic_j"], board=BOARD,
+                  static_source=board.static_power_source, fmax_error=_fmax_error(),
+                  **figures)
+    return fields
+
+
+def _fmax_error() -> str:
+    """The Fmax model's measured error, quoted beside the Fmax estimate."""
+    error = measured_error()
+    return error.summary() if error else "not measured"
