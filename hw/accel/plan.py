@@ -11,7 +11,7 @@ count)``, never a measurement of the whole design):
   :func:`~zoforge.hw.accel.config.layer_dsp` (array, requantizer, update unit);
 * BRAM18: each unit's memories from its own sizing function (``engine_memories``,
   ``layer_memories``), each mapped to the fewest block RAMs of one aspect ratio
-  (:data:`BRAM18_SHAPES`, UG573), memories of at most :data:`LUTRAM_BITS` bits in LUT RAM;
+  (:data:`BRAM18_SHAPES`, UG573), memories of at most :data:`LUTRAM_DEPTH` words in LUT RAM;
 * LUT and FF: a per-unit fit of Yosys' estimate (:data:`LOGIC_FIT`, ``synth_xilinx -family
   xcup`` of a few sizes, recorded in docs/accelerator.md), a fixed part plus a part per
   processing element (one per multiplier product: R·C).
@@ -38,7 +38,7 @@ from zoforge.hw.engine.config import EngineConfig
 from .config import AcceleratorConfig
 
 __all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget", "MARGINS", "BRAM18_SHAPES",
-           "LUTRAM_BITS", "LOGIC_FIT", "ARRAY_SIDES", "RESOURCE_SOURCE", "M_STEP"]
+           "LUTRAM_DEPTH", "LOGIC_FIT", "ARRAY_SIDES", "RESOURCE_SOURCE", "M_STEP"]
 
 #: Fraction of each device resource the planner may use.
 MARGINS = {"DSP": 0.80, "BRAM18": 0.80, "LUT": 0.70, "FF": 0.70}
@@ -47,23 +47,24 @@ RESOURCE_SOURCE = "yosys-estimate (per unit x count)"
 #: (width, depth) of a BRAM18 (UltraScale+ UG573: 16K x 1 ... 1K x 18 true dual port,
 #: 512 x 36 simple dual port).
 BRAM18_SHAPES = ((1, 16384), (2, 8192), (4, 4096), (9, 2048), (18, 1024), (36, 512))
-#: Memories this small go to LUT RAM (Yosys' memory_libmap picks LUT RAM below ~1 Kbit).
-LUTRAM_BITS = 1024
+#: Memories this shallow go to LUT RAM (as Yosys maps them: the engine 8 x 8's result
+#: buffer and parameter tables, 16-32 words; its 34 and the ZO layer 4 x 4's 25 BRAM18 agree).
+LUTRAM_DEPTH = 64
 #: Array sides the planner tries (engine rows and columns; even, for ``paired``).
 ARRAY_SIDES = (8, 16, 32, 64)
 #: ``engine_max_m`` steps (a multiple of every array side).
 M_STEP = 64
 #: LUT and FF of one unit: ``fixed + per_pe x R·C + per_row x R + per_col x C`` by
 #: synthesis family group. ``xilinx``: Yosys' per-block estimate (synth_xilinx -family xcup)
-#: of the engine 8 x 8 (docs/engine.md: `array` 6,264 / 6,997 for 64 PEs, `requant` 2,590 /
-#: 1,720 for 8 columns, the rest 1,143 / 1,162) and the ZO layer 4 x 4 (docs/zo-layer.md:
+#: of the engine 8 x 8 paired (at 49dc91e, docs/accelerator.md: `array` 6,464 / 8,233 for 64
+#: PEs, `requant` + `output` 4,224 / 6,036 for 8 columns, the rest 1,095 / 1,966) and the ZO layer 4 x 4 (docs/zo-layer.md:
 #: `array` 1,552 / 2,777 for 16 PEs, `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 /
 #: 2,161 for 4 columns, the rest 2,111 / 3,285). ``ecp5``: nextpnr's post-route TRELLIS_COMB
 #: / FF of the engine 4 x 4 (5,604 / 5,053) and 8 x 8 (14,319 / 13,679), a line through both
 #: in R·C; the layer's 4 x 4 (8,546 / 7,958) with the engine's slope per PE.
 LOGIC_FIT = {
-    "xilinx": {"engine": {"LUT": (1_143, 6_264 / 64, 0, 2_590 / 8),
-                          "FF": (1_162, 6_997 / 64, 0, 1_720 / 8)},
+    "xilinx": {"engine": {"LUT": (1_095, 6_464 / 64, 0, 4_224 / 8),
+                          "FF": (1_966, 8_233 / 64, 0, 6_036 / 8)},
                "layer": {"LUT": (2_111, 1_552 / 16, 1_435 / 4, 1_809 / 4),
                          "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
     "ecp5": {"engine": {"LUT": (5_604 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
@@ -79,7 +80,7 @@ def _logic_group(family: str) -> str:
 
 def _bram18(words: int, bits: int) -> int:
     """Block RAMs of one memory of ``words`` words of ``bits / words`` bits."""
-    if bits <= LUTRAM_BITS:
+    if words <= LUTRAM_DEPTH:
         return 0
     width = -(-bits // words)
     return min(-(-width // w) * -(-words // d) for w, d in BRAM18_SHAPES)

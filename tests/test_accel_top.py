@@ -1,0 +1,63 @@
+"""The Accelerator top (hw/accel/top.py): a scaled-down instance's units, ports and DSP
+blocks counted in its generated Verilog, and its lint under the project's waivers."""
+import re
+
+import pytest
+
+from zoforge.hw.accel import AcceleratorConfig
+from zoforge.hw.accel.top import accelerator_memories, elaborate_accelerator
+from zoforge.hw.designs import get_design
+from zoforge.hw.export import to_verilog
+
+SMALL = AcceleratorConfig(engines=2, engine_rows=4, engine_cols=4, engine_max_m=16,
+                          engine_max_k=16, engine_max_n=16, layers=1, layer_max_m=16,
+                          layer_max_k=16, layer_max_n=16, layer_max_r=4)
+
+
+@pytest.fixture(scope="module")
+def verilog():
+    design = elaborate_accelerator(SMALL)
+    return design, to_verilog(design.top, design.name)
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_units_ports_and_dsp_blocks(verilog):     # generating the Verilog: ~5-15 s
+    design, text = verilog
+    assert design.name == "accel_2x4x4p_1x4x4" and get_design("accelerator").configs == (
+        AcceleratorConfig,)
+    modules = re.findall(r"^module \\?(\S+)", text, re.M)
+    leaves = [name.rsplit(".", 1)[-1] for name in modules]
+    # by hand: 2 engines x 4 x 4 / 2 packed multipliers + the layer's 4 x 4 PEs
+    assert leaves.count("multiply") == 2 * 8 + 16
+    # requantizers: (2 engines + 1 layer) x 4 columns x (low, high)
+    assert sum(leaf.startswith(("low_", "high_")) for leaf in leaves) == 3 * 4 * 2
+    # the layer's update unit: 4 rows x 2 x 2 chunk products
+    assert sum(re.fullmatch(r"multiply_\d+_\d+_\d+", leaf) is not None
+               for leaf in leaves) == 16
+    assert SMALL.dsp == 2 * (8 + 8) + (16 + 8 + 16) == design.facts["dsp"]
+    for unit in ("engine_0", "engine_1", "layer_0"):
+        assert any(name.endswith("." + unit) for name in modules)
+    assert not any(name.endswith(".engine_2") or name.endswith(".layer_1") for name in modules)
+    for port in ("engines__0__s_axil__awaddr", "engines__1__m_axis__tdata",
+                 "layers__0__s_axis__tvalid", "layers__0__irq"):
+        assert re.search(rf"\b(input|output)\b[^;]*\b{port}\b", text)
+
+
+def test_memories_are_every_units():
+    memories = accelerator_memories(SMALL)
+    engine = [name for name in memories if name.startswith("engine_1.")]
+    layer = [name for name in memories if name.startswith("layer_0.")]
+    assert engine and layer and not any(name.startswith("layer_1.") for name in memories)
+    assert memories["engine_0.x_buffer"].sized_by == ("engine_max_m", "engine_max_k",
+                                                     "engines")
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_lint_clean(verilog):
+    from zoforge.sim.lint import lint_verilog
+
+    design, text = verilog
+    result = lint_verilog(text, design.name)
+    assert result.clean, str(result)
