@@ -19,11 +19,12 @@ every number with its source label:
 * **roofline per phase**: time = max(cycles / f, bytes / DDR bandwidth): the phase's
   streams move while it computes (double-buffered); ``bound`` names the larger.
 * **the host's work** (``arm-estimate``, :func:`host_ops`): softmax, LayerNorm, GELU, the
-  residuals, pooling, the activations' (de)quantization and the attention products Q·K^T
-  and P·V run on the PS's Cortex-A53 cores: operation counts from the shape (formulas in
-  :data:`HOST_OPS`) at the cores' peak rate (:data:`HOST`): a lower bound on their time
-  (optimistic). They add to the step serially: each phase's jobs take all branches at once,
-  so the host's work between two phases waits for the first and the second waits for it.
+  residuals, pooling, the activations' (de)quantization, the attention products Q·K^T
+  and P·V and (``split`` mapping) each adapter's sum ``wrap32(XW + Yn)`` run on the PS's
+  Cortex-A53 cores: operation counts from the shape (formulas in :data:`HOST_OPS`) at the
+  cores' peak rate (:data:`HOST`): a lower bound on their time (optimistic). They add
+  to the step serially: each phase's jobs take all branches at once, so the host's
+  work between two phases waits for the first and the second waits for it.
 * **energy**: the seconds times the PL's static and dynamic power (the activity model of
   today's 8x8 engine and 4x4 ZO layer, per DSP, scaled to the design's DSPs; the PS and the
   DDR not included).
@@ -66,6 +67,7 @@ HOST_OPS = {
     "residuals": "2 M H per block",
     "quantize": "per map 3 M K (scale, round, clamp) + M N (dequantize) ",
     "pooling": "M H per forward",
+    "combine": "M N per adapted map and branch (split mapping: wrap32(XW + Yn))",
 }
 #: Power of today's units per DSP at 300 MHz (UNIT_FIGURES: the 8x8 engine's 80 DSP and
 #: the 4x4 ZO layer's 40), applied to the design's DSPs.
@@ -155,10 +157,12 @@ def price_phase(accel, phase: Phase, mhz: float, ddr_bytes_per_s: float) -> Phas
                      sum(job.macs for job in phase.jobs))
 
 
-def host_ops(shape: ModelShape, first_adapted: int = 0) -> dict[str, int]:
+def host_ops(shape: ModelShape, first_adapted: int = 0,
+             mapping: str = "split") -> dict[str, int]:
     """fp32 operations of the host's work in one step, by :data:`HOST_OPS` (M = tokens,
     B batch, L seq_len, H hidden, F ffn): blocks below ``first_adapted`` once, the others
-    once per branch (2q), the embedding's LayerNorm once, pooling per branch."""
+    once per branch (2q), the embedding's LayerNorm once, pooling per branch; with the
+    ``split`` mapping each adapted map's sum per branch (every adapted map is H wide)."""
     B, L, H, F, M = shape.batch, shape.seq_len, shape.hidden, shape.ffn, shape.tokens
     per_block = {
         "attention products": 2 * B * L * L * H,
@@ -175,6 +179,8 @@ def host_ops(shape: ModelShape, first_adapted: int = 0) -> dict[str, int]:
     ops["layernorm"] += M * H * 5                        # the embedding's, once
     ops["pooling"] = S * M * H
     ops["quantize"] += S * (3 * B * H)                   # the head's input
+    ops["combine"] = (S * (shape.blocks - first_adapted) * shape.adapted * M * H
+                      if mapping == "split" else 0)
     return ops
 
 
@@ -191,7 +197,7 @@ def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> St
         raise ConfigError("ddr_bytes_per_s", "a bandwidth > 0", ddr_bytes_per_s)
     phases = tuple(price_phase(schedule.accel, p, mhz, ddr_bytes_per_s)
                    for p in schedule.phases)
-    host = host_seconds(host_ops(schedule.shape, schedule.first_adapted))
+    host = host_seconds(host_ops(schedule.shape, schedule.first_adapted, schedule.mapping))
     return StepPrice(schedule, phases, mhz, ddr_bytes_per_s, host)
 
 
@@ -205,7 +211,7 @@ BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax
                    "board_host_source", "fmax_mhz", "fmax_source", "dsp", "gops_per_dsp",
                    "ddr_bytes_per_step", "ddr_stream_bytes_per_step", "ddr_source", "tops",
                    "joules_per_step", "power_source", "tokens_per_second", "macs_per_step",
-                   "accelerator", "attention_on_fabric_seconds_saved")
+                   "accelerator", "attention_on_fabric_seconds_saved", "adapter_mapping")
 
 
 def _attention_on_engines(price: StepPrice) -> float:
@@ -224,12 +230,13 @@ def _attention_on_engines(price: StepPrice) -> float:
 
 
 def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, board: str,
-                      accel=None, mhz: float | None = None) -> dict:
+                      accel=None, mhz: float | None = None, mapping: str = "split") -> dict:
     """The step of ``cfg`` (a :class:`~zoforge.golden.finetune.config.FinetuneConfig`) on a
     board-sized accelerator, JSON-ready (:data:`BOARD_STEP_KEYS`): ``accel`` (an
     ``AcceleratorConfig``; default :func:`zoforge.hw.accel.plan.plan_accelerator` for the
     board and shape) at ``mhz`` (default: the board's yosys-estimate Fmax of today's units,
-    :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`). ``seconds_per_step_at_fmax``
+    :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`), the adapters as ``mapping``
+    (:data:`~zoforge.hw.accel.schedule.MAPPINGS`). ``seconds_per_step_at_fmax``
     includes the host's work; ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
     ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
     target = get_board(board)
@@ -248,7 +255,7 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
         accel = plan_accelerator(target, shape)
     fmax, fmax_source = (mhz, "given") if mhz is not None else \
         (figures["fmax_mhz"], figures["fmax_source"] + " (today's units)")
-    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted), fmax,
+    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping), fmax,
                            target.ddr_bytes_per_s)
     seconds, macs = price.seconds, price.schedule.macs
     static = target.static_power_w if figures is None else figures["static_w"]
@@ -269,4 +276,5 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
         "tokens_per_second": 2 * shape.queries * shape.tokens / seconds,
         "macs_per_step": macs, "accelerator": accel.to_dict(),
         "attention_on_fabric_seconds_saved": _attention_on_engines(price),
+        "adapter_mapping": mapping,
     }

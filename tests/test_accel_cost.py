@@ -1,6 +1,7 @@
 """The accelerator's step priced (reports/accel_cost.py): each job's cycles from its unit's
 model (worked by hand), a phase's critical path, DDR bytes packed and as streamed, the host's
-operation counts, and board_step_fields' keys and arithmetic at a small shape."""
+operation counts (with the split mapping's sums), board_step_fields' keys and arithmetic
+at a small shape for both adapter mappings."""
 import pytest
 
 from zoforge.errors import ConfigError
@@ -77,6 +78,11 @@ def test_host_ops_by_hand():
     # per block: q, k, v, attn_out 4 x 4 M H; ffn_in 3 M H + M F; ffn_out 3 M F + M H
     assert ops["quantize"] == runs * (16 * 16 * 16 + 4 * 16 * 16 + 4 * 16 * 32) \
         + 4 * 3 * 2 * 16
+    # split: wrap32(XW + Yn) per adapted map (2 a block) and branch, blocks 1 and 2
+    assert ops["combine"] == 4 * 2 * 2 * 16 * 16
+    layer = host_ops(SHAPE, first_adapted=1, mapping="layer")
+    assert layer["combine"] == 0 and {k: v for k, v in layer.items() if k != "combine"} \
+        == {k: v for k, v in ops.items() if k != "combine"}
 
 
 def test_board_step_fields_arithmetic():
@@ -97,14 +103,37 @@ def test_board_step_fields_arithmetic():
     assert fields["tokens_per_second"] == pytest.approx(4 * 16 / seconds)
     assert fields["ddr_bytes_per_step"] == price.payload_bytes
     assert fields["fmax_source"] == "given" and "arm-estimate" in fields["board_host_source"]
-    assert fields["accelerator"]["engines"] == 3
+    assert fields["accelerator"]["engines"] == 3 and fields["adapter_mapping"] == "split"
+
+
+def test_layer_mapping_priced_and_split_is_faster_here():
+    """The layer mapping's price is its own schedule's; on ACCEL (3 engines, 2 4x4 layers)
+    the split mapping takes the layers' K = 16 X.W off them: fewer cycles, and the qkv
+    phase's busiest layer does less."""
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2)
+    fields = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0,
+                               mapping="layer")
+    price = price_schedule(step_schedule(SHAPE, ACCEL, 0, "layer"), 100.0, 21.3e9)
+    assert fields["adapter_mapping"] == "layer" and fields["cycles_per_step"] == price.cycles
+    assert fields["board_host_seconds_per_step"] == pytest.approx(
+        sum(host_ops(SHAPE, 0, "layer").values()) / (HOST["cores"] * HOST["mhz"] * 1e6
+                                                     * HOST["lanes"]))
+    split = price_schedule(step_schedule(SHAPE, ACCEL), 100.0, 21.3e9)
+    assert split.cycles < price.cycles
+
+    def layer_cycles(p):
+        qkv = next(c for c in p.phases if c.name == "block1.qkv")
+        return max(v for (unit, _), v in qkv.unit_cycles.items() if unit == "zo-layer")
+    assert layer_cycles(split) < layer_cycles(price)
 
 
 @pytest.mark.parametrize("call, field", [
     (lambda: price_schedule(step_schedule(SHAPE, ACCEL), 0.0, 1e9), "mhz"),
     (lambda: price_schedule(step_schedule(SHAPE, ACCEL), 100.0, -1.0), "ddr_bytes_per_s"),
     (lambda: board_step_fields(FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4), 16,
-                               32, 2, 2, "no-such-board", ACCEL), "board")])
+                               32, 2, 2, "no-such-board", ACCEL), "board"),
+    (lambda: board_step_fields(FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4), 16,
+                               32, 2, 2, "zcu102", ACCEL, 100.0, "fused"), "mapping")])
 def test_bad_input_is_one_line(call, field):
     with pytest.raises(ConfigError) as error:
         call()

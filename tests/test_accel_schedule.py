@@ -1,7 +1,9 @@
-"""The accelerator's step schedule (hw/accel/schedule.py): MACs and weight bytes counted by
-hand, every job a job the RTL units run and within their capacities, the column slices
-covering every map, and the two rewrites it relies on (branches concatenated along M,
-output columns split) value by value on the golden engine."""
+"""The accelerator's step schedule (hw/accel/schedule.py), both adapter mappings (split:
+X·W and U on the engines, the ZO layers K = r; layer: all on the ZO layers): MACs and
+weight bytes counted by hand, every job a job the RTL units run and within their
+capacities, the U phase before the layers' jobs that take U, the column slices covering
+every map, and the two rewrites it relies on (branches concatenated along M, output columns
+split) value by value on the golden engine."""
 import pytest
 import torch
 
@@ -26,12 +28,17 @@ def accel(**change):
     return AcceleratorConfig(**fields)
 
 
-def hand_macs(first: int) -> int:
+def hand_macs(first: int, mapping: str) -> int:
     """Linear MACs of the step, counted per map: M x K x N, branches counted."""
     plain_block = M * (4 * H * H + 2 * H * F)
-    # frozen X.W, and X.A on each of the 2 layers holding a column slice (each needs all
-    # of U = X.A for its columns: computed twice)
-    adapter = M * H * H + 2 * M * H * R
+    if mapping == "layer":
+        # frozen X.W, and X.A on each of the 2 layers holding a column slice (each needs
+        # all of U = X.A for its columns: computed twice)
+        adapter = M * H * H + 2 * M * H * R
+    else:
+        # engines: X.W and U = X.A once; layers (K = r): frozen_w U.0 over the 2 slices'
+        # H columns, frozen_a U.I_r on each of the 2 layers
+        adapter = M * H * H + M * H * R + M * R * H + 2 * M * R * R
     total = first * plain_block                      # below the first adapted block: once
     # the first adapted block: key once; query/value frozen products once, S branches
     total += M * H * H + 2 * adapter + 2 * S * M * R * H
@@ -41,25 +48,40 @@ def hand_macs(first: int) -> int:
     return total + S * B * H * CLASSES              # the head
 
 
+@pytest.mark.parametrize("mapping", ["split", "layer"])
 @pytest.mark.parametrize("first", [0, 1, 2])
-def test_macs_are_the_models_linear_macs(first):
-    assert step_schedule(SHAPE, accel(), first).macs == hand_macs(first)
+def test_macs_are_the_models_linear_macs(first, mapping):
+    assert step_schedule(SHAPE, accel(), first, mapping).macs == hand_macs(first, mapping)
 
 
-def test_weights_read_once_per_step_and_per_chunk_when_m_does_not_fit():
+def test_default_mapping_is_split():
+    assert step_schedule(SHAPE, accel()).mapping == "split"
+    assert step_schedule(SHAPE, accel()).macs == hand_macs(0, "split")
+
+
+@pytest.mark.parametrize("mapping", ["split", "layer"])
+def test_weights_read_once_per_step_and_per_chunk_when_m_does_not_fit(mapping):
     weights = BLOCKS * (4 * H * H + 2 * H * F) + H * CLASSES   # int8, each map once
-    assert step_schedule(SHAPE, accel()).bytes_of("w") == weights
-    # half the rows per engine job: every engine map's W twice (first block's key: once,
-    # M rows fit; the head's S x B rows fit)
-    engine_w = BLOCKS * (2 * H * H + 2 * H * F) - H * H
-    halved = step_schedule(SHAPE, accel(engine_max_m=S * M // 2)).bytes_of("w")
+    adapted = 2 * BLOCKS
+    if mapping == "split":   # A (H x R) to the engines, W' = 0 (R x H) to the layers
+        weights += adapted * (H * R + R * H)
+    assert step_schedule(SHAPE, accel(), 0, mapping).bytes_of("w") == weights
+    # half the rows per engine job: every engine map on S x M rows reads its W twice (M
+    # rows fit: block 0's key, and with split its query/value X.W and A; the head's
+    # S x B rows fit)
+    if mapping == "layer":
+        engine_w = BLOCKS * (2 * H * H + 2 * H * F) - H * H
+    else:
+        engine_w = BLOCKS * (4 * H * H + 2 * H * F) - 3 * H * H + (BLOCKS - 1) * 2 * H * R
+    halved = step_schedule(SHAPE, accel(engine_max_m=S * M // 2), 0, mapping).bytes_of("w")
     assert halved == weights + engine_w
 
 
-def test_every_job_is_an_rtl_job_within_its_unit():
+@pytest.mark.parametrize("mapping", ["split", "layer"])
+def test_every_job_is_an_rtl_job_within_its_unit(mapping):
     config = accel()
     engine, layer = config.engine_config(), config.layer_config()
-    for job in step_schedule(SHAPE, config, 1).jobs:
+    for job in step_schedule(SHAPE, config, 1, mapping).jobs:
         if job.unit == "engine":
             assert job.kind in ("gemm", "gemm-raw")
             assert (job.m, job.k, job.n) <= (engine.max_m, engine.max_k, engine.max_n) \
@@ -69,10 +91,33 @@ def test_every_job_is_an_rtl_job_within_its_unit():
             assert job.kind in JOBS and job.replica < config.layers
             assert job.m <= layer.max_m and job.k <= layer.max_k and job.n <= layer.max_n
             assert job.m % layer.cols == 0 and job.n % layer.rows == 0
+            if mapping == "split" and job.kind in ("frozen_w", "frozen_a", "branch"):
+                assert job.k == job.r == R                       # the narrow adapter
 
 
-def test_slices_cover_each_map_once_per_chunk():
-    schedule = step_schedule(SHAPE, accel(engine_max_m=S * M // 2))
+def test_split_u_phase_comes_before_the_layers_that_take_it():
+    """Each adapted group's U = requant(X.A) jobs (int8 engine jobs, N = r) form the phase
+    just before the group's, which holds the X.W raw engine jobs and the narrow adapters."""
+    phases = step_schedule(SHAPE, accel(), 1).phases
+    names = [p.name for p in phases]
+    for block in (1, 2):
+        u = names.index(f"block{block}.qkv.u")
+        assert names[u + 1] == f"block{block}.qkv"
+        u_jobs = phases[u].jobs
+        assert {(j.unit, j.kind, j.k) for j in u_jobs} == {("engine", "gemm", H)}
+        assert sum(j.n for j in u_jobs) == 2 * R                 # query and value
+        main = phases[u + 1].jobs
+        raw = {j.name for j in main if j.kind == "gemm-raw"}
+        assert raw == {f"block{block}.query", f"block{block}.value"}
+        assert {j.name for j in main if j.unit == "zo-layer"} == raw
+    assert "block0.qkv.u" not in names                       # no adapter below first
+    assert not any(n.endswith(".u") for n in
+                   (p.name for p in step_schedule(SHAPE, accel(), 1, "layer").phases))
+
+
+@pytest.mark.parametrize("mapping", ["split", "layer"])
+def test_slices_cover_each_map_once_per_chunk(mapping):
+    schedule = step_schedule(SHAPE, accel(engine_max_m=S * M // 2), 0, mapping)
     sums = {}
     for job in schedule.jobs:
         if job.kind in ("gemm", "gemm-raw", "frozen_w"):
@@ -83,10 +128,18 @@ def test_slices_cover_each_map_once_per_chunk():
     assert sums[("block0.query", "frozen_w")] == M * H            # shared: once
     assert sums[("block1.query", "frozen_w")] == S * M * H        # per branch
     assert sums[("head", "gemm-raw")] == S * B * CLASSES
+    if mapping == "split":                    # X.W raw, U (N = r) int8, on the engines
+        assert sums[("block0.query", "gemm-raw")] == M * H
+        assert sums[("block0.query", "gemm")] == M * R
+        assert sums[("block1.value", "gemm-raw")] == S * M * H
+        assert sums[("block1.value", "gemm")] == S * M * R
+    else:
+        assert ("block1.value", "gemm-raw") not in sums
 
 
-def test_update_walks_and_branch_jobs_counted():
-    jobs = step_schedule(SHAPE, accel()).jobs
+@pytest.mark.parametrize("mapping", ["split", "layer"])
+def test_update_walks_and_branch_jobs_counted(mapping):
+    jobs = step_schedule(SHAPE, accel(), 0, mapping).jobs
     slices = 2                     # 16 columns on 2 layers: 8 each
     adapters = 2 * BLOCKS
     assert sum(j.kind == "apply" for j in jobs) == Q * adapters * slices
@@ -117,20 +170,37 @@ def test_branches_along_m_and_column_split_leave_every_value_unchanged():
     assert torch.equal(raw, engine_gemm(xs[1], w, bias))
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"engine_max_k": 16}, "engine_max_k"),          # ffn_out's K = 32
-    ({"layer_max_k": 8}, "layer_max_k"),
-    ({"layer_max_r": 4, "layer_rows": 2, "layer_max_n": 16}, None),   # fits: control
+@pytest.mark.parametrize("change, field, mapping", [
+    ({"engine_max_k": 16}, "engine_max_k", "split"),          # ffn_out's K = 32
+    ({"engine_max_k": 16}, "engine_max_k", "layer"),
+    ({"layer_max_k": 8}, "layer_max_k", "layer"),             # the adapters' K = 16
+    ({"layer_max_k": 2}, "layer_max_k", "split"),             # the narrow K = r = 4
+    ({"layer_max_r": 4, "layer_rows": 2, "layer_max_n": 16}, None, "split"),   # control
+    ({"layer_max_r": 4, "layer_rows": 2, "layer_max_n": 16}, None, "layer"),
 ])
-def test_a_map_that_does_not_fit_names_the_field(change, field):
+def test_a_map_that_does_not_fit_names_the_field(change, field, mapping):
     if field is None:
-        step_schedule(SHAPE, accel(**change))
+        step_schedule(SHAPE, accel(**change), 0, mapping)
         return
     with pytest.raises(ConfigError) as error:
-        step_schedule(SHAPE, accel(**change))
+        step_schedule(SHAPE, accel(**change), 0, mapping)
     assert str(error.value).startswith(field) and "\n" not in str(error.value)
 
 
 def test_first_adapted_out_of_range():
     with pytest.raises(ConfigError, match="first_adapted"):
         step_schedule(SHAPE, accel(), BLOCKS)
+
+
+def test_unknown_mapping_is_one_line():
+    with pytest.raises(ConfigError) as error:
+        step_schedule(SHAPE, accel(), 0, "engine")
+    assert str(error.value).startswith("mapping") and "\n" not in str(error.value)
+
+
+def test_split_layer_k_is_the_rank_so_a_small_layer_max_k_fits():
+    """The split mapping's layers need K = r only: layer_max_k 4 fits it (and the layer
+    mapping names the field)."""
+    step_schedule(SHAPE, accel(layer_max_k=R))
+    with pytest.raises(ConfigError, match="^layer_max_k"):
+        step_schedule(SHAPE, accel(layer_max_k=R), 0, "layer")

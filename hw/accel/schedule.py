@@ -8,6 +8,14 @@ use the same masters, so they are independent; the schedule runs them side by si
   block below ``first_adapted``; query, key and value of the first adapted block, whose
   input is that block's input) runs once on ``tokens`` rows; the first adapted maps' frozen
   products X·W and X·A once, then the S branch jobs;
+* **the adapter mapping** (``mapping``, :data:`MAPPINGS`): ``split`` (the default,
+  :mod:`zoforge.golden.finetune.split`, bit-exact by construction) runs an adapted map's
+  frozen X·W as a ``gemm-raw`` engine map and U = requant(X·A) as a ``gemm`` engine map
+  (N = r padded to the layer's rows) in a phase of its own before the map's phase (the
+  layer needs U), and leaves the ZO layers an adapter with K = r (X' = U, W' = 0,
+  A' = I_r: its ``frozen_w`` and ``frozen_a`` are r deep); the host adds the two int32
+  results (``wrap32(XW + Yn)``). ``layer`` runs the whole adapter on the ZO layers (K =
+  the map's K), as today's units do;
 * **branches along M**: every other engine map runs once on the S branches' rows
   concatenated (M = S x tokens; the head S x batch), a ZO-layer map per branch (the
   layer's token buffer holds one branch; its W, A and master stay loaded for all S);
@@ -38,10 +46,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zoforge.errors import ConfigError, check_int_range
+from zoforge.errors import ConfigError, check_choice, check_int_range
 
 __all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "Job", "Transfer", "Phase",
-           "Schedule", "step_schedule", "MAC_JOBS"]
+           "Schedule", "step_schedule", "MAC_JOBS", "MAPPINGS"]
 
 ENGINE, LAYER = "engine", "zo-layer"
 #: A BERT block's linear maps in the forward's order, with the tensor each reads
@@ -53,6 +61,9 @@ BLOCK_MAPS = (("query", "x"), ("key", "x"), ("value", "x"), ("attn_out", "contex
 ADAPTED_ORDER = ("query", "value", "key", "attn_out")
 #: Jobs that multiply: their MACs.
 MAC_JOBS = ("gemm", "gemm-raw", "frozen_w", "frozen_a", "branch")
+#: How an adapted map runs (module docstring): the split mapping (default) or all on the
+#: ZO layers.
+MAPPINGS = ("split", "layer")
 
 
 def _ceil(a: int, b: int) -> int:
@@ -132,12 +143,14 @@ class Phase:
 
 @dataclass(frozen=True)
 class Schedule:
-    """The phases of one step on ``accel`` for ``shape`` (module docstring)."""
+    """The phases of one step on ``accel`` for ``shape`` with the adapter ``mapping``
+    (module docstring)."""
 
     shape: object
     accel: object
     first_adapted: int
     phases: tuple[Phase, ...]
+    mapping: str = "split"
 
     @property
     def jobs(self) -> list[Job]:
@@ -187,6 +200,11 @@ class _Builder:
             self.phases.append(Phase(name, tuple(self.jobs), tuple(self.transfers)))
         self.jobs, self.transfers = [], []
 
+    @property
+    def rank(self) -> int:
+        """The adapters' rank as the layers take it: padded to the layer's R rows."""
+        return _ceil(self.shape.rank, self.layer.rows) * self.layer.rows
+
     def engine_map(self, name: str, m: int, k: int, n: int, branches: int,
                    raw: bool = False) -> None:
         e = self.engine
@@ -213,7 +231,7 @@ class _Builder:
             raise ConfigError("layer_mode", "lora-fa (the step trains LoRA-FA adapters)",
                               cfg.mode)
         R, C = cfg.rows, cfg.cols
-        r = _ceil(shape.rank, R) * R                       # the host pads the rank to R
+        r = self.rank                                      # the host pads the rank to R
         tokens = _ceil(shape.tokens, C) * C                # and the tokens to C
         for field_, need, have in (("layer_max_k", k, cfg.max_k), ("layer_max_r", r,
                                                                     cfg.max_r)):
@@ -253,7 +271,7 @@ class _Builder:
 
     def updates(self) -> None:
         cfg, R = self.layer, self.layer.rows
-        r = _ceil(self.shape.rank, R) * R
+        r = self.rank
         for query in range(self.shape.queries):
             for name, k, n in self.adapters:
                 for j, cols in enumerate(_slices(n, self.accel.layers, cfg.max_n, R)):
@@ -267,32 +285,43 @@ class _Builder:
         self.close("update")
 
 
-def step_schedule(shape, accel, first_adapted: int = 0) -> Schedule:
+def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split") -> Schedule:
     """The step of ``shape`` (a ``ModelShape``) on ``accel`` (an ``AcceleratorConfig``),
-    adapters on blocks ``first_adapted`` and above (module docstring). A map that does not
-    fit a unit is a ConfigError naming the accelerator's field."""
+    adapters on blocks ``first_adapted`` and above, their maps run as ``mapping`` (one of
+    :data:`MAPPINGS`; module docstring). A map that does not fit a unit is a ConfigError
+    naming the accelerator's field."""
     check_int_range("first_adapted", first_adapted, 0, shape.blocks - 1)
+    check_choice("mapping", mapping, MAPPINGS)
     build = _Builder(shape, accel, first_adapted)
     h, f, S = shape.hidden, shape.ffn, build.branches
     adapted = ADAPTED_ORDER[:shape.adapted]
+    groups = (("qkv", ("query", "key", "value")), ("attn_out", ("attn_out",)),
+              ("ffn_in", ("ffn_in",)), ("ffn_out", ("ffn_out",)))
+    inputs = dict(BLOCK_MAPS)
     for block in range(shape.blocks):
-        groups = (("qkv", ("query", "key", "value")), ("attn_out", ("attn_out",)),
-                  ("ffn_in", ("ffn_in",)), ("ffn_out", ("ffn_out",)))
-        inputs = dict(BLOCK_MAPS)
         for group, maps in groups:
-            for map_ in maps:
-                name = f"block{block}.{map_}"
-                k = f if map_ == "ffn_out" else h
-                n = f if map_ == "ffn_in" else h
-                shared = block < first_adapted or (block == first_adapted
-                                                   and inputs[map_] == "x")
-                if block >= first_adapted and map_ in adapted:
+            # each map: name, K, N, shared (its input the same for every branch), adapted
+            specs = [(f"block{block}.{map_}", f if map_ == "ffn_out" else h,
+                      f if map_ == "ffn_in" else h,
+                      block < first_adapted or (block == first_adapted
+                                                and inputs[map_] == "x"),
+                      block >= first_adapted and map_ in adapted) for map_ in maps]
+            if mapping == "split":          # U = requant(X.A) first: the layers take it
+                for name, k, n, shared, lora in specs:
+                    if lora:
+                        rows = shape.tokens if shared else S * shape.tokens
+                        build.engine_map(name, rows, k, build.rank, 1 if shared else S)
+                build.close(f"block{block}.{group}.u")
+            for name, k, n, shared, lora in specs:
+                rows = shape.tokens if shared else S * shape.tokens
+                if lora and mapping == "layer":
                     build.layer_map(name, k, n, shared)
-                else:
-                    rows = shape.tokens if shared else S * shape.tokens
-                    build.engine_map(name, rows, k, n, 1 if shared else S)
+                    continue
+                build.engine_map(name, rows, k, n, 1 if shared else S, raw=lora)
+                if lora:
+                    build.layer_map(name, build.rank, n, shared)
             build.close(f"block{block}.{group}")
     build.engine_map("head", S * shape.batch, h, shape.classes, S, raw=True)
     build.close("head")
     build.updates()
-    return Schedule(shape, accel, first_adapted, tuple(build.phases))
+    return Schedule(shape, accel, first_adapted, tuple(build.phases), mapping)
