@@ -6,7 +6,8 @@ import pytest
 
 from zoforge.errors import ConfigError
 from zoforge.hw.accel import AcceleratorConfig
-from zoforge.hw.accel.plan import estimate_resources, plan_accelerator
+from zoforge.boards.registry import get_board
+from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
 from zoforge.reports.finetune_cost import ModelShape
 
 ZCU102 = {"DSP": 2520 * 8 // 10, "BRAM18": 1824 * 8 // 10, "LUT": 274080 * 7 // 10,
@@ -24,6 +25,11 @@ def _xcup_lut(engines: int, rows: int, cols: int) -> float:
 def _fits(config, budget) -> bool:
     total = estimate_resources(config)["total"]
     return all(total[key] <= budget[key] for key in budget)
+
+
+def test_budgets_are_the_margins_of_the_data_sheet_capacities():
+    assert budget(get_board("zcu102")) == ZCU102
+    assert budget(get_board("ulx3s-85f")) == ULX3S
 
 
 def test_zcu102_plan_is_lut_bound_and_maximal():
