@@ -109,8 +109,10 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
 
 
 def budget(board: Board) -> dict[str, int]:
-    """The planner's budget on ``board``: each capacity times its margin, rounded down."""
-    return {key: int(board.capacities[key] * margin) for key, margin in MARGINS.items()}
+    """The planner's budget on ``board``: each capacity times its margin (whole percent),
+    rounded down."""
+    return {key: board.capacities[key] * round(100 * margin) // 100     # exact: no 0.7 float
+            for key, margin in MARGINS.items()}
 
 
 def _over(config: AcceleratorConfig, limits: Mapping[str, int]) -> str | None:
