@@ -13,6 +13,9 @@ from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, 
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.split import (SplitUnits, combine, narrow_call,
                                            split_adapter_call)
+from zoforge.golden.finetune.train import ZoFinetune, prepare
+from zoforge.golden.models import tiny_encoder
+from zoforge.golden.zolayer.model import draw_perturbation
 
 ROWS = 4
 CFG = FinetuneConfig(blocks=1, seq_len=8, batch=2, queries=2, n_train=8, n_test=4,
@@ -85,7 +88,6 @@ def test_random_shapes_equal_direct_and_python(seed):
     c = call(m, k, n, r, seed=seed, sign=sign, u_shift=int(10 + seed * 3))
     direct = assert_split_equals_direct(c)
     draw = units()
-    from zoforge.golden.zolayer.model import draw_perturbation
     z = draw_perturbation(draw.generator, ROWS, r, n) if sign else None
     assert torch.equal(direct, python_adapter(c, z))
 
@@ -164,14 +166,11 @@ def test_split_calls_are_engine_and_narrow_layer_jobs():
 
 @pytest.fixture(scope="module")
 def prepared():
-    from zoforge.golden.finetune.train import prepare
-    from zoforge.golden.models import tiny_encoder
     model = tiny_encoder(hidden=32, layers=1, heads=2, intermediate=64)
     return prepare(CFG, model_and_tokenizer=model)
 
 
 def test_whole_step_through_split_units_is_bit_exact(prepared):
-    from zoforge.golden.finetune.train import ZoFinetune
     direct_units = units(record=True)
     inner = units(record=True)
     direct = ZoFinetune(prepared, "int8", units=direct_units)
@@ -192,3 +191,25 @@ def test_whole_step_through_split_units_is_bit_exact(prepared):
     engine = sum(isinstance(c, EngineCall) for c in inner.log)
     assert engine == sum(isinstance(c, EngineCall) for c in direct_units.log) \
         + 2 * len(adapters)
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_split_step_on_verilator_is_bit_exact(prepared):
+    """SplitUnits(RtlUnits(..., "all")): one step with every X·W and U on the RTL engine and
+    the narrow adapters (K = r) on the RTL ZO layer equals the direct golden step; every
+    call is also compared with the RTL units' own golden model."""
+    from zoforge.sim.finetune_cosim import RtlUnits    # Verilator: slow tests only
+    direct_units = units(record=True)
+    record = ZoFinetune(prepared, "int8", units=direct_units).step()
+    with SplitUnits(RtlUnits(CFG, 32, 64, "all")) as rtl:
+        step = ZoFinetune(prepared, "int8", units=rtl).step()
+        by_name = dict(rtl.cycles_by_name)
+        adapters = sum(isinstance(c, AdapterCall) for c in direct_units.log)
+        assert rtl.rtl_calls == len(direct_units.log) + 2 * adapters
+    assert step.grads == record.grads and step.losses == record.losses
+    for name, master in record.masters.items():
+        assert torch.equal(step.masters[name], master), name
+    assert {"block0.query.xw engine", "block0.query.u engine",
+            "block0.query adapter"} <= set(by_name)
+    print(f"split step on the RTL: {sum(by_name.values())} cycles; per call: {by_name}")
