@@ -61,6 +61,21 @@ def test_the_chosen_branch_lanes_by_hand(shape, lanes):
     assert choose_branch_lanes(cfg, features, classes) == lanes
 
 
+def test_a_tie_goes_to_the_smaller_b():
+    """6 classes on 4 x 8, batch 8, K 16, q 2: B = 2 and B = 4 both pad to 6 columns and the
+    model gives them the same cycles (one job a step at B = 4, with two transfers a word)."""
+    cfg = head(cols=8, batch=8, queries=2)
+    cycles = branch_lanes_cycles(cfg, 16, 6)
+    assert cycles[2] == cycles[4] < cycles[1]
+    assert choose_branch_lanes(cfg, 16, 6) == 2
+
+
+def test_the_layer_holds_the_classes_padded_to_a_word():
+    """The design's N capacity: 5 classes padded to 4 / B features (but at least the rows)."""
+    assert [head(branch_lanes=b).layer_design(384, 5).max_n for b in (1, 2, 4)] == [8, 6, 5]
+    assert head(branch_lanes=2).layer_design(384, 2).branch_lanes == 2
+
+
 def test_a_hidden_layer_keeps_one_branch_per_job():
     assert choose_branch_lanes(head(hidden=8), 384, 2) == 1
     with pytest.raises(ConfigError) as error:
