@@ -1,0 +1,138 @@
+"""The sweep's ``finetune`` task (issue 33 item 4): a SWEEP.toml with ``task = "finetune"``
+expands to FinetuneConfig points, runs end to end through the store, and a fine-tuning task
+interrupted mid-run goes on from its checkpoint to the uninterrupted result."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from zoforge.cli import main
+from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.golden.finetune.train import ZoFinetune
+from zoforge.golden.zo.perturbation import make_perturbation
+from zoforge.sweep.results import group_runs, read_runs
+from zoforge.sweep.spec import stable_key, sweep_from_dict
+from zoforge.sweep.store import Store
+from zoforge.sweep.tasks import (FINETUNE_CHECKPOINT, PERTURBATION_OF, TRAIN_FIELDS,
+                                 run_folder, run_task)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+TINY = {"model": "tiny", "blocks": 1, "seq_len": 8, "n_train": 40, "n_test": 20,
+        "calibration": 20, "k_shot": 4, "rank": 4}
+#: One generator, two seeds, the cheapest report: the default run's end-to-end sweep.
+SWEEP = {"name": "ft", "task": "finetune", "train": dict(TINY, steps=4),
+         "points": [{"strategy": "masked"}], "grid": {"seed": [0, 1]},
+         "report": {"activity_cycles": 10, "power": False, "pnr": False}}
+
+
+def test_the_labels_are_the_head_level_sources_of_the_same_generators():
+    for strategy, source in PERTURBATION_OF.items():
+        assert make_perturbation(source).hardware().variant == strategy
+
+
+def test_a_finetune_sweep_expands_to_finetune_points():
+    sweep = sweep_from_dict(SWEEP)
+    assert [p.train.seed for p in sweep.points] == [0, 1]
+    point = sweep.points[0]
+    assert point.train == FinetuneConfig(**TINY, steps=4, strategy="masked")
+    assert point.generator == point.train.generator()
+    spec = point.train_spec()
+    assert spec == {"task": "finetune", "perturbation": "masked-onthefly",
+                    **point.train.field_values()}
+    assert point.train_key == stable_key("train", {"task": "finetune",
+                                                   **point.train.field_values()})
+    assert [kind for _, kind, _ in sweep.tasks()] == ["report", "train", "train"]
+    assert sweep.data["task"] == "finetune"
+    assert "task" not in sweep_from_dict({"train": {"model": "tiny"}}).data
+
+
+@pytest.mark.parametrize("data, expected", [
+    (dict(SWEEP, task="finetuning"), "task in the sweep must be one of train, finetune "
+                                     "(got finetuning)"),
+    (dict(SWEEP, task=["finetune"]), "task in the sweep must be one of train, finetune"),
+    (dict(SWEEP, train={"perturbation": "gaussian"}), "key 'train.perturbation' in the "
+                                                      "sweep must be one of model, blocks"),
+    (dict(SWEEP, grid={"n_rng": [7, 8]}), "grid.n_rng in the sweep must be of the form "
+                                          "2^k - 1"),
+    (dict(SWEEP, points=[{"strategy": "pregen", "n_rng": 15}]),
+     "points[0].n_rng in the sweep must be left at 7 with strategy pregen"),
+    (dict(SWEEP, train={"k_shot": -1}), "train.k_shot in the sweep must be an integer"),
+])
+def test_bad_finetune_sweeps_are_one_line_errors(data, expected):
+    with pytest.raises(ConfigError) as error:
+        sweep_from_dict(data)
+    assert expected in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_finetune_sweep_runs_end_to_end_through_the_store(tmp_path, capsys):
+    path = tmp_path / "ft.toml"
+    path.write_text('name = "ft"\ntask = "finetune"\n[train]\n'
+                    + "".join(f"{k} = {v!r}\n".replace("'", '"') for k, v in TINY.items())
+                    + 'steps = 4\nstrategy = "masked"\n[grid]\nseed = [0, 1]\n'
+                    '[report]\nactivity_cycles = 10\npower = false\npnr = false\n')
+    store_dir = tmp_path / "store"
+    argv = ["sweep", "--config", str(path), "--store", str(store_dir), "--jobs", "1", "--no-progress"]
+    assert main(argv) == 0
+    store = Store(store_dir)
+    try:
+        runs = read_runs(store, "ft")
+        assert [r.status for r in runs] == ["done", "done"]
+        for run in runs:
+            assert set(TRAIN_FIELDS) <= set(run.train)
+            assert run.train["final_loss"] == run.train["train_loss_after"] > 0
+            assert run.train["train_loss_curve"][-1] == run.train["final_loss"]
+            assert run.train["curve_steps"] == [0, 4] and run.train["d"] == 4 * 32 * 2
+            assert 0 <= run.train["accuracy_after"] <= 1
+            assert run.hardware["LUT"].source == "yosys-estimate"
+        assert runs[0].train["final_loss"] != runs[1].train["final_loss"]   # two seeds
+        (group,) = group_runs(runs)
+        assert group.n == 2 and group.config["perturbation"] == "masked-onthefly"
+    finally:
+        store.close()
+    table = (store_dir / "ft.md").read_text()
+    assert "masked-onthefly" in table and "## What to build" in table
+    assert main(argv) == 0                      # finished: nothing runs again
+    db = sqlite3.connect(store_dir / "sweep.db")
+    try:
+        rows = db.execute("SELECT status, attempts, completions FROM tasks").fetchall()
+    finally:
+        db.close()
+    assert rows == [("done", 1, 1)] * 3
+
+
+# three fine-tunings (about 4.5 CPU-seconds): CI runs it, the default run's resume is the
+# end-to-end test's second sweep (nothing runs again)
+@pytest.mark.slow
+@pytest.mark.ci
+def test_an_interrupted_finetune_task_resumes_from_its_checkpoint(tmp_path, monkeypatch):
+    spec = {"task": "finetune", "perturbation": "pezo-pregen",
+            **FinetuneConfig(**TINY, steps=12, strategy="pregen", bits=12,
+                             pool_size=255).field_values()}
+    key = "train-resume"
+    whole = run_task("train", key, spec, str(tmp_path / "whole"))
+    assert whole["ok"], whole.get("traceback")
+    step = ZoFinetune.step
+    calls, kill_at = [], [11]
+
+    def failing(self):
+        calls.append(self.step_index)
+        if self.step_index in kill_at:
+            raise RuntimeError("killed")
+        return step(self)
+    monkeypatch.setattr(ZoFinetune, "step", failing)
+    work = tmp_path / "again"
+    broken = run_task("train", key, spec, str(work))
+    assert not broken["ok"] and "killed" in broken["error"]
+    assert (run_folder(work, key) / FINETUNE_CHECKPOINT).exists()
+    calls.clear()
+    kill_at.clear()
+    resumed = run_task("train", key, spec, str(work))
+    assert resumed["ok"], resumed.get("traceback")
+    assert calls == [10, 11]                       # from the checkpoint at step 10
+    timing = ("steps_per_s", "seconds_per_step")
+    assert {k: v for k, v in resumed["result"].items() if k not in timing} == {
+        k: v for k, v in whole["result"].items() if k not in timing}
+    assert whole["result"]["train_loss_curve"][0] != whole["result"]["final_loss"]
