@@ -27,6 +27,12 @@ COSIMS: dict[str, dict] = {
         cosim_options="zoforge.sim.rng_cosim:RngCosimOptions",
         cosim_help="co-simulate one generator configuration against its golden model; "
                    "prints JSON (bit_exact, cycles, cycles_per_s, simulator, ...)"),
+    "accelerator": dict(
+        cosim="zoforge.sim.accel_cosim:cosim_accelerator",
+        cosim_options="zoforge.sim.accel_cosim:AccelCosimOptions",
+        cosim_help="the board-sized accelerator's units (one GEMM engine with random GEMMs, "
+                   "one ZO layer with ZO steps; the top passes their ports through), each "
+                   "checked bit-exact against its golden model; prints JSON"),
     "zo-layer": dict(
         cosim="zoforge.sim.zolayer_cosim:cosim_layer",
         cosim_options="zoforge.sim.zolayer_cosim:ZoCosimOptions",

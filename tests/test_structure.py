@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # Areas from the bottom up; a module may import its own area and the areas below it.
-LAYERS = ["base", "golden", "hw", "sim", "boards", "reports", "sweep", "cli"]
+LAYERS = ["base", "boards", "golden", "hw", "sim", "reports", "sweep", "cli"]
 FOLDERS = {"golden": "golden", "hw": "hw", "sim": "sim", "boards": "boards",
            "reports": "reports", "sweep": "sweep", "cli": "zoforge/cli", "base": "zoforge"}
 

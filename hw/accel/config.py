@@ -23,6 +23,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
+from zoforge.boards.registry import get_board
 from zoforge.config import Config, IntRange, NonBlank, OneOf, field_of, param
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import LAYER_CONFIGS, MODES, ZoLayerConfig, layer_config
@@ -81,8 +82,6 @@ class AcceleratorConfig(Config):
     layer_max_r: int = _unit_param(_LAYER, "max_r")
 
     def check(self) -> None:
-        from zoforge.boards.registry import get_board
-
         board = get_board(self.board)
         if self.paired and not board.packs_int8_pairs:
             raise ConfigError("paired", f"false on board {self.board} (family {board.family}: "

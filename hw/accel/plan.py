@@ -96,6 +96,7 @@ def _unit_resources(fit: Mapping, rows: int, cols: int, dsp: int, memories: Mapp
 def estimate_resources(config: AcceleratorConfig) -> dict:
     """``{"engine": {...}, "layer": {...}, "total": {...}, "source": ...}``: LUT, FF,
     BRAM18 and DSP of one engine, one ZO layer and the whole design (units x counts)."""
+    # the units' design modules import their blocks (Amaranth): only when estimating
     from zoforge.hw.engine.designs import engine_memories
     from zoforge.hw.zolayer.designs import layer_memories
 
