@@ -70,12 +70,18 @@ def before(rev: str, steps: int, names: list[str]) -> dict:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
                                  capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", folder], input=archive, check=True)
+        # the package's subpackages live beside zoforge/ (setup.py's package_dir); link them
+        # in, or the editable install's finder would import this tree's instead
+        for name in ("golden", "hw", "sim", "reports", "sweep", "boards"):
+            if (Path(folder) / name).is_dir() and not (Path(folder) / "zoforge" / name).exists():
+                os.symlink(Path(folder) / name, Path(folder) / "zoforge" / name)
         env = dict(os.environ, PYTHONPATH=folder)
         code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-                "from bench_finetune_step import measure; "
+                "from bench_finetune_step import measure; import zoforge.golden.finetune.train"
+                " as t; assert t.__file__.startswith(sys.argv[4]), t.__file__; "
                 "print(json.dumps(measure(int(sys.argv[2]), json.loads(sys.argv[3]))))")
         result = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent),
-                                 str(steps), json.dumps(names)], cwd=folder, env=env,
+                                 str(steps), json.dumps(names), folder], cwd=folder, env=env,
                                 check=True, capture_output=True, text=True)
         return json.loads(result.stdout.strip().splitlines()[-1])
 
