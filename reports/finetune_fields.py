@@ -2,19 +2,32 @@
 :class:`zoforge.sim.finetune_run.FinetuneRun` is given (``RunOptions.cost_models``).
 
 * :func:`unit_cost_fields`: the step on today's two units, the designs the RTL runs
-  (:mod:`zoforge.reports.finetune_cost`), at their estimated clock on :data:`BOARD`.
+  (:mod:`zoforge.reports.finetune_cost`), at their estimated clock on :data:`BOARD`;
+* :func:`accelerator_cost_fields`: the step on the board-sized accelerator planned for a
+  board (:func:`zoforge.reports.accel_cost.board_step_fields`: the P-RGE schedule of
+  :mod:`zoforge.hw.accel.schedule`, the host's work on the board's ARM cores included and
+  shown apart), with the model's peak-memory figures, which no design changes.
+
+:func:`cost_models_for` is what ``zoforge finetune --design --board`` passes to the run.
+Every figure says its source (``cycle-model``, ``yosys-estimate``, ``arm-estimate``,
+``activity-model``).
 """
 from __future__ import annotations
 
 from zoforge.boards.registry import get_board
-from zoforge.errors import ConfigError
+from zoforge.errors import ConfigError, check_choice
 from zoforge.golden.finetune.config import ADAPTED
 from zoforge.reports import finetune_cost as cost
+from zoforge.reports.accel_cost import board_step_fields
 from zoforge.reports.fmax import measured_error
 from zoforge.sim.finetune_cosim import engine_design
-from zoforge.sim.finetune_run import COST_KEYS, CostContext
+from zoforge.sim.finetune_run import COST_KEYS, DESIGNS, CostContext
 
-__all__ = ["BOARD", "unit_cost_fields"]
+__all__ = ["BOARD", "DESIGNS", "unit_cost_fields", "accelerator_cost_fields",
+           "cost_models_for"]
+
+#: Keys of :func:`unit_cost_fields` that describe the model, not the design.
+MODEL_KEYS = ("zo_peak_bytes", "backprop_peak_bytes")
 
 #: The board of the time and energy figures of :func:`unit_cost_fields` (its DDR, and the
 #: units' clock and power from :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each
@@ -47,7 +60,7 @@ def unit_cost_fields(ctx: CostContext) -> dict:
     timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
                                    figures["dynamic_w"], figures["power_at_mhz"],
                                    board.ddr_bytes_per_s)
-    fields.update(predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
+    fields.update(design="units", predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
                   onchip_bits=cost.memory_bits(engine, layer)["total"],
                   zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
                   backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
@@ -64,3 +77,42 @@ def _fmax_error() -> str:
     """The Fmax model's measured error, quoted beside the Fmax estimate."""
     error = measured_error()
     return error.summary() if error else "not measured"
+
+
+def accelerator_cost_fields(ctx: CostContext, board: str = BOARD) -> dict:
+    """The step on the board-sized accelerator planned for ``board``
+    (:func:`~zoforge.reports.accel_cost.board_step_fields`) in the run's JSON: its keys
+    (``cycles_per_step`` the cycle model's, ``seconds_per_step_at_fmax`` with the host's
+    work, ``board_host_seconds_per_step``, ``dsp``, ``gops_per_dsp``,
+    ``ddr_bytes_per_step``, ...), ``predicted_cycles_per_step`` the same cycles, and the
+    model's peak memory (:data:`MODEL_KEYS`); the other :data:`COST_KEYS` None. A shape
+    the planner or the schedule cannot take: every key None and the reason printed."""
+    fields = dict.fromkeys(COST_KEYS)
+    fields.update(design="accelerator", board=board)
+    cfg = ctx.cfg
+    try:
+        step = board_step_fields(cfg, ctx.hidden, ctx.ffn, ctx.heads, ctx.classes, board)
+    except ConfigError as error:
+        print(f"    cost: not modelled ({error})")
+        return fields
+    units = unit_cost_fields(ctx)
+    fields.update({key: units[key] for key in MODEL_KEYS}, **step,
+                  predicted_cycles_per_step=step["cycles_per_step"])
+    return fields
+
+
+def cost_models_for(design: str, board: str = BOARD) -> tuple:
+    """The run's cost models for ``design`` (:data:`DESIGNS`) on ``board`` (one-line
+    errors for an unknown design or board, or today's units on a board without their
+    figures)."""
+    check_choice("--design", design, DESIGNS)
+    try:
+        get_board(board)
+    except ConfigError as error:
+        raise error.renamed("--board") from None
+    if design == "units":
+        if board not in cost.UNIT_FIGURES:
+            raise ConfigError("--board", "one of " + ", ".join(cost.UNIT_FIGURES) +
+                              " with --design units (the units' estimated figures)", board)
+        return (unit_cost_fields,)
+    return (lambda ctx: accelerator_cost_fields(ctx, board),)

@@ -56,7 +56,7 @@ from zoforge.sim import finetune_checkpoint as ckpt
 from zoforge.sim.finetune_checkpoint import CHECKPOINT
 
 __all__ = ["FinetuneRun", "RunOptions", "CostContext", "check_json",
-           "RTL_CHOICES", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES",
+           "RTL_CHOICES", "DESIGNS", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES",
            "CHECKPOINT_EVERY", "MAX_CHECKPOINT_EVERY"]
 
 RTL_CHOICES = ("none", "adapters", "all")
@@ -65,6 +65,9 @@ RTL_CHOICES = ("none", "adapters", "all")
 COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_per_step",
              "static_joules_per_step", "dynamic_joules_per_step", "ddr_bytes_per_step",
              "onchip_bits", "zo_peak_bytes", "backprop_peak_bytes")
+#: The designs a run's cost figures can be for (``zoforge finetune --design``): the
+#: board-sized accelerator, or today's two units that ``rtl`` runs.
+DESIGNS = ("accelerator", "units")
 #: The few-shot training-loss figures of the JSON (None and [] when ``k_shot`` is 0).
 TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
                    "float_train_loss_after", "curve_steps", "train_loss_curve",
@@ -326,7 +329,8 @@ class FinetuneRun:
             if result["steps"]:
                 result["host_seconds_per_step"] = self._seconds / result["steps"]
             if cycles:
-                result["cycles_per_step"] = sum(cycles) / len(cycles)
+                result.update(cycles_per_step=sum(cycles) / len(cycles),
+                              cycles_source="co-simulation (today's units)")
 
     def _curve_point(self, done: int, zo, twin) -> None:
         """After ``done`` steps: at a checkpoint of the few-shot curve, the training loss

@@ -26,7 +26,7 @@ from zoforge.golden.finetune.config import FinetuneConfig
 
 TINY = ["finetune", "--model", "tiny", "--blocks", "1", "--seq-len", "8", "--steps", "2",
         "--batch", "2", "--n-train", "40", "--n-test", "20", "--calibration", "20",
-        "--quiet"]
+        "--quiet", "--design", "units"]
 
 KEYS = {"bit_exact", "rtl_calls", "steps", "accuracy_before", "accuracy_after",
         "float_accuracy_after", "backprop_accuracy_after", "cycles_per_step", "config",
@@ -275,3 +275,60 @@ def test_the_default_configuration_round_trips_through_toml(tmp_path):
     for cfg in (FinetuneConfig(), FinetuneConfig(model="tiny", blocks=2)):
         path = dump_config(cfg, tmp_path / "config.toml")
         assert load_config(path, (FinetuneConfig,)) == cfg
+
+
+def test_the_accelerator_design_fields_are_the_board_models():
+    """``--design accelerator`` (the default): the JSON's cost keys are
+    :func:`~zoforge.reports.accel_cost.board_step_fields`' for the planned design, the
+    modelled cycles under ``cycles_per_step`` and ``predicted_cycles_per_step``, the step
+    time the fabric's plus the host's, the model's peak memory the same as for today's
+    units (it does not depend on the design) and the units-only keys None."""
+    from zoforge.reports.accel_cost import board_step_fields
+    from zoforge.reports.finetune_fields import cost_models_for, unit_cost_fields
+    from zoforge.sim.finetune_run import CostContext
+    cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=2, n_train=40,
+                         n_test=20, calibration=20)
+    ctx = CostContext(cfg, 32, 64, 2, 2)
+    (model,) = cost_models_for("accelerator", "zcu102")
+    fields = model(ctx)
+    step = board_step_fields(cfg, 32, 64, 2, 2, "zcu102")
+    assert {key: fields[key] for key in step} == step
+    assert fields["design"] == "accelerator" and fields["board"] == "zcu102"
+    assert fields["predicted_cycles_per_step"] == fields["cycles_per_step"] > 0
+    assert fields["seconds_per_step_at_fmax"] == pytest.approx(
+        fields["board_fabric_seconds_per_step"] + fields["board_host_seconds_per_step"],
+        rel=1e-12)
+    assert fields["board_host_seconds_per_step"] > 0 and fields["dsp"] > 0
+    units = unit_cost_fields(ctx)
+    assert (fields["zo_peak_bytes"], fields["backprop_peak_bytes"]) == (
+        units["zo_peak_bytes"], units["backprop_peak_bytes"])
+    assert fields["onchip_bits"] is None and fields["static_joules_per_step"] is None
+    assert units["design"] == "units"
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--board", "nope"], "--board must be one of"),
+    (["--design", "units", "--board", "ulx3s-85f"], "--board must be one of zcu102")])
+def test_bad_cost_flags_are_one_line(flags, message, tmp_path, capsys):
+    code = main(["finetune", "--model", "tiny", "--out", str(tmp_path / "o"), *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_the_board_command_of_issue_32(tmp_path):
+    """The acceptance command: MiniLM, 6 blocks, batch 4 x seq 128, q 2, no steps; the
+    board-sized design's keys in the JSON."""
+    path = tmp_path / "F.json"
+    code = main(["finetune", "--board", "zcu102", "--blocks", "6", "--batch", "4",
+                 "--seq-len", "128", "--queries", "2", "--steps", "0", "--n-train", "64",
+                 "--n-test", "8", "--calibration", "8", "--no-float", "--quiet",
+                 "--out", str(tmp_path / "out"), "--json", str(path)])
+    result = json.loads(path.read_text())
+    assert code == 0 and result["design"] == "accelerator"
+    for key in ("seconds_per_step_at_fmax", "board_host_seconds_per_step", "dsp",
+                "gops_per_dsp", "ddr_bytes_per_step", "cycles_per_step"):
+        assert result[key] > 0, key
+    assert result["seconds_per_step_at_fmax"] > result["board_host_seconds_per_step"]

@@ -34,8 +34,11 @@ from pathlib import Path
 
 # the run's tables, one source (zoforge.sim.finetune_run imports nothing heavy at its top)
 from zoforge.sim.finetune_checkpoint import CHECKPOINT
-from zoforge.sim.finetune_run import (CHECKPOINT_EVERY, COST_KEYS, MAX_CHECKPOINT_EVERY,
-                                      OUT_FILES, RTL_CHOICES, TRAIN_LOSS_KEYS)
+from zoforge.sim.finetune_run import (CHECKPOINT_EVERY, COST_KEYS, DESIGNS,
+                                      MAX_CHECKPOINT_EVERY, OUT_FILES, RTL_CHOICES,
+                                      TRAIN_LOSS_KEYS)
+
+DEFAULT_BOARD = "zcu102"
 
 __all__ = ["register", "run", "RTL_CHOICES", "COST_KEYS", "OUT_FILES", "TRAIN_LOSS_KEYS"]
 
@@ -73,6 +76,15 @@ def register(tree) -> None:
                            f"{MAX_CHECKPOINT_EVERY}; also after step 0, the last step and "
                            f"at an interrupt) (default {CHECKPOINT_EVERY})")
     run_flags.add_argument("--quiet", action="store_true", help="no progress bar")
+    cost_flags = parser.add_argument_group("the cost figures (docs/accelerator-cost.md)")
+    cost_flags.add_argument("--design", choices=DESIGNS, default=DESIGNS[0],
+                            help="the design the JSON's step time, energy and DDR bytes "
+                                 "are for: the board-sized accelerator planned for --board "
+                                 "(accelerator; host work on the board's ARM cores included) "
+                                 "or today's two units that --rtl runs (units) (default "
+                                 f"{DESIGNS[0]})")
+    cost_flags.add_argument("--board", default=DEFAULT_BOARD, metavar="BOARD",
+                            help=f"board of the cost figures (default {DEFAULT_BOARD})")
     add_config_flags(parser.add_argument_group("the configuration"), (FinetuneConfig,))
     parser.set_defaults(func=run)
 
@@ -80,10 +92,11 @@ def register(tree) -> None:
 def run(args: argparse.Namespace) -> int:
     from zoforge.cli._options import config_from_args
     from zoforge.golden.finetune.config import FinetuneConfig
+    from zoforge.reports.finetune_fields import cost_models_for   # the reports: when run
     from zoforge.sim.finetune_run import FinetuneRun, RunOptions
 
     cfg = config_from_args(args, (FinetuneConfig,))
-    cost_models = _cost_models(args)
+    cost_models = cost_models_for(args.design, args.board)
     finetune = FinetuneRun(cfg, RunOptions(out=args.out, json=args.json, rtl=args.rtl,
                                            float_twin=args.float, backprop=args.backprop,
                                            threads=args.threads, quiet=args.quiet,
@@ -99,13 +112,6 @@ def run(args: argparse.Namespace) -> int:
         return 1
     _print(result, finetune.out, finetune.json_path)
     return 0
-
-
-def _cost_models(args: argparse.Namespace) -> tuple:
-    """The run's cost models: today's two units (the designs the RTL runs)."""
-    # the cost models import the reports and the co-simulation: only when running
-    from zoforge.reports.finetune_fields import unit_cost_fields
-    return (unit_cost_fields,)
 
 
 def _number(value, spec: str) -> str:
@@ -130,8 +136,15 @@ def _print(r: dict, out: Path, json_path: Path | None) -> None:
     print(f"test accuracy      int8 {accuracy['accuracy_before']} -> "
           f"{accuracy['accuracy_after']}; float {accuracy['float_accuracy_before']} -> "
           f"{accuracy['float_accuracy_after']}; backprop {accuracy['backprop_accuracy_after']}")
-    print(f"cycles per step    {_number(r['cycles_per_step'], ',.0f')} (RTL), "
-          f"{_number(r['predicted_cycles_per_step'], ',.0f')} (cycle model)")
+    print(f"cycles per step    {_number(r['cycles_per_step'], ',.0f')} "
+          f"({r.get('cycles_source') or 'RTL'}), "
+          f"{_number(r['predicted_cycles_per_step'], ',.0f')} (cycle model, the "
+          f"{r.get('design') or 'units'})")
+    if r.get("design") == "accelerator":
+        print(f"on the board       {_number(r['seconds_per_step_at_fmax'], '.4f')} s per "
+              f"step at {_number(r['fmax_mhz'], '.0f')} MHz ({r['board']}, cycle model), of "
+              f"which the host's ARM cores {_number(r['board_host_seconds_per_step'], '.4f')}"
+              f" s; {r['dsp']:,} DSP, {_number(r['gops_per_dsp'], '.3f')} GOPS per DSP")
     print(f"host, this CPU     {_number(r['host_seconds_per_step'], '.2f')} s per int8 step")
     print(f"files              {out}/ ({', '.join(OUT_FILES)})"
           + (f", {json_path}" if json_path else ""))
