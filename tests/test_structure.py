@@ -60,6 +60,14 @@ def test_imports_go_down_the_layers_only():
     assert not upward, "\n".join(upward)
 
 
+#: Private names of third-party packages used on purpose, one place, each with its reason.
+WAIVED_PRIVATE = {
+    "torch._int_mm": "torch's int8 x int8 -> int32 GEMM has no public name; "
+                     "golden/finetune/calls.py probes each shape once against float64 and "
+                     "falls back to the float32 route where it is missing or inexact",
+}
+
+
 def test_no_module_uses_another_areas_underscore_names():
     found = []
     for path in _sources():
@@ -74,7 +82,9 @@ def test_no_module_uses_another_areas_underscore_names():
                     and not node.attr.startswith("__")
                     and not (isinstance(node.value, ast.Name)
                              and node.value.id in ("self", "cls"))
-                    and not isinstance(node.value, ast.Call)):
+                    and not isinstance(node.value, ast.Call)
+                    and not (isinstance(node.value, ast.Name)
+                             and f"{node.value.id}.{node.attr}" in WAIVED_PRIVATE)):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses .{node.attr}")
     assert not found, "\n".join(found)
 
