@@ -2,10 +2,14 @@
 
 Prints TOPS, GOPS/DSP, seconds and joules per step, forward tokens per second and DDR bytes
 per step for the board-sized design (reports/accel_cost.py on the planned or given
-accelerator) and for today's two units (reports/finetune_cost.predicted_step_cycles), the
-anchors beside them (labelled as theirs), the phases' roofline, and (unless --no-check) the
-cycle model's error against co-simulation for every job kind on scaled-down configurations
-of the same units: paired engines 4x4 and 8x4, the ZO layer 4x4 (lora-fa).
+accelerator) with both adapter mappings (split: X·W and U on the engines, the ZO layers
+only U·Tp; layer: all on the ZO layers), host included, fabric only and with Q·K^T and P·V
+modelled on the engines (not built); today's two units
+(reports/finetune_cost.predicted_step_cycles), the anchors beside them (labelled as
+theirs), the phases' roofline, hand-chosen designs (unless --no-candidates) and (unless
+--no-check) the cycle model's error against co-simulation for every job kind on
+scaled-down configurations of the same units: paired engines 4x4 and 8x4, the ZO layer 4x4
+(lora-fa).
 
     .venv/bin/python benchmarks/bench_board_step.py            # docs/accelerator-cost.md
 """
@@ -15,9 +19,13 @@ import argparse
 import os
 
 from zoforge.boards.registry import get_board
+from zoforge.errors import ConfigError
 from zoforge.golden.finetune.config import FinetuneConfig
-from zoforge.hw.accel.schedule import step_schedule
+from zoforge.hw.accel.config import AcceleratorConfig
+from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
+from zoforge.hw.accel.schedule import MAPPINGS, step_schedule
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.accel_cost import board_step_fields, price_schedule
 from zoforge.reports.finetune_cost import (UNIT_FIGURES, ModelShape, engine_job_cycles,
                                            measure_adapter_jobs, measure_engine_jobs,
@@ -52,17 +60,81 @@ def _check() -> None:
                   f"{cycles} | {predicted / cycles - 1:+.2%} |")
     shape = ModelShape(blocks=1, seq_len=8, batch=2, rank=8, hidden=32, ffn=64, heads=2)
     layer = model_layer_config(shape)
-    m, k, n, r = 16, 32, 32, 8
-    from zoforge.hw.zolayer.cycles import job_cycles
-    for job, cycles in measure_adapter_jobs(layer, m, k, n, r):
-        predicted = job_cycles(layer, job, m, k, n, r)
-        print(f"| zo-layer 4x4 (branch_lanes 1) | {job} | {m}x{k}x{n}x{r} | {predicted} | "
-              f"{cycles} | {predicted / cycles - 1:+.2%} |")
+    # the layer mapping's adapter (K = the map's), the split mapping's narrow one (K = r)
+    for m, k, n, r in ((16, 32, 32, 8), (16, 8, 32, 8)):
+        for job, cycles in measure_adapter_jobs(layer, m, k, n, r):
+            predicted = job_cycles(layer, job, m, k, n, r)
+            print(f"| zo-layer 4x4 (branch_lanes 1) | {job} | {m}x{k}x{n}x{r} | {predicted} | "
+                  f"{cycles} | {predicted / cycles - 1:+.2%} |")
+
+
+#: Hand-chosen designs the benchmark prices beside the planner's (the split mapping): ZO
+#: layers only r deep (``layer_max_k`` 8: the split mapping's narrow adapters), several of
+#: them, the engines the planner fits around them (``plan_accelerator`` with these fields
+#: fixed, so each fits the board's budget). Not the planner's choice: labelled hand-chosen.
+HAND_CHOSEN = (
+    {"layers": 3, "layer_rows": 4, "layer_cols": 4, "layer_max_m": 256},
+    {"layers": 2, "layer_rows": 8, "layer_cols": 4, "layer_max_m": 256},
+    {"layers": 2, "layer_rows": 8, "layer_cols": 8, "layer_max_m": 128},
+    {"layers": 1, "layer_rows": 8, "layer_cols": 8},
+)
+#: A DSP-bound design, not one that fits: 7 paired 64x8 engines and 3 ZO layers 4x4 use
+#: ~80 % of the 2,520 DSPs, but the engines' LUT estimate is over the device's LUTs.
+DSP_BOUND = {"engines": 7, "engine_rows": 64, "engine_cols": 8, "layers": 3, "layer_rows": 4,
+             "layer_cols": 4, "layer_max_k": 8, "layer_max_r": 8, "layer_max_m": 256,
+             "engine_max_m": 256, "engine_max_k": 1536, "engine_max_n": 512,
+             "layer_max_n": 384}
+
+
+def _design_rows(label: str, fields: dict, with_energy: bool = True) -> None:
+    """The table's rows of one design: host included, fabric only, and the modelled step
+    with Q.K^T and P.V on the engines."""
+    seconds, fabric = fields["seconds_per_step_at_fmax"], fields["board_fabric_seconds_per_step"]
+    macs, dsp = fields["macs_per_step"], fields["dsp"]
+    _row(f"{label}, host included", "cycle-model + arm-estimate", fields["tops"],
+         fields["gops_per_dsp"], seconds, fields["joules_per_step"] if with_energy else None,
+         fields["tokens_per_second"], fields["ddr_bytes_per_step"])
+    _row(f"{label}, fabric only", "cycle-model", 2 * macs / fabric / 1e12,
+         2 * macs / fabric / dsp / 1e9, fabric, None, None, fields["ddr_stream_bytes_per_step"])
+    attention = seconds - fields["attention_on_fabric_seconds_saved"]
+    _row(f"{label}, Q.K^T and P.V on the engines", "modelled, not built", None, None,
+         attention, None, None, None)
+
+
+def _header() -> None:
+    print("\n| design | source | TOPS | GOPS/DSP | ms/step | J/step | fwd tokens/s | "
+          "DDR MB/step |")
+    print("|---|---|---|---|---|---|---|---|")
+
+
+def _today(shape, board) -> None:
+    figures = UNIT_FIGURES["zcu102"]
+    today = predicted_step_cycles(shape)
+    energy = step_time_energy(today, figures["fmax_mhz"], figures["static_w"],
+                              figures["dynamic_w"], figures["power_at_mhz"],
+                              board.ddr_bytes_per_s)
+    macs = sum(c.count * c.shape[0] * c.shape[1] * c.shape[2] for c in today.calls
+               if c.unit == "engine") + sum(
+        c.count * c.shape[0] * c.shape[1] * c.shape[2] for c in today.calls
+        if c.unit == "zo-layer" and len(c.shape) == 4)
+    today_s = energy["roofline_s"]
+    _row("today: 8x8 engine + 4x4 ZO layer, fabric only", "cycle-model", 2 * macs / today_s
+         / 1e12, 2 * macs / today_s / 120 / 1e9, today_s, energy["roofline_j"],
+         4 * shape.tokens / today_s, today.stream_bytes)
+
+
+def _brief(accel) -> str:
+    return (f"{accel.engines} x {accel.engine_rows}x{accel.engine_cols} engines, "
+            f"{accel.layers} x {accel.layer_rows}x{accel.layer_cols} ZO layers "
+            f"(layer_max_k {accel.layer_max_k}, layer_max_m {accel.layer_max_m}), "
+            f"{accel.dsp} DSP")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-check", action="store_true", help="skip the co-simulation")
+    parser.add_argument("--no-candidates", action="store_true",
+                        help="skip the hand-chosen designs")
     parser.add_argument("--fix", action="append", default=[], metavar="FIELD=INT",
                         help="an accelerator field the planner keeps (repeatable)")
     args = parser.parse_args()
@@ -70,59 +142,62 @@ def main() -> None:
     board = get_board("zcu102")
     cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
     shape = ModelShape(blocks=6, batch=4, seq_len=128, queries=2)
-    accel = None
-    if args.fix:
-        from zoforge.hw.accel.plan import plan_accelerator
-        fixed = dict(item.split("=", 1) for item in args.fix)
-        accel = plan_accelerator(board, shape, **{k: int(v) for k, v in fixed.items()})
-    fields = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel)
-    from zoforge.hw.accel.config import AcceleratorConfig
-    accel = AcceleratorConfig.from_dict({k: v for k, v in fields["accelerator"].items()
-                                          if k != "kind"})
-    figures = UNIT_FIGURES["zcu102"]
-    print(f"\nboard-sized design: {fields['accelerator']}")
+    fixed = {k: int(v) for k, v in (item.split("=", 1) for item in args.fix)}
+    accel = plan_accelerator(board, shape, **fixed)
+    step, unfit = {}, {}
+    for mapping in MAPPINGS:
+        try:
+            step[mapping] = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel,
+                                              mapping=mapping)
+        except ConfigError as error:          # e.g. layer_max_k = r: the layer mapping
+            unfit[mapping] = str(error)
+    fields = step["split"]
+    print(f"\n{'given' if fixed else 'planned'} design: {_brief(accel)}: {accel.to_dict()}")
     print(f"clock {fields['fmax_mhz']} MHz ({fields['fmax_source']}); host "
-          f"{fields['board_host_source']}; DSP {fields['dsp']}")
-    today = predicted_step_cycles(shape)
-    mhz = figures["fmax_mhz"]
-    energy = step_time_energy(today, mhz, figures["static_w"], figures["dynamic_w"],
-                              figures["power_at_mhz"], board.ddr_bytes_per_s)
-    macs = sum(c.count * c.shape[0] * c.shape[1] * c.shape[2] for c in today.calls
-               if c.unit == "engine") + sum(
-        c.count * c.shape[0] * c.shape[1] * c.shape[2] for c in today.calls
-        if c.unit == "zo-layer" and len(c.shape) == 4)
-    today_s = energy["roofline_s"]
-    print("\n| design | source | TOPS | GOPS/DSP | ms/step | J/step | fwd tokens/s | "
-          "DDR MB/step |")
-    print("|---|---|---|---|---|---|---|---|")
-    _row("board-sized, host included", "cycle-model + arm-estimate", fields["tops"],
-         fields["gops_per_dsp"], fields["seconds_per_step_at_fmax"],
-         fields["joules_per_step"], fields["tokens_per_second"], fields["ddr_bytes_per_step"])
-    fabric = fields["board_fabric_seconds_per_step"]
-    _row("board-sized, fabric only", "cycle-model", 2 * fields["macs_per_step"] / fabric / 1e12,
-         2 * fields["macs_per_step"] / fabric / fields["dsp"] / 1e9, fabric, None,
-         4 * shape.tokens / fabric, fields["ddr_stream_bytes_per_step"])
-    _row("today: 8x8 engine + 4x4 ZO layer, fabric only", "cycle-model", 2 * macs / today_s
-         / 1e12, 2 * macs / today_s / 120 / 1e9, today_s, energy["roofline_j"],
-         4 * shape.tokens / today_s, today.stream_bytes)
+          f"{fields['board_host_source']}")
+    _header()
+    for mapping in step:
+        _design_rows(f"{'given' if fixed else 'planned'}, {mapping} mapping", step[mapping])
+    _today(shape, board)
     for name, source, tops, gops in ANCHORS:
         _row(name, source + " (theirs)", tops, gops, None, None, None, None)
     print("\n(the 'fabric only' DDR column is as the RTL streams today; the host-included "
           "row's is packed)")
-    print(f"host share: {fields['board_host_seconds_per_step'] * 1e3:.2f} ms of "
-          f"{fields['seconds_per_step_at_fmax'] * 1e3:.2f} ms; next step "
-          f"(Q.K^T, P.V on the engines) would save "
-          f"{fields['attention_on_fabric_seconds_saved'] * 1e3:.2f} ms (modelled)")
-    price = price_schedule(step_schedule(shape, accel), fields["fmax_mhz"],
+    for mapping, reason in unfit.items():
+        print(f"{mapping} mapping: does not fit this design ({reason})")
+    for mapping, f in step.items():
+        print(f"{mapping}: host share {f['board_host_seconds_per_step'] * 1e3:.2f} ms of "
+              f"{f['seconds_per_step_at_fmax'] * 1e3:.2f} ms; Q.K^T, P.V on the engines "
+              f"would save {f['attention_on_fabric_seconds_saved'] * 1e3:.2f} ms (modelled)")
+    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted), fields["fmax_mhz"],
                            board.ddr_bytes_per_s)
-    print("\n| phase | cycles | compute ms | DDR ms (packed) | bound |")
-    print("|---|---|---|---|---|")
-    for phase in price.phases[:5] + price.phases[-2:]:
-        print(f"| {phase.name} | {phase.cycles:,} | {phase.compute_s * 1e3:.3f} | "
-              f"{phase.memory_s * 1e3:.3f} | {phase.bound} |")
+    print("\n| phase (split mapping) | cycles | busiest unit | compute ms | DDR ms (packed) "
+          "| bound |")
+    print("|---|---|---|---|---|---|")
+    for phase in price.phases[:6] + price.phases[-2:]:
+        busiest = max(phase.unit_cycles, key=phase.unit_cycles.get)
+        print(f"| {phase.name} | {phase.cycles:,} | {busiest[0]} {busiest[1]} | "
+              f"{phase.compute_s * 1e3:.3f} | {phase.memory_s * 1e3:.3f} | {phase.bound} |")
+    if not args.no_candidates:
+        _candidates(cfg, shape, board)
     if not args.no_check:
         _check()
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+
+
+def _candidates(cfg, shape, board) -> None:
+    print("\n## hand-chosen designs (split mapping; each fits the board's budget: "
+          "plan_accelerator with these fields fixed)")
+    _header()
+    for fixed in HAND_CHOSEN:
+        accel = plan_accelerator(board, shape, layer_max_k=8, layer_max_r=8, **fixed)
+        fields = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel)
+        _design_rows(f"hand-chosen: {_brief(accel)}", fields)
+    accel = AcceleratorConfig(board="zcu102", **DSP_BOUND)
+    fields = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel)
+    used = estimate_resources(accel)["total"]
+    _design_rows(f"DSP-bound, does NOT fit ({used['LUT']:,} LUT of "
+                 f"{budget(board)['LUT']:,} allowed, yosys-estimate): {_brief(accel)}", fields)
 
 
 if __name__ == "__main__":
