@@ -279,10 +279,10 @@ class LockstepTraining:
         result.simulator = "verilator (jobserver)"
         try:
             with layer:
-                session = _LanesSession(layer, cfg.batch, features, padded,
-                                        eps_shift=settings.eps_shift,
-                                        eta_mult=settings.eta_mult,
-                                        eta_shift=settings.eta_shift)
+                session = LayerSession(layer, cfg.batch, features, padded,
+                                       eps_shift=settings.eps_shift,
+                                       eta_mult=settings.eta_mult,
+                                       eta_shift=settings.eta_shift)
                 session.load(self.initial_master)
                 result.outputs_before_rtl = session.outputs(test_x)[:, :self.classes]
                 result.accuracy_before_rtl = accuracy(result.outputs_before_rtl, test_labels)
@@ -338,16 +338,6 @@ class LockstepTraining:
                                       rtl["masters"][step])
                 cycles = bench.results["step_cycles"][step]
             record(step, index, golden, outcome, cycles, golden_s, 0.0)
-
-
-class _LanesSession(LayerSession):
-    """A :class:`LayerSession` of a full-mode layer whose host program knows the design's
-    ``branch_lanes`` (LayerSession's own steps assume one branch per job)."""
-
-    def __init__(self, layer: LayerServer, m: int, k: int, n: int, **settings):
-        super().__init__(layer, m, k, n, **settings)
-        self.steps = LayerSteps(layer.host, self.rows, self.cols, False, m, k, n, 0,
-                                layer.config.branch_lanes)
 
 
 class _Recorder:

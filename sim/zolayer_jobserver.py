@@ -100,7 +100,8 @@ class LayerSession:
         self.layer, self.m, self.k, self.n, self.r = layer, m, k, n, r
         self.rows, self.cols, self.lanes = config.rows, config.cols, layer.lanes
         self.lora = config.mode == "lora-fa"
-        self.steps = LayerSteps(layer.host, self.rows, self.cols, self.lora, m, k, n, r)
+        self.steps = LayerSteps(layer.host, self.rows, self.cols, self.lora, m, k, n, r,
+                                layer.config.branch_lanes)
         layer.run(self.steps.configure(eps_shift=eps_shift, eta_mult=eta_mult,
                                        eta_shift=eta_shift, mult=mult, shift=shift))
 

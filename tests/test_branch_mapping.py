@@ -180,3 +180,18 @@ def test_branch_lanes_is_only_for_hw_mlp(tmp_path, trained, capsys):
                  str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err.strip()
     assert "--branch-lanes must be used only with trainable hw-mlp" in err, err
+
+
+def test_a_stored_trainings_key_is_unchanged_by_the_new_field():
+    """``branch_lanes`` came after results were stored: at 1 (every earlier result's value)
+    a training's key hashes the same fields as before, so a store's finished trainings keep
+    their keys; any other value is part of the key."""
+    from zoforge.golden.zo.config import NOT_RESULT, TrainConfig
+    from zoforge.sweep.spec import stable_key, train_key
+    hw = dict(trainable="hw-mlp", method="hw-prge", perturbation="pezo-onthefly", batch=8)
+    one, two = TrainConfig(**hw), TrainConfig(**hw, branch_lanes=2)
+    before = {k: v for k, v in one.field_values().items()
+              if k not in NOT_RESULT and k != "branch_lanes"}   # the fields hashed before it
+    assert train_key(one) == stable_key("train", before)
+    assert two.result_fields()["branch_lanes"] == 2
+    assert train_key(one) != train_key(two)

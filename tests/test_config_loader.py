@@ -239,6 +239,7 @@ CHANGES = {
     "alpha": ({"trainable": "lora-fa"}, 8.0), "head_init": ({}, "prompt"),
     "hw_arith": ({}, True),
     "hidden": (_HW, 16), "rows": (_HW, 8), "cols": (_HW, 8),
+    "branch_lanes": ({**_HW, "hidden": 0}, 2),
     "data": ({}, "words.csv"), "split_seed": ({}, 1), "n_train": ({}, 300),
     "n_val": ({}, 100), "n_test": ({}, 100), "max_len": ({}, 32),
 }

@@ -42,6 +42,10 @@ CHOICES = {"method": METHODS + (HARDWARE_METHOD,), "perturbation": SOURCE_NAMES,
 #: it is shown, how often it is validated and checkpointed, its CPU threads. Every other
 #: field is part of the training's key (:meth:`TrainConfig.result_fields`).
 NOT_RESULT = ("out", "eval_every", "checkpoint_every", "cache_dir", "progress", "threads")
+#: Fields added after results were stored, with the value every earlier result had: a
+#: training's key leaves such a field out while it has that value, so a store's finished
+#: trainings keep their keys (and are not run again).
+ADDED_WITH = {"branch_lanes": 1}
 #: Fields that may change between a run and its resumption (a resumed run may go on longer).
 RESUME_FREE = ("steps",) + NOT_RESULT
 #: Most torch CPU threads (far more than any speed-up; torch crashes with tens of thousands).
@@ -236,9 +240,11 @@ class TrainConfig(Config):
         return {k: v for k, v in self.field_values().items() if k not in RESUME_FREE}
 
     def result_fields(self) -> dict:
-        """The fields the training's result is a function of (all but :data:`NOT_RESULT`):
-        what a training's key hashes."""
-        return {k: v for k, v in self.field_values().items() if k not in NOT_RESULT}
+        """The fields the training's result is a function of (all but :data:`NOT_RESULT`,
+        and a field of :data:`ADDED_WITH` at its earlier value): what a training's key
+        hashes."""
+        return {k: v for k, v in self.field_values().items() if k not in NOT_RESULT
+                and not (k in ADDED_WITH and v == ADDED_WITH[k])}
 
 
 def inapplicable(cfg: TrainConfig, given) -> tuple[str, str, str] | None:
