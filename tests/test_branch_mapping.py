@@ -188,7 +188,8 @@ def test_a_stored_trainings_key_is_unchanged_by_the_new_field():
     their keys; any other value is part of the key."""
     from zoforge.golden.zo.config import NOT_RESULT, TrainConfig
     from zoforge.sweep.spec import stable_key, train_key
-    hw = dict(trainable="hw-mlp", method="hw-prge", perturbation="pezo-onthefly", batch=8)
+    hw = dict(trainable="hw-mlp", method="hw-prge", perturbation="pezo-onthefly", batch=8,
+              hidden=0)
     one, two = TrainConfig(**hw), TrainConfig(**hw, branch_lanes=2)
     before = {k: v for k, v in one.field_values().items()
               if k not in NOT_RESULT and k != "branch_lanes"}   # the fields hashed before it
