@@ -56,7 +56,7 @@ from zoforge.sim import finetune_checkpoint as ckpt
 from zoforge.sim.finetune_checkpoint import CHECKPOINT
 
 __all__ = ["FinetuneRun", "RunOptions", "CostContext", "check_json",
-           "RTL_CHOICES", "DESIGNS", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES",
+           "RTL_CHOICES", "DESIGNS", "ADAPTER_MAPPINGS", "COST_KEYS", "TRAIN_LOSS_KEYS", "OUT_FILES",
            "CHECKPOINT_EVERY", "MAX_CHECKPOINT_EVERY"]
 
 RTL_CHOICES = ("none", "adapters", "all")
@@ -68,6 +68,11 @@ COST_KEYS = ("predicted_cycles_per_step", "seconds_per_step_at_fmax", "joules_pe
 #: The designs a run's cost figures can be for (``zoforge finetune --design``): the
 #: board-sized accelerator, or today's two units that ``rtl`` runs.
 DESIGNS = ("accelerator", "units")
+#: How the int8 run's adapter calls go to the units: ``direct`` (one ZO-layer call each,
+#: today's units' mapping) or ``split`` (the accelerator's:
+#: :class:`zoforge.golden.finetune.split.SplitUnits`, X·W and U on the engine, the ZO
+#: layer's call narrowed to K = r; the same values by construction).
+ADAPTER_MAPPINGS = ("direct", "split")   # (a golden run's values are the same either way)
 #: The few-shot training-loss figures of the JSON (None and [] when ``k_shot`` is 0).
 TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
                    "float_train_loss_after", "curve_steps", "train_loss_curve",
@@ -95,7 +100,8 @@ class RunOptions:
     """How a run is done (what the configuration does not say): ``rtl`` (:data:`RTL_CHOICES`:
     which calls go to the RTL), ``float_twin``, ``backprop``, the output folder ``out``,
     ``json`` (another file for the JSON, or None), torch's CPU ``threads``, ``quiet`` (no
-    progress bar), ``checkpoint_every`` (steps between checkpoints) and ``cost_models``
+    progress bar), ``checkpoint_every`` (steps between checkpoints), ``adapter_mapping``
+    (:data:`ADAPTER_MAPPINGS`: the calls the units, golden or RTL, see) and ``cost_models``
     (the extension point of the module docstring)."""
 
     out: str | Path = "runs/finetune"
@@ -106,6 +112,7 @@ class RunOptions:
     threads: int = 1
     quiet: bool = False
     checkpoint_every: int = CHECKPOINT_EVERY
+    adapter_mapping: str = "direct"
     cost_models: tuple[Callable[[CostContext], dict], ...] = ()
 
 
@@ -137,6 +144,7 @@ class FinetuneRun:
     def __init__(self, cfg, options: RunOptions = RunOptions()):
         self.cfg, self.options = cfg, options
         check_choice("--rtl", options.rtl, RTL_CHOICES)
+        check_choice("adapter_mapping", options.adapter_mapping, ADAPTER_MAPPINGS)
         check_int_range("--threads", options.threads, 1, MAX_THREADS)
         check_int_range("--checkpoint-every", options.checkpoint_every, 1,
                         MAX_CHECKPOINT_EVERY)
@@ -217,7 +225,11 @@ class FinetuneRun:
         with contextlib.ExitStack() as stack:
             units = None
             if rtl_module is not None:
-                units = stack.enter_context(rtl_module.RtlUnits(cfg, hidden, ffn, self.rtl))
+                units = rtl_module.RtlUnits(cfg, hidden, ffn, self.rtl)
+                if options.adapter_mapping == "split":
+                    from zoforge.golden.finetune.split import SplitUnits   # torch: when used
+                    units = SplitUnits(units)
+                units = stack.enter_context(units)
             zo, twin = self._start(prepared, units)
             _say(f"train {cfg.steps} ZO steps (q={cfg.queries}, batch {cfg.batch}; int8 "
                  f"calls {'on the RTL: ' + self.rtl if units is not None else 'golden'}"

@@ -332,3 +332,16 @@ def test_the_board_command_of_issue_32(tmp_path):
                 "gops_per_dsp", "ddr_bytes_per_step", "cycles_per_step"):
         assert result[key] > 0, key
     assert result["seconds_per_step_at_fmax"] > result["board_host_seconds_per_step"]
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_rtl_all_with_the_accelerators_mapping_is_bit_exact(tmp_path):
+    """``--rtl all --design accelerator``: every adapter call split as the accelerator maps
+    it (X·W and U on the engine, the narrowed ZO-layer call) on Verilator, each call equal
+    to the golden model's; the run's losses equal the direct golden run's."""
+    code, _, split = _run(tmp_path, "--rtl", "all", "--design", "accelerator", name="split")
+    code_direct, _, direct = _run(tmp_path, "--design", "units", name="direct")
+    assert code == code_direct == 0 and split["bit_exact"] is True
+    assert split["rtl_calls"] > 0 and split["loss"] == direct["loss"]
+    assert split["cycles_source"].startswith("co-simulation")

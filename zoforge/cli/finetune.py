@@ -55,8 +55,10 @@ def register(tree) -> None:
     run_flags.add_argument("--rtl", choices=RTL_CHOICES, default="none",
                            help="calls co-simulated on the RTL, each compared with the golden "
                                 "model: none, the ZO layer's adapter calls and updates "
-                                "(adapters), or those and the GEMM engine's (all) "
-                                "(default none)")
+                                "(adapters), or those and the GEMM engine's (all); with "
+                                "--design accelerator each adapter call as the accelerator "
+                                "maps it: X·W and U = X·A on the engine, the ZO layer's "
+                                "call narrowed to K = r (default none)")
     run_flags.add_argument("--float", action=argparse.BooleanOptionalAction, default=True,
                            help="also train the float twin (same perturbations, nothing "
                                 "rounded) (default on)")
@@ -101,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
                                            float_twin=args.float, backprop=args.backprop,
                                            threads=args.threads, quiet=args.quiet,
                                            checkpoint_every=args.checkpoint_every,
+                                           adapter_mapping="split" if args.design ==
+                                           "accelerator" else "direct",
                                            cost_models=cost_models))
     if args.rtl != "none":
         from zoforge.cli._limits import check_sim_cache
