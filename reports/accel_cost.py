@@ -229,12 +229,46 @@ def _attention_on_engines(price: StepPrice) -> float:
     return host - cycles / (price.mhz * 1e6)
 
 
+#: The ZO layer widths (columns: tokens side by side) :func:`fastest_accelerator` tries.
+LAYER_COLS_TRIED = (4, 8, 16)
+
+
+def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float):
+    """The planner's design (:func:`zoforge.hw.accel.plan.plan_accelerator`) with the
+    shortest modelled step among one ZO layer of ``cfg.layer_rows`` rows (its rows set the
+    perturbation order and one layer keeps one generator stream, so the golden step stays
+    the accelerator's) and each width of :data:`LAYER_COLS_TRIED`, the engines filling the
+    rest of the budget; with the split mapping the layer's K capacity is the rank. The
+    planner sizes for resources; this picks among its answers by time, the way FINN folds
+    to a throughput. Widths that do not fit are skipped; none fitting: the planner's
+    one-line error for the narrowest."""
+    # the planner (Amaranth's unit designs for their memories) only when planning
+    from zoforge.hw.accel.plan import plan_accelerator
+    fixed = {"layers": 1, "layer_rows": cfg.layer_rows}
+    if mapping == "split":
+        fixed["layer_max_k"] = shape.rank
+    best, best_s, first_error = None, None, None
+    for cols in LAYER_COLS_TRIED:
+        try:
+            accel = plan_accelerator(board, shape, layer_cols=cols, **fixed)
+        except ConfigError as error:
+            first_error = first_error or error
+            continue
+        seconds = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping),
+                                 mhz, board.ddr_bytes_per_s).seconds
+        if best_s is None or seconds < best_s:
+            best, best_s = accel, seconds
+    if best is None:
+        raise first_error
+    return best
+
+
 def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, board: str,
                       accel=None, mhz: float | None = None, mapping: str = "split") -> dict:
     """The step of ``cfg`` (a :class:`~zoforge.golden.finetune.config.FinetuneConfig`) on a
     board-sized accelerator, JSON-ready (:data:`BOARD_STEP_KEYS`): ``accel`` (an
-    ``AcceleratorConfig``; default :func:`zoforge.hw.accel.plan.plan_accelerator` for the
-    board and shape) at ``mhz`` (default: the board's yosys-estimate Fmax of today's units,
+    ``AcceleratorConfig``; default :func:`fastest_accelerator` for the board and shape)
+    at ``mhz`` (default: the board's yosys-estimate Fmax of today's units,
     :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`), the adapters as ``mapping``
     (:data:`~zoforge.hw.accel.schedule.MAPPINGS`). ``seconds_per_step_at_fmax``
     includes the host's work; ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
@@ -249,12 +283,10 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     shape = ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
                        rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
                        hidden=hidden, ffn=ffn, heads=heads, classes=classes)
-    if accel is None:
-        # the planner only when no accelerator is given
-        from zoforge.hw.accel.plan import plan_accelerator
-        accel = plan_accelerator(target, shape)
     fmax, fmax_source = (mhz, "given") if mhz is not None else \
         (figures["fmax_mhz"], figures["fmax_source"] + " (today's units)")
+    if accel is None:
+        accel = fastest_accelerator(target, shape, cfg, mapping, fmax)
     price = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping), fmax,
                            target.ddr_bytes_per_s)
     seconds, macs = price.seconds, price.schedule.macs

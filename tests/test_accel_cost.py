@@ -138,3 +138,29 @@ def test_bad_input_is_one_line(call, field):
     with pytest.raises(ConfigError) as error:
         call()
     assert str(error.value).startswith(field) and "\n" not in str(error.value)
+
+
+def test_the_default_design_is_the_fastest_of_the_planners():
+    """``board_step_fields`` without a design: among the planner's designs for one ZO layer
+    of the run's ``layer_rows`` and each width tried, the one with the shortest modelled
+    step (every candidate planned and priced again here), its layer's K capacity the
+    rank (the split mapping)."""
+    from zoforge.hw.accel.plan import plan_accelerator
+    from zoforge.reports.accel_cost import LAYER_COLS_TRIED, price_schedule
+    from zoforge.boards.registry import get_board
+    cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=2)
+    shape = ModelShape(blocks=2, seq_len=8, batch=2, rank=8, adapted=2, queries=2, hidden=32,
+                       ffn=64, heads=2, classes=2)
+    board = get_board("zcu102")
+    seconds = {}
+    for cols in LAYER_COLS_TRIED:
+        accel = plan_accelerator(board, shape, layer_cols=cols, layers=1,
+                                 layer_rows=cfg.layer_rows, layer_max_k=8)
+        seconds[cols] = price_schedule(step_schedule(shape, accel, 0, "split"), 100.0,
+                                       board.ddr_bytes_per_s).seconds
+    fields = board_step_fields(cfg, 32, 64, 2, 2, "zcu102", mhz=100.0)
+    chosen = fields["accelerator"]
+    assert chosen["layer_cols"] == min(seconds, key=seconds.get)
+    assert (chosen["layers"], chosen["layer_rows"], chosen["layer_max_k"]) == (1, 4, 8)
+    assert fields["seconds_per_step_at_fmax"] == pytest.approx(min(seconds.values()),
+                                                               rel=1e-12)
