@@ -26,7 +26,7 @@ from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
 from zoforge.hw.accel.schedule import MAPPINGS, step_schedule
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.zolayer.cycles import job_cycles
-from zoforge.reports.accel_cost import board_step_fields, price_schedule
+from zoforge.reports.accel_cost import board_step_fields, fastest_accelerator, price_schedule
 from zoforge.reports.finetune_cost import (UNIT_FIGURES, ModelShape, engine_job_cycles,
                                            measure_adapter_jobs, measure_engine_jobs,
                                            model_layer_config, predicted_step_cycles,
@@ -143,7 +143,10 @@ def main() -> None:
     cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
     shape = ModelShape(blocks=6, batch=4, seq_len=128, queries=2)
     fixed = {k: int(v) for k, v in (item.split("=", 1) for item in args.fix)}
-    accel = plan_accelerator(board, shape, **fixed)
+    # the design zoforge finetune --design accelerator reports: the planner's fastest
+    accel = (plan_accelerator(board, shape, **fixed) if fixed else
+             fastest_accelerator(board, shape, cfg, "split",
+                                 UNIT_FIGURES["zcu102"]["fmax_mhz"]))
     step, unfit = {}, {}
     for mapping in MAPPINGS:
         try:
