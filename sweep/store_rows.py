@@ -14,7 +14,8 @@ wrong with it or None:
   refused: :func:`load_json` is the one parser of stored JSON).
 
 Then each row as a whole (:func:`find_damage`): a task's key starts with its kind
-(``train-``, ``report-``: :func:`zoforge.sweep.spec.stable_key`), a ``done`` task has a result, a stored
+(``train-``, ``report-``: :func:`zoforge.sweep.spec.stable_key`), its ``completions`` is 1 when
+it is ``done`` and 0 otherwise (a result is recorded once), a ``done`` task has a result, a stored
 result is one :mod:`zoforge.sweep.results` can read (a training's has every field of
 :data:`~zoforge.sweep.tasks.TRAIN_FIELDS`, a finite number or null; a report's is read by
 :meth:`~zoforge.reports.model.Report.from_json`), and every reference resolves: a point's
@@ -207,6 +208,11 @@ def find_damage(db: sqlite3.Connection) -> list[Damage]:
                     f"{row['kind']}-"):
                 note("kind", f"{row['kind']!r} is not the kind its key names")
                 bad.add("kind")
+            if table == "tasks" and not bad & {"status", "completions"} and \
+                    row["completions"] != int(row["status"] == "done"):
+                # a result is recorded once: one completion when done, none otherwise
+                note("completions", f"{row['completions']} completions of a "
+                                    f"{row['status']} task (a result is recorded once)")
             if table == "tasks" and not bad & {"kind", "status", "result"}:
                 if row["status"] == "done" and row["result"] is None:
                     note("result", "a done task without a result")

@@ -296,7 +296,8 @@ def acceptable(table: str, column: str, value, row: dict) -> bool:
             "result": optional and status != "done",    # no generated value is a result
             "pid": optional or (type(value) is int and 1 <= value < 2**31),
             "attempts": type(value) is int and value >= 0,
-            "completions": type(value) is int and value >= 0,
+            # a result is recorded once: one completion when done, none otherwise
+            "completions": type(value) is int and value == int(status == "done"),
         }.get(column, optional or (_number(value) if column in (
             "heartbeat", "seconds", "updated") else isinstance(value, str)))
     if table == "points":
