@@ -10,6 +10,10 @@ generate and names those fields' flags). A design may also carry a co-simulation
 ``(config, options) -> JSON-able dict`` with at least ``bit_exact``, and ``cosim_options``,
 the configuration type of its run options) and its own switching-activity stimulus
 (``activity_bench``: ``(config, elaborated) -> (cocotb module, args)``) for the power report.
+A design made of replicated units may declare them (``units``: ``config ->``
+:class:`Units`, each distinct unit's registered design name, configuration and count, and
+the share of each device resource the design may use): ``zoforge build`` then estimates it
+from one build of each distinct unit (:mod:`zoforge.reports.composite`).
 
 Any of these may be given as an import reference (``"package.module:attribute"``,
 :mod:`zoforge.references`), resolved when first read: listing the designs imports nothing,
@@ -39,7 +43,8 @@ from zoforge.config import Config, config_from_dict, load_config
 from zoforge.errors import ConfigError
 from zoforge.references import is_reference, resolve
 
-__all__ = ["Elaborated", "MemorySize", "memory_sizes", "Design", "BUILTIN", "register_design",
+__all__ = ["Elaborated", "MemorySize", "memory_sizes", "Unit", "Units", "Design", "BUILTIN",
+           "register_design",
            "registered_designs", "designs",
            "get_design", "MAX_WORDS", "MAX_BITS"]
 
@@ -93,6 +98,28 @@ def memory_sizes(buffers: Mapping, sized_by: Mapping[str, tuple[str, ...]]
             for name, buffer in buffers.items()}
 
 
+class Unit(NamedTuple):
+    """One distinct unit of a design made of replicated units: a registered design's name,
+    the unit's configuration and how many identical copies the design holds."""
+
+    design: str
+    config: Config
+    count: int
+
+
+class Units(NamedTuple):
+    """What a design made of replicated units declares (a :class:`Design`'s ``units``).
+
+    units:   the distinct units (:class:`Unit`); the top adds no logic of its own (its ports
+             are the units' passed through)
+    margins: resource (``LUT``, ``FF``, ``BRAM18``, ``DSP``) -> the fraction of the device
+             the design may use (its planner's margin), stated and checked by the report
+    """
+
+    units: tuple[Unit, ...]
+    margins: Mapping[str, float]
+
+
 def _config_types(design: Design, value) -> tuple[type[Config], ...]:
     """One configuration type, a sequence of them, or a mapping to them -> a tuple, all of
     the design's kind."""
@@ -140,14 +167,15 @@ class Design:
     cosim: Callable[[Config, Config], dict] | None = _Resolved()
     cosim_options: type[Config] | None = _Resolved()
     activity_bench: Callable[[Config, Elaborated], tuple[str, dict]] | None = _Resolved()
+    units: Callable[[Config], Units] | None = _Resolved()
 
     def __init__(self, name: str, help: str, configs, elaborate, *, memories=None,
                  cosim=None, cosim_options=None, cosim_help: str = "", activity_bench=None,
-                 aliases: tuple[str, ...] = ()):
+                 units=None, aliases: tuple[str, ...] = ()):
         self.name, self.help, self.cosim_help, self.aliases = name, help, cosim_help, aliases
         self.configs, self.elaborate, self.memories = configs, elaborate, memories
         self.cosim, self.cosim_options = cosim, cosim_options
-        self.activity_bench = activity_bench
+        self.activity_bench, self.units = activity_bench, units
 
     def __repr__(self) -> str:
         return f"Design({self.name!r})"
@@ -190,7 +218,8 @@ BUILTIN = (
                           "sized to the board (--board) or as given",
            configs="zoforge.hw.accel.config:AcceleratorConfig",
            elaborate="zoforge.hw.accel.top:elaborate_accelerator",
-           memories="zoforge.hw.accel.top:accelerator_memories"),
+           memories="zoforge.hw.accel.top:accelerator_memories",
+           units="zoforge.hw.accel.top:accelerator_units"),
 )
 
 _REGISTRY: dict[str, Design] = {design.name: design for design in BUILTIN}

@@ -28,9 +28,9 @@ from zoforge.reports.fmax import Delay, ModelError
 from zoforge.reports.power import Coefficient, StepEnergy, step_energy
 
 __all__ = ["SCHEMA_VERSION", "LABELS", "YOSYS", "ACTIVITY", "NEXTPNR", "VIVADO",
-           "RESOURCE_KEYS", "Figure", "BoardFacts", "ReportFiles", "Resources", "Fmax",
-           "SwitchingActivity", "Power", "PostRoute", "VivadoTiming", "VivadoPower",
-           "VivadoFigures", "Report"]
+           "PER_UNIT", "per_unit", "RESOURCE_KEYS", "Figure", "BoardFacts", "ReportFiles",
+           "Resources", "Fmax", "SwitchingActivity", "Power", "PostRoute", "VivadoTiming",
+           "VivadoPower", "VivadoFigures", "ComposedUnit", "Margin", "Composition", "Report"]
 
 SCHEMA_VERSION = 1
 
@@ -40,6 +40,14 @@ ACTIVITY = "activity-model"     # switching activity from co-simulation; the pow
 NEXTPNR = "nextpnr"             # post-route, real for that (open-toolchain) board
 VIVADO = "vivado"               # parsed Vivado reports
 LABELS = (YOSYS, ACTIVITY, NEXTPNR, VIVADO)
+# A label's qualifier for a figure composed from one build of each distinct unit of a
+# design (:mod:`zoforge.reports.compose`): ``yosys-estimate (per unit x count)``.
+PER_UNIT = "(per unit x count)"
+
+
+def per_unit(label: str) -> str:
+    """``label`` qualified as composed per unit x count (:data:`PER_UNIT`)."""
+    return f"{label} {PER_UNIT}"
 
 RESOURCE_KEYS = ("LUT", "FF", "CARRY", "BRAM18", "DSP", "URAM")
 
@@ -64,7 +72,7 @@ class _Json:
     """JSON for a frozen dataclass whose fields are JSON values, sections or typed tables.
 
     _nested:  field name -> ("one", type) for a section or ``None``, ("dict", type) for a
-              name -> typed entry table
+              name -> typed entry table, ("list", type) for a list of typed entries
     _derived: properties written to JSON too (ignored when reading)
     """
 
@@ -120,6 +128,11 @@ def _load(cls: type, data, where: str):
             how, kind = nested[name]
             if how == "one":
                 value = _load(kind, value, f"{where}.{name}")
+            elif how == "list":
+                if not isinstance(value, list):
+                    raise ConfigError(f"{where}.{name}", "a JSON array", type(value).__name__)
+                value = [_load(kind, entry, f"{where}.{name}[{index}]")
+                         for index, entry in enumerate(value)]
             else:
                 if not isinstance(value, dict):
                     raise ConfigError(f"{where}.{name}", "a JSON object",
@@ -403,7 +416,69 @@ class VivadoFigures(_Json):
                              self.source, self.tool)
 
 
-_SECTIONS = ("resources", "fmax", "activity", "power", "nextpnr", "vivado")
+@dataclass(frozen=True)
+class ComposedUnit(_Json):
+    """One distinct unit of a composed report: its own build and how many copies count.
+
+    name:   the unit's Verilog top; design: its registered design; folder: its own report,
+            relative to the composed report's folder
+    total:  the unit's resources (its own ``resources.total``), one copy
+    """
+
+    name: str
+    design: str
+    count: int
+    folder: str
+    total: dict[str, int]
+    fmax_mhz: float | None = None
+    dynamic_w: float | None = None
+    toggle_rate: float | None = None
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class Margin(_Json):
+    """One resource against the device and the design's margin on it.
+
+    budget: the most the margin allows (``floor(available x margin_pct / 100)``);
+    over:   ``used > budget``
+    """
+
+    used: int
+    available: int
+    percent: float
+    margin_pct: float
+    budget: int
+    over: bool
+
+
+@dataclass(frozen=True)
+class Composition(_Json):
+    """How a report of a design made of replicated units was composed
+    (:mod:`zoforge.reports.compose`): the units, the margins against the device, and what
+    the composition leaves out.
+
+    margins: resource -> :class:`Margin` (those the design states a margin for)
+    over:    resources over their margin (empty: the design fits with its margins)
+    """
+
+    _nested: ClassVar = {"units": ("list", ComposedUnit), "margins": ("dict", Margin)}
+
+    units: list[ComposedUnit]
+    margins: dict[str, Margin]
+    over: list[str] = field(default_factory=list)
+    rule: str = ""
+    notes: list[str] = field(default_factory=list)
+    source: str = per_unit(YOSYS)
+    tool: str = ""
+
+    def figures(self) -> Iterator[Figure]:
+        for key, margin in self.margins.items():
+            yield Figure(f"composition.margins.{key}.percent", margin.percent, "%",
+                         self.source, self.tool)
+
+
+_SECTIONS = ("resources", "fmax", "activity", "power", "nextpnr", "vivado", "composition")
 
 
 @dataclass(frozen=True)
@@ -413,13 +488,16 @@ class Report(_Json):
     design:   the Verilog top's name; config: the design's configuration and derived facts
               (``Elaborated.summary()``); blocks: block name -> one-line description
     sections: :attr:`resources`, :attr:`fmax`, :attr:`activity`, :attr:`power`,
-              :attr:`nextpnr`, :attr:`vivado`, each ``None`` where that step did not run
+              :attr:`nextpnr`, :attr:`vivado`, each ``None`` where that step did not run;
+              :attr:`composition` where the figures were composed from the design's units
+              (then :attr:`activity` is ``None``: each unit's is in its own report)
     """
 
     _nested: ClassVar = {"board": ("one", BoardFacts), "files": ("one", ReportFiles),
                          "resources": ("one", Resources), "fmax": ("one", Fmax),
                          "activity": ("one", SwitchingActivity), "power": ("one", Power),
-                         "nextpnr": ("one", PostRoute), "vivado": ("one", VivadoFigures)}
+                         "nextpnr": ("one", PostRoute), "vivado": ("one", VivadoFigures),
+                         "composition": ("one", Composition)}
 
     design: str
     board: BoardFacts
@@ -433,6 +511,7 @@ class Report(_Json):
     power: Power | None = None
     nextpnr: PostRoute | None = None
     vivado: VivadoFigures | None = None
+    composition: Composition | None = None
     zoforge_version: str = __version__
 
     def figures(self) -> Iterator[Figure]:

@@ -14,6 +14,13 @@
 
 and returns the typed :class:`~zoforge.reports.model.Report`; :mod:`.render` writes it out.
 Every slow step is cached, so a repeated build takes seconds.
+
+:func:`build_design` is what ``zoforge build`` calls: a registered design and its
+configuration -> a report. A design made of replicated units (``Design.units``) is, on a
+Xilinx board, written whole (Verilog, Vivado project) but estimated from one
+:func:`build_report` of each distinct unit (in ``units/<unit>/``, cached like any build),
+composed as count x unit (:mod:`.compose`); on an ECP5 board the whole top is placed and
+routed, since routing is what gives a real Fmax there (:data:`.compose.RULE`).
 """
 from __future__ import annotations
 
@@ -28,10 +35,11 @@ from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, TOP, write_vivado_
 from zoforge.boards.registry import Board
 from zoforge.errors import check_int_range
 from zoforge.files import atomic_write_text, content_key
-from zoforge.hw.designs import Elaborated
+from zoforge.hw.designs import Design, Elaborated, Units, get_design
 from zoforge.hw.export import write_design
 from zoforge.outputs import make_dirs, make_out_dir
 from zoforge.reports import activity as activity_mod
+from zoforge.reports.compose import UnitReport, compose
 from zoforge.reports.fmax import DELAY_MODELS, FAMILIES, MODEL, estimate_fmax, measured_error
 from zoforge.reports.model import (ACTIVITY, LABELS, NEXTPNR, VIVADO, YOSYS, BoardFacts, Fmax,
                                    Power, PostRoute, Report, ReportFiles, Resources,
@@ -39,11 +47,16 @@ from zoforge.reports.model import (ACTIVITY, LABELS, NEXTPNR, VIVADO, YOSYS, Boa
                                    VivadoTiming)
 from zoforge.reports.nextpnr import place_and_route
 from zoforge.reports.power import COEFFICIENTS, TOOL as POWER_TOOL, estimate_power
+from zoforge.reports.render import write_report
 from zoforge.reports.saif import rewrite_root
 from zoforge.reports.synth import synthesize
 from zoforge.reports.vivado import VivadoReports, read_vivado_reports
 
-__all__ = ["build_report", "write_vivado_saif", "Progress", "LABELS"]
+__all__ = ["build_design", "build_report", "write_vivado_saif", "Progress", "LABELS",
+           "UNITS_DIR"]
+
+#: Sub-folder of a composed build's output holding each distinct unit's own build.
+UNITS_DIR = "units"
 
 _XILINX = ("xcup", "xcu", "xc7")
 
@@ -51,16 +64,94 @@ _XILINX = ("xcup", "xcu", "xc7")
 class Progress:
     """Prints ``[step] text (elapsed)`` lines to stderr (or nothing when quiet)."""
 
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet
+    def __init__(self, quiet: bool = False, prefix: str = ""):
+        self.quiet, self.prefix = quiet, prefix
         self.started = time.perf_counter()
 
     def step(self, name: str):
         def report(text: str) -> None:
             if not self.quiet:
                 elapsed = time.perf_counter() - self.started
-                print(f"[{name} {elapsed:6.1f}s] {text}", file=sys.stderr, flush=True)
+                print(f"[{self.prefix}{name} {elapsed:6.1f}s] {text}", file=sys.stderr,
+                      flush=True)
         return report
+
+    def within(self, prefix: str) -> Progress:
+        """The same clock, each step named ``prefix/step`` (a unit's build)."""
+        inner = Progress(self.quiet, f"{self.prefix}{prefix}/")
+        inner.started = self.started
+        return inner
+
+
+def build_design(board: Board, entry: Design, config, out_dir: Path | str, clock_mhz: float,
+                 progress: Progress | None = None, **options) -> Report:
+    """The report of ``config`` of the registered design ``entry`` on ``board``, with the
+    design's own activity stimulus (``entry.activity_bench``); ``options`` are
+    :func:`build_report`'s.
+
+    A design that declares its units (``entry.units``) is composed on a Xilinx board: the
+    whole top's Verilog and Vivado project are written, and its resources, Fmax and power
+    come from one :func:`build_report` per distinct unit (``out_dir/units/<unit>/``), count
+    x unit (:func:`zoforge.reports.compose.compose`), with the design's margins checked. On
+    an ECP5 board (nextpnr) the whole top is built as any design: routing it is what gives
+    a real Fmax there, so keep such designs small (a scaled-down variant).
+    """
+    progress = progress or Progress()
+    board.check_clock(clock_mhz)
+    design = entry.elaborate(config)
+    if entry.units is None or board.family not in _XILINX:
+        return build_report(board, design, out_dir, clock_mhz, progress=progress,
+                            bench=_bench(entry, config, design), **options)
+    return _composed(board, design, entry.units(config), out_dir, clock_mhz, progress,
+                     options)
+
+
+def _bench(entry: Design, config, design: Elaborated) -> tuple[str, dict] | None:
+    """The design's own activity stimulus, ``(cocotb module, args)``, or None (generic)."""
+    own = entry.activity_bench
+    return own(config, design) if own is not None else None
+
+
+def _composed(board: Board, design: Elaborated, units: Units, out_dir: Path | str,
+              clock_mhz: float, progress: Progress, options: dict) -> Report:
+    """:func:`build_design` of a design made of ``units`` on a Xilinx board."""
+    check_int_range("--activity-cycles", options.get("activity_cycles", 2000), 10, 10_000_000)
+    vivado_reports = options.pop("vivado_reports", None)
+    parsed = read_vivado_reports(vivado_reports) if vivado_reports is not None else None
+    out = make_out_dir("--out", Path(out_dir).resolve())
+    paths = write_design(design, out)
+    built = []
+    distinct: dict[tuple[str, str], list] = {}
+    for unit in units.units:        # the same unit twice: one build, the counts added
+        key = (unit.design, unit.config.stable_hash())
+        distinct.setdefault(key, [unit, 0])[1] += unit.count
+    for unit, count in distinct.values():
+        if count == 0:
+            continue
+        entry = get_design(unit.design)
+        elaborated = entry.elaborate(unit.config)
+        folder = f"{UNITS_DIR}/{elaborated.name}-{unit.config.stable_hash()[:8]}"
+        progress.step("unit")(f"{unit.design} {elaborated.name} (x {count}) in {folder}")
+        report = build_report(board, elaborated, out / folder, clock_mhz,
+                              progress=progress.within(elaborated.name),
+                              bench=_bench(entry, unit.config, elaborated),
+                              vivado_project=False, **options)
+        write_report(report, out / folder)
+        built.append(UnitReport(report, unit.design, count, folder))
+    progress.step("compose")(", ".join(f"{u.count} x {u.report.design}" for u in built))
+    sections = compose(board, built, units.margins)
+    vivado_files: list[str] = []
+    if board.toolchain == "vivado":
+        progress.step("vivado")("writing the Vivado project of the whole top (no SAIF: the "
+                                "top is not co-simulated)")
+        written = write_vivado_project(board, design.top, out / "vivado", clock_mhz)
+        vivado_files = sorted(str(p.relative_to(out)) for p in written.values())
+    if parsed is not None:
+        sections["vivado"] = _vivado(parsed)
+    return Report(design=design.name, board=BoardFacts.of(board), clock_mhz=clock_mhz,
+                  files=ReportFiles(verilog=paths["verilog"].name, vivado=vivado_files),
+                  config=json.loads(json.dumps(design.summary(), default=str)),
+                  blocks=dict(design.blocks), **sections)
 
 
 def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mhz: float,
@@ -69,7 +160,8 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
                  keep_hierarchy: bool = True, vivado_reports: Path | None = None,
                  progress: Progress | None = None,
                  bench: tuple[str, dict] | None = None, ram_style: str = "auto",
-                 activity_proxy: Elaborated | None = None) -> Report:
+                 activity_proxy: Elaborated | None = None,
+                 vivado_project: bool = True) -> Report:
     """Produce every file and number of a report for ``design`` on ``board``.
 
     clock_mhz:      the target clock, within the board's ``clock_range_mhz``
@@ -78,6 +170,8 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
     activity_proxy: a smaller configuration of the same design (e.g. fewer identical
                     lanes) whose measured toggle rates stand in for the design's, when
                     simulating the full design is too slow; the report says so
+    vivado_project: write the Vivado project on a Vivado board (a unit of a composed
+                    build: no, the whole top's is written)
     """
     progress = progress or Progress()
     check_int_range("--activity-cycles", activity_cycles, 10, 10_000_000)
@@ -123,7 +217,7 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
                 block_dynamic_w=power.block_dynamic_w, coefficients=dict(COEFFICIENTS),
                 source=ACTIVITY, tool=POWER_TOOL)
     vivado_files: list[str] = []
-    if board.toolchain == "vivado":
+    if board.toolchain == "vivado" and vivado_project:
         progress.step("vivado")("writing the Vivado project (Verilog, XDC, Tcl)")
         written = write_vivado_project(board, design.top, out / "vivado", clock_mhz)
         if activity is not None and activity_proxy is None:

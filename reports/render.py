@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from zoforge.outputs import output_path, write_text
-from zoforge.reports.model import RESOURCE_KEYS, Report, VivadoFigures
+from zoforge.reports.model import RESOURCE_KEYS, Composition, Report, VivadoFigures
 
 __all__ = ["write_report", "render_markdown", "plot_report", "summary_lines"]
 
@@ -49,7 +49,8 @@ def render_markdown(report: Report) -> str:
              f"Target clock: {report.clock_mhz:g} MHz. Sources: `yosys-estimate` (Yosys "
              "synth_xilinx mapping, an estimate), `activity-model` (power from simulated "
              "switching activity, an estimate), `nextpnr` (post-route, real for that board), "
-             "`vivado` (parsed Vivado reports).", ""]
+             "`vivado` (parsed Vivado reports); `(per unit x count)`: composed from one "
+             "build of each distinct unit.", ""]
     if report.config:
         lines += ["Configuration: " + ", ".join(f"`{k}={v}`" for k, v
                                                 in sorted(report.config.items())
@@ -60,8 +61,11 @@ def render_markdown(report: Report) -> str:
                   f"synth_xilinx -family {resources.family}, memories: "
                   f"{resources.ram_style}).", ""]
         rows = []
+        composed = {f"{u.count} x {u.name}": f"{u.design}, its own build in `{u.folder}`"
+                    for u in report.composition.units} if report.composition else {}
         for name, counts in resources.blocks.items():
-            description = report.blocks.get(name, "top-level glue" if name == "(top)" else "")
+            description = report.blocks.get(name, composed.get(
+                name, "top-level glue" if name == "(top)" else ""))
             rows.append([f"`{name}`", description, *[counts.get(k, 0) for k in _KEYS]])
         total = resources.total
         rows.append(["**total**", "", *[total.get(k, 0) for k in _KEYS]])
@@ -74,10 +78,13 @@ def render_markdown(report: Report) -> str:
             lines += ["Blocks not found as separate modules (inlined into their parent): "
                       + ", ".join(resources.missing_blocks), ""]
         lines += ["Notes: " + "; ".join(resources.notes) + ".", ""]
+    if report.composition:
+        lines += _composition_section(report.composition)
     fmax = report.fmax
     if fmax:
         lines += ["## Fmax", "", f"**{fmax.fmax_mhz:.0f} MHz** (`{fmax.source}`, "
-                  f"{fmax.tool}; critical path {fmax.critical_ns:.2f} ns, "
+                  f"{fmax.tool}; " + (f"{fmax.method}; " if report.composition else "")
+                  + f"critical path {fmax.critical_ns:.2f} ns, "
                   f"{fmax.logic_levels} LUT levels, limited by {fmax.limited_by}; "
                   f"{fmax.family} delays): " + " -> ".join(fmax.path[:20]), "",
                   "Loads of the nets along it: " + ", ".join(map(str, fmax.path_loads[:20])),
@@ -103,18 +110,21 @@ def render_markdown(report: Report) -> str:
     power = report.power
     activity = report.activity
     if power:
+        measured = (f"measured over {activity.cycles} simulated cycles ({activity.tool}), "
+                    f"stimulus: {activity.mode}; SAIF: `{Path(activity.saif).name}`"
+                    if activity else "each unit's measured in its own co-simulation, count x "
+                    "unit (the units' reports)")
         lines += ["## Power", "", f"**Dynamic {power.dynamic_w:.4f} W** "
                   f"(`{power.source}` at {power.frequency_mhz:g} MHz, mean toggle rate "
-                  f"{power.toggle_rate:.3f} per cycle measured over {activity.cycles} "
-                  f"simulated cycles ({activity.tool}), stimulus: {activity.mode}; SAIF: "
-                  f"`{Path(activity.saif).name}`).", "",
+                  f"{power.toggle_rate:.3f} per cycle {measured}).", "",
                   f"**Static {power.static_w:.3f} W**, the board's figure, not the model's: "
                   f"{power.static_source}.", "",
                   f"Static + dynamic: {power.total_w:.3f} W.", ""]
         lines += _table(["dynamic part", "W"], [[k, v] for k, v in power.breakdown_w.items()])
         if power.block_dynamic_w:
             lines += _table(["block", "toggle rate", "dynamic W (clock tree excluded)"],
-                            [[f"`{name}`", activity.block_rates.get(name), watts]
+                            [[f"`{name}`", activity.block_rates.get(name) if activity
+                              else None, watts]
                              for name, watts in power.block_dynamic_w.items()])
         lines += [f"Coefficients (every one used above; {power.tool}):", ""]
         lines += _table(["symbol", "value", "unit", "meaning", "source"],
@@ -131,6 +141,27 @@ def render_markdown(report: Report) -> str:
                   "that `zoforge build --vivado-reports vivado/` puts beside these estimates.",
                   ""]
     return "\n".join(lines)
+
+
+def _composition_section(composition: Composition) -> list[str]:
+    """The units a composed report was built from, and the margins against the device."""
+    lines = ["## Composition (per unit x count)", "", f"Rule: {composition.rule}.", ""]
+    lines += _table(["unit", "design", "count", "LUT", "FF", "BRAM18", "DSP",
+                     "Fmax MHz (yosys-estimate)", "dynamic W (activity-model)", "report"],
+                    [[f"`{u.name}`", u.design, u.count, *[u.total.get(k, 0) for k in
+                                                           ("LUT", "FF", "BRAM18", "DSP")],
+                      u.fmax_mhz, u.dynamic_w, f"`{u.folder}/report.md`"]
+                     for u in composition.units])
+    lines += ["Margins against the device (the design's own: " + ", ".join(
+        f"{key} <= {m.margin_pct:g} %" for key, m in composition.margins.items()) + "):", ""]
+    lines += _table(["resource", "used", "available", "% used", "margin", "budget", "fits"],
+                    [[key, m.used, m.available, f"{m.percent:.1f} %", f"{m.margin_pct:g} %",
+                      m.budget, "**over its margin**" if m.over else "yes"]
+                     for key, m in composition.margins.items()])
+    lines += [("Over the margin: " + ", ".join(composition.over) if composition.over
+               else "Every resource within its margin") + ".", ""]
+    lines += ["Notes: " + "; ".join(composition.notes) + ".", ""]
+    return lines
 
 
 def _vivado_section(report: Report, vivado: VivadoFigures) -> list[str]:
@@ -220,6 +251,13 @@ def summary_lines(report: Report) -> list[str]:
                      f"{power.dynamic_w:.4f} W; with the static power {power.total_w:.3f} W")
         lines.append(f"  static power (the board's figure, apart): {power.static_w:.3f} W; "
                      f"{power.static_source}")
+    if report.composition is not None:
+        composition = report.composition
+        lines.append(f"  composed ({composition.source}): " + ", ".join(
+            f"{u.count} x {u.name}" for u in composition.units) + "; the top adds nothing")
+        lines.append("  margins: " + ", ".join(
+            f"{key} {m.used:,} / {m.available:,} = {m.percent:.1f} % (<= {m.margin_pct:g} %"
+            + (", OVER" if m.over else "") + ")" for key, m in composition.margins.items()))
     if report.nextpnr is not None:
         pnr = report.nextpnr
         lines.append(f"  post-route ({pnr.source}): " + ", ".join(

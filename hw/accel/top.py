@@ -7,6 +7,10 @@ each with its AXI4-Lite target (``s_axil``), its AXI4-Stream input and output an
 ``irq`` (Verilog ``engines__0__s_axis__tdata`` ...). The host drives each unit as it drives
 one alone (its register map, its stream protocol): the schedule (:mod:`.schedule`) splits
 the work into jobs each unit already runs, so every unit's co-simulation still holds.
+
+:func:`accelerator_units` declares the units to ``zoforge build`` (``Design.units``): one
+engine x ``engines`` and one ZO layer x ``layers``, with the planner's margins; the top adds
+no logic of its own.
 """
 from __future__ import annotations
 
@@ -14,14 +18,15 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from zoforge.hw.designs import Elaborated, MemorySize
+from zoforge.hw.designs import Elaborated, MemorySize, Unit, Units
 from zoforge.hw.engine.designs import elaborate_engine, engine_memories
 from zoforge.hw.zolayer.designs import elaborate_layer, layer_memories
 
 from .config import AcceleratorConfig
+from .plan import MARGINS
 
 __all__ = ["Accelerator", "elaborate_accelerator", "accelerator_memories",
-           "accelerator_name"]
+           "accelerator_units", "accelerator_name"]
 
 
 class Accelerator(wiring.Component):
@@ -93,3 +98,11 @@ def accelerator_memories(config: AcceleratorConfig) -> dict[str, MemorySize]:
                 out[f"{prefix}_{index}.{name}"] = MemorySize(
                     size.words, size.bits, sized_by + (f"{prefix}s",))
     return out
+
+
+def accelerator_units(config: AcceleratorConfig) -> Units:
+    """The distinct units (design ``engine`` x ``engines``, ``zo-layer`` x ``layers``) and
+    the planner's margins (:data:`~zoforge.hw.accel.plan.MARGINS`)."""
+    return Units(units=(Unit("engine", config.engine_config(), config.engines),
+                        Unit("zo-layer", config.layer_config(), config.layers)),
+                 margins=dict(MARGINS))

@@ -116,7 +116,7 @@ def run_build(args: argparse.Namespace) -> int:
     from zoforge.boards.registry import get_board
     from zoforge.cli._limits import check_design_size, check_sim_cache
     from zoforge.outputs import check_out_dir
-    from zoforge.reports.pipeline import Progress, build_report
+    from zoforge.reports.pipeline import Progress, build_design
     from zoforge.reports.render import summary_lines, write_report
 
     # every check before any work: the slow steps (synthesis, co-simulation) come last
@@ -132,19 +132,13 @@ def run_build(args: argparse.Namespace) -> int:
         check_sim_cache()
     design_entry, config = _design_config(args)
     check_design_size(config)
-    design = design_entry.elaborate(config)
-    # A design may offer its own activity stimulus: activity_bench(config, elaborated) ->
-    # (cocotb test module, bench args); otherwise the generic one is used.
-    own_bench = design_entry.activity_bench
-    bench = own_bench(config, design) if own_bench is not None else None
-    report = build_report(board, design, out, clock,
+    report = build_design(board, design_entry, config, out, clock,
                           activity_cycles=args.activity_cycles,
                           activity_mode=args.activity_mode, activity_seed=args.activity_seed,
                           measure_power=not args.no_power, run_pnr=not args.no_pnr,
                           keep_hierarchy=not args.flatten,
                           vivado_reports=args.vivado_reports,
-                          progress=Progress(quiet=args.quiet), bench=bench,
-                          ram_style=args.ram_style)
+                          progress=Progress(quiet=args.quiet), ram_style=args.ram_style)
     paths = write_report(report, out)
     print("\n".join(summary_lines(report)
                          + ["  wrote " + ", ".join(str(p) for p in paths.values())]))
@@ -188,6 +182,12 @@ def _design_config(args: argparse.Namespace):
 
     if args.design is not None:
         design = get_design(args.design)
+        if design.name == "accelerator" and args.config is None:
+            # sizes not given are planned for the board's budget, as `zoforge generate`
+            # plans them (hw/accel/plan.py)
+            from zoforge.cli._options import given_fields
+            from zoforge.hw.accel.plan import plan_from_fields
+            return design, plan_from_fields(given_fields(args, design.configs))
         return design, config_from_args(args, design.configs)
     if args.config is None:
         raise ConfigError("design", "one of " + ", ".join(designs()) + " (or give "
