@@ -91,7 +91,8 @@ def test_the_command_line_prints_the_error_and_creates_nothing(tmp_path, capsys)
     (["--connect-timeout-s", "nan"], "--connect-timeout-s must be a number of seconds"),
     (["--preset", "fig9"], "--preset must be one of tiny, pezo-fig3"),
     (["--preset", "pezo-fgi4"], "--preset must be one of tiny, pezo-fig3, pezo-fig4, "
-                                "pezo-rng-count, small-d; did you mean pezo-fig4? (got pezo-fgi4)"),
+                                "pezo-rng-count, small-d, tiny-finetune, pezo-fig3-lora, "
+                                "pezo-fig4-lora; did you mean pezo-fig4? (got pezo-fgi4)"),
 ])
 def test_bad_flags_give_one_line(tmp_path, capsys, argv, expected):
     base = ["sweep", "--store", str(tmp_path / "s"), "--set", "model=tiny"]
@@ -137,7 +138,7 @@ def test_presets_validate(name, points):
     sweep = sweep_from_dict(preset(name), default_name=name)
     assert len(sweep.points) == points
     assert set(PRESETS) == {"tiny", "pezo-fig3", "pezo-fig4", "pezo-rng-count",
-                            "small-d"}
+                            "small-d", "tiny-finetune", "pezo-fig3-lora", "pezo-fig4-lora"}
 
 
 def test_print_config_round_trips(tmp_path, capsys):
