@@ -143,7 +143,6 @@ def _finetune(spec: dict, folder: Path, reporter: _Reporter) -> dict:
     :data:`FINETUNE_CHECKPOINT` and resumes from it), the test accuracy and loss after."""
     # imported here for start-up time: torch and the model load only in a training worker
     import torch
-
     from zoforge.golden.finetune.train import ZoFinetune, accuracy, curve_steps, prepare
     from zoforge.golden.zolayer.host import mean_cross_entropy
     cfg = FinetuneConfig.from_dict(spec)
