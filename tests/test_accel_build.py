@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from zoforge.boards.registry import get_board
 from zoforge.cli import main
-from zoforge.config import Config, IntRange, dump_config, param
+from zoforge.config import Config, IntRange, dump_config, load_config, param
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.plan import MARGINS, RESOURCE_SOURCE
 from zoforge.hw.accel.top import accelerator_units
@@ -273,8 +273,7 @@ def test_accelerator_build_is_two_engines_plus_a_layer_from_their_own_builds(tmp
     assert main(["build", "--design", "accelerator", "--engines", "2", "--engine-rows", "4",
                  "--engine-cols", "4", "--out", str(tmp_path / "accel"), *common]) == 0
     report = Report.read(tmp_path / "accel" / "report.json")
-    config = AcceleratorConfig(**{k: v for k, v in report.config.items()
-                                  if k in AcceleratorConfig.__dataclass_fields__})
+    config = load_config(tmp_path / "accel" / "design.toml", [AcceleratorConfig])
     assert (config.engines, config.engine_rows, config.layers) == (2, 4, 1)
     for name, unit in (("engine", config.engine_config()), ("layer", config.layer_config())):
         dump_config(unit, tmp_path / f"{name}.toml")       # the unit alone, as a user builds it
