@@ -4,7 +4,8 @@ measured where there is learning, and which setting learns on every seed within 
 A *candidate* is the few-shot configuration of ``zoforge finetune --k-shot 16 --steps 200``
 (MiniLM, 6 blocks, rank 8 on query/value, q 1, the 32 few-shot examples as one batch, the
 head frozen as fitted on ``n_train``) with one ``adapted_blocks`` (adapters on the top N
-blocks, 0 = all six), ``lr`` and ``eps``. Per candidate and seed, three runs from the same
+blocks, 0 = all six), ``lr`` and ``eps`` (each left out: the protocol's default,
+``FinetuneConfig(k_shot=...)``'s). Per candidate and seed, three runs from the same
 prepared model:
 
 * ``int8``: the golden int8 run (every map in the units' integer arithmetic; golden = RTL);
@@ -320,11 +321,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--k-shot", type=int, default=16)
-    parser.add_argument("--adapted-blocks", type=int, nargs="+", default=[0],
-                        help="candidates' adapted_blocks (0: all)")
-    parser.add_argument("--lr", type=float, nargs="+", default=[2e-4], help="candidates' lr")
-    parser.add_argument("--eps", type=float, nargs="+", default=[4e-3],
-                        help="candidates' eps")
+    parser.add_argument("--adapted-blocks", type=int, nargs="+",
+                        help="candidates' adapted_blocks (0: all; default: the protocol's)")
+    parser.add_argument("--lr", type=float, nargs="+",
+                        help="candidates' lr (default: the protocol's)")
+    parser.add_argument("--eps", type=float, nargs="+",
+                        help="candidates' eps (default: the protocol's)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
     parser.add_argument("--threads", type=int, default=1)
@@ -336,6 +338,11 @@ def main() -> None:
                         help="run nothing: the tables, docs and plot of the finished runs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    from zoforge.golden.finetune.config import FinetuneConfig
+    protocol = FinetuneConfig(k_shot=args.k_shot)          # the protocol's defaults
+    for name in ("adapted_blocks", "lr", "eps"):
+        if getattr(args, name) is None:
+            setattr(args, name, [getattr(protocol, name)])
     keys = [(args.k_shot, args.steps, a, lr, eps) for a in args.adapted_blocks
             for lr in args.lr for eps in args.eps]
     args.results.parent.mkdir(parents=True, exist_ok=True)
