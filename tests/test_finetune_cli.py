@@ -52,7 +52,7 @@ def test_help_lists_every_config_field_and_the_run_flags(capsys):
     flat = " ".join(text.split())
     for phrase in ("--k-shot K_SHOT few-shot mode: train on k examples per class",
                    "0 <= value <= 10000 (default 0)", "(None: 4, or 1 with --k-shot)",
-                   "None: 2e-5, or 2e-4 with --k-shot", "zoforge finetune --k-shot 16 "
+                   "None: 2e-5, or 4e-4 with --k-shot", "zoforge finetune --k-shot 16 "
                    "--steps 200"):
         assert phrase in flat, phrase
 

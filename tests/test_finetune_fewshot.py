@@ -72,12 +72,16 @@ def hand_draw(labels, excluded, k: int, seed: int) -> np.ndarray:
 # -- the configuration ---------------------------------------------------------------------------
 
 def test_unset_step_settings_take_the_modes_defaults():
-    """Mini-batch mode: q 4, lr 2e-5, batch 4; few-shot: q 1, lr 2e-4 and the whole set of
-    k x 2 classes as one batch (eps 4e-3 in both)."""
+    """Mini-batch mode: q 4, lr 2e-5, batch 4, every block adapted; few-shot: q 1, lr 4e-4,
+    the whole set of k x 2 classes as one batch and the top 3 blocks adapted, or all of
+    them when 3 or fewer are kept (eps 4e-3 in both)."""
     plain, few = FinetuneConfig(), FinetuneConfig(k_shot=16)
-    assert (plain.k_shot, plain.queries, plain.lr, plain.batch, plain.eps) == (
-        0, 4, 2e-5, 4, 4e-3)
-    assert (few.queries, few.lr, few.batch, few.eps) == (1, 2e-4, 32, 4e-3)
+    assert (plain.k_shot, plain.queries, plain.lr, plain.batch, plain.eps,
+            plain.adapted_blocks, plain.first_adapted) == (0, 4, 2e-5, 4, 4e-3, 0, 0)
+    assert (few.queries, few.lr, few.batch, few.eps, few.adapted_blocks,
+            few.first_adapted) == (1, 4e-4, 32, 4e-3, 3, 3)
+    for blocks, adapted in ((4, 3), (3, 0), (2, 0), (1, 0)):
+        assert FinetuneConfig(k_shot=16, blocks=blocks).adapted_blocks == adapted, blocks
     classes = load_dataset().num_classes
     assert FinetuneConfig(k_shot=5).batch == 5 * classes == 10
 
@@ -88,14 +92,15 @@ def test_given_step_settings_win_in_either_mode():
     assert FinetuneConfig(queries=1, lr=2e-4, batch=2) == FinetuneConfig(
         queries=1, lr=2e-4, batch=2, k_shot=0)
     # resolved when made: equal to the same numbers given, and kept through a file
-    assert FinetuneConfig(k_shot=16) == FinetuneConfig(k_shot=16, queries=1, lr=2e-4,
-                                                       batch=32)
+    assert FinetuneConfig(k_shot=16) == FinetuneConfig(k_shot=16, queries=1, lr=4e-4,
+                                                       batch=32, adapted_blocks=3)
+    assert FinetuneConfig(k_shot=16, adapted_blocks=0).first_adapted == 0
 
 
 def test_a_fewshot_configuration_round_trips_through_toml(tmp_path):
     cfg = FinetuneConfig(k_shot=7, model="tiny", blocks=2)
     loaded = load_config(dump_config(cfg, tmp_path / "f.toml"), (FinetuneConfig,))
-    assert loaded == cfg and (loaded.batch, loaded.queries, loaded.lr) == (14, 1, 2e-4)
+    assert loaded == cfg and (loaded.batch, loaded.queries, loaded.lr) == (14, 1, 4e-4)
 
 
 @pytest.mark.parametrize("values, message", [
@@ -314,7 +319,7 @@ def test_the_json_reports_the_training_loss_curve_of_the_run(fewshot_run, few_sh
 def test_the_protocols_defaults_come_with_k_shot_alone(fewshot_run):
     config = fewshot_run[1]["config"]
     assert (config["k_shot"], config["queries"], config["lr"], config["batch"],
-            config["eps"]) == (4, 1, 2e-4, 8, 4e-3)
+            config["eps"]) == (4, 1, 4e-4, 8, 4e-3)
 
 
 def test_a_too_large_k_for_the_data_is_a_one_line_error(tmp_path, capsys):

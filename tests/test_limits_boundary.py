@@ -147,6 +147,7 @@ UNREACHABLE = {
     "finetune.eps.low": "eps at least the generator's scale allows (1.46e-11 at 20 bits)",
     "finetune.eps.high": "eps at most 1/32 at 20 bits (the README's 1e6 is train's)",
     "sweep-report.clock_mhz.low": "the report's clock is 1 to 1000 MHz",
+    "accelerator.engine_max_n.high": "the engine's own limit (engine.max_n.high above)",
 }
 
 #: Values of other fields that put a field at its limit in a valid configuration, where
@@ -155,7 +156,9 @@ COMPANIONS = {
     "zo-layer-onthefly.rows.high": {"max_r": 32, "n_rng": 63},
     "zo-layer-masked.rows.high": {"max_r": 32, "n_rng": 63},
     "zo-layer-gaussian.rows.high": {"max_r": 32, "n_rng": 32},
-    "finetune.bits.low": {"eps": 2.0 ** -12},
+    "finetune.lr.high": {"bits": 20},      # bits' range is the generator's (not declared)
+    "accelerator.engine_rows.low": {"paired": False},     # paired rows come in twos
+    "accelerator.engine_max_m.low": {"engine_rows": 1, "paired": False},
 }
 
 

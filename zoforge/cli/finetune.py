@@ -48,7 +48,8 @@ def register(tree) -> None:
     from zoforge.golden.finetune.config import FinetuneConfig
     parser = tree.command("finetune", epilog="examples: zoforge finetune --blocks 2 --steps "
                                                      "50 --json runs/ft.json; the few-shot "
-                                                     "protocol (q 1, lr 2e-4, the 32 examples "
+                                                     "protocol (q 1, lr 4e-4, the top 3 "
+                                                     "blocks adapted, the 32 examples "
                                                      "as one batch): zoforge finetune --k-shot "
                                                      "16 --steps 200 --json runs/fewshot.json")
     run_flags = parser.add_argument_group("the run")
