@@ -11,7 +11,6 @@ import base64
 from zoforge.reports.model import LABELS
 from zoforge.sweep.plots import Plot
 from zoforge.sweep.recommend import SAME, Recommendation, commands, describe
-from zoforge.sweep.results import NOISE_TEST
 from zoforge.sweep.safe import html_text
 from zoforge.sweep.table import BOARD_STATED
 
@@ -89,7 +88,7 @@ def _recommendation(recommendation: Recommendation) -> str:
     if recommendation.unmet:
         parts.append(f"<p>{_e(recommendation.unmet)}</p>")
     if recommendation.front:
-        parts.append(f"<p>Front under noise ({_e(NOISE_TEST)}):</p><ul>" + "".join(
+        parts.append(f"<p>Front under noise ({_e(recommendation.noise_test)}):</p><ul>" + "".join(
             f"<li>{_e(describe(g))}</li>" for g in recommendation.front) + "</ul>")
     else:
         parts.append("<p>No configuration with a generator has finished yet.</p>")

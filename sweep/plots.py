@@ -53,12 +53,13 @@ def sweep_plots(groups: list[Group], title: str) -> list[Plot]:
     for column in COST_COLUMNS:
         if column == "dynamic_w" and column not in sources:
             column = "power_w"
+        metric = _ranked(groups)
         values = {g.hardware[column].value for g in groups
-                  if g.accuracy is not None and column in g.hardware}
+                  if g.quality is not None and column in g.hardware}
         if len(values) > 1:             # all equal (or none): nothing to show
             figure = _accuracy_against_cost(plt, groups, column, sources)
-            plots.append(_png(plt, figure, f"accuracy-vs-{column}",
-                              f"{title}: accuracy vs "
+            plots.append(_png(plt, figure, f"{metric.name}-vs-{column}",
+                              f"{title}: {groups[0].metric.title} vs "
                               f"{hardware_header(column, sources)}, Pareto front marked"))
     return plots
 
@@ -112,6 +113,12 @@ _METRICS = (_Metric("accuracy", "test accuracy after training (ours)", "accuracy
                     "final_loss", "final_loss_sd", "final_losses"))
 
 
+def _ranked(groups: list[Group]) -> _Metric:
+    """The plotted metric that ranks ``groups`` (their task kind's :attr:`Group.metric`)."""
+    field = groups[0].metric.field if groups else "accuracy_after"
+    return _METRICS[0] if field == "accuracy_after" else _METRICS[1]
+
+
 def _metric_against(plt, groups: list[Group], key: str, metric: _Metric):
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
     series: dict[str, list[Group]] = {}
@@ -141,36 +148,38 @@ def _metric_against(plt, groups: list[Group], key: str, metric: _Metric):
 
 def _accuracy_against_cost(plt, groups: list[Group], column: str, sources):
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
-    priced = [g for g in groups if g.accuracy is not None and column in g.hardware]
+    metric, direction = _ranked(groups), groups[0].metric.direction
+    priced = [g for g in groups if g.quality is not None and column in g.hardware]
     colours: dict[str, str] = {}
     for group in priced:
         perturbation = group.config["perturbation"]
         x = group.hardware[column].value
-        handle = axes.errorbar([x], [group.accuracy], yerr=[group.accuracy_sd or 0.0],
+        handle = axes.errorbar([x], [group.quality], yerr=[getattr(group, metric.sd) or 0.0],
                                marker="o", capsize=3, linestyle="none",
                                color=colours.get(perturbation),
                                label=None if perturbation in colours else perturbation)
         colours.setdefault(perturbation, handle[0].get_color())
-        axes.annotate(_point_label(group), (x, group.accuracy), textcoords="offset points",
+        axes.annotate(_point_label(group), (x, group.quality), textcoords="offset points",
                       xytext=(5, 4), fontsize=6)
         if group.front_noise:
-            axes.scatter([x], [group.accuracy], s=160, facecolors="none",
+            axes.scatter([x], [group.quality], s=160, facecolors="none",
                          edgecolors="black", linewidths=1.2)
         if group.over_clock():
-            axes.scatter([x], [group.accuracy], s=90, marker="x", color="red")
-    mask = pareto_mask([(g.hardware[column].value, -g.accuracy) for g in priced])
-    front = sorted((g.hardware[column].value, g.accuracy) for g, m in zip(priced, mask) if m)
+            axes.scatter([x], [group.quality], s=90, marker="x", color="red")
+    mask = pareto_mask([(g.hardware[column].value, -direction * g.quality) for g in priced])
+    front = sorted((g.hardware[column].value, g.quality) for g, m in zip(priced, mask) if m)
     if front:
         axes.step([x for x, _ in front], [y for _, y in front], where="post", color="black",
                   linewidth=1, alpha=0.6, label="Pareto front (this pair)")
     axes.scatter([], [], s=160, facecolors="none", edgecolors="black",
-                 label="on the sweep's front under noise (accuracy, LUT, power)")
+                 label=f"on the sweep's front under noise ({groups[0].metric.title}, LUT, "
+                 "power)")
     if any(g.over_clock() for g in priced):
         axes.scatter([], [], s=90, marker="x", color="red",
                      label="target clock above its estimated Fmax")
-    for group in groups:        # software sources: accuracy only, no generator to cost
-        if group.accuracy is not None and not group.hardware:
-            axes.axhline(group.accuracy, linestyle=":", color="grey",
+    for group in groups:        # software sources: the metric only, no generator to cost
+        if group.quality is not None and not group.hardware:
+            axes.axhline(group.quality, linestyle=":", color="grey",
                          label=f"{_series_label(group, '')} (software source, no generator)")
     values = [g.hardware[column].value for g in priced]
     xlabel = _literal(hardware_header(column, sources))
@@ -183,7 +192,7 @@ def _accuracy_against_cost(plt, groups: list[Group], column: str, sources):
                        + f" W apart ({_literal(', '.join(sources.get('static_w', [])))})")
     elif values and min(values) > 0 and max(values) / min(values) >= 20:
         axes.set_xscale("log")
-    axes.set(xlabel=xlabel, ylabel="test accuracy after training (ours)")
+    axes.set(xlabel=xlabel, ylabel=metric.label)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7)
     return figure

@@ -4,12 +4,14 @@ From the configurations with a generator (:func:`zoforge.sweep.results.group_run
 
 * the **front under noise** (:attr:`Group.front_noise`): a configuration is dominated only
   when another is no worse in every objective and it is worse beyond the seeds' spread in
-  one (:data:`zoforge.sweep.results.NOISE_TEST`);
+  one (:func:`zoforge.sweep.results.noise_test`);
 * the **best within the budget** (``--budget lut=500,power=0.7``; no budget: the whole
-  space): of the configurations whose figures are within every limit, the most accurate;
-  among those whose accuracy is within noise of it, the cheapest (LUTs, then power);
+  space): of the configurations whose figures are within every limit, the best by the
+  task kind's metric (:attr:`Group.metric`: the accuracy, or a fine-tuning's final
+  training loss); among those whose metric is within noise of it, the cheapest (LUTs,
+  then power);
 * the **knee** of the front under noise: the configuration closest to the ideal point
-  (best accuracy, fewest LUTs, least power) with each objective scaled to [0, 1] over the
+  (best metric, fewest LUTs, least power) with each objective scaled to [0, 1] over the
   front.
 
 Each comes with its configuration and the commands that generate the design
@@ -26,7 +28,8 @@ from dataclasses import dataclass
 from zoforge.config import flag_name
 from zoforge.errors import ConfigError
 from zoforge.sweep.pareto import normaliser
-from zoforge.sweep.results import Group, accuracy_tolerance, column_title, objectives
+from zoforge.sweep.results import (NOISE_TEST, Group, column_title, metric_tolerance,
+                                   noise_test, objectives)
 from zoforge.sweep.safe import plain
 
 __all__ = ["BUDGET_KEYS", "Pick", "Recommendation", "parse_budget", "recommend",
@@ -41,7 +44,7 @@ BUDGET_KEYS = {"lut": "LUT", "ff": "FF", "bram18": "BRAM18", "dsp": "DSP", "powe
 
 @dataclass(frozen=True)
 class Pick:
-    role: str           # "best within the budget", "knee of the front"
+    role: str           # "best within the budget", "most accurate", "knee of the front"
     group: Group
     why: str
 
@@ -53,6 +56,11 @@ class Recommendation:
     knee: Pick | None
     budget: dict[str, float]    # column -> limit
     unmet: str                  # why there is no best pick ("" when there is one)
+
+    @property
+    def noise_test(self) -> str:
+        """How the front under noise compared the front's metric (stated on the page)."""
+        return noise_test(self.front[0].metric) if self.front else NOISE_TEST
 
     def picks(self) -> list[tuple[Pick, bool]]:
         """The picks in order, each with whether it repeats the design before it."""
@@ -103,15 +111,18 @@ def recommend(groups: list[Group], budget: dict[str, float] | None = None) -> Re
                                      for column, limit in budget.items())]
     best, unmet = None, ""
     if fits:
-        top = max(fits, key=lambda g: g.accuracy)
-        near = [g for g in fits if top.accuracy - g.accuracy <= accuracy_tolerance(top, g)]
+        metric = fits[0].metric
+        top = max(fits, key=lambda g: metric.direction * g.quality)
+        near = [g for g in fits if metric.direction * (top.quality - g.quality)
+                <= metric_tolerance(top, g)]
         choice = min(near, key=_cost)
-        why = (f"the most accurate within {_budget_text(budget)}" if budget
-               else "the most accurate (no --budget given)")
+        best_text = _best_text(metric)
+        why = (f"the {best_text} within {_budget_text(budget)}" if budget
+               else f"the {best_text} (no --budget given)")
         if choice is not top:
-            why += (f"; {_name(top)} has a higher mean ({top.accuracy:.3f}) but within noise"
-                    f" of this cheaper one")
-        best = Pick("best within the budget" if budget else "most accurate", choice, why)
+            why += (f"; {_name(top)} has a {metric.better} mean ({top.quality:.3f}) but "
+                    f"within noise of this cheaper one")
+        best = Pick("best within the budget" if budget else best_text, choice, why)
     elif costed:
         unmet = f"no configuration fits {_budget_text(budget)}"
         missing = [column_title(c) for c in budget if not any(c in g.hardware for g in costed)]
@@ -125,9 +136,17 @@ def recommend(groups: list[Group], budget: dict[str, float] | None = None) -> Re
             return math.hypot(*scale(objectives(group)[:width]))
         scale = normaliser([objectives(g)[:width] for g in front])
         choice = min(front, key=lambda g: (distance(g), _cost(g)))
-        knee = Pick("knee of the front", choice, "closest to the ideal point (best accuracy, "
-                    "least cost) with each objective scaled over the front under noise")
+        knee = Pick("knee of the front", choice, "closest to the ideal point (best "
+                    f"{choice.metric.title}, least cost) with each objective scaled over the "
+                    "front under noise")
     return Recommendation(front=front, best=best, knee=knee, budget=budget, unmet=unmet)
+
+
+def _best_text(metric) -> str:
+    """``most accurate`` for the accuracy, else ``lowest final training loss``."""
+    if metric.field == "accuracy_after":
+        return "most accurate"
+    return f"{'highest' if metric.direction > 0 else 'lowest'} {metric.title}"
 
 
 def _cost(group: Group) -> tuple:
@@ -147,11 +166,12 @@ def _name(group: Group) -> str:
 
 def describe(group: Group) -> str:
     """``n_rng=7, bits=6: accuracy 0.508 ± 0.011 (2 seeds), 60 LUT, 0.5975 W (0.59 W
-    static + 0.0075 W dynamic)``, with a warning when the clock exceeds the Fmax."""
-    accuracy = "-" if group.accuracy is None else f"{group.accuracy:.3f}"
-    if group.accuracy_sd is not None:
-        accuracy += f" ± {group.accuracy_sd:.3f}"
-    parts = [f"accuracy {accuracy} ({group.n} seeds)"]
+    static + 0.0075 W dynamic)`` (the group's metric first, by its title), with a warning
+    when the clock exceeds the Fmax."""
+    value = "-" if group.quality is None else f"{group.quality:.3f}"
+    if group.quality_sd is not None:
+        value += f" ± {group.quality_sd:.3f}"
+    parts = [f"{group.metric.title} {value} ({len(group.qualities)} seeds)"]
     hardware = group.hardware
     if "LUT" in hardware:
         parts.append(f"{hardware['LUT'].value:.0f} LUT")

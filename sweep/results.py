@@ -5,11 +5,14 @@ configuration (the runs that differ only in the seed), with the Pareto front mar
 Hardware numbers come out of the stored report (``Report.from_json(...).figures()``) with
 the source label of each (``yosys-estimate``, ``activity-model``, ``nextpnr``, ``vivado``):
 :data:`HARDWARE` names which figure each column takes, a real (post-route) figure before an
-estimate. The front is over the configurations with a generator: maximise the mean
-accuracy, minimise LUTs and (if measured) power. Two fronts are marked: :attr:`Group.front`
+estimate. Each task kind ranks its configurations by one quality :class:`Metric`
+(:data:`METRICS`: a head-level ``train`` by the test accuracy, higher is better; a
+``finetune`` by the final few-shot training loss, lower is better); a scope mixing kinds
+is refused. The front is over the configurations with a generator: the best mean metric,
+fewest LUTs and (if measured) least power. Two fronts are marked: :attr:`Group.front`
 on the exact means, and :attr:`Group.front_noise`, where a configuration is dominated only
 when another is no worse in every objective and it is worse beyond the seeds' spread in one
-(:func:`accuracy_tolerance`: two means differ when their gap exceeds twice its standard
+(:func:`metric_tolerance`: two means differ when their gap exceeds twice its standard
 error; the hardware figures are exact). The front under noise holds the exact front and
 the configurations that only a difference within the noise removed from it.
 
@@ -24,13 +27,14 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from zoforge.errors import ConfigError
 from zoforge.reports.model import Report
 from zoforge.sweep.pareto import pareto_mask, pareto_mask_within
 from zoforge.sweep.store import Store
 
 __all__ = ["Measure", "Run", "Group", "read_runs", "group_runs", "HARDWARE", "OBJECTIVES",
-           "objectives", "mark_front", "shown_keys", "accuracy_tolerance", "NOISE_TEST",
-           "column_title"]
+           "objectives", "mark_front", "shown_keys", "metric_tolerance", "accuracy_tolerance",
+           "NOISE_TEST", "noise_test", "column_title", "Metric", "METRICS"]
 
 #: column -> (unit, figure names in order of preference; a name ending in "." is a prefix)
 HARDWARE = {
@@ -47,15 +51,47 @@ HARDWARE = {
     "dynamic_w": ("W", ("vivado.power.dynamic_w", "power.dynamic_w")),
     "fmax_mhz": ("MHz", ("vivado.timing.fmax_mhz", "nextpnr.fmax_mhz.", "fmax.fmax_mhz")),
 }
-#: The search's and the front's objectives: (column, +1 maximise / -1 minimise).
-OBJECTIVES = (("accuracy", 1), ("LUT", -1), ("power_w", -1))
-#: How the front under noise compares two mean accuracies (stated on the page).
-NOISE_TEST = ("a configuration is dominated only by one that is no worse in every "
-              "objective and better beyond the noise in one; two mean accuracies differ "
-              "only when their gap exceeds twice its standard error, "
-              "sqrt(sd_a^2/n_a + sd_b^2/n_b) (Welch; about 95 % for normal errors); a "
-              "configuration with one seed has no spread and is compared exactly; the "
-              "hardware figures are exact")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """What ranks a task kind's configurations: ``field`` of its training result, with
+    ``direction`` +1 when higher is better and -1 when lower is; ``title`` names it in
+    every sentence, ``plural`` in "two mean ...s"."""
+
+    field: str
+    direction: int
+    title: str
+    plural: str
+
+    @property
+    def better(self) -> str:
+        return "higher" if self.direction > 0 else "lower"
+
+
+#: Task kind (a training spec's ``task``; none: ``train``) -> its metric. A fine-tuning
+#: ranks by the final training loss, not its ratio to the first: the protocol's metric
+#: (PeZO Fig. 4's), present in every result, and the first loss is the same for every
+#: configuration of one seed (same model, data and zero-initialised adapters).
+METRICS = {"train": Metric("accuracy_after", 1, "accuracy", "accuracies"),
+           "finetune": Metric("final_loss", -1, "final training loss", "final losses")}
+#: The search's and the front's objectives: (column, +1 maximise / -1 minimise);
+#: ``quality`` is the group's metric with its direction (:attr:`Group.metric`).
+OBJECTIVES = (("quality", 1), ("LUT", -1), ("power_w", -1))
+
+
+def noise_test(metric: Metric) -> str:
+    """How the front under noise compares two means of ``metric`` (stated on the page)."""
+    return ("a configuration is dominated only by one that is no worse in every "
+            f"objective and better beyond the noise in one; two mean {metric.plural} differ "
+            "only when their gap exceeds twice its standard error, "
+            "sqrt(sd_a^2/n_a + sd_b^2/n_b) (Welch; about 95 % for normal errors); a "
+            "configuration with one seed has no spread and is compared exactly; the "
+            "hardware figures are exact")
+
+
+#: The head-level sweeps' noise test (:func:`noise_test` of the accuracy).
+NOISE_TEST = noise_test(METRICS["train"])
 
 
 def column_title(column: str) -> str:
@@ -106,6 +142,20 @@ class Run:
         return None if self.train is None else self.train["accuracy_after"]
 
     @property
+    def task(self) -> str:
+        """The training's task kind (:data:`METRICS`' keys)."""
+        return self.config.get("task", "train")
+
+    @property
+    def metric(self) -> Metric:
+        return METRICS[self.task]
+
+    @property
+    def quality(self) -> float | None:
+        """The run's metric value (None before its training is done)."""
+        return None if self.train is None else self.train.get(self.metric.field)
+
+    @property
     def clock_mhz(self) -> float | None:
         return None if self.report_options is None else self.report_options["clock_mhz"]
 
@@ -150,6 +200,26 @@ class Group:
     @property
     def accuracy_sd(self) -> float | None:
         values = self.accuracies
+        return statistics.stdev(values) if len(values) > 1 else None
+
+    @property
+    def metric(self) -> Metric:
+        """The metric of the group's task kind (one kind per scope: :func:`group_runs`)."""
+        return self.runs[0].metric
+
+    @property
+    def qualities(self) -> list[float]:
+        return [r.quality for r in self.runs if r.quality is not None]
+
+    @property
+    def quality(self) -> float | None:
+        """The mean of the metric over the seeds."""
+        values = self.qualities
+        return statistics.fmean(values) if values else None
+
+    @property
+    def quality_sd(self) -> float | None:
+        values = self.qualities
         return statistics.stdev(values) if len(values) > 1 else None
 
     @property
@@ -232,7 +302,12 @@ def _hardware(report_json: dict) -> dict[str, Measure]:
 
 def group_runs(runs: list[Run]) -> list[Group]:
     """Runs grouped by configuration (everything but the seed), in first-seen order, with
-    :attr:`Group.front` marking the Pareto front."""
+    :attr:`Group.front` marking the Pareto front. Runs of different task kinds are refused
+    (their metrics do not compare)."""
+    kinds = sorted({run.task for run in runs})
+    if len(kinds) > 1:
+        raise ConfigError("sweep task", "one task kind per sweep (their metrics differ)",
+                          " and ".join(kinds))
     groups: dict[str, Group] = {}
     for run in runs:
         rest = {k: v for k, v in run.config.items() if k != "seed"}
@@ -246,18 +321,25 @@ def group_runs(runs: list[Run]) -> list[Group]:
 
 def objectives(group: Group) -> tuple | None:
     """The group's objectives as costs to minimise, or None if it has no hardware cost or
-    no accuracy yet. Power counts only if every grouped configuration has it."""
-    values = {"accuracy": group.accuracy, **{k: m.value for k, m in group.hardware.items()}}
-    if values["accuracy"] is None or "LUT" not in values:
+    no metric yet. Power counts only if every grouped configuration has it."""
+    quality = group.quality
+    values = {"quality": None if quality is None else group.metric.direction * quality,
+              **{k: m.value for k, m in group.hardware.items()}}
+    if values["quality"] is None or "LUT" not in values:
         return None
     return tuple(-sign * values[name] for name, sign in OBJECTIVES if name in values)
 
 
-def accuracy_tolerance(a: Group, b: Group) -> float:
-    """The gap below which the mean accuracies of ``a`` and ``b`` count as equal
-    (:data:`NOISE_TEST`)."""
-    variance = sum((g.accuracy_sd or 0.0) ** 2 / g.n for g in (a, b) if g.n)
+def metric_tolerance(a: Group, b: Group) -> float:
+    """The gap below which the mean metrics of ``a`` and ``b`` count as equal
+    (:func:`noise_test`)."""
+    variance = sum((g.quality_sd or 0.0) ** 2 / len(g.qualities) for g in (a, b)
+                   if g.qualities)
     return 2.0 * math.sqrt(variance)
+
+
+#: The name the head-level sweeps' tests and callers know it by.
+accuracy_tolerance = metric_tolerance
 
 
 def mark_front(groups: list[Group]) -> None:
@@ -267,7 +349,7 @@ def mark_front(groups: list[Group]) -> None:
     candidates = [g for g in groups if costs[id(g)] is not None]
     vectors = [costs[id(g)][:width] for g in candidates]
     mask = pareto_mask(vectors)
-    noisy = pareto_mask_within(vectors, lambda i, j, k: accuracy_tolerance(
+    noisy = pareto_mask_within(vectors, lambda i, j, k: metric_tolerance(
         candidates[i], candidates[j]) if k == 0 else 0.0)
     for group in groups:
         group.front = group.front_noise = False

@@ -15,7 +15,7 @@ import io
 
 from zoforge.reports.model import LABELS
 from zoforge.sweep.recommend import SAME, Recommendation, commands, describe
-from zoforge.sweep.results import HARDWARE, NOISE_TEST, Group, Run, column_title, shown_keys
+from zoforge.sweep.results import METRICS, HARDWARE, Group, Run, column_title, shown_keys
 from zoforge.sweep.safe import csv_cell, markdown_text
 
 __all__ = ["markdown", "csv_text", "fmt", "column_sources", "hardware_header",
@@ -108,9 +108,18 @@ def configuration_table(runs: list[Run], groups: list[Group]):
                     + [_hardware_cell(group, c, sources) for c in columns]
                     + timing_cells(group)
                     + ["*" if group.front else "", "*" if group.front_noise else ""])
-    return (keys + ["seeds", "accuracy after", "final loss"]
+    return (keys + ["seeds", *_metric_titles(groups)]
             + [hardware_header(c, sources) for c in columns] + timing
             + ["front", "front (noise)"]), rows
+
+
+def _metric_titles(groups: list[Group]) -> list[str]:
+    """The titles of the accuracy and final-loss columns, the ranking metric's named so."""
+    titles = {"accuracy_after": "accuracy after", "final_loss": "final loss"}
+    metric = groups[0].metric if groups else METRICS["train"]
+    if metric.field != METRICS["train"].field:
+        titles[metric.field] = f"{metric.title} (the metric, {metric.better} is better)"
+    return list(titles.values())
 
 
 def run_table(runs: list[Run]):
@@ -151,7 +160,7 @@ def recommendation_markdown(recommendation: Recommendation) -> list[str]:
     if recommendation.unmet:
         lines += [markdown_text(recommendation.unmet), ""]
     if recommendation.front:
-        lines.append("Front under noise (" + markdown_text(NOISE_TEST) + "):")
+        lines.append("Front under noise (" + markdown_text(recommendation.noise_test) + "):")
         lines += [""] + [f"- {markdown_text(describe(g))}" for g in recommendation.front]
     else:
         lines.append("No configuration with a generator has finished yet.")
