@@ -233,11 +233,13 @@ def test_malformed_configuration_files_are_one_line_many(case):
 #: command path -> the poison that ends its argument vector (refused before any work)
 POISON = {
     ("build",): ["--out", ""],
+    ("cosim", "accelerator"): ["--seed", "-1"],
     ("cosim", "engine"): ["--seed", "-5"],
     ("cosim", "rng"): ["--stimulus-seed", "-1"],
     ("cosim", "zo-layer"): ["--seed", "-1"],
     ("demo",): ["--out", ""],
     ("finetune",): ["--blocks", "0"],
+    ("generate", "accelerator"): ["--out", ""],
     ("generate", "engine"): ["--out", ""],
     ("generate", "rng"): ["--out", ""],
     ("generate", "zo-layer"): ["--out", ""],

@@ -639,8 +639,8 @@ def test_rng_dump_at_exactly_its_most_values(case, monkeypatch, capsys):
 def test_finetune_threads_at_its_limits(tmp_path, monkeypatch, capsys):
     """``finetune --threads``: 1 and 256 pass (the run goes on to its output folder), 0 and
     257 are one line naming ``--threads``."""
-    import zoforge.outputs
-    monkeypatch.setattr(zoforge.outputs, "check_out_dir", _reached)
+    import zoforge.sim.finetune_run
+    monkeypatch.setattr(zoforge.sim.finetune_run, "check_out_dir", _reached)
     argv = ["finetune", "--out", str(tmp_path / "run")]
     for threads in (1, 256):
         with pytest.raises(Reached):
