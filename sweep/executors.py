@@ -33,6 +33,7 @@ import asyncio
 import concurrent.futures as cf
 import contextlib
 import ctypes
+import io
 import multiprocessing
 import os
 import pickle
@@ -80,7 +81,14 @@ def crossing(error: BaseException) -> BaseException:
     """``error`` if it survives pickling as itself (its type and message), else a
     :class:`WorkerError` saying it in one line."""
     try:
-        copy = pickle.loads(pickle.dumps(error))
+        # the standard reducers, not copyreg's table: Dask's tblib registers its own for
+        # every exception type once `distributed` is imported, and a spawned local worker
+        # does not have them
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer)
+        pickler.dispatch_table = {}
+        pickler.dump(error)
+        copy = pickle.loads(buffer.getvalue())
         if type(copy) is type(error) and str(copy) == str(error):
             return error
     except Exception:       # anything pickling or unpickling raises: it would not cross

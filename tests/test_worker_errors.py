@@ -105,3 +105,13 @@ def test_any_exception_in_a_local_worker_fails_only_its_task(tmp_path):
     pids = {tasks[key]["result"]["d"] for key in ("train-0", "train-4")}
     assert len(pids) == 1 and pids != {os.getpid()}
     store.close()
+
+
+def test_the_check_ignores_reducers_other_libraries_register():
+    """Once Dask's ``distributed`` is imported, tblib's reducers make every exception
+    pickle through copyreg; a spawned local worker has none of them, so the check uses the
+    standard reducers and still wraps what would not cross there."""
+    import distributed  # noqa: F401  (imported for its side effect on copyreg)
+    from zoforge.sweep.executors import WorkerError, crossing
+    for error in (NeedsTwo("the step", "reasons"), HoldsALock()):
+        assert isinstance(crossing(error), WorkerError)
