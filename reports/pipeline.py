@@ -146,12 +146,8 @@ def _composed(board: Board, design: Elaborated, units: Units, out_dir: Path | st
                                 "top is not co-simulated)")
         written = write_vivado_project(board, design.top, out / "vivado", clock_mhz)
         vivado_files = sorted(str(p.relative_to(out)) for p in written.values())
-    if parsed is not None:
-        sections["vivado"] = _vivado(parsed)
-    return Report(design=design.name, board=BoardFacts.of(board), clock_mhz=clock_mhz,
-                  files=ReportFiles(verilog=paths["verilog"].name, vivado=vivado_files),
-                  config=json.loads(json.dumps(design.summary(), default=str)),
-                  blocks=dict(design.blocks), **sections)
+    return _report(board, design, clock_mhz, paths["verilog"].name, vivado_files, parsed,
+                   sections)
 
 
 def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mhz: float,
@@ -237,10 +233,18 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
         sections["fmax"] = _fmax(estimate_fmax(Path(pnr.log_path).parent / f"{TOP}.json",
                                                top=TOP, family="ecp5", ports_registered=False),
                                  pnr.tool_version.split(", ")[0] + " synth_ecp5")
+    return _report(board, design, clock_mhz, paths["verilog"].name, vivado_files, parsed,
+                   sections)
+
+
+def _report(board: Board, design: Elaborated, clock_mhz: float, verilog: str,
+            vivado_files: list[str], parsed, sections: dict) -> Report:
+    """The typed report of ``design`` from its sections (and the parsed Vivado reports, if
+    the user gave them): the one place both build paths assemble it."""
     if parsed is not None:
         sections["vivado"] = _vivado(parsed)
     return Report(design=design.name, board=BoardFacts.of(board), clock_mhz=clock_mhz,
-                  files=ReportFiles(verilog=paths["verilog"].name, vivado=vivado_files),
+                  files=ReportFiles(verilog=verilog, vivado=vivado_files),
                   config=json.loads(json.dumps(design.summary(), default=str)),
                   blocks=dict(design.blocks), **sections)
 
