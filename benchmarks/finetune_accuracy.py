@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from result_lines import read_result_lines
+
 from zoforge.files import atomic_path, atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,21 +83,9 @@ def run_row(row: str, seed: int, args, cache: dict) -> dict:
 
 
 def load_results(path: Path) -> dict:
-    """The finished runs in ``path``; a last line cut short by a kill is dropped (that run
-    is done again), any other unreadable line is an error."""
-    done = {}
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break
-            raise SystemExit(f"{path}:{number}: not a result line; move the file away")
-        done[(record["row"], record["seed"])] = record
-    if lines and len(done) < len(lines):              # rewrite without the cut line
-        atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in done.values()))
-    return done
+    """The finished runs in ``path`` by (row, seed) (:func:`read_result_lines`: a last line
+    cut short by a kill is dropped, any other unreadable line is an error)."""
+    return {(record["row"], record["seed"]): record for record in read_result_lines(path)}
 
 
 def table(done: dict, args) -> str:

@@ -44,6 +44,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from result_lines import read_result_lines
+
 from zoforge.files import atomic_path, atomic_write_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,22 +68,10 @@ def candidate(record: dict) -> tuple:
 
 
 def load_results(path: Path) -> dict:
-    """``{(candidate, run, seed): record}`` of ``path``; a last line cut short by a kill is
-    dropped (that run is done again), any other unreadable line is an error."""
-    done, kept = {}, []
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                atomic_write_text(path, "".join(line + "\n" for line in kept))
-                break
-            raise SystemExit(f"{path}:{number}: not a result line; move the file away")
-        kept.append(line)
-        done[(candidate(record), record["row"], record["seed"])] = record
-    return done
-
+    """``{(candidate, run, seed): record}`` of ``path`` (:func:`read_result_lines`: a last
+    line cut short by a kill is dropped, any other unreadable line is an error)."""
+    return {(candidate(record), record["row"], record["seed"]): record
+            for record in read_result_lines(path)}
 
 def config(key: tuple, seed: int):
     from zoforge.golden.finetune.config import FinetuneConfig
