@@ -14,9 +14,10 @@ import dataclasses
 import pytest
 import torch
 
+from call_replay import walk_calls
 from zoforge.cli import main
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.calls import AdapterCall, GoldenUnits, UpdateCall
+from zoforge.golden.finetune.calls import GoldenUnits, UpdateCall
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.train import ZoFinetune, load_model, prepare
 from zoforge.golden.rng import (GaussianConfig, MaskedConfig, OnTheFlyConfig, PregenConfig,
@@ -88,16 +89,8 @@ def hand_draw(generator, rows: int, k_t: int, n: int) -> torch.Tensor:
 
 def replay(log: list, generator, rows: int) -> list[tuple[object, torch.Tensor]]:
     """The z of every logged call that draws one, from the flags and shapes alone."""
-    saved, out = None, []
-    for call in log:
-        if isinstance(call, (AdapterCall, UpdateCall)):
-            if getattr(call, "save", False):
-                saved = generator.save()
-            if call.restore:
-                generator.restore(saved)
-            if isinstance(call, UpdateCall) or call.sign:
-                out.append((call, hand_draw(generator, rows, *call.master.shape)))
-    return out
+    return [(call, z) for call, z in walk_calls(
+        log, generator, lambda r, n: hand_draw(generator, rows, r, n)) if z is not None]
 
 
 def hand_update(call: UpdateCall, z: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from call_replay import walk_calls
 from zoforge.golden.finetune.calls import AdapterCall, GoldenUnits, UpdateCall
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.model import FloatLinears, IntegerLinears, adapter_names
@@ -71,16 +72,7 @@ def expected_z(prepared, queries: int) -> list[dict[str, np.ndarray]]:
 def z_of_calls(log) -> list[tuple[object, np.ndarray | None]]:
     """Each logged call with the z it drew, by a second walk that honours only the flags."""
     generator, draw = plain_walk(CFG.layer_rows)
-    saved, out = None, []
-    for call in log:
-        if isinstance(call, (AdapterCall, UpdateCall)):
-            if getattr(call, "save", False):
-                saved = generator.save()
-            if call.restore:
-                generator.restore(saved)
-            drawn = isinstance(call, UpdateCall) or call.sign != 0
-            out.append((call, draw(*call.master.shape) if drawn else None))
-    return out
+    return walk_calls(log, generator, draw)
 
 
 @pytest.fixture(scope="module")
