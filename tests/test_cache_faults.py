@@ -3,32 +3,17 @@ is opened without blocking and must be a regular file; a simulation build is ver
 the SHA-256 of every file it holds (``zoforge.sim.build_cache``), so a tampered file of the
 same size is rebuilt, never run; a build whose tools are missing is one line naming the tool
 and how to install it (``zoforge.sim.toolchain.check_build_tools``)."""
-import contextlib
 import os
-import signal
 
 import pytest
 
+from hang_guard import deadline
 from planted_files import KINDS, plant
 from zoforge.cli import main
 from zoforge.errors import ConfigError
 from zoforge.files import file_lock
 from zoforge.sim.build_cache import cached_build
 from zoforge.sim.toolchain import check_build_tools
-
-
-@contextlib.contextmanager
-def deadline(seconds: int):
-    """Fail instead of hanging: SIGALRM after ``seconds``."""
-    def expired(*_):
-        raise TimeoutError(f"still blocked after {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -21,13 +21,13 @@ import contextlib
 import io
 import json
 import os
-import signal
 import struct
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hang_guard import deadline
 from planted_files import plant
 from zoforge.cli import main
 from zoforge.errors import ConfigError
@@ -42,19 +42,6 @@ _SETTINGS = dict(deadline=None, database=None, derandomize=True,
 SHIPPED = default_model_path()
 #: Values no size of a model may have (sizes are integers >= 1 within the bounds).
 NOT_SIZES = (0, -1, 1.5, "8", None, True, [], {}, 10**12)
-
-
-@contextlib.contextmanager
-def bounded(seconds: int = BOUND_S):
-    def expire(signum, frame):
-        raise TimeoutError(f"no answer within {seconds} s")
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _header(path) -> tuple[int, dict]:
@@ -116,7 +103,7 @@ def check_folder(damage, root) -> None:
     folder = root / "model"
     keep = crafted(folder, damage)
     try:
-        with bounded(), pytest.raises(ConfigError) as error:
+        with deadline(BOUND_S), pytest.raises(ConfigError) as error:
             load_folder(folder, num_layers=1)
     finally:
         if keep is not None:
@@ -176,7 +163,7 @@ def check_target(flag: str, target: str, root) -> None:
     argv = [arg.replace("{tmp}", str(root)) for arg in FLAGS[flag][0]] + [str(path)]
     out, err = io.StringIO(), io.StringIO()
     try:
-        with bounded(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with deadline(BOUND_S), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(argv)
     finally:
         if keep is not None:
