@@ -68,8 +68,14 @@ class Loader(wiring.Component):
         # block RAM enable); the panel counts the feeder sees follow them
         x_en, w_en = Signal(), Signal()
         x_addr, w_addr = Signal.like(self.x_wr.addr), Signal.like(self.w_wr.addr)
+        # the X panel count advances one cycle after its last beat, from a register
+        # (``x_next``): the beat's decision then ends at one flip-flop beside it, not at
+        # every bit of the count next to the X buffer (on the ECP5 that route crossed the
+        # chip: docs/accelerator.md); the address adds the pending step, so it is the same
+        x_next = Signal()
         m.d.sync += [x_en.eq(beat & (phase == X)), w_en.eq(beat & in_w),
-                     x_addr.eq(Cat(word, mt)), w_addr.eq(Cat(word, nt[0]))]
+                     x_addr.eq(Cat(word, (mt + x_next)[:len(mt)])), w_addr.eq(Cat(word, nt[0])),
+                     mt.eq(mt + x_next), x_next.eq(0)]
         m.d.comb += [self.x_wr.addr.eq(x_addr), self.x_wr.en.eq(x_en),
                      self.w_wr.addr.eq(w_addr), self.w_wr.en.eq(w_en)]
         with m.If(beat):
@@ -86,7 +92,7 @@ class Loader(wiring.Component):
                         with m.If(last_x):
                             m.d.sync += phase.eq(Mux(short_n, DONE, W_REST))
                         with m.Else():
-                            m.d.sync += [mt.eq(mt + 1), m2.eq(m2 + R),
+                            m.d.sync += [x_next.eq(1), m2.eq(m2 + R),
                                          later_m.eq(m2 >= job.m), first_x.eq(0)]
                     with m.Case(W_REST):
                         m.d.comb += w_loaded.eq(1)
