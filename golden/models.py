@@ -28,7 +28,7 @@ import torch
 from zoforge.errors import ConfigError
 
 __all__ = ["default_model_path", "load_encoder", "tiny_encoder", "tokenize", "mean_pool",
-           "hidden_states", "bert_layer", "LAYER_LINEARS"]
+           "hidden_states", "bert_layer", "attention_bias", "LAYER_LINEARS"]
 
 # The linear maps of one BertLayer, by the names bert_layer passes to its callback.
 LAYER_LINEARS = {
@@ -111,11 +111,20 @@ def frozen_linear(layer):
                                                       modules[name].bias)
 
 
-def bert_layer(layer, x: torch.Tensor, mask: torch.Tensor, linear) -> torch.Tensor:
+def attention_bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The scores' additive mask ``(B, 1, 1, L)``: 0 where ``mask`` is 1, the dtype's
+    lowest finite value where it is 0."""
+    return (1.0 - mask.to(dtype))[..., None, None, :] * torch.finfo(dtype).min
+
+
+def bert_layer(layer, x: torch.Tensor, mask: torch.Tensor, linear,
+               attention=None) -> torch.Tensor:
     """One BertLayer on ``x`` (``(..., B, L, H)``) with ``mask`` (``(B, L)``).
 
     ``linear(name, x)`` computes the layer's linear map ``name`` (a key of
     :data:`LAYER_LINEARS`) including its bias; LayerNorms and GELU use the layer's modules.
+    ``attention(q, k, v, mask)`` (heads split: ``(..., B, heads, L, d)``) returns the
+    context in that shape; None: float softmax attention in ``x``'s dtype.
     """
     heads = layer.attention.self.num_attention_heads
     size = x.shape[-1] // heads
@@ -124,9 +133,11 @@ def bert_layer(layer, x: torch.Tensor, mask: torch.Tensor, linear) -> torch.Tens
         return t.reshape(*t.shape[:-1], heads, size).transpose(-3, -2)
 
     q, k, v = (split(linear(name, x)) for name in ("query", "key", "value"))
-    scores = q @ k.transpose(-1, -2) / math.sqrt(size)
-    bias = (1.0 - mask.to(x.dtype))[..., None, None, :] * torch.finfo(x.dtype).min
-    context = torch.softmax(scores + bias, dim=-1) @ v
+    if attention is None:
+        scores = q @ k.transpose(-1, -2) / math.sqrt(size)
+        context = torch.softmax(scores + attention_bias(mask, x.dtype), dim=-1) @ v
+    else:
+        context = attention(q, k, v, mask)
     context = context.transpose(-3, -2).flatten(-2)
     attn = layer.attention.output.LayerNorm(linear("attn_out", context) + x)
     inner = torch.nn.functional.gelu(linear("ffn_in", attn))

@@ -20,7 +20,9 @@ every number with its source label:
   streams move while it computes (double-buffered); ``bound`` names the larger.
 * **the host's work** (``arm-estimate``, :func:`host_ops`): softmax, LayerNorm, GELU, the
   residuals, pooling, the activations' (de)quantization, the attention products Q·K^T
-  and P·V and (``split`` mapping) each adapter's sum ``wrap32(XW + Yn)`` run on the PS's
+  and P·V (``attention`` ``host``; with ``engines`` they are the schedule's engine jobs and
+  the host instead (de)quantizes q, k, v, S, P and C) and (``split`` mapping) each
+  adapter's sum ``wrap32(XW + Yn)`` run on the PS's
   Cortex-A53 cores: operation counts from the shape (formulas in :data:`HOST_OPS`) at the
   cores' peak rate (:data:`HOST`): a lower bound on their time (optimistic). They add
   to the step serially: each phase's jobs take all branches at once, so the host's
@@ -68,6 +70,9 @@ HOST_OPS = {
     "quantize": "per map 3 M K (scale, round, clamp) + M N (dequantize) ",
     "pooling": "M H per forward",
     "combine": "M N per adapted map and branch (split mapping: wrap32(XW + Yn))",
+    "attention quantize": "attention engines: 3 x 3 M H (q, k, v: scale, round, clamp) + "
+                          "B heads L^2 x (1 + 3) (S dequantize, P quantize) + M H (C "
+                          "dequantize) per block, instead of the attention products",
 }
 #: Power of today's units per DSP at 300 MHz (UNIT_FIGURES: the 8x8 engine's 80 DSP and
 #: the 4x4 ZO layer's 40), applied to the design's DSPs.
@@ -157,15 +162,19 @@ def price_phase(accel, phase: Phase, mhz: float, ddr_bytes_per_s: float) -> Phas
                      sum(job.macs for job in phase.jobs))
 
 
-def host_ops(shape: ModelShape, first_adapted: int = 0,
-             mapping: str = "split") -> dict[str, int]:
+def host_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "split",
+             attention: str = "host") -> dict[str, int]:
     """fp32 operations of the host's work in one step, by :data:`HOST_OPS` (M = tokens,
     B batch, L seq_len, H hidden, F ffn): blocks below ``first_adapted`` once, the others
     once per branch (2q), the embedding's LayerNorm once, pooling per branch; with the
-    ``split`` mapping each adapted map's sum per branch (every adapted map is H wide)."""
+    ``split`` mapping each adapted map's sum per branch (every adapted map is H wide); with
+    ``attention`` ``engines`` the attention's (de)quantization instead of its products."""
     B, L, H, F, M = shape.batch, shape.seq_len, shape.hidden, shape.ffn, shape.tokens
+    on_engines = attention == "engines"
+    attention_ops = {"attention quantize": 10 * M * H + 4 * B * shape.heads * L * L} \
+        if on_engines else {"attention products": 2 * B * L * L * H}
     per_block = {
-        "attention products": 2 * B * L * L * H,
+        **attention_ops,
         "softmax": B * shape.heads * L * L * (5 + TRANSCENDENTAL),
         "layernorm": 2 * M * H * 5,
         "gelu": M * F * (3 + TRANSCENDENTAL),
@@ -197,13 +206,15 @@ def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> St
         raise ConfigError("ddr_bytes_per_s", "a bandwidth > 0", ddr_bytes_per_s)
     phases = tuple(price_phase(schedule.accel, p, mhz, ddr_bytes_per_s)
                    for p in schedule.phases)
-    host = host_seconds(host_ops(schedule.shape, schedule.first_adapted, schedule.mapping))
+    host = host_seconds(host_ops(schedule.shape, schedule.first_adapted, schedule.mapping,
+                                 schedule.attention))
     return StepPrice(schedule, phases, mhz, ddr_bytes_per_s, host)
 
 
-#: The next step the issue names: Q·K^T and P·V as engine jobs (raw int32, per sequence
-#: and head: L x d x L and L x L x d), not claimed (no golden model of a quantized
-#: attention exists): :func:`board_step_fields` prints their modelled gain.
+#: Q·K^T and P·V as engine jobs (raw int32, per sequence and head: L x d x L and L x L x
+#: d; ``attention`` ``engines``, :mod:`zoforge.golden.finetune.attention`): with host
+#: attention :func:`board_step_fields` prints the modelled gain of switching
+#: (``attention_on_fabric_seconds_saved``), with engine attention 0 (already taken).
 NEXT_STEP_ATTENTION = "Q.K^T and P.V on the engines (raw jobs per sequence and head)"
 
 BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax",
@@ -215,10 +226,15 @@ BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax
 
 
 def _attention_on_engines(price: StepPrice) -> float:
-    """Host seconds the next step would save minus the engine seconds it would add: the
-    attention products' host time, against their raw engine jobs (B x heads per block and
-    branch, split across the engines) at ``price``'s clock."""
+    """Host seconds the switch to engine attention would save minus the engine seconds it
+    would add: the attention products' host time, against their raw engine jobs (B x heads
+    per block and branch, split across the engines) at ``price``'s clock (a rough model:
+    the host's added (de)quantization and the jobs' DDR time left out; the schedule with
+    ``attention`` ``engines`` prices them). 0 when the schedule's attention is already on
+    the engines."""
     shape, accel, sched = price.schedule.shape, price.schedule.accel, price.schedule
+    if sched.attention == "engines":
+        return 0.0
     S, d, L = 2 * shape.queries, shape.hidden // shape.heads, shape.seq_len
     runs = sched.first_adapted + S * (shape.blocks - sched.first_adapted)
     engine = accel.engine_config()
@@ -239,9 +255,9 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float)
     perturbation order and one layer keeps one generator stream, so the golden step stays
     the accelerator's) and each width of :data:`LAYER_COLS_TRIED`, the engines filling the
     rest of the budget; with the split mapping the layer's K capacity is the rank. The
-    planner sizes for resources; this picks among its answers by time, the way FINN folds
-    to a throughput. Widths that do not fit are skipped; none fitting: the planner's
-    one-line error for the narrowest."""
+    planner sizes for resources; this picks among its answers by time (the step with
+    ``cfg.attention``), the way FINN folds to a throughput. Widths that do not fit are
+    skipped; none fitting: the planner's one-line error for the narrowest."""
     # the planner (Amaranth's unit designs for their memories) only when planning
     from zoforge.hw.accel.plan import plan_accelerator
     fixed = {"layers": 1, "layer_rows": cfg.layer_rows}
@@ -254,7 +270,8 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float)
         except ConfigError as error:
             first_error = first_error or error
             continue
-        seconds = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping),
+        seconds = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping,
+                                               cfg.attention),
                                  mhz, board.ddr_bytes_per_s).seconds
         if best_s is None or seconds < best_s:
             best, best_s = accel, seconds
@@ -270,7 +287,9 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     ``AcceleratorConfig``; default :func:`fastest_accelerator` for the board and shape)
     at ``mhz`` (default: the board's yosys-estimate Fmax of today's units,
     :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`), the adapters as ``mapping``
-    (:data:`~zoforge.hw.accel.schedule.MAPPINGS`). ``seconds_per_step_at_fmax``
+    (:data:`~zoforge.hw.accel.schedule.MAPPINGS`), Q·K^T and P·V where ``cfg.attention``
+    says (``attention_on_fabric_seconds_saved``: the modelled gain of moving them to the
+    engines, 0 when they are there). ``seconds_per_step_at_fmax``
     includes the host's work; ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
     ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
     target = get_board(board)
@@ -287,8 +306,8 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
         (figures["fmax_mhz"], figures["fmax_source"] + " (today's units)")
     if accel is None:
         accel = fastest_accelerator(target, shape, cfg, mapping, fmax)
-    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping), fmax,
-                           target.ddr_bytes_per_s)
+    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping,
+                                         cfg.attention), fmax, target.ddr_bytes_per_s)
     seconds, macs = price.seconds, price.schedule.macs
     static = target.static_power_w if figures is None else figures["static_w"]
     dynamic_today = (figures or UNIT_FIGURES["zcu102"])["dynamic_w"] / (

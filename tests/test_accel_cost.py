@@ -164,3 +164,29 @@ def test_the_default_design_is_the_fastest_of_the_planners():
     assert (chosen["layers"], chosen["layer_rows"], chosen["layer_max_k"]) == (1, 4, 8)
     assert fields["seconds_per_step_at_fmax"] == pytest.approx(min(seconds.values()),
                                                                rel=1e-12)
+
+
+def test_host_ops_with_engine_attention_by_hand():
+    """attention "engines": no attention products; q, k, v quantized (3 x 3 M H), S
+    dequantized and P quantized (B heads L^2 x 4), C dequantized (M H) per block run."""
+    host, engines = host_ops(SHAPE, 1), host_ops(SHAPE, 1, attention="engines")
+    runs = 1 + 4 * 2
+    assert "attention products" not in engines and "attention quantize" not in host
+    assert engines["attention quantize"] == runs * (9 * 16 * 16 + 2 * 2 * 64 * 4 + 16 * 16)
+    assert {k: v for k, v in engines.items() if k != "attention quantize"} == \
+        {k: v for k, v in host.items() if k != "attention products"}
+
+
+def test_board_step_fields_take_the_attention_from_cfg():
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2)
+    host = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0)
+    engines = board_step_fields(cfg.replace(attention="engines"), 16, 32, 2, 2, "zcu102",
+                                ACCEL, mhz=100.0)
+    price = price_schedule(step_schedule(SHAPE, ACCEL, attention="engines"), 100.0, 21.3e9)
+    assert engines["cycles_per_step"] == price.cycles > host["cycles_per_step"]
+    assert engines["board_host_seconds_per_step"] == pytest.approx(
+        sum(host_ops(SHAPE, attention="engines").values()) / (
+            HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"]))
+    assert engines["macs_per_step"] > host["macs_per_step"]
+    assert engines["attention_on_fabric_seconds_saved"] == 0.0
+    assert host["attention_on_fabric_seconds_saved"] != 0.0

@@ -204,3 +204,67 @@ def test_split_layer_k_is_the_rank_so_a_small_layer_max_k_fits():
     step_schedule(SHAPE, accel(layer_max_k=R))
     with pytest.raises(ConfigError, match="^layer_max_k"):
         step_schedule(SHAPE, accel(layer_max_k=R), 0, "layer")
+
+
+# -- Q.K^T and P.V on the engines (attention "engines") -----------------------------------------
+
+def hand_attention(first: int) -> tuple[int, int]:
+    """MACs and packed DDR bytes of the attention jobs, counted per job by hand: per sequence
+    and head (B x heads = 4) Q.K^T L x d x L and P.V L x L x d; a block below ``first``
+    once, the first adapted block's Q.K^T once on the S branches' rows (K^T shared: key has
+    no adapter), everything else per branch. Bytes per job: X, W int8, 4 bytes of bias per
+    column, the int32 result."""
+    d, jobs = H // 2, B * 2
+
+    def job_bytes(m, k, n):
+        return m * k + k * n + 4 * n + 4 * m * n
+    macs = nbytes = 0
+    for block in range(BLOCKS):
+        runs = 1 if block < first else S
+        score_rows = S * L if block == first else L
+        score_jobs = jobs if block <= first else S * jobs
+        macs += score_jobs * score_rows * d * L + runs * jobs * L * L * d
+        nbytes += score_jobs * job_bytes(score_rows, d, L) + runs * jobs * job_bytes(L, L, d)
+    return macs, nbytes
+
+
+@pytest.mark.parametrize("first", [0, 1, 2])
+def test_engine_attention_jobs_phases_and_bytes(first):
+    host = step_schedule(SHAPE, accel(), first)
+    sched = step_schedule(SHAPE, accel(), first, attention="engines")
+    macs, nbytes = hand_attention(first)
+    assert host.attention == "host" and sched.attention == "engines"
+    assert sched.macs == hand_macs(first, "split") + macs
+    names = [p.name for p in sched.phases]
+    for block in range(BLOCKS):
+        at = names.index(f"block{block}.qkv")
+        assert names[at + 1:at + 4] == [f"block{block}.scores", f"block{block}.context",
+                                        f"block{block}.attn_out"]
+    added = [p for p in sched.phases if p.name.endswith((".scores", ".context"))]
+    assert [p.name for p in sched.phases if p not in added] == [p.name for p in host.phases]
+    assert sum(t.payload_bytes for p in added for t in p.transfers) == nbytes
+    assert all(j.kind == "gemm-raw" and j.unit == "engine" for p in added for j in p.jobs)
+    for p in added:                                    # whole jobs, spread over the engines
+        replicas = [j.replica for j in p.jobs]
+        assert replicas == [i % 3 for i in range(len(p.jobs))]
+    scores = next(p for p in added if p.name == f"block{first}.scores")
+    assert {(j.m, j.branches) for j in scores.jobs} == {(S * L, S)}
+
+
+def test_engine_attention_key_adapted_keeps_branches_apart():
+    """With key adapted too (adapted = 3), K^T differs per branch: no M concatenation."""
+    shape = ModelShape(blocks=1, seq_len=L, batch=B, rank=R, adapted=3, queries=Q, hidden=H,
+                       ffn=F, heads=2, classes=CLASSES)
+    sched = step_schedule(shape, accel(), 0, attention="engines")
+    scores = next(p for p in sched.phases if p.name == "block0.scores")
+    assert len(scores.jobs) == S * B * 2 and {(j.m, j.branches) for j in scores.jobs} == \
+        {(L, 1)}
+
+
+def test_engine_attention_that_does_not_fit_names_the_field():
+    with pytest.raises(ConfigError) as error:        # P.V's K = L = 8
+        step_schedule(SHAPE, accel(engine_max_k=7), attention="engines")
+    assert error.value.parameter == "engine_max_k"
+    with pytest.raises(ConfigError) as error:
+        step_schedule(SHAPE, accel(), attention="fabric")
+    assert error.value.parameter == "attention" and "host, engines" in str(error.value)

@@ -30,7 +30,10 @@ the operands' bound proves it cannot happen; and the frozen products a call shar
 call of the same name before it (the same ``x`` and weights, value for value: the ``2q``
 passes of a step into the first adapted block) are reused, not recomputed
 (:attr:`GoldenUnits.shared`: 0 disables it). Every call is still made, logged and, under
-the co-simulation, run on the RTL.
+the co-simulation, run on the RTL. A stack of raw jobs of one name (the engine-attention's
+per sequence and head, :func:`raw_jobs`) goes to :meth:`GoldenUnits.raw_batch`: one exact
+batched product (float64, exact below 2^53), logged as its per-job calls; units without
+``raw_batch`` (the RTL's) get the calls one by one (:func:`run_raw_jobs`).
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, exa
                                           perturbed_operand)
 
 __all__ = ["EngineCall", "AdapterCall", "UpdateCall", "GoldenUnits", "Call", "int8_product",
-           "gemm_int32"]
+           "gemm_int32", "raw_jobs", "run_raw_jobs"]
 
 #: |int8 x int8| products sum to at most 2^14 K; below this K no int32 accumulator can wrap.
 _NO_WRAP_DEPTH = 2 ** (ACC_BITS - 1 - 14)
@@ -162,6 +165,23 @@ class UpdateCall:
 Call = EngineCall | AdapterCall | UpdateCall
 
 
+def raw_jobs(name: str, x: torch.Tensor, w: torch.Tensor) -> list[EngineCall]:
+    """The raw engine jobs ``EngineCall(name, x[j], w[j], bias 0)`` of int8 stacks ``x (J, M,
+    K)`` and ``w (J, K, N)``, in ``j`` order."""
+    bias = torch.zeros(w.shape[-1], dtype=torch.int32)
+    return [EngineCall(name, x[j].contiguous(), w[j].contiguous(), bias, None, None)
+            for j in range(x.shape[0])]
+
+
+def run_raw_jobs(units, name: str, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """The results ``(J, M, N)`` (int64 values of int32) of :func:`raw_jobs` on ``units``:
+    its ``raw_batch`` where it has one (:class:`GoldenUnits`), else one call per job."""
+    batch = getattr(units, "raw_batch", None)
+    if batch is not None:
+        return batch(name, x, w)
+    return torch.stack([units(call).to(torch.int64) for call in raw_jobs(name, x, w)])
+
+
 @dataclass
 class GoldenUnits:
     """The two units' golden models; ``generator`` is the ZO layer's (a golden generator
@@ -201,6 +221,15 @@ class GoldenUnits:
         else:
             self._memo.pop(name, None)
         return products
+
+    def raw_batch(self, name: str, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """:func:`raw_jobs` ``(name, x, w)`` computed at once: ``wrap32(x[j] @ w[j])`` for
+        every ``j`` as int64 ``(J, M, N)``, by one float64 batched product (exact: every
+        partial sum of int8 products is an integer of magnitude at most 2^14 K, below 2^53
+        for every K below 2^39); logged as the per-job calls (when ``record``)."""
+        if self.record:
+            self.log.extend(raw_jobs(name, x, w))
+        return gemm_int32(x, w, None, exact_matmul(x, w))
 
     @staticmethod
     def engine(call: EngineCall, product: torch.Tensor | None = None) -> torch.Tensor:

@@ -7,6 +7,10 @@ One frozen :class:`FinetuneConfig`: the model cut (``blocks``, ``seq_len``), the
 its layer count, ``seq_len`` at most its positions) are checked when it is loaded
 (:func:`zoforge.golden.finetune.model.check_model_limits`), before any work.
 
+**The attention** (``attention``, :data:`ATTENTIONS`): ``host`` keeps Q·K^T, softmax and
+P·V in float32 on the host (every result as before); ``engines`` runs the two products as
+the GEMM engine's raw int8 jobs (:mod:`.attention`; the float twin keeps float attention).
+
 **The generator** (issue 33, as the head-level trainer's hardware sources): ``strategy``
 one of :data:`zoforge.golden.rng.STRATEGIES` (``onthefly``: PeZO on-the-fly, the default,
 7 LFSRs of 8 bits; ``pregen``: PeZO's pre-generated pool, ``banks`` = ``layer_rows``;
@@ -44,12 +48,19 @@ from zoforge.golden.rng import (GENERATOR_CONFIGS, STRATEGIES, GaussianConfig,
 from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 
 __all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS", "DATA_CLASSES",
-           "DEFAULTS", "FEWSHOT_DEFAULTS", "GENERATOR_FIELDS"]
+           "DEFAULTS", "FEWSHOT_DEFAULTS", "GENERATOR_FIELDS", "ATTENTIONS",
+           "ATTENTION_PRODUCTS"]
 
 #: The linear maps (names of :data:`zoforge.golden.models.LAYER_LINEARS`) that carry a
 #: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
 ADAPTED = ("query", "value")
 ENGINE_MAPS = ("key", "attn_out", "ffn_in", "ffn_out")
+#: Where the attention products Q·K^T and P·V run (``attention``): on the host in float32
+#: (the default), or as the GEMM engine's raw int8 jobs (:mod:`.attention`).
+ATTENTIONS = ("host", "engines")
+#: The engine-attention's two products, by the names of their calls (``block0.scores``:
+#: S = Q·K^T; ``block0.context``: C = P·V).
+ATTENTION_PRODUCTS = ("scores", "context")
 #: Most tokens (batch x seq_len) of one call: the units' token buffers.
 MAX_TOKENS = 4096
 #: Classes of the fine-tuning data (Rotten Tomatoes: negative, positive; ``prepare`` checks
@@ -118,6 +129,9 @@ class FinetuneConfig(Config):
                                              "generator")
     pool_size: int = param(PregenConfig.pool_size, "pregen: pool size (2^k - 1)")
     pool_seed: int = param(PregenConfig.pool_seed, "pregen: seed of the pool's contents")
+    attention: str = param("host", "where Q.K^T and P.V run: host (float32) or engines "
+                                   "(int8 q, k, v and P, raw GEMM-engine jobs per sequence "
+                                   "and head; docs/accelerator-cost.md)", OneOf(ATTENTIONS))
     layer_rows: int = param(4, "the ZO layer's array rows R", IntRange(1, 32))
     layer_cols: int = param(4, "the ZO layer's array columns C", IntRange(1, 32))
     engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))

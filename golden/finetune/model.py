@@ -31,9 +31,15 @@ model, padding tokens included):
   float value is ``Tp * s_x s_w[n] / s_u`` (:attr:`Adapter.column_scale`). On the ZO
   layer the host adds the bias and applies the same requantizer to the int32 result.
 
+**Attention** (``cfg.attention``): ``host``, float32 as above; ``engines``, Q·K^T and P·V
+as the engine's raw jobs per sequence and head (:mod:`.attention`: q, k, v int8 per tensor
+in ``s = percentile(|t|, ACT_PERCENTILE) / 127`` of the float model's query, key and value
+outputs, P int8 in 1/127), :class:`IntegerLinears` passing it to ``bert_layer``.
+
 The float twin (:class:`FloatLinears`) is the same model with every map in float32 and the
 adapter's B = ``Tp_f * column_scale`` for a float operand ``Tp_f`` (same parametrization,
-no rounding anywhere): the "same in float" of the accuracy comparison.
+no rounding anywhere, float attention whatever ``cfg.attention``): the "same in float" of
+the accuracy comparison.
 """
 from __future__ import annotations
 
@@ -45,6 +51,8 @@ import torch.nn.functional as F
 
 from zoforge.errors import ConfigError
 from zoforge.golden.engine import RequantParams, quantize_multiplier, requantize
+from zoforge.golden.finetune.attention import (AttentionScales, EngineAttention,
+                                               quantize_activation)
 from zoforge.golden.finetune.calls import AdapterCall, EngineCall
 from zoforge.golden.finetune.config import ADAPTED, FinetuneConfig
 from zoforge.golden.models import LAYER_LINEARS, bert_layer, mean_pool
@@ -79,11 +87,6 @@ def _column_scales(values: list[torch.Tensor]) -> torch.Tensor:
     flat = torch.cat([v.reshape(-1, v.shape[-1]) for v in values]).abs().double()
     peak = flat.amax(0)
     return torch.where(peak > 0, peak / 127, torch.ones_like(peak))
-
-
-def quantize_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
-    """``clamp(round_half_even(x / scale), -127, 127)`` as int8."""
-    return torch.round(x.double() / scale).clamp(-127, 127).to(torch.int8)
 
 
 @dataclass
@@ -167,7 +170,10 @@ def adapter_names(blocks: int, first: int = 0) -> list[str]:
 
 
 def check_model_limits(cfg: FinetuneConfig, model) -> None:
-    """``blocks`` and ``seq_len`` within the loaded model's (one-line errors)."""
+    """``blocks`` and ``seq_len`` within the loaded model's (one-line errors); with
+    ``attention`` ``engines`` also ``seq_len`` (P·V's K) at most the model's widest map's K,
+    the depth the engine is sized for (its ``max_k``, ``zoforge.sim.finetune_cosim.
+    engine_design``)."""
     layers = model.config.num_hidden_layers
     if cfg.blocks > layers:
         raise ConfigError("blocks", f"an integer with 1 <= value <= {layers} (the model's "
@@ -176,6 +182,11 @@ def check_model_limits(cfg: FinetuneConfig, model) -> None:
     if cfg.seq_len > positions:
         raise ConfigError("seq_len", f"an integer with 2 <= value <= {positions} (the "
                           "model's positions)", cfg.seq_len)
+    deepest = max(model.config.hidden_size, model.config.intermediate_size)
+    if cfg.attention == "engines" and cfg.seq_len > deepest:
+        raise ConfigError("seq_len", f"an integer with 2 <= value <= {deepest} with "
+                          "attention engines (P.V's K is seq_len; the engine is as deep as "
+                          "the model's widest map)", cfg.seq_len)
 
 
 class QuantModel:
@@ -207,6 +218,10 @@ class QuantModel:
                                                    stats[key + ".in"],
                                                    _column_scales(stats[key + ".out"]))
         self.head = QuantLinear.of(head, stats["head.in"], None)
+        self.attention_scales = {
+            f"block{b}": AttentionScales(*(_scale(stats[f"block{b}.{name}.out"])
+                                           for name in ("query", "key", "value")))
+            for b in range(cfg.blocks)} if cfg.attention == "engines" else {}
         self.adapters: dict[str, Adapter] = {}
         for key in adapter_names(cfg.blocks, cfg.first_adapted):
             linear = self.linears[key]
@@ -241,9 +256,12 @@ class QuantModel:
             return self.model.embeddings(input_ids=ids)
 
     def _blocks(self, h, mask, linears, start: int, stop: int) -> torch.Tensor:
+        attention = getattr(linears, "attention", None)     # None: float attention
         for b in range(start, stop):
             h = bert_layer(self.blocks[b], h, mask,
-                           lambda name, x, b=b: linears(f"block{b}.{name}", x))
+                           lambda name, x, b=b: linears(f"block{b}.{name}", x),
+                           None if attention is None else
+                           lambda q, k, v, m, b=b: attention(f"block{b}", q, k, v, m))
         return h
 
     def frozen_input(self, ids, mask, linears) -> torch.Tensor:
@@ -273,13 +291,16 @@ class IntegerLinears:
     ``units`` (a :class:`~zoforge.golden.finetune.calls.GoldenUnits` or the RTL's), the
     adapters with ``masters`` (name -> int64 ``(r, N)``), perturbation ``sign`` and
     ``eps_shift``; the first adapter call of a perturbed pass saves (``+``) or restores
-    (``-``) the generator."""
+    (``-``) the generator. ``attention``: the :class:`~.attention.EngineAttention` on the
+    same units (``cfg.attention`` ``engines``), or None (float attention)."""
 
     def __init__(self, model: QuantModel, units, masters: dict[str, torch.Tensor],
                  sign: int = 0, eps_shift: int = 0):
         self.model, self.units, self.masters = model, units, masters
         self.sign, self.eps_shift = sign, eps_shift
         self.first = True
+        self.attention = EngineAttention(model.attention_scales, units) \
+            if model.cfg.attention == "engines" else None
 
     def __call__(self, key: str, x: torch.Tensor) -> torch.Tensor:
         linear = self.model.linears[key]
@@ -306,7 +327,10 @@ class IntegerLinears:
 class FloatLinears:
     """The float twin of :class:`IntegerLinears`: float32 maps; each adapter adds
     ``(x A)(Tp_f * column_scale)`` with ``Tp_f = T_f + sign * z * 2^-eps_shift``, ``z`` the
-    next perturbation from ``draw(name, shape)`` (the same stream, in the same order)."""
+    next perturbation from ``draw(name, shape)`` (the same stream, in the same order);
+    attention in float32 (``attention`` None)."""
+
+    attention = None
 
     def __init__(self, model: QuantModel, masters: dict[str, torch.Tensor], draw=None,
                  sign: int = 0, eps_shift: int = 0):

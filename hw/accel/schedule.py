@@ -29,7 +29,16 @@ use the same masters, so they are independent; the schedule runs them side by si
   chunk if M does not fit);
 * **phases**: the maps that can run at once (a block's query, key, value: the engines and
   the layers side by side), then attn_out, ffn_in, ffn_out, the head, the update walks;
-  the host's work (softmax, LayerNorm, GELU, the attention products) sits between them.
+  the host's work (softmax, LayerNorm, GELU, the attention products) sits between them;
+* **attention on the engines** (``attention`` ``engines``,
+  :mod:`zoforge.golden.finetune.attention`): after a block's qkv phase, ``blockN.scores``
+  (S = Q·K^T, one ``gemm-raw`` job L x d x L per sequence, head and branch) and, after the
+  host's softmax, ``blockN.context`` (C = P·V, L x L x d), whole jobs spread over the
+  engines (job i on engine ``i mod E``); each job its own operands (q or P as X, K^T or V as
+  W, int32 S or C out). Each job's W is its own sequence's and head's, so jobs are never
+  concatenated along M, except Q·K^T of the branches of one sequence and head in the first
+  adapted block when ``key`` carries no adapter (K is then the same for every branch: one
+  job of M = S x L, ``branches`` S). A block below ``first_adapted`` runs them once.
 
 Every :class:`Job` is a job the RTL units run: ``gemm`` / ``gemm-raw`` (the engine's int8
 or int32 job) and the ZO layer's own jobs (:data:`zoforge.hw.zolayer.registers.JOBS`).
@@ -47,6 +56,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError, check_choice, check_int_range
+from zoforge.golden.finetune.config import ATTENTION_PRODUCTS, ATTENTIONS
 
 __all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "Job", "Transfer", "Phase",
            "Schedule", "step_schedule", "MAC_JOBS", "MAPPINGS"]
@@ -151,6 +161,7 @@ class Schedule:
     first_adapted: int
     phases: tuple[Phase, ...]
     mapping: str = "split"
+    attention: str = "host"
 
     @property
     def jobs(self) -> list[Job]:
@@ -225,6 +236,25 @@ class _Builder:
                     Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=raw),
                     Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=raw, write=True)]
 
+    def attention_jobs(self, name: str, count: int, m: int, k: int, n: int,
+                       branches: int) -> None:
+        """``count`` separate raw jobs ``m x k x n`` (each its own X and W), job i on engine
+        ``i mod engines``; M beyond ``max_m`` in chunks, N beyond ``max_n`` in slices."""
+        e = self.engine
+        if k > e.max_k:
+            raise ConfigError("engine_max_k", f"at least {k} ({name}'s K)", e.max_k)
+        for i in range(count):
+            for rows in _chunks(m, e.max_m):
+                self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0))
+                for cols in _slices(n, 1, e.max_n):
+                    self.jobs.append(Job(ENGINE, i % self.accel.engines, "gemm-raw", rows, k,
+                                         cols, 0, branches, name))
+                    self.transfers += [
+                        Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
+                        Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=True),
+                        Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=True,
+                                 write=True)]
+
     def layer_map(self, name: str, k: int, n: int, shared: bool) -> None:
         cfg, shape = self.layer, self.shape
         if cfg.mode != "lora-fa":
@@ -285,13 +315,16 @@ class _Builder:
         self.close("update")
 
 
-def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split") -> Schedule:
+def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split",
+                  attention: str = "host") -> Schedule:
     """The step of ``shape`` (a ``ModelShape``) on ``accel`` (an ``AcceleratorConfig``),
     adapters on blocks ``first_adapted`` and above, their maps run as ``mapping`` (one of
-    :data:`MAPPINGS`; module docstring). A map that does not fit a unit is a ConfigError
-    naming the accelerator's field."""
+    :data:`MAPPINGS`), Q·K^T and P·V on the host or the engines (``attention``, one of
+    :data:`~zoforge.golden.finetune.config.ATTENTIONS`; module docstring). A map that does
+    not fit a unit is a ConfigError naming the accelerator's field."""
     check_int_range("first_adapted", first_adapted, 0, shape.blocks - 1)
     check_choice("mapping", mapping, MAPPINGS)
+    check_choice("attention", attention, ATTENTIONS)
     build = _Builder(shape, accel, first_adapted)
     h, f, S = shape.hidden, shape.ffn, build.branches
     adapted = ADAPTED_ORDER[:shape.adapted]
@@ -321,7 +354,32 @@ def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split") 
                 if lora:
                     build.layer_map(name, build.rank, n, shared)
             build.close(f"block{block}.{group}")
+            if group == "qkv" and attention == "engines":
+                _attention(build, block, adapted)
     build.engine_map("head", S * shape.batch, h, shape.classes, S, raw=True)
     build.close("head")
     build.updates()
-    return Schedule(shape, accel, first_adapted, tuple(build.phases), mapping)
+    return Schedule(shape, accel, first_adapted, tuple(build.phases), mapping, attention)
+
+
+def _attention(build: _Builder, block: int, adapted: tuple[str, ...]) -> None:
+    """Block ``block``'s Q·K^T and P·V phases (module docstring): per sequence and head, one
+    job if X and W are the same for every branch, one of the branches concatenated along M
+    if only W is, else one per branch."""
+    shape, S = build.shape, build.branches
+    L, d = shape.seq_len, shape.hidden // shape.heads
+    heads = shape.batch * shape.heads
+
+    def shared(map_: str) -> bool:       # the map's output the same for every branch
+        return block < build.first or (block == build.first and map_ not in adapted)
+    q, k, v = (shared(map_) for map_ in ("query", "key", "value"))
+    for name, x_shared, w_shared, (m, depth, n) in zip(
+            (f"block{block}.{p}" for p in ATTENTION_PRODUCTS), (q, q and k), (k, v),
+            ((L, d, L), (L, L, d))):
+        if x_shared and w_shared:
+            build.attention_jobs(name, heads, m, depth, n, 1)
+        elif w_shared:
+            build.attention_jobs(name, heads, S * m, depth, n, S)
+        else:
+            build.attention_jobs(name, S * heads, m, depth, n, 1)
+        build.close(name)

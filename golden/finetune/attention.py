@@ -1,0 +1,89 @@
+"""The quantized attention: Q·K^T and P·V as raw GEMM-engine jobs (issue 32; ``attention``
+``engines`` of :class:`~.config.FinetuneConfig`).
+
+Per block, per-tensor int8 scales ``s_q``, ``s_k``, ``s_v`` (:class:`AttentionScales`,
+calibrated like every activation scale: ``percentile(|t|, ACT_PERCENTILE) / 127`` of the
+float model's query, key and value outputs). For one forward, the heads split
+(``(..., B, heads, L, d)``, float32 q, k, v from the maps) and J = B x heads (the leading
+axes flattened, sequence-major)::
+
+    q8 = clamp(round_half_even(q / s_q), -127, 127)       (k8, v8 alike)      int8
+                                                  (:func:`quantize_activation`)
+    S[j]  = engine raw job (x = q8[j] (L, d), w = k8[j]^T (d, L), bias 0)
+          = wrap32(q8[j] · k8[j]^T)                                         int32 (L, L)
+    scores = float32(float64(S) * (s_q * s_k / sqrt(d))) + mask bias       float32
+    P      = softmax(scores, last axis)                                     float32
+    p8     = clamp(round_half_even(float64(P) * 127), 0, 127)               int8 (scale 1/127)
+    C[j]  = engine raw job (x = p8[j] (L, L), w = v8[j] (L, d), bias 0)
+          = wrap32(p8[j] · v8[j])                                           int32 (L, d)
+    context = float32(float64(C) * (s_v / 127))
+
+(round half to even as ``torch.round``; the mask bias is :func:`~zoforge.golden.models.
+attention_bias`, the float path's.) The jobs are named ``block<b>.scores`` and
+``block<b>.context`` (:data:`~.config.ATTENTION_PRODUCTS`), one
+:class:`~.calls.EngineCall` per sequence and head in ``j`` order (:func:`~.calls.raw_jobs`):
+the golden units compute each stack as one exact batched product, the RTL's run every call
+(:func:`~.calls.run_raw_jobs`). No wrap occurs: ``|S| <= 127^2 d``, ``|C| <= 127^2 L``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from zoforge.golden.finetune.calls import run_raw_jobs
+from zoforge.golden.finetune.config import ATTENTION_PRODUCTS
+from zoforge.golden.models import attention_bias
+
+__all__ = ["AttentionScales", "EngineAttention", "quantize_activation",
+           "quantize_probabilities", "P_LEVELS"]
+
+#: P's int8 levels: ``p8 = round(P * P_LEVELS)``, scale ``1 / P_LEVELS``.
+P_LEVELS = 127
+
+
+@dataclass(frozen=True)
+class AttentionScales:
+    """One block's per-tensor int8 scales of q, k and v."""
+
+    q: float
+    k: float
+    v: float
+
+
+def quantize_probabilities(p: torch.Tensor) -> torch.Tensor:
+    """``clamp(round_half_even(float64(p) * 127), 0, 127)`` as int8."""
+    return torch.round(p.double() * P_LEVELS).clamp(0, P_LEVELS).to(torch.int8)
+
+
+def quantize_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """``clamp(round_half_even(x / scale), -127, 127)`` as int8 (float64 division): the
+    host's int8 activations, q, k, v here and every map's input
+    (:meth:`~.model.QuantLinear.quantize_input`)."""
+    return torch.round(x.double() / scale).clamp(-127, 127).to(torch.int8)
+
+
+class EngineAttention:
+    """The attention of the module docstring with ``scales`` (block name -> its
+    :class:`AttentionScales`) on ``units`` (anything ``units(call)``; golden units with a
+    ``raw_batch`` compute each product stack at once)."""
+
+    def __init__(self, scales: dict[str, AttentionScales], units):
+        self.scales, self.units = scales, units
+
+    def __call__(self, block: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 mask: torch.Tensor) -> torch.Tensor:
+        """The context (float32, ``q``'s shape) of block ``block`` (e.g. ``block0``)."""
+        s = self.scales[block]
+        lead, (length, d) = q.shape[:-2], q.shape[-2:]
+        q8, k8, v8 = (quantize_activation(t, scale).reshape(-1, length, d)
+                      for t, scale in ((q, s.q), (k, s.k), (v, s.v)))
+        scores_name, context_name = (f"{block}.{p}" for p in ATTENTION_PRODUCTS)
+        raw = run_raw_jobs(self.units, scores_name, q8, k8.transpose(-1, -2))
+        scores = (raw.double() * (s.q * s.k / math.sqrt(d))).float().reshape(*lead, length,
+                                                                             length)
+        p = torch.softmax(scores + attention_bias(mask, torch.float32), dim=-1)
+        p8 = quantize_probabilities(p).reshape(-1, length, length)
+        context = run_raw_jobs(self.units, context_name, p8, v8)
+        return (context.double() * (s.v / P_LEVELS)).float().reshape(*lead, length, d)

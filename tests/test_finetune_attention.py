@@ -1,0 +1,257 @@
+"""The quantized attention on the GEMM engine (golden/finetune/attention.py, ``attention``
+``engines``): the context equals a second derivation in numpy int64 per sequence and head
+(q, k, v saturated at +-127, P at both ends 0 and 127, masked positions); the golden units'
+batched raw product equals the per-call engine jobs (past the 32-bit wrap too); a whole
+ZoFinetune step with engine attention equals the same step run call by call; the host
+attention is untouched (no attention calls, float twin the same); the limits are one line."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from zoforge.errors import ConfigError
+from zoforge.golden.finetune.attention import AttentionScales, EngineAttention
+from zoforge.golden.finetune.calls import EngineCall, GoldenUnits, raw_jobs
+from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.golden.finetune.model import check_model_limits
+from zoforge.golden.finetune.train import ZoFinetune, prepare
+from zoforge.golden.models import tiny_encoder
+
+CFG = FinetuneConfig(blocks=1, seq_len=8, batch=2, queries=2, n_train=8, n_test=4,
+                     calibration=4, rank=4, engine_rows=4, engine_cols=4, attention="engines")
+
+
+def units(**kw):
+    return GoldenUnits(CFG.generator().golden(), CFG.layer_rows, **kw)
+
+
+class PerCall:
+    """Units without ``raw_batch``: every job one call to the golden units (the RTL's way)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __call__(self, call):
+        return self.inner(call)
+
+
+# -- the integer attention against a derivation by hand -----------------------------------------
+
+def numpy_attention(q, k, v, mask, s: AttentionScales):
+    """The module docstring's formulas per sequence and head: numpy int64 products, numpy
+    rounding (half to even), float32 softmax (torch's, the float step the docstring
+    names). Returns the context and the int8 q, k, v and P it used."""
+    def int8(t, scale):
+        return np.clip(np.round(t.numpy().astype(np.float64) / scale), -127, 127) \
+            .astype(np.int64)
+    q8, k8, v8 = int8(q, s.q), int8(k, s.k), int8(v, s.v)
+    B, heads, L, d = q.shape
+    out = np.zeros((B, heads, L, d), np.float32)
+    p8 = np.zeros((B, heads, L, L), np.int64)
+    low = np.finfo(np.float32).min
+    for b in range(B):
+        bias = np.where(mask[b].numpy() == 1, np.float32(0), np.float32(low))
+        for h in range(heads):
+            scores = np.zeros((L, L), np.int64)
+            for i in range(L):
+                for j in range(L):
+                    scores[i, j] = sum(int(q8[b, h, i, t]) * int(k8[b, h, j, t])
+                                       for t in range(d))
+            scaled = (scores.astype(np.float64) * (s.q * s.k / math.sqrt(d))) \
+                .astype(np.float32) + bias[None, :]
+            p = torch.softmax(torch.from_numpy(scaled), dim=-1).numpy()
+            p8[b, h] = np.clip(np.round(p.astype(np.float64) * 127), 0, 127)
+            context = p8[b, h] @ v8[b, h]                          # int64, exact
+            out[b, h] = (context.astype(np.float64) * (s.v / 127)).astype(np.float32)
+    return torch.from_numpy(out), q8, k8, v8, p8
+
+
+def test_engine_attention_equals_numpy_per_head_at_the_corners():
+    g = torch.Generator().manual_seed(3)
+    B, heads, L, d = 2, 3, 6, 4
+    q = torch.randn(B, heads, L, d, generator=g) * 2.0
+    k = torch.randn(B, heads, L, d, generator=g) * 2.0
+    v = torch.randn(B, heads, L, d, generator=g) * 2.0
+    k[0, 0] *= 0.01
+    k[0, 0, 2] = 40.0                   # one key that takes all of sequence 0's P (127)
+    q[0, 0] = q[0, 0].abs() + 20.0
+    q[1, 2, 0], v[1, 1, 3] = -500.0, 500.0          # saturated at -127 and +127
+    mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]])
+    s = AttentionScales(q=0.05, k=0.04, v=0.03)
+    golden = units(record=True)
+    got = EngineAttention({"block0": s}, golden)("block0", q, k, v, mask)
+    want, q8, k8, v8, p8 = numpy_attention(q, k, v, mask, s)
+    assert torch.equal(got, want)
+    assert {q8.min(), v8.max()} == {-127, 127}
+    assert p8.max() == 127 and (p8[0, 0, :, 2] == 127).all()
+    assert (p8[0, :, :, 5] == 0).all() and (p8[1, :, :, 3:] == 0).all()    # masked: 0
+    # the jobs: one per sequence and head, in that order, with these operands
+    scores = [c for c in golden.log if c.name == "block0.scores"]
+    context = [c for c in golden.log if c.name == "block0.context"]
+    assert len(scores) == len(context) == B * heads
+    for j, (sc, cc) in enumerate(zip(scores, context)):
+        b, h = divmod(j, heads)
+        assert sc.raw and cc.raw and not sc.bias.any() and not cc.bias.any()
+        assert np.array_equal(sc.x.numpy(), q8[b, h]) and np.array_equal(sc.w.numpy(),
+                                                                          k8[b, h].T)
+        assert np.array_equal(cc.x.numpy(), p8[b, h]) and np.array_equal(cc.w.numpy(),
+                                                                          v8[b, h])
+
+
+def test_engine_attention_keeps_leading_axes():
+    """A copy axis in front (``(K, B, heads, L, d)``) is flattened and restored: each copy
+    equals its own run."""
+    g = torch.Generator().manual_seed(5)
+    q, k, v = (torch.randn(2, 2, 2, 5, 4, generator=g) for _ in range(3))
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 0, 0, 0]])
+    attention = EngineAttention({"block1": AttentionScales(0.02, 0.03, 0.01)}, units())
+    both = attention("block1", q, k, v, mask)
+    assert both.shape == q.shape
+    for c in range(2):
+        assert torch.equal(both[c], attention("block1", q[c], k[c], v[c], mask))
+
+
+# -- the batched golden product against per-call jobs -------------------------------------------
+
+def _per_call(x, w):
+    plain = units()
+    return torch.stack([plain(call) for call in raw_jobs("t", x, w)])
+
+
+@pytest.mark.parametrize("fill", [None, -128, 127])
+def test_raw_batch_equals_per_call_engine_jobs(fill):
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(-128, 128, (5, 7, 9), generator=g, dtype=torch.int8)
+    w = torch.randint(-128, 128, (5, 9, 6), generator=g, dtype=torch.int8)
+    if fill is not None:
+        x.fill_(fill)
+        w.fill_(-128)
+    recorded = units(record=True)
+    got = recorded.raw_batch("t", x, w)
+    assert torch.equal(got, _per_call(x, w))
+    want = torch.einsum("jmk,jkn->jmn", x.long(), w.long())      # exact int64, no wrap here
+    assert torch.equal(got, want)
+    assert [(c.name, c.raw) for c in recorded.log] == [("t", True)] * 5
+    assert all(torch.equal(c.x, x[j]) and torch.equal(c.w, w[j])
+               for j, c in enumerate(recorded.log))
+
+
+@pytest.mark.parametrize("k", [2 ** 17 - 4, 2 ** 17 + 4])
+def test_raw_batch_wraps_like_the_engine_past_2_to_31(k):
+    """All -128: each product 2^14, the sum 2^14 k; at k = 2^17 + 4 it wraps to
+    2^31 + 2^16 - 2^32."""
+    x = torch.full((2, 1, k), -128, dtype=torch.int8)
+    w = torch.full((2, k, 2), -128, dtype=torch.int8)
+    got = units().raw_batch("t", x, w)
+    exact = 2 ** 14 * k
+    want = (exact + 2 ** 31) % 2 ** 32 - 2 ** 31
+    assert (got == want).all() and torch.equal(got, _per_call(x, w))
+    assert (want < 0) == (k > 2 ** 17)
+
+
+# -- a whole step --------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def prepared():
+    model = tiny_encoder(hidden=32, layers=1, heads=2, intermediate=64)
+    return prepare(CFG, model_and_tokenizer=model)
+
+
+def test_step_with_engine_attention_equals_the_per_call_step(prepared):
+    batched_units, per_call_inner = units(record=True), units(record=True)
+    batched = ZoFinetune(prepared, "int8", units=batched_units)
+    per_call = ZoFinetune(prepared, "int8", units=PerCall(per_call_inner))
+    for _ in range(2):
+        a, b = batched.step(), per_call.step()
+        assert a.losses == b.losses and a.grads == b.grads
+        for name in a.masters:
+            assert torch.equal(a.masters[name], b.masters[name]), name
+    assert any(m.abs().sum() > 0 for m in a.masters.values())        # the step moved
+    assert batched_units.generator.save() == per_call_inner.generator.save()
+    assert [(c.name, type(c)) for c in batched_units.log] == \
+        [(c.name, type(c)) for c in per_call_inner.log]
+    # per forward and block: B x heads jobs of each product, M = L, K = d / L, N = L / d
+    L, d, jobs = CFG.seq_len, 32 // 2, CFG.batch * 2
+    scores = [c for c in batched_units.log if c.name == "block0.scores"]
+    context = [c for c in batched_units.log if c.name == "block0.context"]
+    forwards = 2 * 2 * CFG.queries            # 2 steps, a + and a - forward per query
+    assert len(scores) == len(context) == forwards * jobs
+    assert {tuple(c.x.shape) + (c.w.shape[1],) for c in scores} == {(L, d, L)}
+    assert {tuple(c.x.shape) + (c.w.shape[1],) for c in context} == {(L, L, d)}
+    assert all(isinstance(c, EngineCall) and c.raw for c in scores + context)
+
+
+def test_engine_attention_changes_int8_not_float(prepared):
+    """The int8 forward differs from the host attention's (it is used), the float twin's
+    is the same (float attention either way)."""
+    host = prepare(CFG.replace(attention="host"),
+                   model_and_tokenizer=tiny_encoder(hidden=32, layers=1, heads=2,
+                                                    intermediate=64))
+    assert host.model.attention_scales == {} and set(prepared.model.attention_scales) == \
+        {"block0"}
+    ids, mask, _ = prepared.test
+    logits = {}
+    for name, p in (("engines", prepared), ("host", host)):
+        for arithmetic in ("int8", "float"):
+            zo = ZoFinetune(p, arithmetic)
+            linears = zo.linears(zo.masters)
+            assert (linears.attention is None) == (arithmetic == "float" or name == "host")
+            logits[name, arithmetic] = p.model.logits(ids, mask, linears)
+    assert torch.equal(logits["engines", "float"], logits["host", "float"])
+    assert not torch.equal(logits["engines", "int8"], logits["host", "int8"])
+    recorded = units(record=True)
+    ZoFinetune(host, "int8", units=recorded).step()
+    assert not any(c.name.endswith((".scores", ".context")) for c in recorded.log)
+
+
+# -- the limits ------------------------------------------------------------------------------------
+
+def test_bad_attention_is_one_line():
+    with pytest.raises(ConfigError) as error:
+        FinetuneConfig(attention="fabric")
+    text = str(error.value)
+    assert "attention" in text and "host, engines" in text and "\n" not in text
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    return tiny_encoder(hidden=32, layers=1, heads=2, intermediate=64)[0]
+
+
+@pytest.mark.parametrize("attention, seq_len, ok", [
+    ("engines", 64, True), ("engines", 65, False), ("host", 65, True), ("host", 128, True)])
+def test_engine_attention_seq_len_limit(tiny_model, attention, seq_len, ok):
+    """P·V's K is seq_len: at most the model's widest map (max(32, 64) = 64 here)."""
+    cfg = FinetuneConfig(blocks=1, seq_len=seq_len, batch=1, n_train=8, n_test=4,
+                         calibration=4, rank=4, attention=attention)
+    if ok:
+        check_model_limits(cfg, tiny_model)
+        return
+    with pytest.raises(ConfigError) as error:
+        check_model_limits(cfg, tiny_model)
+    assert error.value.parameter == "seq_len" and "<= 64" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_engine_attention_step_on_verilator_is_bit_exact(prepared):
+    """RtlUnits(..., "all"): one step with every map and every attention job (Q·K^T and
+    P·V per sequence and head) on the RTL engine, the adapters on the RTL ZO layer, equals
+    the golden step; every call is also compared with the RTL units' own golden model."""
+    from zoforge.sim.finetune_cosim import RtlUnits    # Verilator: slow tests only
+    golden = units(record=True)
+    record = ZoFinetune(prepared, "int8", units=golden).step()
+    with RtlUnits(CFG, 32, 64, "all") as rtl:
+        step = ZoFinetune(prepared, "int8", units=rtl).step()
+        by_name = dict(rtl.cycles_by_name)
+        assert rtl.rtl_calls == len(golden.log)
+    assert step.grads == record.grads and step.losses == record.losses
+    for name, master in record.masters.items():
+        assert torch.equal(step.masters[name], master), name
+    assert {"block0.scores engine", "block0.context engine"} <= set(by_name)
+    print(f"engine-attention step on the RTL: {sum(by_name.values())} cycles; per call: "
+          f"{by_name}")
