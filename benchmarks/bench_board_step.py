@@ -3,8 +3,9 @@
 Prints TOPS, GOPS/DSP, seconds and joules per step, forward tokens per second and DDR bytes
 per step for the board-sized design (reports/accel_cost.py on the planned or given
 accelerator) with both adapter mappings (split: X·W and U on the engines, the ZO layers
-only U·Tp; layer: all on the ZO layers), host included, fabric only and with Q·K^T and P·V
-modelled on the engines (not built); today's two units
+only U·Tp; layer: all on the ZO layers) and both attentions (host: Q·K^T and P·V in float32
+on the ARM cores; engines: raw int8 engine jobs per sequence and head,
+golden/finetune/attention.py), host included and fabric only; today's two units
 (reports/finetune_cost.predicted_step_cycles), the anchors beside them (labelled as
 theirs), the phases' roofline, hand-chosen designs (unless --no-candidates) and (unless
 --no-check) the cycle model's error against co-simulation for every job kind on
@@ -20,7 +21,7 @@ import os
 
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.golden.finetune.config import ATTENTIONS, FinetuneConfig
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
 from zoforge.hw.accel.schedule import MAPPINGS, step_schedule
@@ -87,8 +88,7 @@ DSP_BOUND = {"engines": 7, "engine_rows": 64, "engine_cols": 8, "layers": 3, "la
 
 
 def _design_rows(label: str, fields: dict, with_energy: bool = True) -> None:
-    """The table's rows of one design: host included, fabric only, and the modelled step
-    with Q.K^T and P.V on the engines."""
+    """The table's rows of one design and attention: host included, fabric only."""
     seconds, fabric = fields["seconds_per_step_at_fmax"], fields["board_fabric_seconds_per_step"]
     macs, dsp = fields["macs_per_step"], fields["dsp"]
     _row(f"{label}, host included", "cycle-model + arm-estimate", fields["tops"],
@@ -96,9 +96,14 @@ def _design_rows(label: str, fields: dict, with_energy: bool = True) -> None:
          fields["tokens_per_second"], fields["ddr_bytes_per_step"])
     _row(f"{label}, fabric only", "cycle-model", 2 * macs / fabric / 1e12,
          2 * macs / fabric / dsp / 1e9, fabric, None, None, fields["ddr_stream_bytes_per_step"])
-    attention = seconds - fields["attention_on_fabric_seconds_saved"]
-    _row(f"{label}, Q.K^T and P.V on the engines", "modelled, not built", None, None,
-         attention, None, None, None)
+
+
+def _attention_rows(label: str, cfg, accel) -> None:
+    """:func:`_design_rows` of ``accel`` (split mapping) with each attention."""
+    for attention in ATTENTIONS:
+        fields = board_step_fields(cfg.replace(attention=attention), 384, 1536, 12, 2,
+                                   "zcu102", accel)
+        _design_rows(f"{label}, {attention} attention", fields)
 
 
 def _header() -> None:
@@ -143,24 +148,33 @@ def main() -> None:
     cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
     shape = ModelShape(blocks=6, batch=4, seq_len=128, queries=2)
     fixed = {k: int(v) for k, v in (item.split("=", 1) for item in args.fix)}
-    # the design zoforge finetune --design accelerator reports: the planner's fastest
-    accel = (plan_accelerator(board, shape, **fixed) if fixed else
-             fastest_accelerator(board, shape, cfg, "split",
-                                 UNIT_FIGURES["zcu102"]["fmax_mhz"]))
+    # the design zoforge finetune --design accelerator reports: the planner's fastest (for
+    # each attention: the search prices the step with it)
+    designs = {attention: plan_accelerator(board, shape, **fixed) if fixed else
+               fastest_accelerator(board, shape, cfg.replace(attention=attention), "split",
+                                   UNIT_FIGURES["zcu102"]["fmax_mhz"])
+               for attention in ATTENTIONS}
+    accel = designs["host"]
     step, unfit = {}, {}
     for mapping in MAPPINGS:
-        try:
-            step[mapping] = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel,
-                                              mapping=mapping)
-        except ConfigError as error:          # e.g. layer_max_k = r: the layer mapping
-            unfit[mapping] = str(error)
-    fields = step["split"]
-    print(f"\n{'given' if fixed else 'planned'} design: {_brief(accel)}: {accel.to_dict()}")
+        for attention in ATTENTIONS:
+            try:
+                step[mapping, attention] = board_step_fields(
+                    cfg.replace(attention=attention), 384, 1536, 12, 2, "zcu102",
+                    designs[attention], mapping=mapping)
+            except ConfigError as error:          # e.g. layer_max_k = r: the layer mapping
+                unfit[mapping] = str(error)
+    fields = step["split", "host"]
+    label = "given" if fixed else "planned"
+    print(f"\n{label} design: {_brief(accel)}: {accel.to_dict()}")
+    if designs["engines"] != accel:
+        print(f"{label} design for engine attention: {_brief(designs['engines'])}: "
+              f"{designs['engines'].to_dict()}")
     print(f"clock {fields['fmax_mhz']} MHz ({fields['fmax_source']}); host "
           f"{fields['board_host_source']}")
     _header()
-    for mapping in step:
-        _design_rows(f"{'given' if fixed else 'planned'}, {mapping} mapping", step[mapping])
+    for (mapping, attention), f in step.items():
+        _design_rows(f"{label}, {mapping} mapping, {attention} attention", f)
     _today(shape, board)
     for name, source, tops, gops in ANCHORS:
         _row(name, source + " (theirs)", tops, gops, None, None, None, None)
@@ -168,19 +182,25 @@ def main() -> None:
           "row's is packed)")
     for mapping, reason in unfit.items():
         print(f"{mapping} mapping: does not fit this design ({reason})")
-    for mapping, f in step.items():
-        print(f"{mapping}: host share {f['board_host_seconds_per_step'] * 1e3:.2f} ms of "
-              f"{f['seconds_per_step_at_fmax'] * 1e3:.2f} ms; Q.K^T, P.V on the engines "
-              f"would save {f['attention_on_fabric_seconds_saved'] * 1e3:.2f} ms (modelled)")
-    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted), fields["fmax_mhz"],
-                           board.ddr_bytes_per_s)
-    print("\n| phase (split mapping) | cycles | busiest unit | compute ms | DDR ms (packed) "
-          "| bound |")
-    print("|---|---|---|---|---|---|")
-    for phase in price.phases[:6] + price.phases[-2:]:
-        busiest = max(phase.unit_cycles, key=phase.unit_cycles.get)
-        print(f"| {phase.name} | {phase.cycles:,} | {busiest[0]} {busiest[1]} | "
-              f"{phase.compute_s * 1e3:.3f} | {phase.memory_s * 1e3:.3f} | {phase.bound} |")
+    for (mapping, attention), f in step.items():
+        saved = f["attention_on_fabric_seconds_saved"]
+        print(f"{mapping}, {attention} attention: host share "
+              f"{f['board_host_seconds_per_step'] * 1e3:.2f} ms of "
+              f"{f['seconds_per_step_at_fmax'] * 1e3:.2f} ms"
+              + (f"; the rough model of Q.K^T, P.V on the engines (no quantization, no DDR) "
+                 f"would save {saved * 1e3:.2f} ms" if attention == "host" else ""))
+    for attention in ATTENTIONS:
+        price = price_schedule(step_schedule(shape, designs[attention], cfg.first_adapted,
+                                             attention=attention),
+                               fields["fmax_mhz"], board.ddr_bytes_per_s)
+        print(f"\n| phase (split mapping, {attention} attention) | cycles | busiest unit | "
+              "compute ms | DDR ms (packed) | bound |")
+        print("|---|---|---|---|---|---|")
+        for phase in price.phases[:6] + price.phases[-2:]:
+            busiest = max(phase.unit_cycles, key=phase.unit_cycles.get)
+            print(f"| {phase.name} | {phase.cycles:,} | {busiest[0]} {busiest[1]} | "
+                  f"{phase.compute_s * 1e3:.3f} | {phase.memory_s * 1e3:.3f} | "
+                  f"{phase.bound} |")
     if not args.no_candidates:
         _candidates(cfg, shape, board)
     if not args.no_check:
@@ -194,13 +214,12 @@ def _candidates(cfg, shape, board) -> None:
     _header()
     for fixed in HAND_CHOSEN:
         accel = plan_accelerator(board, shape, layer_max_k=8, layer_max_r=8, **fixed)
-        fields = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel)
-        _design_rows(f"hand-chosen: {_brief(accel)}", fields)
+        _attention_rows(f"hand-chosen: {_brief(accel)}", cfg, accel)
     accel = AcceleratorConfig(board="zcu102", **DSP_BOUND)
-    fields = board_step_fields(cfg, 384, 1536, 12, 2, "zcu102", accel)
     used = estimate_resources(accel)["total"]
-    _design_rows(f"DSP-bound, does NOT fit ({used['LUT']:,} LUT of "
-                 f"{budget(board)['LUT']:,} allowed, yosys-estimate): {_brief(accel)}", fields)
+    _attention_rows(f"DSP-bound, does NOT fit ({used['LUT']:,} LUT of "
+                    f"{budget(board)['LUT']:,} allowed, yosys-estimate): {_brief(accel)}",
+                    cfg, accel)
 
 
 if __name__ == "__main__":

@@ -184,6 +184,22 @@ def test_step_with_engine_attention_equals_the_per_call_step(prepared):
     assert all(isinstance(c, EngineCall) and c.raw for c in scores + context)
 
 
+def test_attention_scales_are_the_float_outputs_percentile(prepared):
+    """s_q, s_k, s_v: the 99.99th percentile of |q|, |k|, |v| of the float model over the
+    calibration examples (padding included) over 127, derived here from the model's own
+    modules and numpy."""
+    model, cfg = prepared.model, prepared.cfg
+    ids, mask = prepared.probe[0][:cfg.calibration], prepared.probe[1][:cfg.calibration]
+    with torch.no_grad():
+        h = model.model.embeddings(input_ids=ids)
+        self_attention = model.model.encoder.layer[0].attention.self
+        want = [np.percentile(np.abs(getattr(self_attention, name)(h).double().numpy()),
+                              99.99) / 127 for name in ("query", "key", "value")]
+    s = model.attention_scales["block0"]
+    assert [s.q, s.k, s.v] == pytest.approx(want, rel=1e-12)
+    assert len(set(want)) == 3
+
+
 def test_engine_attention_changes_int8_not_float(prepared):
     """The int8 forward differs from the host attention's (it is used), the float twin's
     is the same (float attention either way)."""
