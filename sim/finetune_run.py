@@ -3,7 +3,9 @@
 ``FinetuneRun(cfg, RunOptions(...))`` checks, before any work, what needs no model: the
 options (``threads``, ``rtl``), the output folder ``out`` and its files (:data:`OUT_FILES`),
 and ``json`` (:func:`check_json`). :meth:`FinetuneRun.load` loads the model and checks its
-limits (``--blocks``, ``--seq-len``) and, with ``rtl``, the co-simulation's
+limits (``--blocks``, ``--seq-len``; with ``cfg.attention`` ``engines`` the engine's depth
+for P·V, :func:`~zoforge.golden.finetune.model.check_model_limits`) and, with ``rtl``, the
+co-simulation's
 (:func:`zoforge.sim.finetune_cosim.check_rtl_limits`). :meth:`FinetuneRun.run` (loading
 first if needed) then: prepares (:func:`~zoforge.golden.finetune.train.prepare`: data, the
 head, the int8 calibration), takes the accuracies before (int8, float), runs ``cfg.steps``

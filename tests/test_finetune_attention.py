@@ -232,6 +232,16 @@ def test_bad_attention_is_one_line():
     assert "attention" in text and "host, engines" in text and "\n" not in text
 
 
+def test_result_fields_leave_out_the_host_attention():
+    """Stored results keep their keys: ``attention`` at ``host`` (every earlier run's) is
+    left out of the key's fields, ``engines`` is in."""
+    cfg = FinetuneConfig()
+    assert "attention" not in cfg.result_fields()
+    assert cfg.result_fields() == {k: v for k, v in cfg.field_values().items()
+                                   if k != "attention"}
+    assert cfg.replace(attention="engines").result_fields()["attention"] == "engines"
+
+
 @pytest.fixture(scope="module")
 def tiny_model():
     return tiny_encoder(hidden=32, layers=1, heads=2, intermediate=64)[0]

@@ -49,7 +49,7 @@ from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 
 __all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS", "DATA_CLASSES",
            "DEFAULTS", "FEWSHOT_DEFAULTS", "GENERATOR_FIELDS", "ATTENTIONS",
-           "ATTENTION_PRODUCTS"]
+           "ATTENTION_PRODUCTS", "ADDED_WITH"]
 
 #: The linear maps (names of :data:`zoforge.golden.models.LAYER_LINEARS`) that carry a
 #: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
@@ -61,6 +61,10 @@ ATTENTIONS = ("host", "engines")
 #: The engine-attention's two products, by the names of their calls (``block0.scores``:
 #: S = Q·K^T; ``block0.context``: C = P·V).
 ATTENTION_PRODUCTS = ("scores", "context")
+#: Fields added after results were stored, with the value every earlier run had: a
+#: fine-tuning's key (:meth:`FinetuneConfig.result_fields`) leaves such a field out while it
+#: has that value, so stored results keep their keys (as ``zoforge.golden.zo.config``'s).
+ADDED_WITH = {"attention": "host"}
 #: Most tokens (batch x seq_len) of one call: the units' token buffers.
 MAX_TOKENS = 4096
 #: Classes of the fine-tuning data (Rotten Tomatoes: negative, positive; ``prepare`` checks
@@ -165,6 +169,12 @@ class FinetuneConfig(Config):
                               f"whole few-shot set is one batch of at most {_BATCH.high} "
                               f"examples and {MAX_TOKENS} tokens; or give --batch)",
                               self.k_shot)
+
+    def result_fields(self) -> dict:
+        """Every field but those of :data:`ADDED_WITH` at their earlier value: what a
+        fine-tuning's key should hash (the run's result is a function of them)."""
+        return {k: v for k, v in self.field_values().items()
+                if not (k in ADDED_WITH and v == ADDED_WITH[k])}
 
     @property
     def train_size(self) -> int:
