@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.attention import AttentionScales, EngineAttention
+from zoforge.golden.finetune.attention import (AttentionScales, EngineAttention,
+                                               quantize_probabilities)
 from zoforge.golden.finetune.calls import EngineCall, GoldenUnits, raw_jobs
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.model import check_model_limits
@@ -101,6 +102,20 @@ def test_engine_attention_equals_numpy_per_head_at_the_corners():
                                                                           v8[b, h])
 
 
+def test_p_quantized_in_float64_at_every_half_step():
+    """P at the float32 values around every (k + 1/2) / 127 and at 0 and 1: round half to
+    even of the exact float64 P x 127 (numpy), where float32 P x 127 would round some of
+    them the other way."""
+    mids = np.array([(k + 0.5) / 127 for k in range(127)], np.float32)
+    p = np.concatenate([np.nextafter(mids, 0), mids, np.nextafter(mids, 1),
+                        np.array([0, 1], np.float32)]).astype(np.float32)
+    want = np.round(p.astype(np.float64) * 127).astype(np.int64)
+    got = quantize_probabilities(torch.from_numpy(p)).numpy()
+    assert np.array_equal(got, want) and got.dtype == np.int8
+    assert want.min() == 0 and want.max() == 127
+    assert (np.round(p * np.float32(127)) != want).any()       # float32 would differ
+
+
 def test_engine_attention_keeps_leading_axes():
     """A copy axis in front (``(K, B, heads, L, d)``) is flattened and restored: each copy
     equals its own run."""
@@ -137,6 +152,19 @@ def test_raw_batch_equals_per_call_engine_jobs(fill):
     assert [(c.name, c.raw) for c in recorded.log] == [("t", True)] * 5
     assert all(torch.equal(c.x, x[j]) and torch.equal(c.w, w[j])
                for j, c in enumerate(recorded.log))
+
+
+@pytest.mark.parametrize("k", [1024, 4096])
+def test_raw_batch_exact_where_float32_would_round(k):
+    """Large same-sign operands: at K = 4096 the sums pass 2^24 (float32's exact integers)
+    and a float32 product rounds them; the batched product equals the exact int64 one."""
+    g = torch.Generator().manual_seed(k)
+    x = torch.randint(100, 128, (2, 3, k), generator=g, dtype=torch.int8)
+    w = torch.randint(100, 128, (2, k, 5), generator=g, dtype=torch.int8)
+    want = torch.einsum("jmk,jkn->jmn", x.long(), w.long())
+    rounded = not torch.equal(torch.matmul(x.float(), w.float()).long(), want)
+    assert (want.abs().max() > 2 ** 24) == rounded == (k == 4096)
+    assert torch.equal(units().raw_batch("t", x, w), want)
 
 
 @pytest.mark.parametrize("k", [2 ** 17 - 4, 2 ** 17 + 4])

@@ -53,8 +53,9 @@ class AttentionScales:
 
 
 def quantize_probabilities(p: torch.Tensor) -> torch.Tensor:
-    """``clamp(round_half_even(float64(p) * 127), 0, 127)`` as int8."""
-    return torch.round(p.double() * P_LEVELS).clamp(0, P_LEVELS).to(torch.int8)
+    """``clamp(round_half_even(float64(p) * 127), 0, 127)`` as int8 (clamped as ``p`` in
+    [0, 1] first: the same values, rounding being monotone; float64(p) * 127 is exact)."""
+    return p.clamp(0, 1).double().mul_(P_LEVELS).round_().to(torch.int8)
 
 
 def quantize_activation(x: torch.Tensor, scale: float) -> torch.Tensor:

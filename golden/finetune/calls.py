@@ -32,7 +32,8 @@ passes of a step into the first adapted block) are reused, not recomputed
 (:attr:`GoldenUnits.shared`: 0 disables it). Every call is still made, logged and, under
 the co-simulation, run on the RTL. A stack of raw jobs of one name (the engine-attention's
 per sequence and head, :func:`raw_jobs`) goes to :meth:`GoldenUnits.raw_batch`: one exact
-batched product (float64, exact below 2^53), logged as its per-job calls; units without
+batched product (float32 or float64, exact at that depth), logged as its per-job calls;
+units without
 ``raw_batch`` (the RTL's) get the calls one by one (:func:`run_raw_jobs`).
 """
 from __future__ import annotations
@@ -224,12 +225,15 @@ class GoldenUnits:
 
     def raw_batch(self, name: str, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """:func:`raw_jobs` ``(name, x, w)`` computed at once: ``wrap32(x[j] @ w[j])`` for
-        every ``j`` as int64 ``(J, M, N)``, by one float64 batched product (exact: every
-        partial sum of int8 products is an integer of magnitude at most 2^14 K, below 2^53
-        for every K below 2^39); logged as the per-job calls (when ``record``)."""
+        every ``j`` as int64 ``(J, M, N)``, by one batched float product, exact: every
+        partial sum of int8 products is an integer of magnitude at most 2^14 K, so float32
+        while that is at most 2^24 (K <= 1024), else float64 (below 2^53 for K < 2^39);
+        logged as the per-job calls (when ``record``)."""
         if self.record:
             self.log.extend(raw_jobs(name, x, w))
-        return gemm_int32(x, w, None, exact_matmul(x, w))
+        exact = torch.float32 if 2 ** 14 * x.shape[-1] <= 2 ** 24 else torch.float64
+        product = torch.matmul(x.to(exact), w.to(exact)).to(torch.int64)
+        return gemm_int32(x, w, None, product)
 
     @staticmethod
     def engine(call: EngineCall, product: torch.Tensor | None = None) -> torch.Tensor:
