@@ -46,8 +46,9 @@ _KEYS = {"format", "key", "digest", "step", "int8", "float", "result", "seconds"
 
 
 def run_key(cfg, float_twin: bool) -> dict:
-    """What a checkpoint must match to be resumed: the configuration and the float twin."""
-    return {"config": cfg.to_dict(), "float_twin": bool(float_twin)}
+    """What a checkpoint must match to be resumed: the configuration
+    (:meth:`~zoforge.golden.finetune.config.FinetuneConfig.key_dict`) and the float twin."""
+    return {"config": cfg.key_dict(), "float_twin": bool(float_twin)}
 
 
 def checkpoint(key: dict, step: int, int8: dict, float_state: dict | None, result: dict,

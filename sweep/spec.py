@@ -91,9 +91,9 @@ def stable_key(kind: str, data: dict) -> str:
 
 def train_key(cfg: TrainConfig | FinetuneConfig) -> str:
     """The key of a training: the hash of the fields its result is a function of (a
-    fine-tuning's: all of them, and the task)."""
+    fine-tuning's: :meth:`FinetuneConfig.result_fields`, and the task)."""
     if isinstance(cfg, FinetuneConfig):
-        return stable_key("train", {TASK_KEY: "finetune", **cfg.field_values()})
+        return stable_key("train", {TASK_KEY: "finetune", **cfg.result_fields()})
     return stable_key("train", cfg.result_fields())
 
 

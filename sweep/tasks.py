@@ -117,9 +117,10 @@ def run_task(kind: str, key: str, spec: dict, work_dir: str) -> dict:
 
 def finetune_spec(cfg: FinetuneConfig) -> dict:
     """A fine-tuning's training spec: ``task = "finetune"``, its generator's
-    ``perturbation`` label (:data:`PERTURBATION_OF`) and its fields."""
+    ``perturbation`` label (:data:`PERTURBATION_OF`) and its fields (those its result is a
+    function of: :meth:`FinetuneConfig.result_fields`)."""
     return {TASK_KEY: "finetune", "perturbation": PERTURBATION_OF[cfg.strategy],
-            **cfg.field_values()}
+            **cfg.result_fields()}
 
 
 def _train(spec: dict, folder: Path, reporter: _Reporter) -> dict:
@@ -159,7 +160,7 @@ def _finetune(spec: dict, folder: Path, reporter: _Reporter) -> dict:
     state = _finetune_checkpoint(path, cfg)
     if state is None:
         before = test()
-        state = {"config": cfg.to_dict(), "step": 0, "seconds": 0.0, "test_before": before,
+        state = {"config": cfg.key_dict(), "step": 0, "seconds": 0.0, "test_before": before,
                  "curve": [zo.train_loss()]}
     else:                                   # resume: the masters, the step, the generator
         zo.masters = {name: torch.tensor(value, dtype=torch.int64)
@@ -198,7 +199,7 @@ def _finetune_checkpoint(path: Path, cfg: FinetuneConfig) -> dict | None:
         state = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    return state if isinstance(state, dict) and state.get("config") == cfg.to_dict() else None
+    return state if isinstance(state, dict) and state.get("config") == cfg.key_dict() else None
 
 
 def _report(spec: dict, folder: Path, reporter: _Reporter) -> dict:

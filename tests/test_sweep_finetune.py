@@ -13,10 +13,11 @@ from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.train import ZoFinetune
 from zoforge.golden.zo.perturbation import make_perturbation
 from zoforge.sweep.results import group_runs, read_runs
-from zoforge.sweep.spec import stable_key, sweep_from_dict
+from zoforge.sim.finetune_checkpoint import run_key
+from zoforge.sweep.spec import stable_key, sweep_from_dict, train_key
 from zoforge.sweep.store import Store
 from zoforge.sweep.tasks import (FINETUNE_CHECKPOINT, PERTURBATION_OF, TRAIN_FIELDS,
-                                 run_folder, run_task)
+                                 finetune_spec, run_folder, run_task)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -40,10 +41,9 @@ def test_a_finetune_sweep_expands_to_finetune_points():
     assert point.train == FinetuneConfig(**TINY, steps=4, strategy="masked")
     assert point.generator == point.train.generator()
     spec = point.train_spec()
-    assert spec == {"task": "finetune", "perturbation": "masked-onthefly",
-                    **point.train.field_values()}
-    assert point.train_key == stable_key("train", {"task": "finetune",
-                                                   **point.train.field_values()})
+    fields = {k: v for k, v in point.train.field_values().items() if k != "attention"}
+    assert spec == {"task": "finetune", "perturbation": "masked-onthefly", **fields}
+    assert point.train_key == stable_key("train", {"task": "finetune", **fields})
     assert [kind for _, kind, _ in sweep.tasks()] == ["report", "train", "train"]
     assert sweep.data["task"] == "finetune"
     assert "task" not in sweep_from_dict({"train": {"model": "tiny"}}).data
@@ -136,3 +136,33 @@ def test_an_interrupted_finetune_task_resumes_from_its_checkpoint(tmp_path, monk
     assert {k: v for k, v in resumed["result"].items() if k not in timing} == {
         k: v for k, v in whole["result"].items() if k not in timing}
     assert whole["result"]["train_loss_curve"][0] != whole["result"]["final_loss"]
+
+
+#: A fine-tuning task as the store held it before ``attention`` existed (runs/lora, seed 0 of
+#: pezo-fig4-lora, 2026-11-26): its spec and the key it was stored under.
+STORED_BEFORE_ATTENTION = (
+    "train-322524304d9cbb8caf80",
+    {"adapted_blocks": 2, "batch": 32, "bits": 6, "blocks": 6, "calibration": 128,
+     "engine_cols": 8, "engine_rows": 8, "eps": 0.004, "k_shot": 16, "layer_cols": 4,
+     "layer_rows": 4, "lr": 0.001, "model": None, "n_rng": 7, "n_test": 1000,
+     "n_train": 2000, "perturbation": "pezo-onthefly", "pool_seed": 0, "pool_size": 4095,
+     "queries": 1, "rank": 8, "seed": 0, "seq_len": 32, "split_seed": 0, "steps": 100,
+     "strategy": "onthefly", "task": "finetune", "terms": 3})
+
+
+def test_a_field_added_at_its_earlier_value_keeps_stored_keys_specs_and_checkpoints():
+    """A field added later (``attention``) at the value every earlier run had changes no
+    stored key, spec or checkpoint match; another value is another task."""
+    key, spec = STORED_BEFORE_ATTENTION
+    fields = {k: v for k, v in spec.items() if k not in ("task", "perturbation")}
+    cfg = FinetuneConfig(**fields)
+    assert cfg.attention == "host"
+    assert train_key(cfg) == key
+    assert finetune_spec(cfg) == spec
+    assert "attention" not in run_key(cfg, True)["config"]
+    assert run_key(cfg, True)["config"] == {k: v for k, v in cfg.to_dict().items()
+                                            if k != "attention"}
+    other = FinetuneConfig(**fields, attention="engines")
+    assert train_key(other) != key
+    assert finetune_spec(other)["attention"] == "engines"
+    assert run_key(other, True)["config"]["attention"] == "engines"

@@ -176,6 +176,13 @@ class FinetuneConfig(Config):
         return {k: v for k, v in self.field_values().items()
                 if not (k in ADDED_WITH and v == ADDED_WITH[k])}
 
+    def key_dict(self) -> dict:
+        """:meth:`to_dict` without the :data:`ADDED_WITH` fields at their earlier value:
+        what a stored checkpoint's configuration is compared with, so one written before
+        such a field existed still resumes."""
+        return {k: v for k, v in self.to_dict().items()
+                if not (k in ADDED_WITH and v == ADDED_WITH[k])}
+
     @property
     def train_size(self) -> int:
         """Examples the steps draw from: the few-shot set, or ``n_train``."""
