@@ -6,7 +6,7 @@ accelerator) with both adapter mappings (split: X·W and U on the engines, the Z
 only U·Tp; layer: all on the ZO layers) and both attentions (host: Q·K^T and P·V in float32
 on the ARM cores; engines: raw int8 engine jobs per sequence and head,
 golden/finetune/attention.py), host included and fabric only; today's two units
-(reports/finetune_cost.predicted_step_cycles), the anchors beside them (labelled as
+(reports/unit_calls.predicted_step_cycles), the anchors beside them (labelled as
 theirs), the phases' roofline, hand-chosen designs (unless --no-candidates) and (unless
 --no-check) the cycle model's error against co-simulation for every job kind on
 scaled-down configurations of the same units: paired engines 4x4 and 8x4, the ZO layer 4x4
@@ -26,12 +26,13 @@ from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
 from zoforge.hw.accel.schedule import MAPPINGS, step_schedule
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.engine.cycles import engine_job_cycles
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.accel_cost import board_step_fields, fastest_accelerator, price_schedule
-from zoforge.reports.finetune_cost import (UNIT_FIGURES, ModelShape, engine_job_cycles,
-                                           measure_adapter_jobs, measure_engine_jobs,
-                                           model_layer_config, predicted_step_cycles,
-                                           step_time_energy)
+from zoforge.reports.model_shape import ModelShape
+from zoforge.reports.rtl_jobs import measure_adapter_jobs, measure_engine_jobs
+from zoforge.reports.step_price import UNIT_FIGURES, step_time_energy
+from zoforge.reports.unit_calls import model_layer_config, predicted_step_cycles
 
 ANCHORS = [("Swin accelerator, XCZU19EG (IEEE TVLSI 2025)", "paper", None, 0.63),
            ("2 x DPU B4096, ZCU104, 300 MHz (Xilinx UG1354, peak)", "vendor", 2.4, None),

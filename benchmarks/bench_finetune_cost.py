@@ -30,18 +30,19 @@ from pathlib import Path
 
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
+from zoforge.hw.engine.cycles import engine_job_cycles
 from zoforge.reports.model import Report
-from zoforge.reports.finetune_cost import (ADAPTER_CALL, COSIM, CYCLE_MODEL, UNIT_FIGURES,
-                                           ModelShape,
-                                           adapter_call, backprop_peak_memory,
-                                           engine_job_cycles, measure_adapter_jobs,
-                                           measure_engine_jobs, memory_bits,
-                                           model_engine_config, model_layer_config,
-                                           predicted_step_cycles, roofline, step_time_energy,
-                                           units_clock_power, update_walk, zo_peak_memory)
+from zoforge.reports.model_shape import ModelShape
+from zoforge.reports.rtl_jobs import COSIM, measure_adapter_jobs, measure_engine_jobs
+from zoforge.reports.step_memory import backprop_peak_memory, memory_bits, zo_peak_memory
+from zoforge.reports.step_price import (UNIT_FIGURES, roofline, step_time_energy,
+                                        units_clock_power)
+from zoforge.reports.unit_calls import (ADAPTER_CALL, CYCLE_MODEL, adapter_call,
+                                        model_engine_config, model_layer_config,
+                                        predicted_step_cycles, update_walk)
 
 #: Per board, the Fmax (value, source) and the power (static W, dynamic W, the clock the
-#: dynamic power was estimated at, source): reports/finetune_cost.py's figures.
+#: dynamic power was estimated at, source): reports/step_price.py's figures.
 DEFAULTS = {board: ((f["fmax_mhz"], f["fmax_source"]),
                     (f["static_w"], f["dynamic_w"], f["power_at_mhz"], f["power_source"]))
             for board, f in UNIT_FIGURES.items()}

@@ -196,7 +196,7 @@ BUGS = (
           "s = (x_peak / w_peak.clamp_min(1e-12)) ** 0.45"),),
         ("tests/test_finetune_golden.py",)),
     Bug("head-once-per-block", "the fine-tuning cost counts the head once per block",
-        "reports/finetune_cost.py",
+        "reports/unit_calls.py",
         (("per_forward * len(frozen_maps)", "per_forward"),),
         ("tests/test_finetune_cost.py",)),
     Bug("zolayer-spread-extra", "the ZO layer's cycle model: side-by-side branches' extra "

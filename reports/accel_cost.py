@@ -41,8 +41,10 @@ from zoforge.golden.finetune.config import ADAPTED
 from zoforge.hw.accel.schedule import ENGINE, Phase, Schedule, step_schedule
 from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
 from zoforge.hw.zolayer.cycles import job_cycles
-from zoforge.reports.finetune_cost import CYCLE_MODEL, UNIT_FIGURES, ModelShape, zo_job_bytes
+from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.power import dynamic_at
+from zoforge.reports.step_price import UNIT_FIGURES
+from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_seconds",
@@ -286,7 +288,7 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     board-sized accelerator, JSON-ready (:data:`BOARD_STEP_KEYS`): ``accel`` (an
     ``AcceleratorConfig``; default :func:`fastest_accelerator` for the board and shape)
     at ``mhz`` (default: the board's yosys-estimate Fmax of today's units,
-    :data:`~zoforge.reports.finetune_cost.UNIT_FIGURES`), the adapters as ``mapping``
+    :data:`~zoforge.reports.step_price.UNIT_FIGURES`), the adapters as ``mapping``
     (:data:`~zoforge.hw.accel.schedule.MAPPINGS`), Q·K^T and P·V where ``cfg.attention``
     says (``attention_on_fabric_seconds_saved``: the modelled gain of moving them to the
     engines, 0 when they are there). ``seconds_per_step_at_fmax``

@@ -2,7 +2,7 @@
 :class:`zoforge.sim.finetune_run.FinetuneRun` is given (``RunOptions.cost_models``).
 
 * :func:`unit_cost_fields`: the step on today's two units, the designs the RTL runs
-  (:mod:`zoforge.reports.finetune_cost`), at their estimated clock on :data:`BOARD`;
+  (:mod:`zoforge.reports.unit_calls`), at their estimated clock on :data:`BOARD`;
 * :func:`accelerator_cost_fields`: the step on the board-sized accelerator planned for a
   board (:func:`zoforge.reports.accel_cost.board_step_fields`: the P-RGE schedule of
   :mod:`zoforge.hw.accel.schedule`, the host's work on the board's ARM cores included and
@@ -17,9 +17,12 @@ from __future__ import annotations
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError, check_choice
 from zoforge.golden.finetune.config import ADAPTED
-from zoforge.reports import finetune_cost as cost
 from zoforge.reports.accel_cost import board_step_fields
 from zoforge.reports.fmax import measured_error
+from zoforge.reports.model_shape import ModelShape
+from zoforge.reports.step_memory import backprop_peak_memory, memory_bits, zo_peak_memory
+from zoforge.reports.step_price import UNIT_FIGURES, step_time_energy
+from zoforge.reports.unit_calls import predicted_step_cycles
 from zoforge.sim.finetune_cosim import engine_design
 from zoforge.sim.finetune_run import COST_KEYS, DESIGNS, CostContext
 
@@ -30,13 +33,13 @@ __all__ = ["BOARD", "DESIGNS", "unit_cost_fields", "accelerator_cost_fields",
 MODEL_KEYS = ("zo_peak_bytes", "backprop_peak_bytes")
 
 #: The board of the time and energy figures of :func:`unit_cost_fields` (its DDR, and the
-#: units' clock and power from :data:`zoforge.reports.finetune_cost.UNIT_FIGURES`, each
+#: units' clock and power from :data:`zoforge.reports.step_price.UNIT_FIGURES`, each
 #: with its source label).
 BOARD = "zcu102"
 
 
 def unit_cost_fields(ctx: CostContext) -> dict:
-    """The step's modelled cost (:mod:`zoforge.reports.finetune_cost`) on the designs the
+    """The step's modelled cost (:mod:`zoforge.reports.unit_calls`) on the designs the
     RTL runs: every key of :data:`COST_KEYS` (None where not modelled: a model beyond the
     cost model's shapes), and the board, clock and power used with their sources. Time
     and energy are the cycle model's step at the estimated Fmax (each call the roofline's
@@ -45,25 +48,25 @@ def unit_cost_fields(ctx: CostContext) -> dict:
     fields = dict.fromkeys(COST_KEYS)
     cfg = ctx.cfg
     try:
-        shape = cost.ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
-                                rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
-                                hidden=ctx.hidden, ffn=ctx.ffn, heads=ctx.heads,
-                                classes=ctx.classes)
+        shape = ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
+                           rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
+                           hidden=ctx.hidden, ffn=ctx.ffn, heads=ctx.heads,
+                           classes=ctx.classes)
     except ConfigError as error:
         print(f"    cost: not modelled ({error})")
         return fields
     engine = engine_design(cfg, ctx.hidden, ctx.ffn)          # the designs the RTL runs on
     layer = cfg.layer_design(ctx.hidden, ctx.ffn)
-    step = cost.predicted_step_cycles(shape, engine, layer)
-    figures = cost.UNIT_FIGURES[BOARD]
+    step = predicted_step_cycles(shape, engine, layer)
+    figures = UNIT_FIGURES[BOARD]
     board = get_board(BOARD)
-    timing = cost.step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
-                                   figures["dynamic_w"], figures["power_at_mhz"],
-                                   board.ddr_bytes_per_s)
+    timing = step_time_energy(step, figures["fmax_mhz"], figures["static_w"],
+                              figures["dynamic_w"], figures["power_at_mhz"],
+                              board.ddr_bytes_per_s)
     fields.update(design="units", predicted_cycles_per_step=step.cycles, ddr_bytes_per_step=step.stream_bytes,
-                  onchip_bits=cost.memory_bits(engine, layer)["total"],
-                  zo_peak_bytes=cost.zo_peak_memory(shape, layer)["total"],
-                  backprop_peak_bytes=cost.backprop_peak_memory(shape)["total"],
+                  onchip_bits=memory_bits(engine, layer)["total"],
+                  zo_peak_bytes=zo_peak_memory(shape, layer)["total"],
+                  backprop_peak_bytes=backprop_peak_memory(shape)["total"],
                   seconds_per_step_at_fmax=timing["roofline_s"],
                   joules_per_step=timing["roofline_j"],
                   static_joules_per_step=timing["roofline_static_j"],
@@ -111,8 +114,8 @@ def cost_models_for(design: str, board: str = BOARD) -> tuple:
     except ConfigError as error:
         raise error.renamed("--board") from None
     if design == "units":
-        if board not in cost.UNIT_FIGURES:
-            raise ConfigError("--board", "one of " + ", ".join(cost.UNIT_FIGURES) +
+        if board not in UNIT_FIGURES:
+            raise ConfigError("--board", "one of " + ", ".join(UNIT_FIGURES) +
                               " with --design units (the units' estimated figures)", board)
         return (unit_cost_fields,)
     return (lambda ctx: accelerator_cost_fields(ctx, board),)

@@ -2,10 +2,10 @@
 
 Written from the architecture's description (docs/finetune-cost.md "The cycle model",
 docs/zo-layer.md "Keeping the array busy, and the cycle model", the docstrings of
-``hw/zolayer/cycles.py`` and ``reports/finetune_cost.py``), without importing any of
-zoforge's cycle or traffic helpers: a job is walked as a timeline (first beats, one tile
-start after the other, the last tile's k-steps, the drain) and every constant is a literal
-here, with where it comes from. The tests (``tests/test_cycle_models.py``,
+``hw/zolayer/cycles.py``, ``hw/engine/cycles.py`` and ``reports/unit_calls.py``), without
+importing any of zoforge's cycle or traffic helpers: a job is walked as a timeline (first
+beats, one tile start after the other, the last tile's k-steps, the drain) and every
+constant is a literal here, with where it comes from. The tests (``tests/test_cycle_models.py``,
 ``tests/test_finetune_cost.py``) compare the models with these values, so a changed
 constant, term or count in a model disagrees with a second route to the same number.
 """

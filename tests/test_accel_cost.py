@@ -11,7 +11,7 @@ from zoforge.hw.accel.schedule import Job, Phase, Transfer, step_schedule
 from zoforge.reports.accel_cost import (BOARD_STEP_KEYS, HOST, board_step_fields, host_ops,
                                         job_cycles_of, price_phase, price_schedule,
                                         transfer_bytes)
-from zoforge.reports.finetune_cost import ModelShape
+from zoforge.reports.model_shape import ModelShape
 
 ACCEL = AcceleratorConfig(engines=3, engine_rows=4, engine_cols=4, engine_max_m=64,
                           engine_max_k=32, engine_max_n=64, layers=2, layer_rows=4,

@@ -8,7 +8,7 @@ from zoforge.errors import ConfigError
 from zoforge.hw.accel import AcceleratorConfig
 from zoforge.boards.registry import get_board
 from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
-from zoforge.reports.finetune_cost import ModelShape
+from zoforge.reports.model_shape import ModelShape
 
 ZCU102 = {"DSP": 2520 * 8 // 10, "BRAM18": 1824 * 8 // 10, "LUT": 274080 * 7 // 10,
           "FF": 548160 * 7 // 10}

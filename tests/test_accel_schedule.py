@@ -12,7 +12,7 @@ from zoforge.golden.engine import engine_gemm, quantize_multiplier
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.schedule import step_schedule
 from zoforge.hw.zolayer.registers import JOBS
-from zoforge.reports.finetune_cost import ModelShape
+from zoforge.reports.model_shape import ModelShape
 
 H, F, B, L, R, Q, BLOCKS, CLASSES = 16, 32, 2, 8, 4, 2, 3, 2
 SHAPE = ModelShape(blocks=BLOCKS, seq_len=L, batch=B, rank=R, adapted=2, queries=Q,

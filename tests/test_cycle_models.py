@@ -1,5 +1,5 @@
 """The cycle models, term by term: the ZO layer's (hw/zolayer/cycles.py) and the engine's
-(reports/finetune_cost.py), by hand and against the RTL.
+(hw/engine/cycles.py), by hand and against the RTL.
 
 Worked examples give every job's CYCLES as a literal derived in the docstring (asymmetric
 arrays, branch_lanes 1, 2 and 4, LoRA-FA and full mode, every tile-spacing regime); a grid
@@ -17,9 +17,10 @@ from cycle_reference import (engine_bytes, engine_cycles, layer_bytes, layer_cyc
                              layer_step_cycles)
 from zoforge.golden.zolayer import layer_config
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.engine.cycles import engine_job_bytes, engine_job_cycles
 from zoforge.hw.zolayer.cycles import (bank_free, compute_extra, floor_cycles, job_cycles,
                                        step_cycles)
-from zoforge.reports.finetune_cost import engine_job_bytes, engine_job_cycles, zo_job_bytes
+from zoforge.reports.unit_calls import zo_job_bytes
 
 WALK_JOBS = ("load_master", "accumulate", "apply", "read_master")
 LORA_JOBS = ("load_x", "load_w", "load_a", "frozen_w", "frozen_a", "branch") + WALK_JOBS
@@ -219,7 +220,7 @@ def test_layer_job_bytes_match_the_second_derivation():
 
 # the engines tests/test_engine_cosim.py builds (CONFIG_A, CONFIG_B), cached: (M, K, N, raw)
 # jobs of several tiles long enough for the model to be exact (tiles shorter than the
-# results' way out are not modelled: reports/finetune_cost.py engine_job_extra)
+# results' way out are not modelled: hw/engine/cycles.py engine_job_extra)
 ENGINE_RTL = {(3, 2, 2): [(5, 20, 9, False), (11, 32, 3, False), (6, 30, 4, True),
                           (3, 1, 2, True), (2, 5, 1, True)],
               (2, 3, 1): [(5, 16, 7, False), (3, 16, 4, True), (1, 1, 1, True)]}

@@ -93,7 +93,7 @@ def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
     engine's cycle model, exact for such jobs (tests/test_cycle_models.py): the pairs' skew,
     which the paired cycle model has."""
     from zoforge.hw.engine.config import EngineConfig
-    from zoforge.reports.finetune_cost import engine_job_cycles
+    from zoforge.hw.engine.cycles import engine_job_cycles
 
     jobs = _mixed_jobs(seed=13, limit=32, count=8)
     paired, _ = EngineCosim(**CONFIG_P, simulator=simulator).run(jobs)

@@ -85,9 +85,12 @@ def test_a_run_writes_every_key_and_its_files(tiny_run):
 
 
 def test_the_cost_figures_are_the_cost_models(tiny_run):
-    from zoforge.reports import finetune_cost as cost
-    shape = cost.ModelShape(blocks=1, seq_len=8, batch=2, rank=8, adapted=2, queries=4,
-                            hidden=32, ffn=64, heads=2, classes=2)
+    from zoforge.reports.model_shape import ModelShape
+    from zoforge.reports.step_memory import backprop_peak_memory, memory_bits, zo_peak_memory
+    from zoforge.reports.step_price import UNIT_FIGURES, roofline
+    from zoforge.reports.unit_calls import predicted_step_cycles
+    shape = ModelShape(blocks=1, seq_len=8, batch=2, rank=8, adapted=2, queries=4,
+                       hidden=32, ffn=64, heads=2, classes=2)
     from zoforge.config import config_from_dict
     from zoforge.golden.finetune.config import FinetuneConfig
     from zoforge.sim.finetune_cosim import engine_design
@@ -97,20 +100,20 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     cfg = config_from_dict(result["config"], (FinetuneConfig,))
     engine, layer = engine_design(cfg, 32, 64), cfg.layer_design(32, 64)
     assert (engine.rows, engine.cols, layer.rows, layer.cols, layer.n_rng) == (8, 8, 4, 4, 7)
-    step = cost.predicted_step_cycles(shape, engine, layer)
+    step = predicted_step_cycles(shape, engine, layer)
     assert result["predicted_cycles_per_step"] == step.cycles > 0
     assert result["ddr_bytes_per_step"] == step.stream_bytes
-    assert result["onchip_bits"] == cost.memory_bits(engine, layer)["total"]
-    assert result["zo_peak_bytes"] == cost.zo_peak_memory(shape, layer)["total"]
-    assert result["backprop_peak_bytes"] == cost.backprop_peak_memory(shape)["total"]
+    assert result["onchip_bits"] == memory_bits(engine, layer)["total"]
+    assert result["zo_peak_bytes"] == zo_peak_memory(shape, layer)["total"]
+    assert result["backprop_peak_bytes"] == backprop_peak_memory(shape)["total"]
     # time and energy: the labelled estimates of the board's units, the roofline's time
-    figures = cost.UNIT_FIGURES[result["board"]]
+    figures = UNIT_FIGURES[result["board"]]
     assert "measured error vs nextpnr" in result["fmax_error"]
     assert result["fmax_source"] == "yosys-estimate" and "activity-model" in result[
         "power_source"]
     from zoforge.boards.registry import get_board
     ddr = get_board(result["board"]).ddr_bytes_per_s
-    calls = cost.roofline(step, figures["fmax_mhz"], ddr)
+    calls = roofline(step, figures["fmax_mhz"], ddr)
     seconds = sum(row.count * max(row.compute_s, row.time_s) for row in calls)
     assert result["seconds_per_step_at_fmax"] == pytest.approx(seconds, rel=1e-12)
     assert seconds >= step.cycles / (figures["fmax_mhz"] * 1e6) * (1 - 1e-12)

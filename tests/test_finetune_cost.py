@@ -1,4 +1,5 @@
-"""The whole-step cost model of ZO fine-tuning (reports/finetune_cost.py).
+"""The whole-step cost model of ZO fine-tuning (reports/model_shape.py, unit_calls.py,
+step_price.py, step_memory.py and rtl_jobs.py).
 
 Default run: the model only (figures of a tiny configuration derived by hand below, the
 co-simulated cycle counts recorded for the model's shapes, monotonicity, the board facts,
@@ -15,15 +16,15 @@ from zoforge.boards.registry import Board, get_board
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import Formats, layer_config
 from zoforge.hw.engine.config import EngineConfig
-from zoforge.reports.finetune_cost import (ADAPTER_CALL, UPDATE_WALK, ModelShape,
-                                           adapter_call, backprop_peak_memory,
-                                           engine_job_bytes, engine_job_cycles,
-                                           measure_adapter_jobs, measure_engine_jobs,
-                                           memory_bits, model_engine_config,
-                                           model_layer_config, predicted_step_cycles,
-                                           roofline, step_time_energy, units_clock_power,
-                                           update_walk, zo_job_bytes, zo_job_cycles,
-                                           zo_peak_memory)
+from zoforge.hw.engine.cycles import engine_job_bytes, engine_job_cycles
+from zoforge.reports.model_shape import ModelShape
+from zoforge.reports.rtl_jobs import measure_adapter_jobs, measure_engine_jobs
+from zoforge.reports.step_memory import backprop_peak_memory, memory_bits, zo_peak_memory
+from zoforge.reports.step_price import roofline, step_time_energy, units_clock_power
+from zoforge.reports.unit_calls import (ADAPTER_CALL, UPDATE_WALK, adapter_call,
+                                        model_engine_config, model_layer_config,
+                                        predicted_step_cycles, update_walk, zo_job_bytes,
+                                        zo_job_cycles)
 
 # A tiny model: 1 block, 2 sequences of 4 tokens (M = 8), hidden 16, FFN 32, rank 4, q = 1,
 # on a 4 x 4 engine (pack 2) whose max_n of 16 splits ffn_in into 2 chunks, and a 4 x 4 layer.
@@ -503,8 +504,6 @@ def test_units_clock_power_takes_the_lower_fmax_and_static_once():
 def test_tokens_at_most_4096_exactly_at_the_limit():
     """batch x seq_len = 4096 is a shape (the units' token buffers); one example more is
     the one-line error naming batch."""
-    from zoforge.reports.finetune_cost import ModelShape
-
     assert ModelShape(batch=32, seq_len=128).tokens == 4096
     assert ModelShape(batch=4096, seq_len=1).tokens == 4096
     with pytest.raises(ConfigError, match="batch must be at most 32 with seq_len 128"):

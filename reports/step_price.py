@@ -1,0 +1,136 @@
+"""Time and energy of one ZO fine-tuning step on today's units (issue 20), from the cycles
+and bytes of :mod:`zoforge.reports.unit_calls`:
+
+* **roofline**: :func:`roofline`: time = max(compute cycles / f, bytes / DDR bandwidth)
+  per job, with the board's DDR fact;
+* **time and energy per step** at a given clock, static and dynamic energy apart, the
+  power at the clock of the time (:func:`step_time_energy`);
+* **the units' clock and power**: the figures used when no ``zoforge build`` reports are
+  given (:data:`UNIT_FIGURES`, estimates labelled so) or read from the reports
+  (:func:`units_clock_power`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zoforge.errors import ConfigError
+from zoforge.reports.power import dynamic_at
+from zoforge.reports.unit_calls import StepCost
+
+__all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "UnitsClockPower",
+           "units_clock_power"]
+
+@dataclass(frozen=True)
+class RooflineRow:
+    """One call kind at a clock and DDR bandwidth, seconds per call: ``compute_s`` (its
+    cycles), ``memory_s`` (all its bytes), ``time_s`` (the sum over its jobs, which run one
+    after the other, of max(job compute, job bytes)) and ``bound``: ``compute``,
+    ``memory`` or ``mixed`` (some of its jobs memory-bound: the ZO layer's loads)."""
+
+    name: str
+    unit: str
+    count: int
+    compute_s: float
+    memory_s: float
+    time_s: float
+    bound: str
+    bytes_per_cycle: float
+
+
+def roofline(step: StepCost, mhz: float, ddr_bytes_per_s: float,
+             payload: bool = False) -> list[RooflineRow]:
+    """Per call kind, each job's time = max(cycles / f, bytes / bandwidth) (stream bytes,
+    or ``payload`` bytes): a job's streams move while it computes (the engine streams its
+    panels while the array works; a ZO-layer load job is all stream), jobs do not overlap.
+    ``ddr_bytes_per_s``: the board's :attr:`~zoforge.boards.registry.Board.ddr_bytes_per_s`
+    (theoretical peak)."""
+    if not mhz > 0:
+        raise ConfigError("mhz", "a frequency > 0", mhz)
+    if not ddr_bytes_per_s > 0:
+        raise ConfigError("ddr_bytes_per_s", "a bandwidth > 0", ddr_bytes_per_s)
+    hz = mhz * 1e6
+    rows = []
+    for call in step.calls:
+        moved = call.job_payload_bytes if payload else call.job_stream_bytes
+        compute = [cycles / hz for _, cycles in call.jobs]
+        memory = [b / ddr_bytes_per_s for b in moved]
+        slow = [m > c for c, m in zip(compute, memory)]
+        bound = "memory" if all(slow) else "mixed" if any(slow) else "compute"
+        rows.append(RooflineRow(call.name, call.unit, call.count, sum(compute), sum(memory),
+                                sum(map(max, compute, memory)), bound,
+                                sum(moved) / call.cycles))
+    return rows
+
+
+def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: float,
+                     power_mhz: float | None = None,
+                     ddr_bytes_per_s: float | None = None) -> dict[str, float]:
+    """Seconds and joules of one step at ``mhz``, static and dynamic energy apart: the
+    static power ``static_w`` as stated, the dynamic power ``dynamic_w`` (estimated at
+    ``power_mhz``, default ``mhz``) taken to ``mhz`` (:func:`zoforge.reports.power.
+    dynamic_at`), so time and power are at the same clock. ``compute_*``: compute-bound
+    time; with ``ddr_bytes_per_s``, ``roofline_*``: each call's time is the roofline's
+    max(compute, DDR). Keys ``*_s``, ``*_static_j``, ``*_dynamic_j`` and ``*_j`` (their
+    sum). DDR and host energy are not included."""
+    for name, watts in (("static_w", static_w), ("dynamic_w", dynamic_w)):
+        if not watts >= 0:
+            raise ConfigError(name, "a power >= 0", watts)
+    dynamic = dynamic_at(dynamic_w, power_mhz or mhz, mhz)
+    times = {"compute": sum(row.count * row.compute_s for row in roofline(step, mhz, 1.0))}
+    if ddr_bytes_per_s is not None:
+        times["roofline"] = sum(row.count * row.time_s
+                                for row in roofline(step, mhz, ddr_bytes_per_s))
+    out = {}
+    for name, seconds in times.items():
+        out.update({f"{name}_s": seconds, f"{name}_static_j": seconds * static_w,
+                    f"{name}_dynamic_j": seconds * dynamic,
+                    f"{name}_j": seconds * (static_w + dynamic)})
+    return out
+
+
+#: The two units' clock and power on a board when no ``zoforge build`` reports are given:
+#: ``zoforge build --board zcu102 --design engine --rows 8 --cols 8`` and ``--design
+#: zo-layer`` (default capacities, at the board's 300 MHz, 2026-11-24): Fmax the lower of
+#: the two yosys estimates (with the fan-out term of reports/fmax.py: ZO layer 252.0 MHz,
+#: engine 289.5 MHz); the board's static power
+#: (its own source, a paper's bound) apart from both units' dynamic power (the activity
+#: model at ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
+UNIT_FIGURES = {"zcu102": {"fmax_mhz": 252.0, "fmax_source": "yosys-estimate",
+                           "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
+                           "power_source": "activity-model", "power_at_mhz": 300.0}}
+
+
+@dataclass(frozen=True)
+class UnitsClockPower:
+    """The two units on one device: the clock both meet (the lower Fmax) and, apart, the
+    board's static power (once, with its source) and both units' dynamic power (with its
+    source label and the clock it was estimated at)."""
+
+    fmax_mhz: float
+    fmax_source: str
+    static_w: float
+    static_source: str
+    dynamic_w: float
+    power_source: str
+    power_at_mhz: float
+
+
+def units_clock_power(engine_report, layer_report) -> UnitsClockPower:
+    """:class:`UnitsClockPower` from the ``zoforge build`` reports
+    (:class:`~zoforge.reports.model.Report`) of the engine and the ZO layer, on one board
+    and clock (ConfigError otherwise, or when a report lacks Fmax or power)."""
+    reports = (engine_report, layer_report)
+    for name, report in zip(("engine report", "layer report"), reports):
+        if report.fmax is None or report.power is None:
+            raise ConfigError(name, "a report with Fmax and power (zoforge build without "
+                              "--no-power)", report.design)
+    if engine_report.board.name != layer_report.board.name or \
+            engine_report.power.frequency_mhz != layer_report.power.frequency_mhz:
+        raise ConfigError("layer report", f"on board {engine_report.board.name} at "
+                          f"{engine_report.power.frequency_mhz:g} MHz like the engine's",
+                          f"{layer_report.board.name} at {layer_report.power.frequency_mhz:g}")
+    fmax = min(reports, key=lambda report: report.fmax.fmax_mhz).fmax
+    power = engine_report.power
+    return UnitsClockPower(fmax.fmax_mhz, fmax.source, power.static_w, power.static_source,
+                           sum(report.power.dynamic_w for report in reports), power.source,
+                           power.frequency_mhz)
