@@ -141,7 +141,7 @@ def _shape_fields(shape, layer_rows: int, layer_cols: int, engines: int, cols: i
 
 def plan_accelerator(board: Board | str, shape=None, **fixed) -> AcceleratorConfig:
     """The accelerator for ``board`` (a :class:`Board` or its name) and an optional model
-    ``shape`` (:class:`~zoforge.reports.finetune_cost.ModelShape`: capacities for its maps),
+    ``shape`` (:class:`~zoforge.reports.model_shape.ModelShape`: capacities for its maps),
     with the fields in ``fixed`` kept (see the module docstring)."""
     board = board if isinstance(board, Board) else get_board(board)
     names = [f.name for f in dataclasses.fields(AcceleratorConfig)]

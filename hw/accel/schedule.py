@@ -48,7 +48,7 @@ checks it on the golden engine. The ZO layers' perturbations are the exception: 
 draws its slice's z from its own generator, so a multi-layer run needs the golden model to
 draw per layer (not modelled here).
 
-``shape`` is a :class:`zoforge.reports.finetune_cost.ModelShape` (read by its fields: the
+``shape`` is a :class:`zoforge.reports.model_shape.ModelShape` (read by its fields: the
 layers below ``reports`` cannot import it).
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The GEMM engine's cycle model: the CYCLES register of one job, and what its streams move.
 
-Beside the unit (issue 32, item 7); ``zoforge.reports.finetune_cost`` re-exports every name.
+Beside the unit (issue 32, item 7); ``zoforge.reports.unit_calls`` prices the fine-tuning step with it.
 
 * :func:`engine_job_cycles`: W panel 0 and X panel 0 arrive first (``2 * ceil(K/pack)``
   beats), then the ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack *
