@@ -9,7 +9,7 @@ from amaranth.sim import Simulator
 
 from zoforge.golden.engine import RequantParams, requantize
 from zoforge.golden.engine_widths import SHIFT_MAX
-from zoforge.hw.pe.requant import LATENCY, RequantStream, output_layout
+from zoforge.hw.pe.requant import BUFFER_ROWS, LATENCY, RequantStream, output_layout
 
 LANES = 3
 ROWS = 120
@@ -155,3 +155,57 @@ def test_shifts_above_47_give_zero():
     zeros = np.zeros_like(acc)
     got, _, _ = simulate(acc, zeros, mult, shift, (False, True, False, False), (0, 0), seed=4)
     assert not got.any()
+
+
+def test_credits_take_exactly_the_buffer_then_stream_every_cycle():
+    """With ``o.ready`` held low, the unit takes exactly BUFFER_ROWS rows (the stages never
+    stall, so every row taken must fit the output buffer) and ``i.ready`` falls from a
+    register; released, the rows leave one per cycle in order, the values the golden
+    model's, and the unit takes a row every cycle again."""
+    dut = RequantStream(LANES)
+    layout = output_layout(LANES)
+    rows = BUFFER_ROWS + 6
+    acc = np.arange(rows * LANES, dtype=np.int64).reshape(rows, LANES) * 7919 - 2 ** 20
+    expected = wrap32(acc + 3)
+    taken, out, gaps = [], [], []
+
+    async def send(ctx):
+        for name, value in zip(("bias_en", "per_channel", "raw", "relu"), (1, 0, 1, 0)):
+            ctx.set(getattr(dut.mode, name), value)
+        for cycle in range(4 * rows + 40):
+            r = len(taken)
+            if r < rows:
+                ctx.set(dut.i.payload, {"acc": acc[r].tolist(), "bias": [3] * LANES,
+                                        "mult": [1] * LANES, "shift": [0] * LANES,
+                                        "last": int(r == rows - 1)})
+            ctx.set(dut.i.valid, r < rows)
+            _, _, ready = await ctx.tick().sample(dut.i.ready)
+            if ready and r < rows:
+                taken.append(cycle)
+
+    async def receive(ctx):
+        ctx.set(dut.o.ready, 0)
+        await ctx.tick().repeat(3 * BUFFER_ROWS)               # the stages drained into it
+        held = len(taken)
+        ctx.set(dut.o.ready, 1)
+        last_cycle = None
+        for cycle in range(4 * rows):
+            _, _, valid, payload = await ctx.tick().sample(dut.o.valid,
+                                                             dut.o.payload.as_value())
+            if valid:
+                row = layout.from_bits(payload)
+                out.append([int(row.data[j]) for j in range(LANES)])
+                if last_cycle is not None:
+                    gaps.append(cycle - last_cycle)
+                last_cycle = cycle
+        gaps.insert(0, held)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(send)
+    sim.add_testbench(receive)
+    sim.run_until(1e-8 * (8 * rows + 100))
+    assert gaps[0] == BUFFER_ROWS                 # taken while o.ready was low: exactly
+    np.testing.assert_array_equal(np.array(out, np.int64), expected)
+    assert set(gaps[1:BUFFER_ROWS]) == {1}         # the buffer empties one row per cycle
+    assert taken[BUFFER_ROWS:] == list(range(taken[BUFFER_ROWS], taken[BUFFER_ROWS] + 6))

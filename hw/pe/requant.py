@@ -29,14 +29,18 @@ Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, s
 Each stage is at most one adder or one shift, so that it closes timing on a fabric without
 fast carry chains (ECP5: the multipliers' own delay fills a whole stage).
 
-Every stage advances together when the output can move (``~o.valid | o.ready``), so
-back-pressure stalls the whole pipeline; ``i.ready`` comes from a register (a one-row skid
-register in front of stage 1 holds a row taken while the stages stall), so back-pressure
-reaches the upstream block a cycle later and no combinational path runs from ``o.ready``
-to ``i.ready``.
+The stages never stall: no enable fans out to every lane's registers (on the ECP5 that
+enable was the routed critical path of the ZO layer, docs/accelerator.md). Back-pressure is
+taken by credits: an output buffer of :data:`BUFFER_ROWS` rows (``LATENCY + 2``) behind the
+last stage, bypassed while it is empty (so with ``o.ready`` high every row leaves
+``LATENCY`` cycles after it came, as through a stalling pipeline), and ``i.ready`` is a
+register that is high while fewer than :data:`BUFFER_ROWS` rows are in the stages or the
+buffer, so the buffer never overflows, back-pressure reaches the upstream block from a
+register, and no combinational path runs from ``o.ready`` to ``i.ready``.
 """
-from amaranth import C, Cat, EnableInserter, Module, Mux, Signal, signed, unsigned
+from amaranth import C, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
@@ -44,11 +48,14 @@ from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 from .multiply import PipelinedMultiplier
 from .signatures import ModeSignature
 
-__all__ = ["RequantStream", "LATENCY", "input_layout", "output_layout"]
+__all__ = ["RequantStream", "LATENCY", "BUFFER_ROWS", "input_layout", "output_layout"]
 
 #: Register stages: a payload taken at a clock edge is on ``o`` after LATENCY edges, so
 #: LATENCY cycles pass between its input and its earliest output transfer.
 LATENCY = 9
+#: Rows the output buffer holds, and so the most rows in flight (stages and buffer): the
+#: stages' rows plus two, so that a row can be taken every cycle while ``o.ready`` is high.
+BUFFER_ROWS = LATENCY + 2
 _HALF = ACC_BITS // 2
 _PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
 _T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
@@ -84,39 +91,45 @@ class RequantStream(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        adv = ~self.o.valid | self.o.ready
-        # a skid register in front: ``i.ready`` is a register (empty skid), not ``adv``, so
-        # the back-pressure from ``o`` stops here; a row taken while the stages stall waits
-        # in the skid, and the stages take it before any other
-        skid_valid = Signal()
-        self._skid = skid = Signal(input_layout(self.lanes), name="skid")
-        self._in_valid = self.i.valid | skid_valid
-        self._in = Signal(input_layout(self.lanes), name="in_row")
-        m.d.comb += [self.i.ready.eq(~skid_valid),
-                     self._in.eq(Mux(skid_valid, skid.as_value(), self.i.payload.as_value()))]
-        with m.If(adv):
-            m.d.sync += skid_valid.eq(0)
-        with m.Elif(self.i.valid & ~skid_valid):
-            m.d.sync += [skid_valid.eq(1), skid.eq(self.i.payload)]
+        # credits: rows taken and not yet given; ``i.ready`` from a register
+        taken = self.i.valid & self.i.ready
+        given = self.o.valid & self.o.ready
+        in_flight = Signal(range(BUFFER_ROWS + 1))
+        after = in_flight + taken - given
+        room = Signal(init=1)
+        m.d.sync += [in_flight.eq(after), room.eq(after < BUFFER_ROWS)]
+        m.d.comb += self.i.ready.eq(room)
+        self._in_valid = taken
+        self._in = self.i.payload
         # stages 2 to 4 of each lane's two products: multipliers with their own registers
-        # (DSP blocks), moved by the same enable
+        # (DSP blocks), never stalled
         products = []
         for j in range(self.lanes):
             low = PipelinedMultiplier(unsigned(_HALF), unsigned(MULT_BITS))
             high = PipelinedMultiplier(signed(_HALF), unsigned(MULT_BITS))
             m.submodules[f"low_{j}"], m.submodules[f"high_{j}"] = low, high
-            m.d.comb += [low.en.eq(adv), high.en.eq(adv)]
             products.append((low, high))
-        m.submodules.pipeline = EnableInserter(adv)(self._pipeline(products))
+        self._row = row = Signal(output_layout(self.lanes), name="row")
+        self._row_valid = row_valid = Signal(name="row_valid")
+        m.submodules.pipeline = self._pipeline(products)
+        # the output buffer, bypassed while empty; a row goes in when it cannot leave now
+        # or rows wait before it
+        width = len(row.as_value())
+        m.submodules.buffer = buffer = SyncFIFO(width=width, depth=BUFFER_ROWS)
+        m.d.comb += [self.o.valid.eq(buffer.r_rdy | row_valid),
+                     self.o.payload.eq(Mux(buffer.r_rdy, buffer.r_data, row.as_value())),
+                     buffer.r_en.eq(self.o.ready),
+                     buffer.w_data.eq(row.as_value()),
+                     buffer.w_en.eq(row_valid & (buffer.r_rdy | ~self.o.ready))]
         return m
 
     def _pipeline(self, products) -> Module:
-        """The stages, without their common enable (the multipliers' is ``adv`` too)."""
+        """The stages; the last stage's row is ``_row`` (valid: ``_row_valid``)."""
         m = Module()
         p = self._in
-        # valid and last through the stages; the last stage's are the output's
-        valid = [Signal(name=f"valid_s{n}") for n in range(1, LATENCY)] + [self.o.valid]
-        last = [Signal(name=f"last_s{n}") for n in range(1, LATENCY)] + [self.o.payload.last]
+        # valid and last through the stages; the last stage's are the row's
+        valid = [Signal(name=f"valid_s{n}") for n in range(1, LATENCY)] + [self._row_valid]
+        last = [Signal(name=f"last_s{n}") for n in range(1, LATENCY)] + [self._row.last]
         m.d.sync += [valid[0].eq(self._in_valid), last[0].eq(p.last)]
         m.d.sync += [dst.eq(src) for dst, src in zip(valid[1:] + last[1:],
                                                      valid[:-1] + last[:-1])]
@@ -166,4 +179,4 @@ class RequantStream(wiring.Component):
         y = Signal(signed(8), name=f"y_{j}")
         m.d.comb += y.eq(Mux(mode.relu & sign, 0,
                              Mux(inside, low[1:_WINDOW] + low[0], Mux(sign, -128, 127))))
-        m.d.sync += self.o.payload.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1], y))
+        m.d.sync += self._row.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1], y))
