@@ -91,14 +91,19 @@ class RequantStream(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # credits: rows taken and not yet given; ``i.ready`` from a register
+        # credits: the rows taken and not yet given, in a thermometer code (bit n set: more
+        # than n rows), so each bit's update is one small function of its neighbours and no
+        # adder or comparison lies between ``o.ready`` and a register; ``i.ready`` is the
+        # top bit's complement, a register
         taken = self.i.valid & self.i.ready
         given = self.o.valid & self.o.ready
-        in_flight = Signal(range(BUFFER_ROWS + 1))
-        after = in_flight + taken - given
-        room = Signal(init=1)
-        m.d.sync += [in_flight.eq(after), room.eq(after < BUFFER_ROWS)]
-        m.d.comb += self.i.ready.eq(room)
+        held = Signal(BUFFER_ROWS)
+        grow, shrink = taken & ~given, given & ~taken
+        with m.If(grow):
+            m.d.sync += held.eq(Cat(C(1, 1), held[:-1]))
+        with m.Elif(shrink):
+            m.d.sync += held.eq(Cat(held[1:], C(0, 1)))
+        m.d.comb += self.i.ready.eq(~held[-1])
         self._in_valid = taken
         self._in = self.i.payload
         # stages 2 to 4 of each lane's two products: multipliers with their own registers
