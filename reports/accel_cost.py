@@ -23,10 +23,13 @@ every number with its source label:
   and P·V (``attention`` ``host``; with ``engines`` they are the schedule's engine jobs and
   the host instead (de)quantizes q, k, v, S, P and C) and (``split`` mapping) each
   adapter's sum ``wrap32(XW + Yn)`` run on the PS's
-  Cortex-A53 cores: operation counts from the shape (formulas in :data:`HOST_OPS`) at the
-  cores' peak rate (:data:`HOST`): a lower bound on their time (optimistic). They add
-  to the step serially: each phase's jobs take all branches at once, so the host's
-  work between two phases waits for the first and the second waits for it.
+  Cortex-A53 cores: operation counts from the shape (formulas in :data:`HOST_OPS`, by the
+  phase they follow: :func:`host_stage_ops`) at the cores' peak rate (:data:`HOST`): a
+  lower bound on their time (optimistic).
+* **the step** (``seconds``): the host's work pipelined against the fabric's per piece
+  of each phase (its M chunks, attention jobs, ZO-layer branch jobs), a two-resource
+  list schedule (:mod:`zoforge.reports.overlap`); ``serial_s`` keeps the fabric's and the
+  host's sum, the bound if nothing overlapped.
 * **energy**: the seconds times the PL's static and dynamic power (the activity model of
   today's 8x8 engine and 4x4 ZO layer, per DSP, scaled to the design's DSPs; the PS and the
   DDR not included).
@@ -38,16 +41,19 @@ from dataclasses import dataclass
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
 from zoforge.golden.finetune.config import ADAPTED
-from zoforge.hw.accel.schedule import ENGINE, Phase, Schedule, step_schedule
+from zoforge.hw.accel.schedule import (ADAPTED_ORDER, ENGINE, Phase, Schedule,
+                                       step_schedule)
 from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
+from zoforge.reports.overlap import makespan, step_stages
 from zoforge.reports.power import dynamic_at
 from zoforge.reports.step_price import UNIT_FIGURES
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
-           "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_seconds",
+           "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
+           "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
            "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE",
            "NEXT_STEP_ATTENTION"]
 
@@ -98,17 +104,20 @@ class PhaseCost:
     time_s: float
     bound: str
     macs: int
+    job_cycles: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
 class StepPrice:
-    """A priced schedule: its phases, the host's seconds, and the step's totals."""
+    """A priced schedule: its phases, the host's seconds, the overlapped step
+    (``seconds``, :mod:`zoforge.reports.overlap`) and the step's totals."""
 
     schedule: Schedule
     phases: tuple[PhaseCost, ...]
     mhz: float
     ddr_bytes_per_s: float
     host_s: float
+    seconds: float
 
     @property
     def cycles(self) -> int:
@@ -119,9 +128,14 @@ class StepPrice:
         return sum(p.time_s for p in self.phases)
 
     @property
-    def seconds(self) -> float:
-        """Fabric (roofline per phase) plus the host's work, serially."""
+    def serial_s(self) -> float:
+        """Fabric (roofline per phase) plus the host's work, one after the other."""
         return self.fabric_s + self.host_s
+
+    @property
+    def host_exposed_s(self) -> float:
+        """The host's seconds the fabric's work does not hide: the step less the fabric."""
+        return self.seconds - self.fabric_s
 
     @property
     def payload_bytes(self) -> int:
@@ -153,45 +167,77 @@ def transfer_bytes(accel, transfer) -> tuple[int, int]:
 
 def price_phase(accel, phase: Phase, mhz: float, ddr_bytes_per_s: float) -> PhaseCost:
     """One phase at ``mhz`` and ``ddr_bytes_per_s`` (module docstring)."""
-    units = {unit: sum(job_cycles_of(accel, job) for job in jobs)
-             for unit, jobs in phase.unit_jobs().items()}
+    each = tuple(job_cycles_of(accel, job) for job in phase.jobs)
+    units: dict = {}
+    for job, count in zip(phase.jobs, each):
+        units[job.unit, job.replica] = units.get((job.unit, job.replica), 0) + count
     cycles = max(units.values())
     moved = [transfer_bytes(accel, t) for t in phase.transfers]
     payload, stream = sum(p for p, _ in moved), sum(s for _, s in moved)
     compute, memory = cycles / (mhz * 1e6), payload / ddr_bytes_per_s
     return PhaseCost(phase.name, cycles, units, payload, stream, compute, memory,
                      max(compute, memory), "memory" if memory > compute else "compute",
-                     sum(job.macs for job in phase.jobs))
+                     sum(job.macs for job in phase.jobs), each)
+
+
+def host_stage_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "split",
+                   attention: str = "host") -> dict[str, tuple[dict, dict]]:
+    """The host's fp32 operations of one step by the phase they follow (``start``: before
+    the first), each ``(row-local, per-sequence)`` by :data:`HOST_OPS` (M = tokens, B batch,
+    L seq_len, H hidden, F ffn): a block below ``first_adapted`` once, the others once per
+    branch (2q); a map's input quantized after the phase before it, its output dequantized
+    after its own; the embedding's LayerNorm once; pooling and the head's input per branch
+    after the last block; with the ``split`` mapping each adapted map's sum per branch
+    (every adapted map is H wide); with ``attention`` ``engines`` the attention's
+    (de)quantization instead of its products."""
+    B, L, H, F, M = shape.batch, shape.seq_len, shape.hidden, shape.ffn, shape.tokens
+    S, heads = 2 * shape.queries, B * shape.heads * L * L
+    adapted = ADAPTED_ORDER[:shape.adapted]
+    stages: dict[str, tuple[dict, dict]] = {"start": ({"layernorm": M * H * 5}, {})}
+
+    def add(stage: str, runs: int, row: dict, sequence: dict | None = None) -> None:
+        for ops, more in zip(stages.setdefault(stage, ({}, {})), (row, sequence or {})):
+            for name, count in more.items():
+                ops[name] = ops.get(name, 0) + runs * count
+
+    for block in range(shape.blocks):
+        runs = 1 if block < first_adapted else S
+        sums = mapping == "split" and block >= first_adapted
+
+        def combine(maps):
+            return {"combine": M * H * sum(m in adapted for m in maps)} if sums else {}
+        before = f"block{block - 1}.ffn_out" if block else "start"
+        add(before, runs, {"quantize": 3 * 3 * M * H})         # q, k, v inputs
+        qkv, attn_in = f"block{block}.qkv", {"quantize": 3 * M * H}
+        add(qkv, runs, {"quantize": 3 * M * H, **combine(("query", "key", "value"))})
+        if attention == "engines":
+            add(qkv, runs, {"attention quantize": 9 * M * H})
+            add(f"block{block}.scores", runs, {}, {"attention quantize": 4 * heads,
+                                                  "softmax": heads * (5 + TRANSCENDENTAL)})
+            add(f"block{block}.context", runs, {"attention quantize": M * H, **attn_in})
+        else:
+            add(qkv, runs, attn_in, {"attention products": 2 * B * L * L * H,
+                                     "softmax": heads * (5 + TRANSCENDENTAL)})
+        add(f"block{block}.attn_out", runs, {"quantize": M * H + 3 * M * H,
+                                             **combine(("attn_out",)), "residuals": M * H,
+                                             "layernorm": M * H * 5})
+        add(f"block{block}.ffn_in", runs, {"quantize": M * F + 3 * M * F,
+                                           "gelu": M * F * (3 + TRANSCENDENTAL)})
+        add(f"block{block}.ffn_out", runs, {"quantize": M * H, "residuals": M * H,
+                                            "layernorm": M * H * 5})
+    add(f"block{shape.blocks - 1}.ffn_out", S, {}, {"pooling": M * H,
+                                                    "quantize": 3 * B * H})  # the head's
+    return stages
 
 
 def host_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "split",
              attention: str = "host") -> dict[str, int]:
-    """fp32 operations of the host's work in one step, by :data:`HOST_OPS` (M = tokens,
-    B batch, L seq_len, H hidden, F ffn): blocks below ``first_adapted`` once, the others
-    once per branch (2q), the embedding's LayerNorm once, pooling per branch; with the
-    ``split`` mapping each adapted map's sum per branch (every adapted map is H wide); with
-    ``attention`` ``engines`` the attention's (de)quantization instead of its products."""
-    B, L, H, F, M = shape.batch, shape.seq_len, shape.hidden, shape.ffn, shape.tokens
-    on_engines = attention == "engines"
-    attention_ops = {"attention quantize": 10 * M * H + 4 * B * shape.heads * L * L} \
-        if on_engines else {"attention products": 2 * B * L * L * H}
-    per_block = {
-        **attention_ops,
-        "softmax": B * shape.heads * L * L * (5 + TRANSCENDENTAL),
-        "layernorm": 2 * M * H * 5,
-        "gelu": M * F * (3 + TRANSCENDENTAL),
-        "residuals": 2 * M * H,
-        # query, key, value, attn_out: M x H in, M x H out; ffn_in H -> F; ffn_out F -> H
-        "quantize": 4 * (3 * M * H + M * H) + (3 * M * H + M * F) + (3 * M * F + M * H),
-    }
-    S = 2 * shape.queries
-    runs = first_adapted + S * (shape.blocks - first_adapted)
-    ops = {name: runs * count for name, count in per_block.items()}
-    ops["layernorm"] += M * H * 5                        # the embedding's, once
-    ops["pooling"] = S * M * H
-    ops["quantize"] += S * (3 * B * H)                   # the head's input
-    ops["combine"] = (S * (shape.blocks - first_adapted) * shape.adapted * M * H
-                      if mapping == "split" else 0)
+    """fp32 operations of the host's work in one step: :func:`host_stage_ops` summed by
+    operation (``combine`` 0 with the ``layer`` mapping)."""
+    ops = {"combine": 0}
+    for row, sequence in host_stage_ops(shape, first_adapted, mapping, attention).values():
+        for name, count in (*row.items(), *sequence.items()):
+            ops[name] = ops.get(name, 0) + count
     return ops
 
 
@@ -201,7 +247,8 @@ def host_seconds(ops: dict[str, int]) -> float:
 
 
 def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> StepPrice:
-    """The schedule priced at ``mhz`` and the DDR bandwidth, the host's work added."""
+    """The schedule priced at ``mhz`` and the DDR bandwidth, the host's work overlapped
+    with the fabric's per piece (:func:`overlapped_seconds`)."""
     if not mhz > 0:
         raise ConfigError("mhz", "a frequency > 0", mhz)
     if not ddr_bytes_per_s > 0:
@@ -210,7 +257,22 @@ def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> St
                    for p in schedule.phases)
     host = host_seconds(host_ops(schedule.shape, schedule.first_adapted, schedule.mapping,
                                  schedule.attention))
-    return StepPrice(schedule, phases, mhz, ddr_bytes_per_s, host)
+    return StepPrice(schedule, phases, mhz, ddr_bytes_per_s, host,
+                     overlapped_seconds(schedule, phases))
+
+
+def overlapped_seconds(schedule: Schedule, phases) -> float:
+    """The step with the host's work after each phase (:func:`host_stage_ops`) pipelined
+    against the fabric's pieces of ``phases`` (the schedule's, priced):
+    :mod:`zoforge.reports.overlap` (the pieces, their dependencies, the recurrence)."""
+    shape = schedule.shape
+    work = {name: (host_seconds(row), host_seconds(sequence)) for name, (row, sequence) in
+            host_stage_ops(shape, schedule.first_adapted, schedule.mapping,
+                           schedule.attention).items()}
+    return makespan(step_stages(
+        [(phase.name, phase.jobs, cost.job_cycles, cost.time_s,
+          work.get(phase.name, (0.0, 0.0))) for phase, cost in zip(schedule.phases, phases)],
+        work["start"][0], shape.seq_len))
 
 
 #: Q·K^T and P·V as engine jobs (raw int32, per sequence and head: L x d x L and L x L x
@@ -219,9 +281,15 @@ def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> St
 #: (``attention_on_fabric_seconds_saved``), with engine attention 0 (already taken).
 NEXT_STEP_ATTENTION = "Q.K^T and P.V on the engines (raw jobs per sequence and head)"
 
+#: The source of ``seconds_per_step_at_fmax`` (the priced step).
+STEP_SOURCE = "cycle-model + arm-estimate, host overlapped per piece (list schedule)"
+#: The source of ``board_serial_seconds_per_step`` (the fabric's and the host's sum).
+SERIAL_SOURCE = "cycle-model + arm-estimate, host serial"
+
 BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax",
+                   "seconds_source", "board_serial_seconds_per_step", "serial_source",
                    "board_fabric_seconds_per_step", "board_host_seconds_per_step",
-                   "board_host_source", "fmax_mhz", "fmax_source", "dsp", "gops_per_dsp",
+                   "board_host_exposed_seconds_per_step", "board_host_source", "fmax_mhz", "fmax_source", "dsp", "gops_per_dsp",
                    "ddr_bytes_per_step", "ddr_stream_bytes_per_step", "ddr_source", "tops",
                    "joules_per_step", "power_source", "tokens_per_second", "macs_per_step",
                    "accelerator", "attention_on_fabric_seconds_saved", "adapter_mapping")
@@ -291,8 +359,10 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     :data:`~zoforge.reports.step_price.UNIT_FIGURES`), the adapters as ``mapping``
     (:data:`~zoforge.hw.accel.schedule.MAPPINGS`), Q·K^T and P·V where ``cfg.attention``
     says (``attention_on_fabric_seconds_saved``: the modelled gain of moving them to the
-    engines, 0 when they are there). ``seconds_per_step_at_fmax``
-    includes the host's work; ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
+    engines, 0 when they are there). ``seconds_per_step_at_fmax`` is the step with the
+    host's work overlapped per piece (:func:`overlapped_seconds`; its exposed part
+    ``board_host_exposed_seconds_per_step``, the serial sum
+    ``board_serial_seconds_per_step``); ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
     ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
     target = get_board(board)
     if target.ddr_bytes_per_s is None:
@@ -318,8 +388,12 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
                          ["power_at_mhz"], fmax)
     return {
         "cycles_per_step": price.cycles, "cycles_source": CYCLE_MODEL,
-        "seconds_per_step_at_fmax": seconds, "board_fabric_seconds_per_step": price.fabric_s,
-        "board_host_seconds_per_step": price.host_s, "board_host_source": HOST_SOURCE,
+        "seconds_per_step_at_fmax": seconds, "seconds_source": STEP_SOURCE,
+        "board_serial_seconds_per_step": price.serial_s, "serial_source": SERIAL_SOURCE,
+        "board_fabric_seconds_per_step": price.fabric_s,
+        "board_host_seconds_per_step": price.host_s,
+        "board_host_exposed_seconds_per_step": price.host_exposed_s,
+        "board_host_source": HOST_SOURCE,
         "fmax_mhz": fmax, "fmax_source": fmax_source, "dsp": accel.dsp,
         "gops_per_dsp": 2 * macs / seconds / accel.dsp / 1e9,
         "ddr_bytes_per_step": price.payload_bytes,

@@ -90,13 +90,19 @@ def test_board_step_fields_arithmetic():
     fields = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0)
     assert tuple(fields) == BOARD_STEP_KEYS
     price = price_schedule(step_schedule(SHAPE, ACCEL), 100.0, 21.3e9)
-    seconds = price.fabric_s + sum(host_ops(SHAPE).values()) / (
-        HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"])
+    host = sum(host_ops(SHAPE).values()) / (HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"])
     macs = step_schedule(SHAPE, ACCEL).macs
     assert fields["cycles_per_step"] == price.cycles
-    assert fields["seconds_per_step_at_fmax"] == pytest.approx(seconds)
-    assert fields["seconds_per_step_at_fmax"] == pytest.approx(
-        fields["board_fabric_seconds_per_step"] + fields["board_host_seconds_per_step"])
+    assert fields["board_host_seconds_per_step"] == pytest.approx(host)
+    assert fields["board_serial_seconds_per_step"] == pytest.approx(price.fabric_s + host)
+    # the priced step: the host overlapped (tests/test_step_overlap.py), its exposed part
+    # the step less the fabric's, strictly between the larger resource and the serial sum
+    seconds = fields["seconds_per_step_at_fmax"]
+    assert seconds == price.seconds
+    assert max(price.fabric_s, host) < seconds < price.fabric_s + host
+    assert fields["board_host_exposed_seconds_per_step"] == pytest.approx(
+        seconds - fields["board_fabric_seconds_per_step"])
+    assert "overlapped" in fields["seconds_source"] and "serial" in fields["serial_source"]
     assert fields["dsp"] == ACCEL.dsp and fields["macs_per_step"] == macs
     assert fields["gops_per_dsp"] == pytest.approx(2 * macs / seconds / ACCEL.dsp / 1e9)
     assert fields["tops"] == pytest.approx(2 * macs / seconds / 1e12)

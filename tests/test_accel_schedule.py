@@ -268,3 +268,31 @@ def test_engine_attention_that_does_not_fit_names_the_field():
     with pytest.raises(ConfigError) as error:
         step_schedule(SHAPE, accel(), attention="fabric")
     assert error.value.parameter == "attention" and "host, engines" in str(error.value)
+
+
+def test_job_rows_are_the_forwards_rows():
+    """Each job's ``rows`` (the overlap's pieces): an engine map's chunks one after the
+    other (half the rows a chunk: 0-32, 32-64 of S x M = 64), the ZO layer's per branch
+    (branch b at b x M), a shared map branch 0's; attention job i is sequence i // heads
+    (branch-major), and a job of the S branches' rows of one sequence runs from its first
+    branch's row to its last's; the loads and walks read no forward row."""
+    sched = step_schedule(SHAPE, accel(engine_max_m=S * M // 2), 1, attention="engines")
+    jobs = {}
+    for job in sched.jobs:
+        jobs.setdefault((job.name, job.kind, job.replica), []).append(job.rows)
+    assert jobs["block2.ffn_in", "gemm", 0] == [(0, 32), (32, 64)]
+    assert jobs["block1.key", "gemm", 0] == [(0, 16)]                  # shared: M rows
+    assert jobs["block1.query", "branch", 0] == [(b * M, b * M + M) for b in range(S)]
+    assert jobs["block2.query", "frozen_w", 0] == [(b * M, b * M + M) for b in range(S)]
+    assert jobs["block1.query", "load_w", 0] == [None]
+    assert all(rows is None for name, kind, _ in jobs if kind == "accumulate"
+               for rows in jobs[name, kind, _])
+    context = [j for p in sched.phases if p.name == "block2.context" for j in p.jobs]
+    assert [j.rows for j in context] == [((i // 2) * L, (i // 2) * L + L)
+                                         for i in range(S * B * 2)]
+    # block 1 (first adapted), key not adapted: Q.K^T of one sequence and head over the
+    # S = 4 branches' rows, 32 rows (all of them) in one chunk; sequence 1 from row 8 of
+    # branch 0 to row 8 + 8 of branch 3
+    scores = [j for p in sched.phases if p.name == "block1.scores" for j in p.jobs]
+    assert [j.rows for j in scores] == [(0, 3 * M + L), (0, 3 * M + L),
+                                        (L, 3 * M + 2 * L), (L, 3 * M + 2 * L)]

@@ -85,7 +85,10 @@ class Job:
     """One job on one unit: ``unit`` (engine or zo-layer) number ``replica``, ``kind``
     (``gemm``, ``gemm-raw`` or a ZO-layer job), shape M x K x N (rank ``r``), ``branches``
     side by side along M (the map's), ``name`` (the map, e.g. ``block0.key``), ``query``
-    (an accumulate's query within its branch job)."""
+    (an accumulate's query within its branch job), ``rows`` (the forward's rows its output
+    holds, ``(first, end)``: branch b's token t is row b x tokens + t, a job shared by the
+    branches holds branch 0's; the head's rows are branch x batch; ``None``: all of them,
+    e.g. the loads and the update walks)."""
 
     unit: str
     replica: int
@@ -97,6 +100,7 @@ class Job:
     branches: int = 1
     name: str = ""
     query: int = 0
+    rows: tuple[int, int] | None = None
 
     @property
     def macs(self) -> int:
@@ -224,31 +228,44 @@ class _Builder:
         slices = _slices(n, self.accel.engines, e.max_n)
         kind = "gemm-raw" if raw else "gemm"
         units = self.accel.engines
+        row = 0
         for rows in _chunks(m, e.max_m):
             for first in range(0, len(slices), units):   # X to the engines of a round
                 self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0,
                                                receivers=len(slices[first:first + units])))
             for j, cols in enumerate(slices):
                 replica = j % self.accel.engines
-                self.jobs.append(Job(ENGINE, replica, kind, rows, k, cols, 0, branches, name))
+                self.jobs.append(Job(ENGINE, replica, kind, rows, k, cols, 0, branches, name,
+                                     rows=(row, row + rows)))
                 self.transfers += [
                     Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
                     Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=raw),
                     Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=raw, write=True)]
+            row += rows
 
     def attention_jobs(self, name: str, count: int, m: int, k: int, n: int,
                        branches: int) -> None:
         """``count`` separate raw jobs ``m x k x n`` (each its own X and W), job i on engine
-        ``i mod engines``; M beyond ``max_m`` in chunks, N beyond ``max_n`` in slices."""
+        ``i mod engines``; M beyond ``max_m`` in chunks, N beyond ``max_n`` in slices. Job i
+        is sequence ``i // heads`` (branch-major) and head ``i mod heads``; with ``branches``
+        > 1 its M rows are that sequence's in each branch, one after the other (a job's
+        ``rows`` then run from its first row's branch to its last's)."""
         e = self.engine
         if k > e.max_k:
             raise ConfigError("engine_max_k", f"at least {k} ({name}'s K)", e.max_k)
+        L, tokens = self.shape.seq_len, self.shape.tokens
+
+        def at(i: int, row: int) -> int:       # the forward's row of the job's row ``row``
+            return (row // L) * tokens + (i // self.shape.heads) * L + row % L
         for i in range(count):
+            row = 0
             for rows in _chunks(m, e.max_m):
                 self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0))
+                span = (at(i, row), at(i, row + rows - 1) + 1)
+                row += rows
                 for cols in _slices(n, 1, e.max_n):
                     self.jobs.append(Job(ENGINE, i % self.accel.engines, "gemm-raw", rows, k,
-                                         cols, 0, branches, name))
+                                         cols, 0, branches, name, rows=span))
                     self.transfers += [
                         Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
                         Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=True),
@@ -283,18 +300,25 @@ class _Builder:
         for j, cols in enumerate(slices):
             replica = j % self.accel.layers
 
-            def job(kind, rows=C, query=0, replica=replica, cols=cols):
-                self.jobs.append(Job(LAYER, replica, kind, rows, k, cols, r, 1, name, query))
+            def job(kind, rows=C, query=0, replica=replica, cols=cols, at=None):
+                self.jobs.append(Job(LAYER, replica, kind, rows, k, cols, r, 1, name, query,
+                                     at))
 
             for kind in ("load_w", "load_a", "load_master"):
                 job(kind)
             self.transfers += [Transfer(f"{name}.w", "w", LAYER, 0, k, cols, r),
                                Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r)]
+            next_row = dict.fromkeys(range(-1, self.branches), 0)   # per branch (-1: shared)
             for b, rows in loads:
+                start = next_row[-1 if b is None else b]
+                next_row[-1 if b is None else b] += rows
+                end = min(start + rows, shape.tokens)
                 for kind in ("load_x", "frozen_w", "frozen_a"):
-                    job(kind, rows)
-                for _ in range(self.branches if b is None else 1):
-                    job("branch", rows)
+                    job(kind, rows, at=(start + (b or 0) * shape.tokens,
+                                        end + (b or 0) * shape.tokens))
+                for branch in (range(self.branches) if b is None else (b,)):
+                    job("branch", rows, at=(start + branch * shape.tokens,
+                                            end + branch * shape.tokens))
                     self.transfers.append(Transfer(f"{name}.y", "y", LAYER, rows, k, cols, r,
                                                    write=True))
         self.adapters.append((name, k, _ceil(n, R) * R))
