@@ -298,9 +298,14 @@ def test_the_accelerator_design_fields_are_the_board_models():
     assert {key: fields[key] for key in step} == step
     assert fields["design"] == "accelerator" and fields["board"] == "zcu102"
     assert fields["predicted_cycles_per_step"] == fields["cycles_per_step"] > 0
-    assert fields["seconds_per_step_at_fmax"] == pytest.approx(
+    assert fields["board_serial_seconds_per_step"] == pytest.approx(
         fields["board_fabric_seconds_per_step"] + fields["board_host_seconds_per_step"],
         rel=1e-12)
+    assert max(fields["board_fabric_seconds_per_step"], fields["board_host_seconds_per_step"]) \
+        <= fields["seconds_per_step_at_fmax"] <= fields["board_serial_seconds_per_step"]
+    assert fields["board_host_exposed_seconds_per_step"] == pytest.approx(
+        fields["seconds_per_step_at_fmax"] - fields["board_fabric_seconds_per_step"],
+        rel=1e-9)
     assert fields["board_host_seconds_per_step"] > 0 and fields["dsp"] > 0
     units = unit_cost_fields(ctx)
     assert (fields["zo_peak_bytes"], fields["backprop_peak_bytes"]) == (
