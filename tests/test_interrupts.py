@@ -20,8 +20,8 @@ from zoforge.sweep.store import Store
 #: Hours of training: a coordinator that waited for its task would hit the hang guard.
 LONG_STEPS = 50_000_000
 #: Seconds a signalled command may take to stop before the test calls it hung: generous, as
-#: a loaded 2-core CI machine took over 60 s (a spawned worker importing torch while the
-#: stop waits for it); what is checked is how it stops, not how fast.
+#: on the 2-core machine at load average 5-7 a sweep and a fine-tuning each took over 60 s
+#: (alone, each stops within seconds); what is checked is how it stops, not how fast.
 HANG_S = 180
 
 
