@@ -54,8 +54,7 @@ from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
            "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
-           "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE",
-           "NEXT_STEP_ATTENTION"]
+           "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE"]
 
 #: The PS's application cores on the ZCU102 (XCZU9EG): 4 Cortex-A53 (Xilinx DS891, "Zynq
 #: UltraScale+ MPSoC Data Sheet: Overview"), at the ZCU102's default APU clock of 1.2 GHz
@@ -274,12 +273,6 @@ def overlapped_seconds(schedule: Schedule, phases) -> float:
           work.get(phase.name, (0.0, 0.0))) for phase, cost in zip(schedule.phases, phases)],
         work["start"][0], shape.seq_len))
 
-
-#: Q·K^T and P·V as engine jobs (raw int32, per sequence and head: L x d x L and L x L x
-#: d; ``attention`` ``engines``, :mod:`zoforge.golden.finetune.attention`): with host
-#: attention :func:`board_step_fields` prints the modelled gain of switching
-#: (``attention_on_fabric_seconds_saved``), with engine attention 0 (already taken).
-NEXT_STEP_ATTENTION = "Q.K^T and P.V on the engines (raw jobs per sequence and head)"
 
 #: The source of ``seconds_per_step_at_fmax`` (the priced step).
 STEP_SOURCE = "cycle-model + arm-estimate, host overlapped per piece (list schedule)"
