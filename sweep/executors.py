@@ -98,11 +98,17 @@ def crossing(error: BaseException) -> BaseException:
 
 
 def run_guarded(task, *args):
-    """``task(*args)`` in a worker; what it raises crosses back by :func:`crossing`."""
+    """``task(*args)`` in a worker; what it raises crosses back by :func:`crossing`. A
+    :class:`WorkerError` is raised outside the handler, so it carries no ``__context__``:
+    where tblib's reducers are installed (a Dask worker, or any process that imported
+    ``distributed``) they pickle the context too, and the original may not pickle."""
     try:
         return task(*args)
     except Exception as error:
-        raise crossing(error) from None
+        crossed = crossing(error)
+        if crossed is error:
+            raise
+    raise crossed
 
 
 #: The environment of every worker process (local and local-cluster Dask).

@@ -77,6 +77,8 @@ def test_what_a_task_raises_crosses_as_one_picklable_line(error, crossed):
     copy = pickle.loads(pickle.dumps(raised.value))
     assert f"{type(copy).__name__}: {copy}" == crossed
     assert (raised.value is error) == (type(copy) is not WorkerError)
+    if type(copy) is WorkerError:   # nothing of the original rides along (tblib pickles it)
+        assert raised.value.__context__ is None and raised.value.__cause__ is None
 
 
 def test_any_exception_in_a_local_worker_fails_only_its_task(tmp_path):
