@@ -19,14 +19,27 @@ from zoforge.sweep.store import Store
 
 #: Hours of training: a coordinator that waited for its task would hit the hang guard.
 LONG_STEPS = 50_000_000
-#: Seconds a signalled command may take to stop before the test calls it hung: generous, as
-#: on the 2-core machine at load average 5-7 a sweep and a fine-tuning each took over 60 s
-#: (alone, each stops within seconds); what is checked is how it stops, not how fast.
+#: Seconds a signalled command may take to stop before the test calls it hung (alone, each
+#: stops within seconds); what is checked is how it stops, not how fast.
 HANG_S = 180
 
 
+#: ``python -m zoforge ARGS`` started as a terminal starts it: SIGINT and SIGTERM at their
+#: default action and no signal blocked, whatever this process has (a child inherits both
+#: across exec; a pytest worker that ran other tests first may ignore or block one, and then
+#: the command would never see the signal these tests send).
+AS_FROM_A_TERMINAL = ("import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); "
+                      "[signal.signal(s, signal.SIG_DFL) for s in (signal.SIGINT, "
+                      "signal.SIGTERM)]; os.execv(sys.executable, [sys.executable, '-m', "
+                      "'zoforge', *sys.argv[1:]])")
+
+
+def _zoforge(*argv) -> list[str]:
+    return [sys.executable, "-c", AS_FROM_A_TERMINAL, *argv]
+
+
 def _start_sweep(store, cache):
-    command = [sys.executable, "-m", "zoforge", "sweep", "--store", str(store), "--jobs", "1",
+    command = [*_zoforge("sweep"), "--store", str(store), "--jobs", "1",
                "--no-progress", "--name", "interrupt", "--set", "model=tiny", "--set",
                f"steps={LONG_STEPS}", "--set", "n_train=64", "--set", "n_val=16", "--set",
                "n_test=16", "--set", "eval_every=50000000", "--set", "checkpoint_every=50000000",
@@ -147,7 +160,7 @@ def _signal_mid_run(tmp_path, argv, ready, signum, limit_s=300):
     ``ready(process)`` holds, and check the stop: the exit code and last line of
     :data:`LINES`, no traceback, no process it started left running."""
     env = dict(os.environ, ZOFORGE_CACHE=str(tmp_path / "cache"))
-    process = subprocess.Popen([sys.executable, "-m", "zoforge", *argv], cwd=tmp_path,
+    process = subprocess.Popen(_zoforge(*argv), cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=env, start_new_session=True)
     try:
