@@ -174,6 +174,16 @@ class Run:
         return self.hardware["static_w"].value + self.hardware["dynamic_w"].value * scale
 
 
+def _mean(values: list[float]) -> float | None:
+    """The mean over the seeds, None with none."""
+    return statistics.fmean(values) if values else None
+
+
+def _sd(values: list[float]) -> float | None:
+    """The sample standard deviation over the seeds, None with fewer than two."""
+    return statistics.stdev(values) if len(values) > 1 else None
+
+
 @dataclass
 class Group:
     """The runs of one configuration (all its seeds)."""
@@ -194,13 +204,11 @@ class Group:
 
     @property
     def accuracy(self) -> float | None:
-        values = self.accuracies
-        return statistics.fmean(values) if values else None
+        return _mean(self.accuracies)
 
     @property
     def accuracy_sd(self) -> float | None:
-        values = self.accuracies
-        return statistics.stdev(values) if len(values) > 1 else None
+        return _sd(self.accuracies)
 
     @property
     def metric(self) -> Metric:
@@ -214,13 +222,11 @@ class Group:
     @property
     def quality(self) -> float | None:
         """The mean of the metric over the seeds."""
-        values = self.qualities
-        return statistics.fmean(values) if values else None
+        return _mean(self.qualities)
 
     @property
     def quality_sd(self) -> float | None:
-        values = self.qualities
-        return statistics.stdev(values) if len(values) > 1 else None
+        return _sd(self.qualities)
 
     @property
     def final_losses(self) -> list[float]:
@@ -229,13 +235,11 @@ class Group:
 
     @property
     def final_loss(self) -> float | None:
-        values = self.final_losses
-        return statistics.fmean(values) if values else None
+        return _mean(self.final_losses)
 
     @property
     def final_loss_sd(self) -> float | None:
-        values = self.final_losses
-        return statistics.stdev(values) if len(values) > 1 else None
+        return _sd(self.final_losses)
 
     @property
     def hardware(self) -> dict[str, Measure]:
