@@ -57,7 +57,7 @@ def unit_cost_fields(ctx: CostContext) -> dict:
         return fields
     engine = engine_design(cfg, ctx.hidden, ctx.ffn)          # the designs the RTL runs on
     layer = cfg.layer_design(ctx.hidden, ctx.ffn)
-    step = predicted_step_cycles(shape, engine, layer)
+    step = predicted_step_cycles(shape, engine, layer, cfg.attention)
     figures = UNIT_FIGURES[BOARD]
     board = get_board(BOARD)
     timing = step_time_energy(step, figures["fmax_mhz"], figures["static_w"],

@@ -20,14 +20,18 @@ counts it from operation counts:
 
 Not in the cycles: the host's work between jobs (its register writes, the per-column table
 writes over AXI4-Lite (counted as ``table_words``), the gradient, softmax, LayerNorm, GELU,
-the attention products Q·K^T and P·V, which are not ``nn.Linear`` maps and run on the host;
-their MACs are :attr:`StepCost.host_macs`), and no two jobs overlap.
+and with ``attention`` ``host`` the attention products Q·K^T and P·V, which are not
+``nn.Linear`` maps; their MACs are :attr:`StepCost.host_macs`), and no two jobs overlap.
+With ``attention`` ``engines`` (:mod:`zoforge.golden.finetune.attention`) the products are
+raw engine jobs, one per sequence and head (``scores`` L x d x L, ``context`` L x L x d),
+and ``host_macs`` is 0.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError
+from zoforge.golden.finetune.config import ATTENTIONS
 from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.cycles import engine_job_bytes, engine_job_cycles
@@ -210,14 +214,24 @@ def _check_fits(shape: ModelShape, engine: EngineConfig, layer: ZoLayerConfig) -
 
 
 def step_calls(shape: ModelShape, engine: EngineConfig | None = None,
-               layer: ZoLayerConfig | None = None) -> list[CallCost]:
+               layer: ZoLayerConfig | None = None, attention: str = "host"
+               ) -> list[CallCost]:
     """The calls of one step (per kind, with their count per step): 2q forwards of
     ``blocks`` blocks (``adapted`` adapter calls; the other attention maps, ffn_in in
-    equal column chunks of at most ``max_n`` and ffn_out on the engine) and the head, and
+    equal column chunks of at most ``max_n`` and ffn_out on the engine; with
+    ``attention`` ``engines`` Q·K^T and P·V per sequence and head) and the head, and
     q update walks of the J adapters."""
     engine = engine or model_engine_config(shape)
     layer = layer or model_layer_config(shape)
     _check_fits(shape, engine, layer)
+    if attention not in ATTENTIONS:
+        raise ConfigError("attention", "one of " + ", ".join(ATTENTIONS), attention)
+    if attention == "engines":
+        for field_, have in (("max_m", engine.max_m), ("max_k", engine.max_k),
+                             ("max_n", engine.max_n)):
+            if have < shape.seq_len:
+                raise ConfigError(f"engine {field_}", f"at least seq_len = {shape.seq_len} "
+                                  "(the attention jobs)", have)
     m, h, f, r = shape.tokens, shape.hidden, shape.ffn, shape.rank
     forwards = 2 * shape.queries
     per_forward = shape.blocks * forwards
@@ -237,15 +251,22 @@ def step_calls(shape: ModelShape, engine: EngineConfig | None = None,
               _engine_call("head", engine, shape.batch, h, shape.classes, forwards,
                            raw=True),
               update_walk(layer, h, h, r_layer, shape.queries * shape.adapters)]
+    if attention == "engines":
+        L, d, jobs = shape.seq_len, h // shape.heads, per_forward * shape.batch * shape.heads
+        calls += [_engine_call("Q·K^T (per sequence and head)", engine, L, d, L, jobs,
+                               raw=True),
+                  _engine_call("P·V (per sequence and head)", engine, L, L, d, jobs, raw=True)]
     return calls
 
 
 def predicted_step_cycles(shape: ModelShape | None = None, engine: EngineConfig | None = None,
-                          layer: ZoLayerConfig | None = None, **fields) -> StepCost:
+                          layer: ZoLayerConfig | None = None, attention: str = "host",
+                          **fields) -> StepCost:
     """One step's cost (``.cycles``, ``.calls``, ``.stream_bytes``, ...) from the cycle
     model, for ``shape`` or the :class:`ModelShape` of ``fields``
     (``predicted_step_cycles(blocks=6, seq_len=128, batch=4)``); ``engine``/``layer``
-    default to :func:`model_engine_config` / :func:`model_layer_config` of the shape."""
+    default to :func:`model_engine_config` / :func:`model_layer_config` of the shape;
+    ``attention`` where Q·K^T and P·V run (:func:`step_calls`)."""
     if shape is None:
         shape = model_shape(**fields)
     elif fields:
@@ -253,8 +274,8 @@ def predicted_step_cycles(shape: ModelShape | None = None, engine: EngineConfig 
                           ", ".join(fields))
     engine = engine or model_engine_config(shape)
     layer = layer or model_layer_config(shape)
-    calls = step_calls(shape, engine, layer)
-    # Q·K^T and P·V per head and sequence, per block and forward
-    attention = 2 * shape.batch * shape.seq_len * shape.seq_len * shape.hidden
-    host_macs = 2 * shape.queries * shape.blocks * attention
+    calls = step_calls(shape, engine, layer, attention)
+    # Q·K^T and P·V per head and sequence, per block and forward, where the host runs them
+    products = 2 * shape.batch * shape.seq_len * shape.seq_len * shape.hidden
+    host_macs = 2 * shape.queries * shape.blocks * products if attention == "host" else 0
     return StepCost(shape, engine, layer, tuple(calls), host_macs)

@@ -511,3 +511,39 @@ def test_tokens_at_most_4096_exactly_at_the_limit():
     with pytest.raises(ConfigError, match="batch must be at most 16 with seq_len 241"):
         ModelShape(batch=17, seq_len=241)                       # exactly 4097 tokens
     assert ModelShape(batch=16, seq_len=256).tokens == 4096
+
+
+def test_engine_attention_adds_the_products_as_engine_calls():
+    """``attention="engines"``: the step's calls are host attention's plus Q·K^T (L x d x L)
+    and P·V (L x L x d), raw, one per sequence, head, block and forward; the host keeps no
+    attention MACs; every other call is unchanged. TINY: L = 4, d = 16 / 2 = 8, 2 forwards
+    x 1 block x 2 sequences x 2 heads = 8 jobs of each."""
+    host = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER)
+    engines = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER, attention="engines")
+    assert engines.calls[:len(host.calls)] == host.calls
+    scores, context = engines.calls[len(host.calls):]
+    assert (scores.unit, scores.shape, scores.count) == ("engine", (4, 8, 4), 8)
+    assert (context.unit, context.shape, context.count) == ("engine", (4, 4, 8), 8)
+    assert scores.cycles == engine_cycles(4, 4, 2, 4, 8, 4)
+    assert context.cycles == engine_cycles(4, 4, 2, 4, 4, 8)
+    # raw: int32 out, X and W int8, a bias table of one column tile per job
+    assert scores.payload_bytes == 4 * 8 + 8 * 4 + 4 * 4 * 4 + 4 * 4
+    assert engines.cycles == host.cycles + 8 * (scores.cycles + context.cycles)
+    assert (host.host_macs, engines.host_macs) == (2 * 2 * 2 * 16 * 16, 0)
+
+
+def test_engine_attention_bad_input_is_one_line():
+    with pytest.raises(ConfigError, match=r"attention must be one of host, engines"):
+        predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER, attention="gpu")
+    # the boundary: P·V's K is seq_len, so seq_len = max_k = 32 fits and 33 does not
+    layer = layer_config("onthefly", rows=4, cols=4, mode="lora-fa", max_m=36, max_k=16,
+                         max_n=16, max_r=4)
+    engine = EngineConfig(rows=4, cols=4, pack=2, max_m=36, max_k=32, max_n=40)
+    fits = ModelShape(**{**TINY.__dict__, "seq_len": 32, "batch": 1})
+    assert predicted_step_cycles(fits, engine, layer, attention="engines").calls[-1].shape \
+        == (32, 32, 8)
+    long = ModelShape(**{**TINY.__dict__, "seq_len": 33, "batch": 1})
+    with pytest.raises(ConfigError, match=r"^engine max_k must be at least seq_len = 33 "
+                                          r"\(the attention jobs\) \(got 32\)$"):
+        predicted_step_cycles(long, engine, layer, attention="engines")
+    predicted_step_cycles(long, engine, layer)           # host attention needs no such K
