@@ -1,0 +1,48 @@
+"""benchmarks/finetune_accuracy.py writes only its generated part of
+docs/finetune-accuracy.md (between its markers) and keeps the hand-written sections."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCHMARKS = ROOT / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    # the benchmark is a script beside its own helpers (result_lines), not a package
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location("finetune_accuracy",
+                                                      BENCHMARKS / "finetune_accuracy.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+def test_only_the_generated_part_is_replaced(bench):
+    doc = f"# T\n\nintro\n{bench.BEGIN}\nold table\n{bench.END}\n\n## Kept\nhand text\n"
+    new = bench.with_generated(doc, "new table\n")
+    assert new == f"# T\n\nintro\n{bench.BEGIN}\nnew table\n{bench.END}\n\n## Kept\nhand text\n"
+    assert bench.with_generated(new, "new table\n") == new          # idempotent
+
+
+def test_the_doc_has_its_markers_and_keeps_its_sections(bench):
+    doc = (ROOT / "docs" / "finetune-accuracy.md").read_text()
+    new = bench.with_generated(doc, "X\n")
+    assert new.count("## ") == doc.count("## ") > 0
+    assert "## Why a few-shot protocol" in new and "X\n" + bench.END in new
+
+
+@pytest.mark.parametrize("doc", ["no markers\n", "{END}\n{BEGIN}\n", "{BEGIN}\nonly begin\n",
+                                 "{BEGIN}\na\n{END}\n{BEGIN}\nb\n{END}\n"])
+def test_a_doc_without_one_pair_of_markers_is_refused(bench, doc):
+    doc = doc.format(BEGIN=bench.BEGIN, END=bench.END)
+    with pytest.raises(SystemExit, match="needs one '<!-- generated"):
+        bench.with_generated(doc, "table\n")
