@@ -38,6 +38,59 @@ def test_pe_accumulates_and_wraps_at_32_bits():
     assert captured == [3 * 16384 - 127 * 128, 42]
 
 
+def _wrap32(value: int) -> int:
+    return (value + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
+def test_first_restarts_the_sum_whatever_the_accumulator_holds():
+    """16 x 16-bit operands (products up to 2^30): dot products back to back, sums wrapped
+    past both ends of int32 (0x7fffffff + 1, -2^31 - 2^30) and at all-ones (-1), each
+    next ``first`` restarting from its product alone; steps with ``valid`` low (their
+    first / last flags high) change nothing. Against Python's integers wrapped mod 2^32."""
+    rng = np.random.default_rng(5)
+    big = [-32768, 32767, -1, 0, 1]
+    dots = [[(-32768, -32768)] * 2 + [(1, 1)],            # 2^31 wraps to -2^31, then + 1
+            [(-32768, 32767)] * 3,                         # below -2^31: wraps to positive
+            [(-1, 1)],                                     # -1: every accumulator bit set
+            [(32767, 32767), (-32768, 32767)],
+            [(-32768, -32768)] * 4]                        # 2^32: wraps to 0
+    dots += [[(int(rng.choice(big)) if rng.random() < 0.5 else int(rng.integers(-32768, 32768)),
+               int(rng.choice(big)) if rng.random() < 0.5 else int(rng.integers(-32768, 32768)))
+              for _ in range(int(rng.integers(1, 5)))] for _ in range(40)]
+    steps = []              # (a, b, valid, first, last)
+    for n, dot in enumerate(dots):
+        for k, (a, b) in enumerate(dot):
+            steps.append((a, b, 1, k == 0, k == len(dot) - 1))
+            if rng.random() < 0.2:                         # a bubble with both flags high
+                steps.append((int(rng.integers(-32768, 32768)), 7, 0, 1, 1))
+    pe = ProcessingElement(a_bits=16, b_bits=16)
+    seen = []
+
+    async def bench(ctx):
+        for a, b, valid, first, last in steps + [(0, 0, 0, 0, 0)] * PE_LATENCY:
+            ctx.set(pe.a_in, a)
+            ctx.set(pe.b_in, b)
+            ctx.set(pe.valid_in, valid)
+            ctx.set(pe.first_in, first)
+            ctx.set(pe.last_in, last)
+            await ctx.tick()
+            seen.append(ctx.get(pe.res_out))
+
+    sim = Simulator(pe)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    got, total = [], 0
+    for t, (a, b, valid, first, last) in enumerate(steps):
+        if valid:
+            total = a * b + (0 if first else total)
+            if last:
+                got.append((seen[t + PE_LATENCY - 1], _wrap32(total)))
+    assert len(got) == len(dots)
+    assert [g for g, _ in got] == [want for _, want in got]
+    assert {-(1 << 31) + 1, 0, -1} <= {want for _, want in got}
+
+
 def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0):
     """Feed ``tiles`` (list of (X [R,K], W [K,C])) as close as the array allows (tile starts
     ``max(K, min_tile_interval) + slack`` cycles apart); drain each when the array says its

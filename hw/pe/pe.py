@@ -12,7 +12,7 @@ MREG), beside the operand registers that forward ``a`` and ``b``::
                                                    multiplier's own copies of a and b)
     cycle 2:  a * b                               (registered multiplier output)
     cycle 3:  prod              <- a * b          (its register in the fabric)
-    cycle 4:  acc               <- first ? prod : acc + prod    (when valid)
+    cycle 4:  acc               <- (first ? 0 : acc) + prod     (when valid)
     cycle 5:  res               <- acc                           (after a valid last)
 
 ``first`` starts a new dot product, ``last`` ends it and copies the sum into ``res`` (:data:`LATENCY`
@@ -82,10 +82,13 @@ def accumulate(m: Module, prod, flags, shift, res_in, res_out) -> None:
     :class:`~.pe_pair.ProcessingPair`."""
     valid, first, last = Signal(), Signal(), Signal()
     m.d.sync += Cat(valid, first, last).eq(flags)
-    # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums.
+    # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums. ``first`` clears
+    # the addend rather than choosing after the adder, so a bit is one LUT (acc, first,
+    # prod) into the carry chain, not an adder's LUT and a multiplexer's.
     acc = Signal(signed(ACC_BITS))
+    kept = Signal(signed(ACC_BITS))
     total = Signal(signed(ACC_BITS))
-    m.d.comb += total.eq(Mux(first, prod, acc + prod))
+    m.d.comb += [kept.eq(Mux(first, 0, acc)), total.eq(prod + kept)]
     with m.If(valid):
         m.d.sync += acc.eq(total)
     # Stage 4: a finished sum from the accumulator register into res (the adder drives
