@@ -114,19 +114,23 @@ class LayerSteps:
 
     def load(self, master: np.ndarray, w: np.ndarray | None = None,
              a: np.ndarray | None = None):
-        """The frozen weights (lora-fa) and the master copy."""
+        """The frozen weights (lora-fa; no ``load_w`` when ``w`` is None, for branches with
+        ``zero_w``) and the master copy."""
         lanes = self.host.lanes
         if self.lora:
-            yield from self.host.job("load_w", panel_words(w, self.rows, lanes))
+            if w is not None:
+                yield from self.host.job("load_w", panel_words(w, self.rows, lanes))
             yield from self.host.job("load_a", panel_words(a, self.rows, lanes))
         yield from self.host.job("load_master", panel_words(master, self.rows, lanes,
                                                             self.branch_lanes))
 
-    def frozen(self, x: np.ndarray):
-        """Load a batch and compute its frozen products."""
+    def frozen(self, x: np.ndarray, zero_w: bool = False):
+        """Load a batch and compute its frozen products (``zero_w``: U only, no
+        ``frozen_w``, for branches with the ``zero_w`` flag)."""
         yield from self.host.job("load_x", token_words(x, self.cols, self.host.lanes))
         if self.lora:
-            yield from self.host.job("frozen_w")
+            if not zero_w:
+                yield from self.host.job("frozen_w")
             yield from self.host.job("frozen_a")
 
     def branches(self, **flags):

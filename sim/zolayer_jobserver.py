@@ -110,9 +110,9 @@ class LayerSession:
         """The frozen weights (lora-fa) and the master copy."""
         self.layer.run(self.steps.load(master, w, a))
 
-    def frozen(self, x: np.ndarray) -> None:
-        """Load a batch and compute its frozen products."""
-        self.layer.run(self.steps.frozen(x))
+    def frozen(self, x: np.ndarray, zero_w: bool = False) -> None:
+        """Load a batch and compute its frozen products (``zero_w``: U only)."""
+        self.layer.run(self.steps.frozen(x, zero_w))
 
     def branch(self, **flags) -> np.ndarray:
         return self.layer.run(self.steps.branch(**flags))

@@ -49,9 +49,10 @@ FULL = layer_config(rows=4, cols=2, mode="full", branch_lanes=2, max_m=10, max_k
 COMPUTE = ("branch", "frozen_w", "frozen_a")
 LORA_ONLY = ("load_w", "load_a", "frozen_w", "frozen_a")
 # CTRL's fields, from the doc's row: bit0 start, bits 1-4 job, bit5 save, bit6 restore,
-# bit7 minus, bit8 plain, bits 9-12 query
+# bit7 minus, bit8 plain, bits 9-12 query, bit13 zero_w
 START, JOB_SHIFT, SAVE, RESTORE, MINUS, PLAIN, QUERY_SHIFT = 1, 1, 1 << 5, 1 << 6, 1 << 7, \
     1 << 8, 9
+ZERO_W = 1 << 13
 
 
 def doc_registers(page: Path = DOC) -> dict[str, tuple[int, str, int]]:
@@ -72,9 +73,9 @@ SETTINGS = [name for name, (_, access, _) in REGS.items() if access == "rw"]
 READ_ONLY = [name for name, (_, access, _) in REGS.items() if access == "r"]
 
 
-def ctrl(job: str, save=0, restore=0, minus=0, plain=0, query=0) -> int:
+def ctrl(job: str, save=0, restore=0, minus=0, plain=0, query=0, zero_w=0) -> int:
     return (START | JOB_CODES[job] << JOB_SHIFT | SAVE * save | RESTORE * restore
-            | MINUS * minus | PLAIN * plain | query << QUERY_SHIFT)
+            | MINUS * minus | PLAIN * plain | query << QUERY_SHIFT | ZERO_W * zero_w)
 
 
 def mask(name: str) -> int:
@@ -181,7 +182,8 @@ class Host:
         """What the units see of the job: the walk, the tiles, the mode, the settings."""
         c, ctx = self.dut.control, self.ctx
         values = {name: ctx.get(getattr(self.job, name)) for name in
-                  ("inner", "outer", "minus", "plain", "query", "compute", *JOB_CODES)}
+                  ("inner", "outer", "minus", "plain", "query", "zero_w", "compute",
+                   *JOB_CODES)}
         values.update({f"tiles.{n}": ctx.get(getattr(c.tiles, n)) for n in ("m", "k", "n")})
         values.update({f"mode.{n}": ctx.get(getattr(c.mode, n)) for n in
                        ("bias_en", "per_channel", "raw", "relu", "tensor_mult",
@@ -256,11 +258,14 @@ def expected_job(config, job: str, values: dict[str, int], flags: dict[str, int]
              "frozen_a": values["RANK"]}.get(job, values["N"])
     expected = {"inner": values["K"] if over_k else k_t // lanes, "outer": outer,
                 "minus": flags.get("minus", 0), "plain": flags.get("plain", 0),
-                "query": flags.get("query", 0), "compute": int(job in COMPUTE),
+                "query": flags.get("query", 0), "zero_w": flags.get("zero_w", 0),
+                "compute": int(job in COMPUTE),
                 **{name: int(name == job) for name in JOB_CODES},
                 "tiles.m": values["M"], "tiles.k": values["K"] if over_k else k_t,
                 "tiles.n": outer * lanes,
-                "mode.bias_en": int(job == "branch"), "mode.per_channel": 0,
+                # a branch adds the init XW, but with zero_w
+                "mode.bias_en": int(job == "branch" and not flags.get("zero_w")),
+                "mode.per_channel": 0,
                 "mode.raw": int(job != "frozen_a"), "mode.relu": 0,
                 "mode.tensor_mult": values["MULT"], "mode.tensor_shift": values["SHIFT"],
                 **{f"settings.{n.lower()}": values[n] for n in SETTINGS if n != "IRQ_EN"}}
@@ -278,7 +283,7 @@ def job_values(seed):
 def test_every_job_code_as_the_units_see_it(config):
     """Each job code started with its own flags: the one job flag set, the walk, the tiles'
     M, K, N, the output mode and the settings as :func:`expected_job`, the CTRL read-back
-    (the job code, minus, plain and query; start, save and restore read 0), the generator's save / restore pulse in the launch
+    (the job code, minus, plain, query and zero_w; start, save and restore read 0), the generator's save / restore pulse in the launch
     cycle only, busy until the units finish; a lora-fa job in a full-mode layer ends by
     itself after one cycle with STATUS bit 2 (not available), cleared by the next start."""
     values = job_values(len(config.mode))
@@ -293,7 +298,8 @@ def test_every_job_code_as_the_units_see_it(config):
             await host.write(name, value)
         for index, job in enumerate(JOB_CODES):
             flags = {"save": index % 2, "restore": index % 3 == 0, "minus": index % 2 == 0,
-                     "plain": index % 4 == 1, "query": (3 * index + 5) % 16}
+                     "plain": index % 4 == 1, "query": (3 * index + 5) % 16,
+                     "zero_w": index % 3 == 0}          # the branch (index 6) with zero_w
             word = ctrl(job, **flags)
             await host.write("CTRL", word)
             assert ctx.get(host.job.launch) and not ctx.get(host.job.active)
@@ -335,9 +341,9 @@ def test_writes_while_a_job_runs_change_nothing(config):
         ctx = host.ctx
         for name, value in old.items():
             await host.write(name, value)
-        word = ctrl("branch", minus=1, query=5)
+        word = ctrl("branch", minus=1, query=5, zero_w=1)
         await host.write("CTRL", word)
-        want = expected_job(config, "branch", old, {"minus": 1, "query": 5})
+        want = expected_job(config, "branch", old, {"minus": 1, "query": 5, "zero_w": 1})
         for name, value in new.items():
             await host.write(name, value)
             assert host.seen() == want, name

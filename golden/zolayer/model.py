@@ -24,13 +24,15 @@ matrix is called T (``K_t x N``, K_t = r or K); formats are
 
       Tp = clamp((T >> 8) + s * (z_i >> e), -2^15, 2^15 - 1)     # int16, saturating
       lora-fa:  Y = wrap32(XW + U · Tp)      full:  Y = wrap32(X · Tp)
+      lora-fa, flag zero_w:  Y = wrap32(U · Tp)      (XW taken as 0: the layer with W = 0)
 
   ``z >> e`` is an arithmetic shift (floor), so +z and -z are exact negatives before the
   saturation; products are exact, sums wrap modulo 2^32 like the engine's accumulators.
   T itself is never written with a perturbation.
-* **Frozen products** (lora-fa, once per batch): ``XW = wrap32(X · W)`` and
-  ``U = requantize(wrap32(X · A), mult, shift)`` (int8, the GEMM engine's per-tensor
-  rounding half up and saturation, :func:`zoforge.golden.engine.requantize`).
+* **Frozen products** (lora-fa, once per batch): ``XW = wrap32(X · W)`` (job ``frozen_w``)
+  and ``U = requantize(wrap32(X · A), mult, shift)`` (``frozen_a``; int8, the GEMM engine's
+  per-tensor rounding half up and saturation, :func:`zoforge.golden.engine.requantize`). A
+  branch with ``zero_w`` needs no XW: a host whose W is 0 runs ``frozen_a`` only.
 * **Update**, from the host's projected gradients ``g_i`` (signed 16-bit) after the
   branches of query i: the generator is restored to the job's start and the same ``z_i`` is
   regenerated (with Q > 1 the walk takes all Q transfers of each word and uses query j's),
@@ -190,8 +192,17 @@ class ZoLayerGolden:
     # -- frozen products ------------------------------------------------------------------
     def frozen(self, mult: int, shift: int) -> None:
         """``XW`` and ``U = requant(X·A)`` for this batch (lora-fa)."""
+        self.frozen_w()
+        self.frozen_a(mult, shift)
+
+    def frozen_w(self) -> None:
+        """``XW = wrap32(X·W)`` for this batch (lora-fa; the ``frozen_w`` job)."""
         if self.lora:
             self.xw = gemm_int32(self.x, self.w).to(torch.int64)
+
+    def frozen_a(self, mult: int, shift: int) -> None:
+        """``U = requant(X·A)`` for this batch (lora-fa; the ``frozen_a`` job)."""
+        if self.lora:
             self.u = requantize(gemm_int32(self.x, self.a), RequantParams(mult, shift))
 
     # -- the generator ------------------------------------------------------------------
@@ -216,10 +227,10 @@ class ZoLayerGolden:
         """The int16 operand ``clamp((T >> 8) + sign * (z >> eps_shift))``."""
         return perturbed_operand(self.master, z, sign, eps_shift)
 
-    def branch(self, sign: int, eps_shift: int) -> torch.Tensor:
+    def branch(self, sign: int, eps_shift: int, zero_w: bool = False) -> torch.Tensor:
         """One forward branch with ``T + sign * eps * z`` (the next perturbation; sign 0:
         the unperturbed layer, no perturbation drawn): Y ``(M, N)`` as int64 values of
-        int32."""
+        int32; ``zero_w`` (lora-fa): XW taken as 0."""
         if sign not in (1, 0, -1):
             raise ConfigError("sign", "+1, 0 or -1", sign)
         if sign and self.config.branch_lanes > 1:
@@ -227,22 +238,24 @@ class ZoLayerGolden:
                               "(perturbed branches come in groups: group_branch)", sign)
         check_int_range("eps_shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
         z = self.perturbation() if sign else None
-        tp = self.operand(sign, eps_shift, z).to(torch.float64)
-        if self.lora:
-            return wrap_signed(self.xw + exact_matmul(self.u, tp))
-        return full_output(self.x, tp)
+        return self._output(self.operand(sign, eps_shift, z), zero_w)
 
-    def group_branch(self, eps_shift: int) -> torch.Tensor:
+    def group_branch(self, eps_shift: int, zero_w: bool = False) -> torch.Tensor:
         """One branch job's 2Q branches (Q queries, each ``+`` then ``-``) with the next
-        perturbations: ``(2Q, M, N)``, branch ``2j + (sign == -1)`` (as the rows' groups)."""
+        perturbations: ``(2Q, M, N)``, branch ``2j + (sign == -1)`` (as the rows' groups);
+        ``zero_w`` as in :meth:`branch`."""
         check_int_range("eps_shift", eps_shift, 0, Formats.EPS_SHIFT_MAX)
-        outputs = []
-        for z in self.perturbations():
-            for sign in (1, -1):
-                tp = self.operand(sign, eps_shift, z).to(torch.float64)
-                outputs.append(wrap_signed(self.xw + exact_matmul(self.u, tp)) if self.lora
-                               else full_output(self.x, tp))
-        return torch.stack(outputs)
+        return torch.stack([self._output(self.operand(sign, eps_shift, z), zero_w)
+                            for z in self.perturbations() for sign in (1, -1)])
+
+    def _output(self, operand: torch.Tensor, zero_w: bool) -> torch.Tensor:
+        """A branch's Y for the int16 ``operand`` Tp: ``wrap32(XW + U·Tp)`` (XW 0 with
+        ``zero_w``) or ``wrap32(X·Tp)``."""
+        tp = operand.to(torch.float64)
+        if not self.lora:
+            return full_output(self.x, tp)
+        product = exact_matmul(self.u, tp)
+        return wrap_signed(product if zero_w else self.xw + product)
 
     def accumulate(self, g: int, query: int = 0) -> None:
         """``D += g * z`` with query ``query``'s perturbation of the next branch job (after

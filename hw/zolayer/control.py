@@ -2,15 +2,17 @@
 
 The register side is ``port`` (:class:`~zoforge.hw.pe.axil.RegisterPortSignature`,
 from the AXI4-Lite target). A CTRL write with the start bit while idle starts a job:
-``busy`` rises, and the job (one bit per job code, its flags ``minus``, ``plain``) is
-registered from the written word. The cycle after the write is ``launch`` (a register):
+``busy`` rises, and the job (one bit per job code, its flags ``minus``, ``plain``,
+``query``, ``zero_w``) is registered from the written word. The cycle after the write is ``launch`` (a register):
 the units clear their state and the generator gets its ``save``/``restore`` pulse
 (``generator``); from the next cycle on (``active``) they work, until one of them reports
 the job's last action (``finish``, a cycle later: the layer registers its units' ends),
 which ends ``busy`` and sets ``done``. The layer's
 units see the job as ``job`` (:class:`LayerJobSignature`); a compute job's tile
 sequencers as ``tiles`` (:class:`~zoforge.hw.pe.signatures.JobSignature`) and its
-requantizer as ``mode`` (``bias_en`` in a branch: the init XW; raw but in ``frozen_a``).
+requantizer as ``mode`` (``bias_en`` in a branch without ``zero_w``: the init XW; with
+``zero_w`` the init buffer is read all the same and 0 added, so the branch's timing is
+the same; raw but in ``frozen_a``).
 
 The job's walk over words (registered with the job's flags, valid from ``launch``): ``inner``
 (k-steps) and ``outer`` (features, or tokens for ``load_x``) of the words a job loads,
@@ -55,14 +57,14 @@ class LayerJobSignature(wiring.Signature):
     """The job in flight, as the layer's units see it (the control's view): ``launch`` (one
     cycle: clear your state), ``active`` (from the next cycle to the job's end), one bit per
     job code (:data:`~.registers.JOBS`, one-hot), ``compute`` (one of :data:`COMPUTE_JOBS`: a
-    register of its own, not the flags' OR), the flags ``minus``, ``plain`` and ``query``,
-    and the walk ``inner`` x ``outer`` (see the module docstring)."""
+    register of its own, not the flags' OR), the flags ``minus``, ``plain``, ``query`` and
+    ``zero_w``, and the walk ``inner`` x ``outer`` (see the module docstring)."""
 
     def __init__(self):
         super().__init__({"launch": Out(1), "active": Out(1),
                           **{name: Out(1) for name in JOBS}, "compute": Out(1),
                           "minus": Out(1), "plain": Out(1),
-                          "query": Out(CTRL_FIELDS["query"][1]),
+                          "query": Out(CTRL_FIELDS["query"][1]), "zero_w": Out(1),
                           "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
 
 
@@ -131,7 +133,8 @@ class LayerControl(wiring.Component):
         with m.If(start):
             m.d.sync += [code.eq(written), job.minus.eq(field(wdata, "minus")),
                          job.plain.eq(field(wdata, "plain")),
-                         job.query.eq(field(wdata, "query"))]
+                         job.query.eq(field(wdata, "query")),
+                         job.zero_w.eq(field(wdata, "zero_w"))]
             m.d.sync += [getattr(job, name).eq(written == value)
                          for name, value in JOBS.items()]
         with m.If(port.wr_en):
@@ -146,7 +149,7 @@ class LayerControl(wiring.Component):
                        **{name: Const(value, 32) for name, value in self.info.items()},
                        "STATUS": Cat(busy, done, unavailable),
                        "CTRL": Cat(Const(0, 1), code, Const(0, 2), job.minus, job.plain,
-                                   job.query)}
+                                   job.query, job.zero_w)}
         # reads: the address decode registered, then the selected word (READ_CYCLES)
         m.d.comb += port.rd_data.eq(read_select(m, port.rd_addr, {
             name: (reg.address, read_values[name]) for name, reg in REGISTERS.items()}))
@@ -187,8 +190,8 @@ class LayerControl(wiring.Component):
                                           Mux(written_is("load_a", "frozen_a"), settings.rank,
                                               settings.n)))]
 
-        # a compute job's tiles and output mode: XW is the branches' init (bias), U the
-        # only requantized result
+        # a compute job's tiles and output mode: XW is the branches' init (bias; 0 with
+        # zero_w), U the only requantized result
         # (a register of its own, set with the job's flags: one flag, not their OR, in front
         # of the sequencers' enables)
         with m.If(start):
@@ -197,7 +200,7 @@ class LayerControl(wiring.Component):
         m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & job.compute),
                      tiles.m.eq(settings.m), tiles.k.eq(k_steps),
                      tiles.n.eq(job.outer << shift),
-                     mode.bias_en.eq(job.branch), mode.per_channel.eq(0),
+                     mode.bias_en.eq(job.branch & ~job.zero_w), mode.per_channel.eq(0),
                      mode.raw.eq(~job.frozen_a), mode.relu.eq(0),
                      mode.tensor_mult.eq(settings.mult), mode.tensor_shift.eq(settings.shift)]
         return m

@@ -24,11 +24,13 @@ KINDS = {"rw": "written only while idle, read back", "r": "read only; writes ign
 
 
 REGISTERS = {
-    "CTRL": Register(0x00, "w1", 13, "bit0 start, bits 1-4 job, bit5 save the generator "
+    "CTRL": Register(0x00, "w1", 14, "bit0 start, bits 1-4 job, bit5 save the generator "
                                      "state first, bit6 restore it first, bit7 minus (sign "
                                      "-1), bit8 plain (branch without perturbation), bits "
                                      "9-12 query (accumulate: the query of the branch job "
-                                     "whose z it takes, with branch_lanes > 2)"),
+                                     "whose z it takes, with branch_lanes > 2), bit13 "
+                                     "zero_w (lora-fa branch: XW taken as 0, the init "
+                                     "buffer not added; no frozen_w needed)"),
     "STATUS": Register(0x04, "w1", 3, "bit0 busy, bit1 done (sticky; write 1 clears), "
                                       "bit2 the last job is not available in this mode"),
     "IRQ_EN": Register(0x08, "rw", 1, "irq = done & IRQ_EN"),
@@ -66,7 +68,7 @@ JOBS = {"load_x": 1, "load_w": 2, "load_a": 3, "load_master": 4, "frozen_w": 5,
 LORA_JOBS = ("load_w", "load_a", "frozen_w", "frozen_a")
 
 CTRL_FIELDS = {"start": (0, 1), "job": (1, 4), "save": (5, 1), "restore": (6, 1),
-               "minus": (7, 1), "plain": (8, 1), "query": (9, 4)}
+               "minus": (7, 1), "plain": (8, 1), "query": (9, 4), "zero_w": (13, 1)}
 
 
 def address(name: str) -> int:
@@ -74,8 +76,8 @@ def address(name: str) -> int:
 
 
 def ctrl_word(job: str, save: bool = False, restore: bool = False, minus: bool = False,
-              plain: bool = False, query: int = 0) -> int:
+              plain: bool = False, query: int = 0, zero_w: bool = False) -> int:
     """The CTRL value that starts ``job`` with the given flags."""
     values = {"start": 1, "job": JOBS[job], "save": save, "restore": restore,
-              "minus": minus, "plain": plain, "query": query}
+              "minus": minus, "plain": plain, "query": query, "zero_w": zero_w}
     return sum(int(values[name]) << offset for name, (offset, _) in CTRL_FIELDS.items())
