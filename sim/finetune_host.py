@@ -8,6 +8,9 @@ cocotb bench through :func:`layer_calls_program`):
 * :func:`adapter_call`: one branch. Registers M, K, N, RANK, MULT, SHIFT, EPS_SHIFT, then
   :class:`~zoforge.sim.zolayer_host.LayerSteps`' ``load`` (load_w, load_a, load_master),
   ``frozen`` (load_x, frozen_w, frozen_a) and ``branch`` with the call's flags; Y (M, N).
+  A call whose W is all zeros (the split mapping's narrow call,
+  :func:`zoforge.golden.finetune.split.narrow_call`) skips ``load_w`` and ``frozen_w`` and
+  runs its branch with ``zero_w``: XW = X·0 = 0 for every X, so Y is the same.
 * :func:`update_call`: one adapter's update. Registers N, RANK, ETA_MULT, ETA_SHIFT,
   load_master (clears D), GRAD, accumulate (``restore`` flag), apply, read_master; T'.
 
@@ -43,10 +46,11 @@ def adapter_call(host: LayerHost, rows: int, cols: int, spec: dict, x: np.ndarra
     yield from _registers(host, {"M": m, "K": k, "N": n, "RANK": r, "MULT": spec["mult"],
                                  "SHIFT": spec["shift"], "EPS_SHIFT": spec["eps_shift"]})
     steps = LayerSteps(host, rows, cols, True, m, k, n, r)
-    yield from steps.load(master, w, a)
-    yield from steps.frozen(x)
-    return (yield from steps.branch(**{flag: bool(spec["flags"][flag])
-                                       for flag in BRANCH_FLAGS}))
+    zero_w = not w.any()
+    yield from steps.load(master, None if zero_w else w, a)
+    yield from steps.frozen(x, zero_w)
+    return (yield from steps.branch(zero_w=zero_w, **{flag: bool(spec["flags"][flag])
+                                                      for flag in BRANCH_FLAGS}))
 
 
 def update_call(host: LayerHost, rows: int, spec: dict, master: np.ndarray):

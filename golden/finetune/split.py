@@ -26,6 +26,10 @@ for the direct call (same flags, same master); and wrapping is a ring homomorphi
 ``wrap32(wrap32(a) + wrap32(b)) = wrap32(a + b)`` for every int ``a``, ``b``. So no operand
 value breaks the equality (``tests/test_adapter_split.py`` checks the extremes). The narrow
 call's K is r: the ZO layer needs ``r <= max_k`` (and r a multiple of its rows, as before).
+With W' = 0 the layer computes no X'·W': the narrow call runs as ``load_a``, ``load_master``,
+``load_x``, ``frozen_a`` and a ``branch`` with the ``zero_w`` flag (XW taken as 0;
+:mod:`zoforge.sim.finetune_host`, :mod:`zoforge.hw.accel.schedule`), no ``load_w`` or
+``frozen_w``.
 
 :class:`SplitUnits` wraps any units (:class:`~.calls.GoldenUnits`, the RTL's
 :class:`~zoforge.sim.finetune_cosim.RtlUnits`) and runs every adapter call this way; every
