@@ -139,6 +139,46 @@ class _UpdateHarness(wiring.Component):
         return m
 
 
+async def _update_job(ctx, u, apply, rng, z_words=()):
+    """One job of the update unit ``u`` (the harness's walk: 2 panels of R features x 3
+    k-steps), the z transfers offered with idle cycles, until ``done``."""
+    ctx.set(u.apply, apply)
+    ctx.set(u.inner, 3)
+    ctx.set(u.outer, 2 * ROWS)
+    ctx.set(u.start, 1)
+    await ctx.tick()
+    ctx.set(u.start, 0)
+    pending = list(z_words)
+    for _ in range(200):
+        if pending:
+            valid = rng.random() < 0.6              # idle cycles on the z stream
+            ctx.set(u.z.valid, valid)
+            ctx.set(u.z.payload, _pack(pending[0], Z_WIDTH))
+            taken = valid and ctx.get(u.z.ready)
+        else:
+            ctx.set(u.z.valid, 0)
+            taken = False
+        done = ctx.get(u.done)
+        await ctx.tick()
+        if taken:
+            pending.pop(0)
+        if done:
+            break
+    assert not pending and not ctx.get(u.busy)
+
+
+def _word_lanes(ctx, memory, word):
+    value = ctx.get(memory.data[word])
+    return [value[i] for i in range(ROWS)]
+
+
+def _simulate(harness, bench):
+    sim = Simulator(harness)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+
+
 @pytest.mark.parametrize("eta_mult, eta_shift", [((1 << 16) - 1, 9), (12345, 1), (1, 0),
                                                  (40000, 8), (777, 47)])
 def test_update_unit_accumulates_and_applies_like_the_golden_model(eta_mult, eta_shift):
@@ -147,62 +187,56 @@ def test_update_unit_accumulates_and_applies_like_the_golden_model(eta_mult, eta
     words = 6                                      # 2 panels of R features x 3 k-steps
     master = [[_pick(rng, M_MIN, M_MAX) for _ in range(ROWS)] for _ in range(words)]
     harness = _UpdateHarness(master, [[0] * ROWS] * words)
-    acc_bits = harness.unit.acc_bits
     grads = [(1 << 15) - 1, -(1 << 15), 7]
     transfers = [[[_pick(rng, Z_MIN, Z_MAX) for _ in range(Z_LANES)] for _ in range(words)]
                  for _ in grads]
     u = harness.unit
 
-    def lanes(ctx, memory, word):
-        value = ctx.get(memory.data[word])
-        return [value[i] for i in range(ROWS)]
-
-    async def job(ctx, apply, z_words=None):
-        ctx.set(u.apply, apply)
-        ctx.set(u.inner, 3)
-        ctx.set(u.outer, 2 * ROWS)
-        ctx.set(u.start, 1)
-        await ctx.tick()
-        ctx.set(u.start, 0)
-        pending = list(z_words or [])
-        for _ in range(200):
-            if pending:
-                valid = rng.random() < 0.6              # idle cycles on the z stream
-                ctx.set(u.z.valid, valid)
-                ctx.set(u.z.payload, _pack(pending[0], Z_WIDTH))
-                taken = valid and ctx.get(u.z.ready)
-            else:
-                ctx.set(u.z.valid, 0)
-                taken = False
-            done = ctx.get(u.done)
-            await ctx.tick()
-            if taken:
-                pending.pop(0)
-            if done:
-                break
-        assert not pending and not ctx.get(u.busy)
-
     async def bench(ctx):
         for g, z_words in zip(grads, transfers):
             ctx.set(u.g, g)
-            await job(ctx, 0, z_words)
-        d = [lanes(ctx, harness.d_mem, w) for w in range(words)]
+            await _update_job(ctx, u, 0, rng, z_words)
+        d = [_word_lanes(ctx, harness.d_mem, w) for w in range(words)]
         want_d = sum(g * torch.tensor([t[:ROWS] for t in z]) for g, z in zip(grads, transfers))
         assert d == want_d.tolist()
         ctx.set(u.eta_mult, eta_mult)
         ctx.set(u.eta_shift, eta_shift)
-        await job(ctx, 1)
-        t = [lanes(ctx, harness.t_mem, w) for w in range(words)]
+        await _update_job(ctx, u, 1, rng)
+        t = [_word_lanes(ctx, harness.t_mem, w) for w in range(words)]
         want_t = applied_update(torch.tensor(master), want_d, eta_mult, eta_shift)
         assert t == want_t.tolist()
         if eta_shift < 16:
             assert {M_MIN, M_MAX} <= {v for row in t for v in row}   # both saturation ends
-        assert all(lanes(ctx, harness.d_mem, w) == [0] * ROWS for w in range(words))
+        assert all(_word_lanes(ctx, harness.d_mem, w) == [0] * ROWS for w in range(words))
 
-    sim = Simulator(harness)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    _simulate(harness, bench)
+
+
+@pytest.mark.parametrize("eta_shift", [0, 1])
+def test_update_unit_saturates_exactly_at_both_ends(eta_shift):
+    """An apply whose T - delta lands on, one and two past, and one inside each end of T's
+    24 bits (eta_mult 1; at eta_shift 1 every delta a rounding tie, D = 2(T - v) - 1):
+    T is min(max(v, -2^23), 2^23 - 1) by hand and the golden model's value."""
+    rng = random.Random(17 + eta_shift)
+    ends = [M_MAX - 1, M_MAX, M_MAX + 1, M_MAX + 2, M_MIN + 1, M_MIN, M_MIN - 1, M_MIN - 2]
+    targets = ends + [M_MAX + (1 << 23), M_MIN - (1 << 23), 0, -1] + ends[::-1][:6]
+    master = [rng.choice([M_MIN, M_MAX, 0, rng.randint(M_MIN, M_MAX)]) for _ in targets]
+    accum = [((t - v) << eta_shift) - eta_shift for t, v in zip(master, targets)]
+    words = len(targets) // ROWS
+    harness = _UpdateHarness(*([values[w * ROWS:(w + 1) * ROWS] for w in range(words)]
+                               for values in (master, accum)))
+    u = harness.unit
+
+    async def bench(ctx):
+        ctx.set(u.eta_mult, 1)
+        ctx.set(u.eta_shift, eta_shift)
+        await _update_job(ctx, u, 1, rng)
+        got = [v for w in range(words) for v in _word_lanes(ctx, harness.t_mem, w)]
+        assert got == [min(max(v, M_MIN), M_MAX) for v in targets]
+        golden = applied_update(torch.tensor(master), torch.tensor(accum), 1, eta_shift)
+        assert got == golden.tolist()
+
+    _simulate(harness, bench)
 
 
 def _lanes(value, width, count):

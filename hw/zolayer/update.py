@@ -21,23 +21,33 @@ so the pipeline needs no forwarding (nor a read of a word in the cycle it is wri
 Pipeline, per lane, in cycles after the issue (what is registered at the end of each)::
 
     accumulate              apply
-    0   issue, z taken      0   issue, read D
-    1   a = z, b = g        3   a = D (READ_LATENCY later), b = eta_mult << (7 - s % 8)
-    2-3 the products of a's and b's 16-bit chunks, one DSP each
-        (:class:`~zoforge.hw.pe.multiply.PipelinedMultiplier`: its operand
-        registers take a and b in cycle 1 / 3)
+    0   issue, z taken,     0   issue, read D
+        a = z               2   a = D (from the register behind the block RAM's)
+    1   a and b = g into    3   a and b = eta_mult << (7 - s % 8) into the operand
+        the operand registers of the multipliers of their 16-bit chunks, one DSP each
+        (:class:`~zoforge.hw.pe.multiply.PipelinedMultiplier`)
+    2-3 the products
                             4-5 the products;  6: read T
     3   read D
     4   per chunk of b, the products summed                 6
     5   prod = a * b (their sum)                             7
     6   D + prod            8   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
-    7   D written           9   n = (2 * T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s)
-                            10  T = n saturated to 24 bits (from its upper bits) and D = 0
-                                written
+    7   D written           9   n = (2 * T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
+                                saturated to 24 bits: n >= 2^23 iff 2T - t >= 2^24, n <
+                                -2^23 iff 2T - t < -2^24, two compares of t beside the
+                                subtraction (2T -/+ 2^24 are 2T's bits, the sign bit
+                                flipped: no adder)
+                            10  T and D = 0 written
 
 (b is one register for all lanes.)
 (The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
 :class:`~zoforge.hw.pe.requant.RequantStream`.)
+
+Every operand reaches a multiplier from a register (``a`` is picked between D and z in
+front of its register, not behind it: the multipliers sit at DSP sites across the chip, so
+the route into them is a path of its own), and the words written are registers too (the
+saturation and D's zero in front of them), so no logic is behind the long routes to the
+DSP sites or to the memories' write ports, and neither adds a cycle.
 """
 from __future__ import annotations
 
@@ -59,7 +69,7 @@ READ_LATENCY = 3
 _SUMS = 2                   # register stages summing the partial products
 #: Cycles from a word's issue to its write, per job: accumulate's operand z a cycle after
 #: the issue, apply's D READ_LATENCY cycles; the products, their sums; then D + prod
-#: (accumulate), t and n (apply).
+#: (accumulate), t and the saturated n (apply).
 ACCUMULATE_LATENCY = 1 + MULTIPLY_LATENCY + _SUMS + 1
 APPLY_LATENCY = READ_LATENCY + MULTIPLY_LATENCY + _SUMS + 2
 _CHUNK = 16                 # bits of the operands' chunks (one DSP product each)
@@ -136,10 +146,9 @@ class UpdateUnit(wiring.Component):
         shift = self.eta_shift
         b = Signal(signed(Formats.ETA_MULT_BITS + _SCALE + 1))
         m.d.sync += b.eq(Mux(apply, self.eta_mult << ~shift[:_SCALE.bit_length()], self.g))
-        z1 = Signal(self.rows * self.z_width)
-        m.d.sync += z1.eq(self.z.payload[:self.rows * self.z_width])
+        z = self.z.payload
         for i in range(self.rows):
-            self._lane(m, i, apply, b, z1[i * self.z_width:(i + 1) * self.z_width].as_signed())
+            self._lane(m, i, apply, b, z[i * self.z_width:(i + 1) * self.z_width].as_signed())
         return m
 
     def _lane(self, m: Module, i: int, apply, b, z) -> None:
@@ -156,9 +165,11 @@ class UpdateUnit(wiring.Component):
         t_word = reg(signed(Formats.MASTER_BITS), 0, "t_word")
         m.d.sync += [d_behind.eq(self.d_rd.data[i]), d_word.eq(d_behind),
                      t_word.eq(self.t_rd.data[i])]
-        # 1 (apply: 3): the operand into the multipliers' input registers; the products of
-        # its 16-bit chunks (unsigned but the top one) with b's (the same)
-        a = Mux(apply, d_word, z)
+        # 0 (apply: 2): the operand, z or D (the same as d_word a cycle later); 1 (apply: 3):
+        # into the multipliers' input registers; the products of its 16-bit chunks
+        # (unsigned but the top one) with b's (the same)
+        a = reg(signed(acc), 0, "a")
+        m.d.sync += a.eq(Mux(apply, d_behind, z))
         columns = {}
         for low_a, chunk_a in _chunks(a, acc):
             for low_b, chunk_b in _chunks(b, len(b)):
@@ -177,22 +188,26 @@ class UpdateUnit(wiring.Component):
         total = sum(column << low_b for low_b, column in sums)
         prod = reg(signed(acc + len(b)), 6, "prod")
         m.d.sync += prod.eq(total)
-        # 6: accumulate D + prod; apply 8: t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+        # 6: accumulate D + prod (apply: D = 0); apply 8: t = (prod >> 6) >> (s & ~7)
+        # = (2 * D * eta_mult) >> s
         new_d = reg(signed(acc), 4, "d")
         t = reg(signed(len(prod) - (_SCALE - 1)), 4, "t")
-        m.d.sync += [new_d.eq(d_word + prod),
+        m.d.sync += [new_d.eq(Mux(apply, 0, d_word + prod)),
                      t.eq(prod[_SCALE - 1:].as_signed()
                           >> Cat(Const(0, 3), self.eta_shift[3:]))]
-        # apply 9: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1)
-        n = reg(signed(len(t) + 2), 5, "n")
-        m.d.sync += n.eq((Cat(Const(0, 1), t_word).as_signed() - t) >> 1)
-        # apply 10: saturated to 24 bits: in range iff n's bits from 23 up are all equal
-        top = (1 << (Formats.MASTER_BITS - 1)) - 1
-        upper = n[Formats.MASTER_BITS - 1:]
-        inside = (upper == 0) | (upper == (1 << len(upper)) - 1)
-        m.d.comb += [self.t_wr.data[i].eq(Mux(inside, n[:Formats.MASTER_BITS],
-                                                Mux(n[-1], -top - 1, top))),
-                     self.d_wr.data[i].eq(Mux(apply, 0, new_d))]
+        # apply 9: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1), saturated to 24 bits into the
+        # register the write port takes: n > 2^23 - 1 iff 2T - t >= 2^24, i.e. t <= 2T -
+        # 2^24, and n < -2^23 iff t > 2T + 2^24 (floor halving); 2T + 2^24 (0 .. 2^25 - 2)
+        # is 2T's 25 bits with the sign bit flipped, read unsigned; 2T - 2^24 the same with
+        # a sign bit 1 on top
+        bits = Formats.MASTER_BITS
+        top = (1 << (bits - 1)) - 1
+        n = (Cat(Const(0, 1), t_word).as_signed() - t) >> 1
+        offset = Cat(Const(0, 1), t_word[:bits - 1], ~t_word[bits - 1])
+        above, below = t <= Cat(offset, Const(1, 1)).as_signed(), t > offset
+        new_t = reg(signed(bits), 5, "t_new")
+        m.d.sync += new_t.eq(Mux(above, top, Mux(below, -top - 1, n[:bits])))
+        m.d.comb += [self.t_wr.data[i].eq(new_t), self.d_wr.data[i].eq(new_d)]
 
 
 def _chunks(value, width: int):
