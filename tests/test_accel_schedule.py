@@ -1,9 +1,9 @@
 """The accelerator's step schedule (hw/accel/schedule.py), both adapter mappings (split:
-X·W and U on the engines, the ZO layers K = r; layer: all on the ZO layers): MACs and
-weight bytes counted by hand, every job a job the RTL units run and within their
-capacities, the U phase before the layers' jobs that take U, the column slices covering
-every map, and the two rewrites it relies on (branches concatenated along M, output columns
-split) value by value on the golden engine."""
+X·W and U on the engines, the ZO layers K = r with no load_w or frozen_w; layer: all on the
+ZO layers): MACs and weight bytes counted by hand, every job a job the RTL units run and
+within their capacities, the U phase before the layers' jobs that take U, the column slices
+covering every map, and the two rewrites it relies on (branches concatenated along M, output
+columns split) value by value on the golden engine."""
 import pytest
 import torch
 
@@ -36,9 +36,9 @@ def hand_macs(first: int, mapping: str) -> int:
         # all of U = X.A for its columns: computed twice)
         adapter = M * H * H + 2 * M * H * R
     else:
-        # engines: X.W and U = X.A once; layers (K = r): frozen_w U.0 over the 2 slices'
-        # H columns, frozen_a U.I_r on each of the 2 layers
-        adapter = M * H * H + M * H * R + M * R * H + 2 * M * R * R
+        # engines: X.W and U = X.A once; layers (K = r): frozen_a U.I_r on each of the 2
+        # layers, no frozen_w (W' = 0: the branches' zero_w flag)
+        adapter = M * H * H + M * H * R + 2 * M * R * R
     total = first * plain_block                      # below the first adapted block: once
     # the first adapted block: key once; query/value frozen products once, S branches
     total += M * H * H + 2 * adapter + 2 * S * M * R * H
@@ -63,8 +63,8 @@ def test_default_mapping_is_split():
 def test_weights_read_once_per_step_and_per_chunk_when_m_does_not_fit(mapping):
     weights = BLOCKS * (4 * H * H + 2 * H * F) + H * CLASSES   # int8, each map once
     adapted = 2 * BLOCKS
-    if mapping == "split":   # A (H x R) to the engines, W' = 0 (R x H) to the layers
-        weights += adapted * (H * R + R * H)
+    if mapping == "split":   # A (H x R) to the engines; W' = 0 is not loaded
+        weights += adapted * H * R
     assert step_schedule(SHAPE, accel(), 0, mapping).bytes_of("w") == weights
     # half the rows per engine job: every engine map on S x M rows reads its W twice (M
     # rows fit: block 0's key, and with split its query/value X.W and A; the head's
@@ -93,6 +93,8 @@ def test_every_job_is_an_rtl_job_within_its_unit(mapping):
             assert job.m % layer.cols == 0 and job.n % layer.rows == 0
             if mapping == "split" and job.kind in ("frozen_w", "frozen_a", "branch"):
                 assert job.k == job.r == R                       # the narrow adapter
+            if mapping == "split":                               # W' = 0: no X'.W'
+                assert job.kind not in ("load_w", "frozen_w")
 
 
 def test_split_u_phase_comes_before_the_layers_that_take_it():
@@ -120,14 +122,21 @@ def test_slices_cover_each_map_once_per_chunk(mapping):
     schedule = step_schedule(SHAPE, accel(engine_max_m=S * M // 2), 0, mapping)
     sums = {}
     for job in schedule.jobs:
-        if job.kind in ("gemm", "gemm-raw", "frozen_w"):
+        if job.kind in ("gemm", "gemm-raw", "frozen_w", "frozen_a"):
             key = (job.name, job.kind)
             sums[key] = sums.get(key, 0) + job.n * job.m
     assert sums[("block1.ffn_in", "gemm")] == S * M * F
     assert sums[("block0.key", "gemm")] == M * H                 # shared: once
-    assert sums[("block0.query", "frozen_w")] == M * H            # shared: once
-    assert sums[("block1.query", "frozen_w")] == S * M * H        # per branch
+    assert sums[("block0.query", "frozen_a")] == M * H            # shared: once
+    assert sums[("block1.query", "frozen_a")] == S * M * H        # per branch
     assert sums[("head", "gemm-raw")] == S * B * CLASSES
+    # the layer mapping's X.W on the layers; the split mapping's on the engines
+    frozen_w = {key: total for key, total in sums.items() if key[1] == "frozen_w"}
+    if mapping == "layer":
+        assert frozen_w[("block0.query", "frozen_w")] == M * H
+        assert frozen_w[("block1.query", "frozen_w")] == S * M * H
+    else:
+        assert frozen_w == {}
     if mapping == "split":                    # X.W raw, U (N = r) int8, on the engines
         assert sums[("block0.query", "gemm-raw")] == M * H
         assert sums[("block0.query", "gemm")] == M * R
@@ -144,7 +153,12 @@ def test_update_walks_and_branch_jobs_counted(mapping):
     adapters = 2 * BLOCKS
     assert sum(j.kind == "apply" for j in jobs) == Q * adapters * slices
     assert sum(j.kind == "branch" for j in jobs) == S * adapters * slices
-    assert sum(j.kind == "load_w" for j in jobs) == adapters * slices
+    assert sum(j.kind == "load_a" for j in jobs) == adapters * slices
+    # W' = 0 of the split mapping's narrow adapters is neither loaded nor multiplied
+    loads_w = 0 if mapping == "split" else adapters * slices
+    assert sum(j.kind == "load_w" for j in jobs) == loads_w
+    frozen_w = sum(j.kind == "frozen_w" for j in jobs)
+    assert frozen_w == (0 if mapping == "split" else sum(j.kind == "frozen_a" for j in jobs))
 
 
 def _int8(*shape, seed):
@@ -283,8 +297,8 @@ def test_job_rows_are_the_forwards_rows():
     assert jobs["block2.ffn_in", "gemm", 0] == [(0, 32), (32, 64)]
     assert jobs["block1.key", "gemm", 0] == [(0, 16)]                  # shared: M rows
     assert jobs["block1.query", "branch", 0] == [(b * M, b * M + M) for b in range(S)]
-    assert jobs["block2.query", "frozen_w", 0] == [(b * M, b * M + M) for b in range(S)]
-    assert jobs["block1.query", "load_w", 0] == [None]
+    assert jobs["block2.query", "frozen_a", 0] == [(b * M, b * M + M) for b in range(S)]
+    assert jobs["block1.query", "load_a", 0] == [None]
     assert all(rows is None for name, kind, _ in jobs if kind == "accumulate"
                for rows in jobs[name, kind, _])
     context = [j for p in sched.phases if p.name == "block2.context" for j in p.jobs]

@@ -13,9 +13,10 @@ use the same masters, so they are independent; the schedule runs them side by si
   frozen X·W as a ``gemm-raw`` engine map and U = requant(X·A) as a ``gemm`` engine map
   (N = r padded to the layer's rows) in a phase of its own before the map's phase (the
   layer needs U), and leaves the ZO layers an adapter with K = r (X' = U, W' = 0,
-  A' = I_r: its ``frozen_w`` and ``frozen_a`` are r deep); the host adds the two int32
-  results (``wrap32(XW + Yn)``). ``layer`` runs the whole adapter on the ZO layers (K =
-  the map's K), as today's units do;
+  A' = I_r): ``load_a``, ``load_master``, ``load_x``, ``frozen_a`` (r deep) and branches
+  with the ``zero_w`` flag (XW taken as 0), no ``load_w`` or ``frozen_w``; the host adds
+  the two int32 results (``wrap32(XW + Yn)``). ``layer`` runs the whole adapter on the ZO
+  layers (K = the map's K, with ``load_w`` and ``frozen_w``), as today's units do;
 * **branches along M**: every other engine map runs once on the S branches' rows
   concatenated (M = S x tokens; the head S x batch), a ZO-layer map per branch (the
   layer's token buffer holds one branch; its W, A and master stay loaded for all S);
@@ -272,7 +273,10 @@ class _Builder:
                         Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=True,
                                  write=True)]
 
-    def layer_map(self, name: str, k: int, n: int, shared: bool) -> None:
+    def layer_map(self, name: str, k: int, n: int, shared: bool, zero_w: bool = False
+                  ) -> None:
+        """An adapter on the layers; ``zero_w``: the split mapping's narrow adapter (W' = 0:
+        no ``load_w``, no ``frozen_w``, its branches with the flag)."""
         cfg, shape = self.layer, self.shape
         if cfg.mode != "lora-fa":
             raise ConfigError("layer_mode", "lora-fa (the step trains LoRA-FA adapters)",
@@ -297,6 +301,9 @@ class _Builder:
                                            receivers=receivers))
             self.transfers += [Transfer(f"{name}.x", "x", LAYER, rows, k, 0, r,
                                         receivers=receivers) for _, rows in loads]
+        # a narrow adapter (zero_w) neither loads W' nor computes X'·W'
+        loaded, frozen = (("load_a", "load_master"), ("load_x", "frozen_a")) if zero_w else \
+            (("load_w", "load_a", "load_master"), ("load_x", "frozen_w", "frozen_a"))
         for j, cols in enumerate(slices):
             replica = j % self.accel.layers
 
@@ -304,16 +311,17 @@ class _Builder:
                 self.jobs.append(Job(LAYER, replica, kind, rows, k, cols, r, 1, name, query,
                                      at))
 
-            for kind in ("load_w", "load_a", "load_master"):
+            for kind in loaded:
                 job(kind)
-            self.transfers += [Transfer(f"{name}.w", "w", LAYER, 0, k, cols, r),
-                               Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r)]
+            if not zero_w:
+                self.transfers.append(Transfer(f"{name}.w", "w", LAYER, 0, k, cols, r))
+            self.transfers.append(Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r))
             next_row = dict.fromkeys(range(-1, self.branches), 0)   # per branch (-1: shared)
             for b, rows in loads:
                 start = next_row[-1 if b is None else b]
                 next_row[-1 if b is None else b] += rows
                 end = min(start + rows, shape.tokens)
-                for kind in ("load_x", "frozen_w", "frozen_a"):
+                for kind in frozen:
                     job(kind, rows, at=(start + (b or 0) * shape.tokens,
                                         end + (b or 0) * shape.tokens))
                 for branch in (range(self.branches) if b is None else (b,)):
@@ -376,7 +384,7 @@ def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split",
                     continue
                 build.engine_map(name, rows, k, n, 1 if shared else S, raw=lora)
                 if lora:
-                    build.layer_map(name, build.rank, n, shared)
+                    build.layer_map(name, build.rank, n, shared, zero_w=True)
             build.close(f"block{block}.{group}")
             if group == "qkv" and attention == "engines":
                 _attention(build, block, adapted)
