@@ -197,16 +197,22 @@ def test_whole_step_through_split_units_is_bit_exact(prepared):
 @pytest.mark.ci
 def test_split_step_on_verilator_is_bit_exact(prepared):
     """SplitUnits(RtlUnits(..., "all")): one step with every X·W and U on the RTL engine and
-    the narrow adapters (K = r) on the RTL ZO layer equals the direct golden step; every
-    call is also compared with the RTL units' own golden model."""
+    the narrow adapters (K = r, no load_w or frozen_w, their branches with zero_w) on the
+    RTL ZO layer equals the direct golden step; every call is also compared with the RTL
+    units' own golden model."""
     from zoforge.sim.finetune_cosim import RtlUnits    # Verilator: slow tests only
     direct_units = units(record=True)
     record = ZoFinetune(prepared, "int8", units=direct_units).step()
     with SplitUnits(RtlUnits(CFG, 32, 64, "all")) as rtl:
         step = ZoFinetune(prepared, "int8", units=rtl).step()
         by_name = dict(rtl.cycles_by_name)
+        layer_jobs = list(rtl.layer.jobs)
         adapters = sum(isinstance(c, AdapterCall) for c in direct_units.log)
         assert rtl.rtl_calls == len(direct_units.log) + 2 * adapters
+    # the narrow adapters (W' = 0) ran no load_w or frozen_w, every branch with zero_w
+    assert not {"load_w", "frozen_w"} & {job["job"] for job in layer_jobs}
+    branches = [job for job in layer_jobs if job["job"] == "branch"]
+    assert len(branches) == adapters and all(job["zero_w"] for job in branches)
     assert step.grads == record.grads and step.losses == record.losses
     for name, master in record.masters.items():
         assert torch.equal(step.masters[name], master), name
