@@ -21,7 +21,8 @@ Host interface (register map: :mod:`.registers`; a job is one CTRL write):
 * ``frozen_w`` / ``frozen_a`` (lora-fa, once per batch): XW into the init buffer and
   U = requant(X·A) (MULT/SHIFT) into the U buffer.
 * ``branch``: Y = XW + U·Tp (lora-fa) or X·Tp (full) with Tp the perturbed operand (flags
-  ``minus``, ``plain``; the generator is saved/restored first with ``save``/``restore``).
+  ``minus``, ``plain``; ``zero_w``: XW taken as 0, for a W of 0 without ``frozen_w``; the
+  generator is saved/restored first with ``save``/``restore``).
   Output: per tile (panel outer, token tile inner) R beats, beat i = feature p*R + i, lane
   j = Y[mt*C + j, p*R + i] (int32).
 * ``accumulate``: D += GRAD * z (one generator transfer per T word; ``restore`` first);
