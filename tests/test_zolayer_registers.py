@@ -283,9 +283,10 @@ def job_values(seed):
 def test_every_job_code_as_the_units_see_it(config):
     """Each job code started with its own flags: the one job flag set, the walk, the tiles'
     M, K, N, the output mode and the settings as :func:`expected_job`, the CTRL read-back
-    (the job code, minus, plain, query and zero_w; start, save and restore read 0), the generator's save / restore pulse in the launch
-    cycle only, busy until the units finish; a lora-fa job in a full-mode layer ends by
-    itself after one cycle with STATUS bit 2 (not available), cleared by the next start."""
+    (the job code, minus, plain, query and zero_w; start, save and restore read 0), the
+    generator's save / restore pulse in the launch cycle only, busy until the units finish;
+    a lora-fa job in a full-mode layer ends by itself after one cycle with STATUS bit 2 (not
+    available), cleared by the next start."""
     values = job_values(len(config.mode))
     lora = config.mode == "lora-fa"
     generator = None

@@ -3,9 +3,9 @@
 The register side is ``port`` (:class:`~zoforge.hw.pe.axil.RegisterPortSignature`,
 from the AXI4-Lite target). A CTRL write with the start bit while idle starts a job:
 ``busy`` rises, and the job (one bit per job code, its flags ``minus``, ``plain``,
-``query``, ``zero_w``) is registered from the written word. The cycle after the write is ``launch`` (a register):
-the units clear their state and the generator gets its ``save``/``restore`` pulse
-(``generator``); from the next cycle on (``active``) they work, until one of them reports
+``query``, ``zero_w``) is registered from the written word. The cycle after the write is
+``launch`` (a register): the units clear their state and the generator gets its
+``save``/``restore`` pulse (``generator``); from the next cycle on (``active``) they work, until one of them reports
 the job's last action (``finish``, a cycle later: the layer registers its units' ends),
 which ends ``busy`` and sets ``done``. The layer's
 units see the job as ``job`` (:class:`LayerJobSignature`); a compute job's tile
