@@ -56,16 +56,20 @@ ARRAY_SIDES = (8, 16, 32, 64)
 M_STEP = 64
 #: LUT and FF of one unit: ``fixed + per_pe x R·C + per_row x R + per_col x C`` by
 #: synthesis family group. ``xilinx``: Yosys' per-block estimate (synth_xilinx -family xcup)
-#: of the engine 8 x 8 paired (at 49dc91e, docs/accelerator.md: `array` 6,464 / 8,233 for 64
-#: PEs, `requant` + `output` 4,224 / 6,036 for 8 columns, the rest 1,095 / 1,966) and the ZO layer 4 x 4 (docs/zo-layer.md:
-#: `array` 1,552 / 2,777 for 16 PEs, `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 /
-#: 2,161 for 4 columns, the rest 2,111 / 3,285). ``ecp5``: nextpnr's post-route TRELLIS_COMB
-#: / FF of the engine 4 x 4 (5,604 / 5,053) and 8 x 8 (14,319 / 13,679), a line through both
-#: in R·C; the layer's 4 x 4 (8,546 / 7,958) with the engine's slope per PE.
+#: of the engine 8 x 8 paired (at 49dc91e, docs/accelerator.md: `requant` + `output` 4,224 /
+#: 6,036 for 8 columns, the rest 1,095 / 1,966; `array` LUT 4,416 for 64 PEs at 6724b69, the
+#: accumulator's first folded into its adder, was 6,464; FF 8,233 both) and the ZO layer
+#: 4 x 4 (docs/zo-layer.md: `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 / 2,161 for 4
+#: columns, the rest 2,111 / 3,285; `array` LUT 1,040 for 16 PEs at 6724b69, was 1,552; FF
+#: 2,777). The array figures: `zoforge build --board zcu102 --design engine --rows 8 --cols 8
+#: --paired --no-power` and `zoforge build --board zcu102 --design zo-layer --no-power`.
+#: ``ecp5``: nextpnr's post-route TRELLIS_COMB / FF of the engine 4 x 4 (5,604 / 5,053) and
+#: 8 x 8 (14,319 / 13,679), a line through both in R·C; the layer's 4 x 4 (8,546 / 7,958)
+#: with the engine's slope per PE.
 LOGIC_FIT = {
-    "xilinx": {"engine": {"LUT": (1_095, 6_464 / 64, 0, 4_224 / 8),
+    "xilinx": {"engine": {"LUT": (1_095, 4_416 / 64, 0, 4_224 / 8),
                           "FF": (1_966, 8_233 / 64, 0, 6_036 / 8)},
-               "layer": {"LUT": (2_111, 1_552 / 16, 1_435 / 4, 1_809 / 4),
+               "layer": {"LUT": (2_111, 1_040 / 16, 1_435 / 4, 1_809 / 4),
                          "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
     "ecp5": {"engine": {"LUT": (5_604 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
                         "FF": (5_053 - 16 * 8_626 / 48, 8_626 / 48, 0, 0)},
