@@ -1,0 +1,228 @@
+"""Integer GELU, softmax and LayerNorm (I-BERT's kernels, Kim et al., ICML 2021), as
+streaming units an FPGA can build: integer add, multiply, shift and compare, at most one
+division per row, no floats inside (issue 32, item 4; ``nonlinear`` ``integer``).
+
+Each kernel takes int64 tensors holding integers of a stated width and a parameter object
+of integer constants made once on the host from the input's scale (``GeluParams.of``, ...;
+the only float arithmetic, a unit's registers). ``>>`` is an arithmetic shift (floor),
+``//`` floor division; nothing saturates unless stated. The formulas are our own, after
+I-BERT's ``IntGELU``, ``IntSoftmax`` and ``IntLayerNorm`` (their polynomial coefficients).
+
+**i-GELU** (:func:`int_gelu`; ``x = q s``, ``|q| < 2^15``): ``gelu(x) = x (1 + erf(x /
+sqrt 2)) / 2``, erf by I-BERT's ``sign(u) (1 - A (min(|u|, B) - B)^2)``, A = 0.2888,
+B = 1.769, on the integer ``q`` in the erf's unit ``s_e = s / sqrt 2``::
+
+    beta = floor(B / s_e); gamma = floor(1 / (A s_e^2)); k = max(0, bits(gamma) - ERF_BITS)
+    one  = gamma >> k                               (erf = 1; < 2^ERF_BITS)
+    t    = min(|q|, beta) - beta                    (in [-beta, 0])
+    erf  = sign(q) ((gamma - t^2) >> k)             (|erf| <= one; gamma >= beta^2)
+    y    = q (erf + one)                            (|y| < 2^31; sign(y) = sign(q))
+
+``y`` in scale ``s / (2 one)`` (:attr:`GeluParams.out_scale`: ``erf / one`` is the erf, so a
+large positive ``q`` gives ``x`` exactly).
+
+**Integer softmax** (:func:`int_softmax`; ``x = q s`` per row, ``keep`` the unmasked
+entries): the row's max over kept entries ``m``; per entry ``d = q - m <= 0``, clamped to
+``d >= -EXP_SHIFTS L``; i-exp ``exp(d s) = 2^-z exp(r s)``::
+
+    L = floor(ln2 / s); z = (-d) // L; r = d + z L        (r in (-L, 0])
+    b = floor(0.96963238 / (0.35815147 s)); c = floor(1 / (0.35815147 s^2))
+    poly = (r + b) r + c                                 (in (c/2 - 2b, c]: exp(r s) / (0.358 s^2))
+    e = poly >> (k + z), k = max(0, bits(c) - EXP_BITS)  (0 where not kept; e < 2^EXP_BITS)
+    sum = sum of e over the row                          (one per row)
+    R = floor(levels 2^SOFTMAX_FRAC / sum)               (the row's one division; 0 if sum 0)
+    p = (e R + 2^(SOFTMAX_FRAC-1)) >> SOFTMAX_FRAC       (round half up; in [0, levels])
+
+``p`` in scale ``1 / levels`` (the engine's P: ``levels`` 127). A row with no kept entry
+gives zeros.
+
+**Integer LayerNorm** (:func:`int_layernorm`; ``x = q s``, ``|q| < 2^15``, rows of ``H``
+along the last axis, per-channel ``weight``, ``bias``)::
+
+    sum = sum q;  D = H sum q^2 - sum^2 + eps_i     (= H^2 var / s^2; eps_i = round(H^2 eps / s^2))
+    std = isqrt(D)                                  (floor sqrt, Newton: :func:`isqrt`)
+    f = floor(2^LN_RECIP / std)                     (the row's one division; 0 if std 0)
+    z = ((H q - sum) f + 2^(LN_RECIP-LN_FRAC-1)) >> (LN_RECIP - LN_FRAC)
+                                                    ((x - mean) / std in 2^-LN_FRAC;
+                                                     |z| <= sqrt(H - 1) 2^LN_FRAC + 1)
+    y = z w_i + b_i                                 (w_i = round(weight 2^g), |w_i| < 2^15;
+                                                     b_i = round(bias 2^(LN_FRAC + g)))
+
+``y`` in scale ``2^-(LN_FRAC + g)`` (:attr:`LayerNormParams.out_scale`); a constant row
+(D = 0) gives ``y = b_i``, as the float LayerNorm's ``bias``. (``round``: half to even.)
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from zoforge.errors import ConfigError
+
+__all__ = ["GeluParams", "SoftmaxParams", "LayerNormParams", "int_gelu", "int_softmax",
+           "int_layernorm", "isqrt", "bit_length", "ERF_A", "ERF_B", "ERF_BITS",
+           "EXP_COEFFS", "EXP_BITS", "EXP_SHIFTS", "SOFTMAX_FRAC", "LN_FRAC", "LN_RECIP",
+           "LN_WEIGHT_BITS", "ISQRT_STEPS", "INPUT_BITS", "MIN_SCALE", "MAX_SCALE"]
+
+#: I-BERT's erf fit on [0, B]: ``erf(u) ~ 1 - A (u - B)^2``.
+ERF_A, ERF_B = 0.2888, 1.769
+#: Bits of the erf's "1" (``one`` of :class:`GeluParams`).
+ERF_BITS = 14
+#: I-BERT's exp fit on (-ln 2, 0]: ``exp(p) ~ a p^2 + b p + c``.
+EXP_COEFFS = (0.35815147, 0.96963238, 1.0)
+#: Bits of i-exp's ``exp(0)``; ``e`` is 0 past EXP_SHIFTS halvings.
+EXP_BITS = 15
+EXP_SHIFTS = EXP_BITS
+#: Fraction bits of the softmax's row reciprocal.
+SOFTMAX_FRAC = 30
+#: LayerNorm: fraction bits of the normalized value ``z``, of its row reciprocal ``f``, and
+#: the width of the quantized weight ``w_i``.
+LN_FRAC, LN_RECIP, LN_WEIGHT_BITS = 10, 42, 16
+#: Newton steps of :func:`isqrt`: exact below 2^62 (from a start at most twice the root,
+#: the relative error is at most 1, 1/4, 1/40, 3e-4, 5e-8, 1e-15, 6e-31: the last below
+#: half the gap 1/2^32 between a root below 2^31 and the next integer, over the root).
+ISQRT_STEPS = 6
+#: The width of i-GELU's and LayerNorm's input ``q`` (``|q| < 2^(INPUT_BITS-1)``).
+INPUT_BITS = 16
+#: The input scales i-GELU's and i-exp's constants are made for: finer ones need wider
+#: registers; coarser ones cost accuracy (``L = floor(ln 2 / s)`` is ln 2 to 1 %).
+MIN_SCALE, MAX_SCALE = 2.0 ** -24, 2.0 ** -7
+
+
+def _check_scale(scale: float, high: float = MAX_SCALE) -> None:
+    if not (isinstance(scale, (int, float)) and MIN_SCALE <= scale <= high):
+        raise ConfigError("scale", f"a number with {MIN_SCALE:g} <= value <= {high:g} "
+                          "(an integer unit's input scale)", scale)
+
+
+def bit_length(n: torch.Tensor) -> torch.Tensor:
+    """``int.bit_length`` of each element of the int64 tensor ``n >= 0``."""
+    bits = torch.zeros_like(n)
+    for k in range(63):
+        bits += (n >> k) > 0
+    return bits
+
+
+def isqrt(n: torch.Tensor) -> torch.Tensor:
+    """``floor(sqrt(n))`` of each element of the int64 tensor ``0 <= n < 2^62``: Newton's
+    ``x <- min(x, (x + n // x) >> 1)`` for :data:`ISQRT_STEPS` steps from
+    ``2^ceil(bits(n) / 2)`` (at most twice the root). (An RTL unit may compute the same
+    floor root digit by digit, without a division.)"""
+    x = torch.ones_like(n) << ((bit_length(n) + 1) >> 1)
+    for _ in range(ISQRT_STEPS):
+        x = torch.minimum(x, (x + n // x.clamp_min(1)) >> 1)
+    return x
+
+
+@dataclass(frozen=True)
+class GeluParams:
+    """i-GELU's constants for inputs of scale ``scale`` (module docstring)."""
+
+    scale: float
+    beta: int
+    gamma: int
+    shift: int
+    one: int
+
+    @classmethod
+    def of(cls, scale: float) -> "GeluParams":
+        _check_scale(scale)
+        s_e = scale / math.sqrt(2)
+        beta = math.floor(ERF_B / s_e)
+        gamma = math.floor(1 / (ERF_A * s_e * s_e))
+        shift = max(0, gamma.bit_length() - ERF_BITS)
+        return cls(scale, beta, gamma, shift, gamma >> shift)
+
+    @property
+    def out_scale(self) -> float:
+        """The scale of :func:`int_gelu`'s output, ``s / (2 one)``."""
+        return self.scale / (2 * self.one)
+
+
+def int_gelu(q: torch.Tensor, p: GeluParams) -> torch.Tensor:
+    """i-GELU of the int64 tensor ``q`` (elementwise; module docstring)."""
+    t = torch.clamp(q.abs(), max=p.beta) - p.beta
+    erf = torch.sign(q) * ((p.gamma - t * t) >> p.shift)
+    return q * (erf + p.one)
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    """The integer softmax's constants for inputs of scale ``scale`` (module docstring)."""
+
+    scale: float
+    ln2: int
+    b: int
+    c: int
+    shift: int
+
+    @classmethod
+    def of(cls, scale: float) -> "SoftmaxParams":
+        _check_scale(scale)
+        a, b, c = EXP_COEFFS
+        c_int = math.floor(c / (a * scale * scale))
+        return cls(scale, math.floor(math.log(2) / scale), math.floor(b / (a * scale)),
+                   c_int, max(0, c_int.bit_length() - EXP_BITS))
+
+
+def int_softmax(q: torch.Tensor, keep: torch.Tensor, p: SoftmaxParams,
+                levels: int) -> torch.Tensor:
+    """The integer softmax of the int64 scores ``q`` along the last axis, entries where the
+    bool ``keep`` (broadcast to ``q``) is False left out: int64 in ``[0, levels]``, scale
+    ``1 / levels`` (module docstring)."""
+    keep = keep.expand(q.shape)
+    low = torch.iinfo(torch.int64).min
+    top = torch.where(keep, q, low).amax(-1, keepdim=True)
+    d = torch.clamp(q - torch.where(keep, top, 0), min=-EXP_SHIFTS * p.ln2)
+    d = torch.where(keep, d, 0)
+    z = (-d) // p.ln2
+    r = d + z * p.ln2
+    e = torch.where(keep, ((r + p.b) * r + p.c) >> (p.shift + z), 0)
+    total = e.sum(-1, keepdim=True)
+    recip = torch.where(total > 0, (levels << SOFTMAX_FRAC) // total.clamp_min(1), 0)
+    return (e * recip + (1 << (SOFTMAX_FRAC - 1))) >> SOFTMAX_FRAC
+
+
+@dataclass(frozen=True)
+class LayerNormParams:
+    """The integer LayerNorm's constants for inputs of scale ``scale`` and a LayerNorm's
+    ``weight``, ``bias`` (int64 ``(H,)``) and ``eps`` (module docstring)."""
+
+    scale: float
+    weight: torch.Tensor
+    bias: torch.Tensor
+    weight_shift: int
+    eps: int
+
+    @classmethod
+    def of(cls, scale: float, weight: torch.Tensor, bias: torch.Tensor,
+           eps: float) -> "LayerNormParams":
+        _check_scale(scale, 2.0 ** 10)      # s only sets eps_i
+        w, b = weight.detach().double(), bias.detach().double()
+        peak, g = float(w.abs().max()), 0
+        limit = 2 ** (LN_WEIGHT_BITS - 1) - 1
+        while g < 24 and round(peak * 2.0 ** (g + 1)) <= limit:
+            g += 1
+        width = w.numel()
+        return cls(scale, torch.round(w * 2.0 ** g).to(torch.int64),
+                   torch.round(b * 2.0 ** (LN_FRAC + g)).to(torch.int64), g,
+                   round(width * width * eps / (scale * scale)))
+
+    @property
+    def out_scale(self) -> float:
+        """The scale of :func:`int_layernorm`'s output, ``2^-(LN_FRAC + g)``."""
+        return 2.0 ** -(LN_FRAC + self.weight_shift)
+
+
+def int_layernorm(q: torch.Tensor, p: LayerNormParams) -> torch.Tensor:
+    """The integer LayerNorm of the int64 tensor ``q`` over its last axis (module
+    docstring)."""
+    width = q.shape[-1]
+    total = q.sum(-1, keepdim=True)
+    var = width * (q * q).sum(-1, keepdim=True) - total * total + p.eps
+    std = isqrt(var)
+    recip = torch.where(std > 0, (1 << LN_RECIP) // std.clamp_min(1), 0)
+    cut = LN_RECIP - LN_FRAC
+    z = ((width * q - total) * recip + (1 << (cut - 1))) >> cut
+    return z * p.weight + p.bias
