@@ -19,7 +19,14 @@ axes flattened, sequence-major)::
     context = float32(float64(C) * (s_v / 127))
 
 (round half to even as ``torch.round``; the mask bias is :func:`~zoforge.golden.models.
-attention_bias`, the float path's.) The jobs are named ``block<b>.scores`` and
+attention_bias`, the float path's.) With ``nonlinear`` ``integer`` the three float lines
+are the integer softmax of S itself (:func:`~.integer_ops.int_softmax`, scale
+``s_q s_k / sqrt(d)``, masked keys left out, ``levels`` 127): ``p8`` with no float between.
+
+:class:`HostIntegerAttention` (``attention`` ``host`` with ``nonlinear`` ``integer``): the
+float32 scores ``q·k^T / sqrt(d)``, int16 in the block's calibrated scale
+(:func:`quantize_wide`), the integer softmax to ``p8``, then ``float32(p8) / 127 · v`` in
+float32. The jobs are named ``block<b>.scores`` and
 ``block<b>.context`` (:data:`~.config.ATTENTION_PRODUCTS`), one
 :class:`~.calls.EngineCall` per sequence and head in ``j`` order (:func:`~.calls.raw_jobs`):
 the golden units compute each stack as one exact batched product, the RTL's run every call
@@ -34,13 +41,17 @@ import torch
 
 from zoforge.golden.finetune.calls import run_raw_jobs
 from zoforge.golden.finetune.config import ATTENTION_PRODUCTS
+from zoforge.golden.finetune.integer_ops import INPUT_BITS, SoftmaxParams, int_softmax
 from zoforge.golden.models import attention_bias
 
-__all__ = ["AttentionScales", "EngineAttention", "quantize_activation",
-           "quantize_probabilities", "P_LEVELS"]
+__all__ = ["AttentionScales", "EngineAttention", "HostIntegerAttention",
+           "quantize_activation", "quantize_probabilities", "quantize_wide", "P_LEVELS",
+           "WIDE_LEVELS"]
 
 #: P's int8 levels: ``p8 = round(P * P_LEVELS)``, scale ``1 / P_LEVELS``.
 P_LEVELS = 127
+#: The integer units' wide inputs (:func:`quantize_wide`): ``|q| <= 2^15 - 1``.
+WIDE_LEVELS = 2 ** (INPUT_BITS - 1) - 1
 
 
 @dataclass(frozen=True)
@@ -65,13 +76,24 @@ def quantize_activation(x: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.round(x.double() / scale).clamp(-127, 127).to(torch.int8)
 
 
+def quantize_wide(x: torch.Tensor, scale: float) -> torch.Tensor:
+    """``clamp(round_half_even(x / scale), -WIDE_LEVELS, WIDE_LEVELS)`` as int64 (float64
+    division): an integer unit's 16-bit input."""
+    return torch.round(x.double() / scale).clamp(-WIDE_LEVELS, WIDE_LEVELS).to(torch.int64)
+
+
+def _keep(mask: torch.Tensor) -> torch.Tensor:
+    """The kept keys of ``mask`` (``(B, L)``) as the scores' bool ``(B, 1, 1, L)``."""
+    return (mask != 0)[..., None, None, :]
+
+
 class EngineAttention:
     """The attention of the module docstring with ``scales`` (block name -> its
     :class:`AttentionScales`) on ``units`` (anything ``units(call)``; golden units with a
-    ``raw_batch`` compute each product stack at once)."""
+    ``raw_batch`` compute each product stack at once); ``integer``: the integer softmax."""
 
-    def __init__(self, scales: dict[str, AttentionScales], units):
-        self.scales, self.units = scales, units
+    def __init__(self, scales: dict[str, AttentionScales], units, integer: bool = False):
+        self.scales, self.units, self.integer = scales, units, integer
 
     def __call__(self, block: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  mask: torch.Tensor) -> torch.Tensor:
@@ -82,9 +104,31 @@ class EngineAttention:
                       for t, scale in ((q, s.q), (k, s.k), (v, s.v)))
         scores_name, context_name = (f"{block}.{p}" for p in ATTENTION_PRODUCTS)
         raw = run_raw_jobs(self.units, scores_name, q8, k8.transpose(-1, -2))
-        scores = (raw.double() * (s.q * s.k / math.sqrt(d))).float().reshape(*lead, length,
-                                                                             length)
-        p = torch.softmax(scores + attention_bias(mask, torch.float32), dim=-1)
-        p8 = quantize_probabilities(p).reshape(-1, length, length)
+        scale = s.q * s.k / math.sqrt(d)
+        if self.integer:
+            p8 = int_softmax(raw.to(torch.int64).reshape(*lead, length, length), _keep(mask),
+                             SoftmaxParams.of(scale), P_LEVELS).to(torch.int8)
+        else:
+            scores = (raw.double() * scale).float().reshape(*lead, length, length)
+            p8 = quantize_probabilities(torch.softmax(
+                scores + attention_bias(mask, torch.float32), dim=-1))
+        p8 = p8.reshape(-1, length, length)
         context = run_raw_jobs(self.units, context_name, p8, v8)
         return (context.double() * (s.v / P_LEVELS)).float().reshape(*lead, length, d)
+
+
+class HostIntegerAttention:
+    """The host's float32 attention with the integer softmax (module docstring): ``scales``,
+    block name -> the scores' int16 scale."""
+
+    def __init__(self, scales: dict[str, float]):
+        self.scales = scales
+
+    def __call__(self, block: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                 mask: torch.Tensor) -> torch.Tensor:
+        """The context (float32, ``q``'s shape) of block ``block``."""
+        scale = self.scales[block]
+        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
+        p8 = int_softmax(quantize_wide(scores, scale), _keep(mask), SoftmaxParams.of(scale),
+                         P_LEVELS)
+        return (p8.to(torch.float32) / P_LEVELS) @ v

@@ -11,6 +11,11 @@ its layer count, ``seq_len`` at most its positions) are checked when it is loade
 P·V in float32 on the host (every result as before); ``engines`` runs the two products as
 the GEMM engine's raw int8 jobs (:mod:`.attention`; the float twin keeps float attention).
 
+**The nonlinear functions** (``nonlinear``, :data:`NONLINEARS`): ``float`` keeps softmax,
+GELU and LayerNorm in float32 on the host (every result as before); ``integer`` runs them as
+I-BERT's integer kernels (:mod:`.integer_ops`, at the boundary of :mod:`.nonlinear`), with
+either ``attention`` (the float twin keeps float).
+
 **The generator** (issue 33, as the head-level trainer's hardware sources): ``strategy``
 one of :data:`zoforge.golden.rng.STRATEGIES` (``onthefly``: PeZO on-the-fly, the default,
 7 LFSRs of 8 bits; ``pregen``: PeZO's pre-generated pool, ``banks`` = ``layer_rows``;
@@ -49,7 +54,7 @@ from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 
 __all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS", "DATA_CLASSES",
            "DEFAULTS", "FEWSHOT_DEFAULTS", "GENERATOR_FIELDS", "ATTENTIONS",
-           "ATTENTION_PRODUCTS", "ADDED_WITH"]
+           "ATTENTION_PRODUCTS", "ADDED_WITH", "NONLINEARS"]
 
 #: The linear maps (names of :data:`zoforge.golden.models.LAYER_LINEARS`) that carry a
 #: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
@@ -61,10 +66,13 @@ ATTENTIONS = ("host", "engines")
 #: The engine-attention's two products, by the names of their calls (``block0.scores``:
 #: S = Q·K^T; ``block0.context``: C = P·V).
 ATTENTION_PRODUCTS = ("scores", "context")
+#: How softmax, GELU and LayerNorm run (``nonlinear``): float32 on the host (the default), or
+#: as integer units (:mod:`.nonlinear`, I-BERT's kernels).
+NONLINEARS = ("float", "integer")
 #: Fields added after results were stored, with the value every earlier run had: a
 #: fine-tuning's key (:meth:`FinetuneConfig.result_fields`) leaves such a field out while it
 #: has that value, so stored results keep their keys (as ``zoforge.golden.zo.config``'s).
-ADDED_WITH = {"attention": "host"}
+ADDED_WITH = {"attention": "host", "nonlinear": "float"}
 #: Most tokens (batch x seq_len) of one call: the units' token buffers.
 MAX_TOKENS = 4096
 #: Classes of the fine-tuning data (Rotten Tomatoes: negative, positive; ``prepare`` checks
@@ -136,6 +144,9 @@ class FinetuneConfig(Config):
     attention: str = param("host", "where Q.K^T and P.V run: host (float32) or engines "
                                    "(int8 q, k, v and P, raw GEMM-engine jobs per sequence "
                                    "and head; docs/accelerator-cost.md)", OneOf(ATTENTIONS))
+    nonlinear: str = param("float", "softmax, GELU and LayerNorm: float (float32 on the "
+                                    "host) or integer (I-BERT's integer kernels; "
+                                    "docs/integer-nonlinear.md)", OneOf(NONLINEARS))
     layer_rows: int = param(4, "the ZO layer's array rows R", IntRange(1, 32))
     layer_cols: int = param(4, "the ZO layer's array columns C", IntRange(1, 32))
     engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))

@@ -36,13 +36,19 @@ as the engine's raw jobs per sequence and head (:mod:`.attention`: q, k, v int8 
 in ``s = percentile(|t|, ACT_PERCENTILE) / 127`` of the float model's query, key and value
 outputs, P int8 in 1/127), :class:`IntegerLinears` passing it to ``bert_layer``.
 
+**Nonlinear functions** (``cfg.nonlinear``): ``float``, float32 as above; ``integer``, GELU,
+the LayerNorms and the softmax as I-BERT's integer kernels (:mod:`.nonlinear`, the softmax
+in :mod:`.attention`), their 16-bit input scales calibrated on the same examples (the peak
+``|x|`` of the float model's GELU and LayerNorm inputs and, with host attention, scores).
+
 The float twin (:class:`FloatLinears`) is the same model with every map in float32 and the
 adapter's B = ``Tp_f * column_scale`` for a float operand ``Tp_f`` (same parametrization,
-no rounding anywhere, float attention whatever ``cfg.attention``): the "same in float" of
-the accuracy comparison.
+no rounding anywhere, float attention and nonlinear functions whatever the configuration):
+the "same in float" of the accuracy comparison.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,10 +57,14 @@ import torch.nn.functional as F
 
 from zoforge.errors import ConfigError
 from zoforge.golden.engine import RequantParams, quantize_multiplier, requantize
-from zoforge.golden.finetune.attention import (AttentionScales, EngineAttention,
+from zoforge.golden.finetune.attention import (WIDE_LEVELS, AttentionScales,
+                                               EngineAttention, HostIntegerAttention,
                                                quantize_activation)
 from zoforge.golden.finetune.calls import AdapterCall, EngineCall
 from zoforge.golden.finetune.config import ADAPTED, FinetuneConfig
+from zoforge.golden.finetune.integer_ops import GeluParams, LayerNormParams
+from zoforge.golden.finetune.nonlinear import (NONLINEAR_PERCENTILE, BlockNonlinear,
+                                               IntegerNonlinear, layer_view, norm_modules)
 from zoforge.golden.models import LAYER_LINEARS, bert_layer, mean_pool
 
 __all__ = ["ACT_PERCENTILE", "QuantLinear", "Adapter", "QuantModel", "IntegerLinears",
@@ -64,13 +74,26 @@ ACT_PERCENTILE = 99.99
 SMOOTH_ALPHA = 0.5      # SmoothQuant's migration strength (Xiao et al., 2023)
 
 
-def _scale(values: list[torch.Tensor], percentile: float | None = None) -> float:
+def _scale(values: list[torch.Tensor], percentile: float | None = None,
+           levels: int = 127) -> float:
     """Per-tensor scale: the ``percentile`` (default :data:`ACT_PERCENTILE`) of ``|values|``
-    over 127 (1 where it is 0)."""
+    over ``levels`` (1 where it is 0)."""
     flat = torch.cat([v.reshape(-1) for v in values]).abs().double().numpy()
     q = ACT_PERCENTILE if percentile is None else percentile
     peak = float(np.percentile(flat, q)) if flat.size else 0.0
-    return peak / 127 if peak > 0 else 1.0
+    return peak / levels if peak > 0 else 1.0
+
+
+def _wide_scale(values: list[torch.Tensor]) -> float:
+    """An integer unit's 16-bit input scale (:mod:`.nonlinear`)."""
+    return _scale(values, NONLINEAR_PERCENTILE, WIDE_LEVELS)
+
+
+def _head_scores(q: torch.Tensor, k: torch.Tensor, heads: int) -> torch.Tensor:
+    """The attention scores ``q·k^T / sqrt(d)`` per head of the maps' outputs ``q``, ``k``
+    (``(B, L, H)``), for calibration."""
+    q, k = (t.reshape(*t.shape[:-1], heads, -1).transpose(-3, -2) for t in (q, k))
+    return q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
 
 
 def smoothing(inputs: list[torch.Tensor], weight: torch.Tensor) -> torch.Tensor:
@@ -222,6 +245,7 @@ class QuantModel:
             f"block{b}": AttentionScales(*(_scale(stats[f"block{b}.{name}.out"])
                                            for name in ("query", "key", "value")))
             for b in range(cfg.blocks)} if cfg.attention == "engines" else {}
+        self.nonlinear = self._nonlinear(stats) if cfg.nonlinear == "integer" else None
         self.adapters: dict[str, Adapter] = {}
         for key in adapter_names(cfg.blocks, cfg.first_adapted):
             linear = self.linears[key]
@@ -234,8 +258,24 @@ class QuantModel:
                                          quantize_multiplier(linear.in_scale * a_scale
                                                              / u_scale))
 
+    def _nonlinear(self, stats) -> IntegerNonlinear:
+        """The integer units' constants from the calibration ``stats`` (module docstring)."""
+        blocks = {}
+        for b, layer in enumerate(self.blocks):
+            key, modules = f"block{b}", norm_modules(layer)
+            norms = tuple(LayerNormParams.of(_wide_scale(stats[f"{key}.{name}.in"]),
+                                             modules[name].weight, modules[name].bias,
+                                             modules[name].eps) for name in modules)
+            scores = None if self.cfg.attention == "engines" else _wide_scale([
+                _head_scores(q, k, layer.attention.self.num_attention_heads)
+                for q, k in zip(stats[key + ".query.out"], stats[key + ".key.out"])])
+            blocks[key] = BlockNonlinear(GeluParams.of(_wide_scale(stats[key + ".ffn_in.out"])),
+                                         norms, scores)
+        return IntegerNonlinear(blocks)
+
     def _float_forward(self, ids, mask, stats) -> torch.Tensor:
-        """The float model's pooled features, recording every map's input and output."""
+        """The float model's pooled features, recording every map's input and output (and
+        with ``nonlinear`` ``integer`` the LayerNorms' inputs)."""
         h = self.model.embeddings(input_ids=ids)
         for b, layer in enumerate(self.blocks):
             modules = {name: layer.get_submodule(path) for name, path in LAYER_LINEARS.items()}
@@ -248,7 +288,12 @@ class QuantModel:
                 if key in self.a_float:
                     stats.setdefault(key + ".u", []).append(x @ self.a_float[key])
                 return y
-            h = bert_layer(layer, h, mask, linear)
+
+            def norm(name, x, b=b, modules=norm_modules(layer)):
+                stats.setdefault(f"block{b}.{name}.in", []).append(x)
+                return modules[name](x)
+            view = layer if self.cfg.nonlinear == "float" else layer_view(layer, norm)
+            h = bert_layer(view, h, mask, linear)
         return mean_pool(h, mask)
 
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
@@ -257,8 +302,11 @@ class QuantModel:
 
     def _blocks(self, h, mask, linears, start: int, stop: int) -> torch.Tensor:
         attention = getattr(linears, "attention", None)     # None: float attention
+        nonlinear = getattr(linears, "nonlinear", None)     # None: float GELU, LayerNorm
         for b in range(start, stop):
-            h = bert_layer(self.blocks[b], h, mask,
+            layer = self.blocks[b] if nonlinear is None else \
+                nonlinear.layer(f"block{b}", self.blocks[b])
+            h = bert_layer(layer, h, mask,
                            lambda name, x, b=b: linears(f"block{b}.{name}", x),
                            None if attention is None else
                            lambda q, k, v, m, b=b: attention(f"block{b}", q, k, v, m))
@@ -292,17 +340,37 @@ class IntegerLinears:
     adapters with ``masters`` (name -> int64 ``(r, N)``), perturbation ``sign`` and
     ``eps_shift``; the first adapter call of a perturbed pass saves (``+``) or restores
     (``-``) the generator. ``attention``: the :class:`~.attention.EngineAttention` on the
-    same units (``cfg.attention`` ``engines``), or None (float attention)."""
+    same units (``cfg.attention`` ``engines``), the :class:`~.attention.HostIntegerAttention`
+    (host, ``nonlinear`` ``integer``), or None (float attention). ``nonlinear``: the model's
+    :class:`~.nonlinear.IntegerNonlinear` or None; with one, ``ffn_in``'s call keeps the
+    integer GELU of its output and ``ffn_out``'s call takes it as its input
+    (:mod:`.nonlinear`)."""
 
     def __init__(self, model: QuantModel, units, masters: dict[str, torch.Tensor],
                  sign: int = 0, eps_shift: int = 0):
         self.model, self.units, self.masters = model, units, masters
         self.sign, self.eps_shift = sign, eps_shift
         self.first = True
-        self.attention = EngineAttention(model.attention_scales, units) \
-            if model.cfg.attention == "engines" else None
+        self.nonlinear = model.nonlinear
+        integer = self.nonlinear is not None
+        if model.cfg.attention == "engines":
+            self.attention = EngineAttention(model.attention_scales, units, integer)
+        else:
+            self.attention = HostIntegerAttention(
+                {name: p.scores for name, p in self.nonlinear.blocks.items()}) \
+                if integer else None
+        self._gelu: dict[str, torch.Tensor] = {}
 
     def __call__(self, key: str, x: torch.Tensor) -> torch.Tensor:
+        block, name = key.split(".")
+        if self.nonlinear is not None and name == "ffn_out":
+            x = self._gelu.pop(block)
+        y = self._map(key, x)
+        if self.nonlinear is not None and name == "ffn_in":
+            self._gelu[block] = self.nonlinear.gelu(block, y)
+        return y
+
+    def _map(self, key: str, x: torch.Tensor) -> torch.Tensor:
         linear = self.model.linears[key]
         shape = x.shape
         xq = linear.quantize_input(x.reshape(-1, shape[-1]))
@@ -328,9 +396,9 @@ class FloatLinears:
     """The float twin of :class:`IntegerLinears`: float32 maps; each adapter adds
     ``(x A)(Tp_f * column_scale)`` with ``Tp_f = T_f + sign * z * 2^-eps_shift``, ``z`` the
     next perturbation from ``draw(name, shape)`` (the same stream, in the same order);
-    attention in float32 (``attention`` None)."""
+    attention and the nonlinear functions in float32 (``attention``, ``nonlinear`` None)."""
 
-    attention = None
+    attention = nonlinear = None
 
     def __init__(self, model: QuantModel, masters: dict[str, torch.Tensor], draw=None,
                  sign: int = 0, eps_shift: int = 0):
