@@ -12,9 +12,10 @@ every number with its source label:
 * **DDR bytes** (:func:`transfer_bytes`): each :class:`~zoforge.hw.accel.schedule.Transfer`
   once (broadcast), ``payload`` = the values packed (int8 X, W, A and int8 Y in bytes;
   int32 Y and tables 4 bytes; the 24-bit master 3 bytes) and ``stream`` = as the RTL's
-  streams carry them today: the engine's input beats already pack ``pack`` int8 per lane
-  (only tile padding), its output beats carry one result per 32-bit lane (int8 Y: 4x); the
-  ZO layer's W, A and master words carry one value per 32-bit lane (``load_x`` packs its
+  streams carry them today: the engine's X and W beats pack whole k-steps of int8 (a W beat
+  ``max(1, R // C)`` words of ``pack`` k-steps of C columns: only tile padding) and its
+  int8 Y four to a 32-bit lane (raw int32 Y one), as ``engine_stream_parts`` counts them;
+  the ZO layer's W, A and master words carry one value per 32-bit lane (``load_x`` packs its
   tokens). The RTL streams ``stream``; ``payload`` is the packed form (issue item 5).
 * **roofline per phase**: time = max(cycles / f, bytes / DDR bandwidth): the phase's
   streams move while it computes (double-buffered); ``bound`` names the larger.

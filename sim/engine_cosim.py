@@ -25,13 +25,14 @@ from zoforge.hw.export import to_verilog
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.engine.designs import engine_name
 from zoforge.hw.engine.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, Engine
+from zoforge.hw.engine.packer import ROWS_PER_BEAT
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
                                   resolve_backend, run_program)
 from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
 from zoforge.sim.verdict import Verdict
 
 __all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
-           "pack_input_stream", "unpack_output", "param_table", "ideal_cycles", "random_job",
+           "pack_input_stream", "output_beats", "unpack_output", "param_table", "ideal_cycles", "random_job",
            "array_steps", "JOB_COMPARISONS"]
 
 #: What a job's verdict compares, each by name: its output with the golden model's, and its
@@ -141,38 +142,56 @@ def pack_input_stream(x: np.ndarray, w: np.ndarray, rows: int, cols: int, pack: 
                       ) -> np.ndarray:
     """The job's input stream as bytes (uint8), zero-padded edge tiles.
 
-    Order: W panel 0, X panels 0..MT-1, W panels 1..NT-1; each panel ceil(K/pack) beats of
-    ``pack * max(rows, cols)`` bytes (byte ``p*R + i`` of X beat w is X[mt*R+i, w*pack+p]).
+    Order: W panel 0, X panels 0..MT-1, W panels 1..NT-1, in beats of ``pack * max(rows,
+    cols)`` bytes. An X panel: ceil(K/pack) beats, byte ``p*R + i`` of beat w is
+    X[mt*R+i, w*pack+p]. A W panel: ceil(K/pack) words of ``pack * C`` bytes (byte ``p*C +
+    j`` of word w is W[w*pack+p, nt*C+j]), ``G = max(1, R // C)`` words a beat (word w at
+    byte ``(w % G) * pack * C`` of beat ``w // G``), the last beat's missing words zero.
     """
     m, k = x.shape
     n = w.shape[1]
     mt, nt, kw = -(-m // rows), -(-n // cols), -(-k // pack)
-    beat = pack * max(rows, cols)
+    beat, group = pack * max(rows, cols), max(1, rows // cols)
+    w_beats = -(-kw // group)
     xp = np.zeros((mt * rows, kw * pack), np.uint8)
     xp[:m, :k] = x.view(np.uint8)
-    wp = np.zeros((kw * pack, nt * cols), np.uint8)
+    wp = np.zeros((w_beats * group * pack, nt * cols), np.uint8)
     wp[:k, :n] = w.view(np.uint8)
     x_beats = xp.reshape(mt, rows, kw, pack).transpose(0, 2, 3, 1).reshape(mt, kw, pack * rows)
-    w_beats = wp.reshape(kw, pack, nt, cols).transpose(2, 0, 1, 3).reshape(nt, kw, pack * cols)
+    w_words = wp.reshape(w_beats * group, pack, nt, cols).transpose(2, 0, 1, 3)
     x_full = np.zeros((mt, kw, beat), np.uint8)
     x_full[:, :, :pack * rows] = x_beats
-    w_full = np.zeros((nt, kw, beat), np.uint8)
-    w_full[:, :, :pack * cols] = w_beats
+    w_full = np.zeros((nt, w_beats, beat), np.uint8)
+    w_full[:, :, :group * pack * cols] = w_words.reshape(nt, w_beats, group * pack * cols)
     return np.concatenate([w_full[:1].reshape(-1), x_full.reshape(-1),
                            w_full[1:].reshape(-1)])
 
 
+def output_beats(m: int, n: int, rows: int, cols: int, raw: bool) -> int:
+    """Output-stream beats of a job: R rows a tile, one a beat raw, else four (int8) a beat
+    (the job's last beat may hold fewer)."""
+    result_rows = -(-m // rows) * -(-n // cols) * rows
+    return result_rows if raw else -(-result_rows // ROWS_PER_BEAT)
+
+
 def unpack_output(words: np.ndarray, m: int, n: int, rows: int, cols: int, raw: bool
                   ) -> np.ndarray:
-    """Output-stream words (uint32, tiles nt-major, R beats of C lanes) -> ``[M, N]``."""
+    """Output-stream words (uint32, C a beat) -> ``[M, N]``. The stream's rows: tiles
+    nt-major, each R rows of C columns; raw one row a beat (column j in word j, int32), else
+    four a beat (row r of the beat, column j at its byte ``r*C + j``, lane j's byte b being
+    byte ``4j + b``: the words little-endian)."""
     mt, nt = -(-m // rows), -(-n // cols)
-    expected = mt * nt * rows * cols
+    expected = output_beats(m, n, rows, cols, raw) * cols
     words = np.asarray(words, np.uint32)
     if words.size != expected:
         raise ValueError(f"output stream has {words.size} words, expected {expected}")
-    tiles = words.view(np.int32).reshape(nt, mt, rows, cols)
+    if raw:
+        values = words.view(np.int32)
+    else:
+        values = words.astype("<u4").view(np.int8)[:mt * nt * rows * cols]
+    tiles = values.reshape(nt, mt, rows, cols)
     full = tiles.transpose(1, 2, 0, 3).reshape(mt * rows, nt * cols)[:m, :n]
-    return full.copy() if raw else full.astype(np.int8)
+    return full.copy()
 
 
 def param_table(values, n: int, cols: int) -> np.ndarray:
@@ -362,10 +381,13 @@ class EngineCosim:
                 | ((job.bias is not None) << CTRL_BITS["bias_en"]))
         tensor = (0, 0) if job.raw or job.per_channel else (int(job.multiplier), int(job.shift))
         mt, nt = -(-m // self.rows), -(-n // self.cols)
+        x_panel = -(-k // self.pack) * self.in_bytes
+        w_panel = (frame.size - mt * x_panel) // nt
         spec = {"m": m, "k": k, "n": n, "ctrl": ctrl, "mult": tensor[0], "shift": tensor[1],
                 "tables": sorted(tables), "beats": int(frame.size // self.in_bytes),
-                "beat_bytes": self.in_bytes, "panel_beats": -(-k // self.pack),
-                "first_panels": 1 + mt + (nt > 1), "out_beats": mt * nt * self.rows}
+                "beat_bytes": self.in_bytes, "w_panel_bytes": int(w_panel),
+                "first_bytes": int(mt * x_panel + min(nt, 2) * w_panel),
+                "out_beats": output_beats(m, n, self.rows, self.cols, job.raw)}
         return spec, frame, tables
 
 

@@ -39,15 +39,20 @@ def engine_cycles(rows: int, cols: int, pack: int, m: int, k: int, n: int) -> in
 
 def engine_bytes(rows: int, cols: int, pack: int, m: int, k: int, n: int,
                  raw: bool) -> dict[str, int]:
-    """What an engine job streams (``stream_bytes``: beats of pack x max(R, C) bytes in;
-    R output beats of C 32-bit lanes per tile; 4 bytes per table word), the values at their
-    width (``payload_bytes``) and the AXI4-Lite ``table_words``: a raw job writes the bias
-    table only, an int8 job bias, multiplier and shift per column, each table a row of
+    """What an engine job streams (``stream_bytes``: beats of pack x max(R, C) bytes in, an
+    X beat pack k-steps of R rows, a W beat as many whole words of pack k-steps of C columns
+    as fit; R result rows of C per tile, one row of 32-bit lanes a beat raw, else four int8
+    rows a beat of C 32-bit lanes; 4 bytes per table word), the values at their width
+    (``payload_bytes``) and the AXI4-Lite ``table_words``: a raw job writes the bias table
+    only, an int8 job bias, multiplier and shift per column, each table a row of
     2^ceil(log2 C) words per column tile."""
     m_tiles, n_tiles, beats = ceil(m / rows), ceil(n / cols), ceil(k / pack)
     beat = pack * max(rows, cols)
-    stream_in = m_tiles * beats * beat + n_tiles * beats * beat          # X panels, W panels
-    stream_out = m_tiles * n_tiles * rows * cols * 4
+    words_per_w_beat = beat // (pack * cols)                # pack * C bytes a word
+    w_beats = ceil(beats / words_per_w_beat)
+    stream_in = m_tiles * beats * beat + n_tiles * w_beats * beat        # X panels, W panels
+    result_rows = m_tiles * n_tiles * rows
+    stream_out = (result_rows if raw else ceil(result_rows / 4)) * cols * 4
     tables = 1 if raw else 3
     row = 1
     while row < cols:

@@ -168,21 +168,22 @@ def test_engine_job_cycles_by_hand(rows, cols, pack, m, k, n, cycles):
 
 
 def test_engine_job_bytes_by_hand():
-    """4 x 3, pack 3, (M, K, N) = (9, 10, 7): beats of 3 x 4 = 12 bytes, 3 X and 3 W panels of
-    4 beats = 288 bytes in; 3 x 3 tiles of 4 output beats x 3 lanes x 4 bytes = 432 out; the
-    tables a row of 4 (2^ceil(log2 3)) words per column tile: int8 per-channel 3 tables x 3
-    tiles x 4 = 36 words (144 bytes), raw the bias alone, 12 words; payload X 90 + W 70 +
-    Y 63 (raw: 4 x 63) + 4 bytes per table entry per column."""
+    """4 x 3, pack 3, (M, K, N) = (9, 10, 7): beats of 3 x 4 = 12 bytes (a W beat one word
+    of 3 x 3), 3 X and 3 W panels of 4 beats = 288 bytes in; 3 x 3 tiles of 4 rows: raw a
+    row a beat of 3 lanes x 4 bytes = 432 out, int8 four rows a beat = 108; the tables a row
+    of 4 (2^ceil(log2 3)) words per column tile: int8 per-channel 3 tables x 3 tiles x 4 =
+    36 words (144 bytes), raw the bias alone, 12 words; payload X 90 + W 70 + Y 63 (raw:
+    4 x 63) + 4 bytes per table entry per column."""
     config = EngineConfig(rows=4, cols=3, pack=3, max_m=32, max_k=32, max_n=32)
     assert engine_job_bytes(config, 9, 10, 7) == {
-        "stream_bytes": 288 + 432 + 144, "payload_bytes": 90 + 70 + 63 + 3 * 4 * 7,
+        "stream_bytes": 288 + 108 + 144, "payload_bytes": 90 + 70 + 63 + 3 * 4 * 7,
         "table_words": 36}
     assert engine_job_bytes(config, 9, 10, 7, raw=True, per_channel=False) == {
         "stream_bytes": 288 + 432 + 48, "payload_bytes": 90 + 70 + 4 * 63 + 4 * 7,
         "table_words": 12}
     # per tensor (no per-column multiplier and shift), without bias: no tables
     assert engine_job_bytes(config, 9, 10, 7, per_channel=False, bias=False) == {
-        "stream_bytes": 288 + 432, "payload_bytes": 90 + 70 + 63, "table_words": 0}
+        "stream_bytes": 288 + 108, "payload_bytes": 90 + 70 + 63, "table_words": 0}
 
 
 @pytest.mark.parametrize("rows, cols, pack", [(4, 3, 3), (2, 5, 2), (8, 8, 2), (3, 2, 1)])

@@ -69,9 +69,10 @@ def test_tiny_step_cycles_by_hand():
 
 def test_tiny_bytes_by_hand():
     # engine (8, 16, 16) int8 per-channel: beats of 2 * 4 = 8 bytes, (2 X + 4 W panels) x 8;
-    # out: 2 x 4 tiles x 4 beats x 4 lanes x 4 bytes; tables: 3 x 4 rows x 4 words
+    # out: 2 x 4 tiles x 4 rows, four int8 rows a beat of 4 lanes x 4 bytes; tables: 3 x 4
+    # rows x 4 words
     moved = engine_job_bytes(TINY_ENGINE, 8, 16, 16)
-    assert moved == {"stream_bytes": 6 * 8 * 8 + 2 * 4 * 4 * 16 + 4 * 48,
+    assert moved == {"stream_bytes": 6 * 8 * 8 + 2 * 4 * 16 + 4 * 48,
                      "payload_bytes": 8 * 16 + 16 * 16 + 8 * 16 + 12 * 16,
                      "table_words": 48}
     raw = engine_job_bytes(TINY_ENGINE, 2, 16, 2, raw=True)

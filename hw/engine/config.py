@@ -18,8 +18,10 @@ DIM_BITS = 16            # width of the M, K, N registers
 class EngineConfig(Config):
     """An R x C systolic array with its X, W and result buffers sized for M, K and N.
 
-    ``pack`` k-steps travel in one input-stream beat, so the input stream is
-    ``8 * pack * max(R, C)`` bits wide; ``paired`` puts each two rows of a column on one
+    ``pack`` k-steps of an X panel (R rows) travel in one input-stream beat, so the input
+    stream is ``8 * pack * max(R, C)`` bits wide; a W beat carries ``w_beat_words`` words of
+    ``pack`` k-steps of the panel's C columns (``max(1, R // C)``, written one a cycle);
+    ``paired`` puts each two rows of a column on one
     packed multiplier (:class:`~zoforge.hw.pe.array.SystolicArray`: the same products,
     R / 2 cycles less of skew per job); ``max_n`` is limited by the per-column parameter
     tables (``MAX_PARAM_WORDS`` words, ``2^ceil(log2 C)`` per row of C columns).
@@ -58,6 +60,11 @@ class EngineConfig(Config):
     def in_bytes(self) -> int:
         """Bytes per input-stream beat."""
         return self.pack * max(self.rows, self.cols)
+
+    @property
+    def w_beat_words(self) -> int:
+        """W buffer words (``pack`` k-steps of C columns each) per input-stream beat."""
+        return max(1, self.rows // self.cols)
 
     @property
     def m_tiles(self) -> int:

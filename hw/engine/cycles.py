@@ -3,17 +3,20 @@
 Beside the unit (issue 32, item 7); ``zoforge.reports.unit_calls`` prices the fine-tuning step with it.
 
 * :func:`engine_job_cycles`: W panel 0 and X panel 0 arrive first (``2 * ceil(K/pack)``
-  beats), then the ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack *
+  words of ``pack`` k-steps, one a cycle: a W beat of ``max(1, R // C)`` words takes as
+  many cycles), then the ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack *
   ceil(K/pack)`` k-steps but at least ``2R + C`` apart (the later panels stream in
-  meanwhile: a beat carries ``pack`` k-steps, the array takes one per cycle), then the last
+  meanwhile: a word carries ``pack`` k-steps, the array takes one per cycle), then the last
   tile drains and leaves (:func:`engine_job_extra`);
 * :func:`engine_stream_parts` / :func:`engine_job_bytes`: the bytes of its streams as the
-  RTL builds them (input beats of ``pack * max(R, C)`` int8, i.e. packed; output beats of C
-  32-bit lanes, one result each) and as packed values.
+  RTL builds them (input beats of ``pack * max(R, C)`` int8: an X beat ``pack`` k-steps of
+  R rows, a W beat ``max(1, R // C)`` times ``pack`` k-steps of C columns; output beats of
+  C 32-bit lanes: a row of int32 results, or four rows of int8) and as packed values.
 """
 from __future__ import annotations
 
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.engine.packer import ROWS_PER_BEAT
 from zoforge.hw.pe.array import min_tile_interval
 
 __all__ = ["engine_job_extra", "engine_job_cycles", "engine_stream_parts", "engine_job_bytes"]
@@ -50,15 +53,19 @@ def engine_job_cycles(config: EngineConfig, m: int, k: int, n: int) -> int:
 def engine_stream_parts(config: EngineConfig, m: int, k: int, n: int, raw: bool = False,
                         per_channel: bool = True, bias: bool = True) -> dict[str, int]:
     """Stream bytes of one job by operand, as the RTL builds them: ``x`` and ``w`` (input
-    beats of ``pack * max(R, C)`` bytes, ``ceil(K/pack)`` beats per panel of R rows or C
-    columns), ``y`` (C 32-bit lanes per beat, R beats per tile, raw or not) and ``tables``
-    (per-column bias, multiplier, shift: ``table_words`` 32-bit AXI4-Lite writes)."""
+    beats of ``pack * max(R, C)`` bytes; ``ceil(K/pack)`` beats per X panel of R rows,
+    ``ceil(ceil(K/pack) / max(1, R // C))`` per W panel of C columns), ``y`` (C 32-bit lanes
+    per beat; R rows per tile, one a beat raw, else ``ROWS_PER_BEAT`` int8 rows a beat
+    across tiles) and ``tables`` (per-column bias, multiplier, shift: ``table_words``
+    32-bit AXI4-Lite writes)."""
     rows, cols, pack = config.rows, config.cols, config.pack
     mt, nt, panel = _ceil(m, rows), _ceil(n, cols), _ceil(k, pack)
+    w_panel = _ceil(panel, config.w_beat_words)
+    y_beats = mt * nt * rows if raw else _ceil(mt * nt * rows, ROWS_PER_BEAT)
     tables = int(bias) + (2 if per_channel and not raw else 0)
     table_words = tables * nt * (1 << (cols - 1).bit_length())
-    return {"x": mt * panel * config.in_bytes, "w": nt * panel * config.in_bytes,
-            "y": mt * nt * rows * cols * 4, "tables": 4 * table_words,
+    return {"x": mt * panel * config.in_bytes, "w": nt * w_panel * config.in_bytes,
+            "y": y_beats * cols * 4, "tables": 4 * table_words,
             "table_words": table_words}
 
 

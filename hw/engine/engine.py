@@ -5,17 +5,22 @@ Host interface (what a Zynq PS sees):
 * AXI4-Lite control/status registers (``s_axil``, see :data:`REGISTERS` and docs/engine.md),
   an interrupt ``irq`` (= ``done & irq_en``).
 * AXI4-Stream in (``s_axis``, ``8 * pack * max(R, C)`` bits, ``tlast`` ignored): the
-  operands, in this order, each *panel* as ``ceil(K / pack)`` beats that carry ``pack``
+  operands, in this order, each *panel* as ``ceil(K / pack)`` *words* of ``pack``
   consecutive k-steps:
 
   1. W panel 0, 2. X panels 0 .. ceil(M/R)-1, 3. W panels 1 .. ceil(N/C)-1.
 
-  An X panel beat holds bytes ``X[mt*R + i, w*pack + p]`` at byte ``p*R + i``; a W panel
-  beat holds ``W[w*pack + p, nt*C + j]`` at byte ``p*C + j``. Edge tiles are padded with
-  zeros by the host (rows past M, columns past N, k-steps past K).
-* AXI4-Stream out (``m_axis``, ``32 * C`` bits): each output tile as R beats (tile row i
-  in beat i, column j in lane j, 32 bits per lane: the int32 result in raw mode, else the
-  int8 result sign-extended), tiles in the order (nt outer, mt inner); ``tlast`` on the
+  An X panel word is a beat, with ``X[mt*R + i, w*pack + p]`` at byte ``p*R + i``. A W
+  panel word holds ``W[w*pack + p, nt*C + j]`` at byte ``p*C + j`` (``pack * C`` bytes),
+  and a W beat ``G = max(1, R // C)`` words (word w at byte ``(w % G) * pack * C`` of beat
+  ``w // G``; the panel's last beat zero past its last word): ``ceil(ceil(K/pack) / G)``
+  beats a W panel, taken one word a cycle (``tready`` low for a beat's later words). Edge
+  tiles are padded with zeros by the host (rows past M, columns past N, k-steps past K).
+* AXI4-Stream out (``m_axis``, ``32 * C`` bits): each output tile as R rows, tiles in the
+  order (nt outer, mt inner). Raw mode: a row a beat (column j in lane j, the int32
+  result); requantized: four rows a beat (:class:`~.packer.ResultPacker`: row r of the
+  beat's group in bytes ``r*C .. r*C + C-1``, column j at byte ``r*C + j``), the rows in
+  stream order across tiles, the last beat zero past the job's last row. ``tlast`` on the
   job's last beat. Back-pressure (``tready`` low) stalls the output pipeline.
 
 Buffers (``amaranth.lib.memory``): the whole X (``max_m x max_k`` bytes) stays on chip and is
@@ -35,7 +40,7 @@ the engine's own :class:`~.registers.RegisterFile` and :class:`~.loader.Loader` 
 stream -> X buffer, W banks), and from :mod:`zoforge.hw.pe` the AXI4-Lite target,
 the feeder (buffers -> array, the weights as a stream), the array, the drain (array ->
 result banks), the output stage (result banks -> rows for the requantizer, its rows ->
-``m_axis``) and the requantizer.
+the engine's :class:`~.packer.ResultPacker` -> ``m_axis``) and the requantizer.
 """
 from __future__ import annotations
 
@@ -55,6 +60,7 @@ from zoforge.hw.pe.requant import RequantStream
 from .buffers import Memory, engine_buffers, engine_tiling
 from .config import EngineConfig
 from .loader import Loader
+from .packer import ResultPacker
 from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, PARAM_TABLES, REGISTERS
 from .registers import RegisterFile
 
@@ -117,11 +123,13 @@ class Engine(wiring.Component):
             table.memory: SideRead(table.field, buffers[table.memory], "panel")
             for table in PARAM_TABLES.values()})
         m.submodules.requant = requant = RequantStream(config.cols)
+        m.submodules.packer = packer = ResultPacker(config.cols)
 
         # host side
         wiring.connect(m, wiring.flipped(self.s_axil), axil.bus)
         wiring.connect(m, wiring.flipped(self.s_axis), loader.s_axis)
-        wiring.connect(m, output.m_axis, wiring.flipped(self.m_axis))
+        wiring.connect(m, output.m_axis, packer.i)
+        wiring.connect(m, packer.o, wiring.flipped(self.m_axis))
         wiring.connect(m, axil.regs, regs.port)
         m.d.comb += self.irq.eq(regs.irq)
         # sequencing
@@ -150,4 +158,5 @@ class Engine(wiring.Component):
         wiring.connect(m, output.rows, requant.i)
         wiring.connect(m, requant.o, output.results)
         wiring.connect(m, regs.mode, requant.mode)
+        m.d.comb += [packer.raw.eq(regs.mode.raw), packer.start.eq(regs.job.start)]
         return m

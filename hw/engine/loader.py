@@ -1,15 +1,19 @@
 """Loader: the input stream into the X buffer and the two W banks.
 
-The stream carries, each panel as ``ceil(K / pack)`` beats: W panel 0, X panels
-0 .. ceil(M/R)-1, W panels 1 .. ceil(N/C)-1 (formats in :mod:`.engine`). X panels stay for
-the whole job; W panel nt goes to bank ``nt % 2``, taken only while a bank is free
-(``tready`` low otherwise). The memories are written one cycle after each beat, from
-registers; its :class:`~zoforge.hw.pe.signatures.PanelSignature` tells the feeder
-what is written. ``job.start`` clears all state.
+The stream carries W panel 0, X panels 0 .. ceil(M/R)-1, W panels 1 .. ceil(N/C)-1 (formats
+in :mod:`.engine`): an X panel as ``ceil(K / pack)`` beats of one word (``pack`` k-steps),
+a W panel as ``ceil(ceil(K / pack) / G)`` beats of ``G = w_beat_words`` words. One word is
+written a cycle: a W beat's later words from the held beat, ``tready`` low meanwhile (so a
+panel takes one cycle a word, as with one word a beat); the last beat's words past the
+panel's end are not written. X panels stay for the whole job; W panel nt goes to bank
+``nt % 2``, taken only while a bank is free (``tready`` low otherwise). The memories are
+written one cycle after each word's issue, from registers; its
+:class:`~zoforge.hw.pe.signatures.PanelSignature` tells the feeder what is written.
+``job.start`` clears all state.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Module, Mux, ResetInserter, Signal
+from amaranth import C as C_, Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -38,15 +42,15 @@ class Loader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config, job, beat_in, panels = self.config, self.job, self.s_axis, self.panels
-        R, C, P = config.rows, config.cols, config.pack
+        R, C, P, G = config.rows, config.cols, config.pack, config.w_beat_words
         W_FIRST, X, W_REST, DONE = range(4)
         phase = Signal(2)
         word = Signal(address_bits(config.panel_words))
-        # the panel's last beat, from registers: ``k2`` is the first k-step two beats on;
-        # a panel's first beat is its last when K <= pack
+        # the panel's last word, from registers: ``k2`` is the first k-step two words on;
+        # a panel's first word is its last when K <= pack
         k2 = Signal(DIM_BITS + 4, init=2 * P)
         fresh, later_last, short = Signal(init=1), Signal(), Signal()
-        last_beat = Mux(fresh, short, later_last)
+        last_word = Mux(fresh, short, later_last)
         # the same for the last X panel and the last W panel: ``m2`` / ``n2``, the first
         # row / column two panels on, and the first one's test against the job
         mt = Signal(address_bits(config.m_tiles))
@@ -61,11 +65,16 @@ class Loader(wiring.Component):
         held = Signal(2)        # W banks holding a panel (this side: a bank is free for the
                                 # next beat at once)
 
+        # the held W beat's words still to write (its first is issued with the beat)
+        pending = Signal(range(G)) if G > 1 else None
+        more = pending != 0 if G > 1 else C_(0, 1)
         in_w = (phase == W_FIRST) | (phase == W_REST)
-        m.d.comb += beat_in.tready.eq(job.busy & ((phase == X) | (in_w & (held < 2))))
+        m.d.comb += beat_in.tready.eq(job.busy & ~more &
+                                      ((phase == X) | (in_w & (held < 2))))
         beat = beat_in.tvalid & beat_in.tready
-        # the writes one cycle after the beat, from registers (the beat's decision drives no
-        # block RAM enable); the panel counts the feeder sees follow them
+        issue = beat | more     # a word goes to a memory (written in the next cycle)
+        # the writes one cycle after the issue, from registers (the beat's decision drives
+        # no block RAM enable); the panel counts the feeder sees follow them
         x_en, w_en = Signal(), Signal()
         x_addr, w_addr = Signal.like(self.x_wr.addr), Signal.like(self.w_wr.addr)
         # the X panel count advances one cycle after its last beat, from a register
@@ -73,16 +82,24 @@ class Loader(wiring.Component):
         # every bit of the count next to the X buffer (on the ECP5 that route crossed the
         # chip: docs/accelerator.md); the address adds the pending step, so it is the same
         x_next = Signal()
-        m.d.sync += [x_en.eq(beat & (phase == X)), w_en.eq(beat & in_w),
+        m.d.sync += [x_en.eq(issue & (phase == X)), w_en.eq(issue & in_w),
                      x_addr.eq(Cat(word, (mt + x_next)[:len(mt)])), w_addr.eq(Cat(word, nt[0])),
                      mt.eq(mt + x_next), x_next.eq(0)]
         m.d.comb += [self.x_wr.addr.eq(x_addr), self.x_wr.en.eq(x_en),
                      self.w_wr.addr.eq(w_addr), self.w_wr.en.eq(w_en)]
-        with m.If(beat):
+        with m.If(issue):
             m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_last.eq(k2 >= job.k),
                          fresh.eq(0)]
-            with m.If(last_beat):
+            if G > 1:
+                with m.If(beat):
+                    m.d.sync += pending.eq(Mux(in_w, G - 1, 0))
+                with m.Else():
+                    m.d.sync += pending.eq(pending - 1)
+            with m.If(last_word):
+                # (a last beat's words past the panel's end are dropped)
                 m.d.sync += [word.eq(0), k2.eq(2 * P), fresh.eq(1)]
+                if G > 1:
+                    m.d.sync += pending.eq(0)
                 with m.Switch(phase):
                     with m.Case(W_FIRST):
                         m.d.comb += w_loaded.eq(1)
@@ -107,10 +124,15 @@ class Loader(wiring.Component):
                      panels.x_panels.eq(panels.x_panels + x_written)]
         top = Module()
         top.submodules.sequencer = ResetInserter(job.start)(m)
-        # the data are not cleared by job.start: no reset logic in front of the memories
+        # the data are not cleared by job.start: no reset logic in front of the memories;
+        # a held W beat moves down one word a cycle (its next word at the bottom)
         data = Signal(len(beat_in.tdata))
+        with top.If(beat):
+            top.d.sync += data.eq(beat_in.tdata)
+        with top.Elif(more):
+            top.d.sync += data.eq(data >> len(self.w_wr.data.as_value()))
         # the job's dimensions are set (and stay) before the start
-        top.d.sync += [data.eq(beat_in.tdata), short.eq(job.k <= P), short_m.eq(job.m <= R),
+        top.d.sync += [short.eq(job.k <= P), short_m.eq(job.m <= R),
                        short_n.eq(job.n <= C), short_n2.eq(job.n <= 2 * C)]
         top.d.comb += [self.x_wr.data.eq(data[:len(self.x_wr.data.as_value())]),
                        self.w_wr.data.eq(data[:len(self.w_wr.data.as_value())])]

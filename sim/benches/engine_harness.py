@@ -58,8 +58,7 @@ class EngineHarness:
         W panel 0, the X panels and W panel 1 are taken as fast as they come; each later W
         panel only when a W bank is free (tready rises): queued earlier, the source would
         poll the stalled stream from Python on every cycle."""
-        panel = spec["panel_beats"] * spec["beat_bytes"]
-        first = spec["first_panels"] * panel
+        first, panel = spec["first_bytes"], spec["w_panel_bytes"]
         await self.source.send(AxiStreamFrame(frame[:first].tobytes()))
         await self.axil.write_dword(self.reg["CTRL"], spec["ctrl"] | 1)
         return cocotb.start_soon(self._complete(frame, first, panel, spec["out_beats"]))
