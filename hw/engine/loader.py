@@ -125,12 +125,11 @@ class Loader(wiring.Component):
         top = Module()
         top.submodules.sequencer = ResetInserter(job.start)(m)
         # the data are not cleared by job.start: no reset logic in front of the memories;
-        # a held W beat moves down one word a cycle (its next word at the bottom)
+        # taken every cycle (the handshake decides only the enables), but a held W beat's,
+        # which moves down one word a cycle (its next word at the bottom)
         data = Signal(len(beat_in.tdata))
-        with top.If(beat):
-            top.d.sync += data.eq(beat_in.tdata)
-        with top.Elif(more):
-            top.d.sync += data.eq(data >> len(self.w_wr.data.as_value()))
+        top.d.sync += data.eq(Mux(more, data >> len(self.w_wr.data.as_value()),
+                                  beat_in.tdata))
         # the job's dimensions are set (and stay) before the start
         top.d.sync += [short.eq(job.k <= P), short_m.eq(job.m <= R),
                        short_n.eq(job.n <= C), short_n2.eq(job.n <= 2 * C)]
