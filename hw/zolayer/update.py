@@ -27,16 +27,15 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
         the operand registers of the multipliers of their 16-bit chunks, one DSP each
         (:class:`~zoforge.hw.pe.multiply.PipelinedMultiplier`)
     2-3 the products
-                            4-5 the products;  6: read T
+                            4-5 the products;  5: read T
     3   read D
     4   per chunk of b, the products summed                 6
     5   prod = a * b (their sum)                             7
-    6   D + prod            8   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
-    7   D written           9   n = (2 * T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
-                                saturated to 24 bits: n >= 2^23 iff 2T - t >= 2^24, n <
-                                -2^23 iff 2T - t < -2^24, two compares of t beside the
-                                subtraction (2T -/+ 2^24 are 2T's bits, the sign bit
-                                flipped: no adder)
+                            7   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s,
+                                from the sum prod registers
+    6   D + prod            8   2T - t
+    7   D written           9   n = (2T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
+                                saturated to 24 bits (from its upper bits)
                             10  T and D = 0 written
 
 (b is one register for all lanes.)
@@ -47,7 +46,9 @@ Every operand reaches a multiplier from a register (``a`` is picked between D an
 front of its register, not behind it: the multipliers sit at DSP sites across the chip, so
 the route into them is a path of its own), and the words written are registers too (the
 saturation and D's zero in front of them), so no logic is behind the long routes to the
-DSP sites or to the memories' write ports, and neither adds a cycle.
+DSP sites or to the memories' write ports; apply's t is shifted from the products' sum in
+the stage that registers the product, which leaves a stage for the saturation, so neither
+adds a cycle.
 """
 from __future__ import annotations
 
@@ -69,7 +70,8 @@ READ_LATENCY = 3
 _SUMS = 2                   # register stages summing the partial products
 #: Cycles from a word's issue to its write, per job: accumulate's operand z a cycle after
 #: the issue, apply's D READ_LATENCY cycles; the products, their sums; then D + prod
-#: (accumulate), t and the saturated n (apply).
+#: (accumulate); t (from the products' sum, beside the product), 2T - t, and n saturated
+#: (apply).
 ACCUMULATE_LATENCY = 1 + MULTIPLY_LATENCY + _SUMS + 1
 APPLY_LATENCY = READ_LATENCY + MULTIPLY_LATENCY + _SUMS + 2
 _CHUNK = 16                 # bits of the operands' chunks (one DSP product each)
@@ -129,8 +131,8 @@ class UpdateUnit(wiring.Component):
             return Mux(apply, applying, accumulate)
 
         # reads, READ_LATENCY cycles before the stage that uses them: D at the issue
-        # (apply) or in cycle 3 (accumulate), T in cycle 6 (apply)
-        used_d, used_t = ACCUMULATE_LATENCY - 1, APPLY_LATENCY - 1
+        # (apply) or in cycle 3 (accumulate), T in cycle 5 (apply)
+        used_d, used_t = ACCUMULATE_LATENCY - 1, APPLY_LATENCY - 2
         m.d.comb += [self.d_rd.addr.eq(at(addr[used_d - READ_LATENCY], addr[0])),
                      self.t_rd.addr.eq(addr[used_t - READ_LATENCY]),
                      self.d_rd.en.eq(1), self.t_rd.en.eq(1)]
@@ -177,8 +179,7 @@ class UpdateUnit(wiring.Component):
                 m.submodules[f"multiply_{i}_{low_a}_{low_b}"] = multiply
                 m.d.comb += [multiply.a.eq(chunk_a), multiply.b.eq(chunk_b)]
                 columns.setdefault(low_b, []).append((low_a, multiply.p))
-        # 4 (apply: 6): per chunk of b, the products of a's chunks summed; 5 (apply: 7):
-        # the product
+        # 4 (apply: 6): per chunk of b, the products of a's chunks summed; 5: the product
         sums = []
         for low_b, parts in columns.items():
             total = sum(part << low_a for low_a, part in parts)
@@ -186,27 +187,27 @@ class UpdateUnit(wiring.Component):
             m.d.sync += column.eq(total)
             sums.append((low_b, column))
         total = sum(column << low_b for low_b, column in sums)
-        prod = reg(signed(acc + len(b)), 6, "prod")
-        m.d.sync += prod.eq(total)
-        # 6: accumulate D + prod (apply: D = 0); apply 8: t = (prod >> 6) >> (s & ~7)
-        # = (2 * D * eta_mult) >> s
-        new_d = reg(signed(acc), 4, "d")
-        t = reg(signed(len(prod) - (_SCALE - 1)), 4, "t")
-        m.d.sync += [new_d.eq(Mux(apply, 0, d_word + prod)),
-                     t.eq(prod[_SCALE - 1:].as_signed()
+        product = Signal(signed(acc + len(b)), name=f"product_{i}")
+        prod = reg(product.shape(), 6, "prod")
+        m.d.comb += product.eq(total)
+        # apply 7, from the same sum: t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+        t = reg(signed(len(product) - (_SCALE - 1)), 4, "t")
+        m.d.sync += [prod.eq(product),
+                     t.eq(product[_SCALE - 1:].as_signed()
                           >> Cat(Const(0, 3), self.eta_shift[3:]))]
-        # apply 9: n = (2 * T - t) >> 1 = T - ((t + 1) >> 1), saturated to 24 bits into the
-        # register the write port takes: n > 2^23 - 1 iff 2T - t >= 2^24, i.e. t <= 2T -
-        # 2^24, and n < -2^23 iff t > 2T + 2^24 (floor halving); 2T + 2^24 (0 .. 2^25 - 2)
-        # is 2T's 25 bits with the sign bit flipped, read unsigned; 2T - 2^24 the same with
-        # a sign bit 1 on top
+        # 6: accumulate D + prod (apply: D = 0); apply 8: twice n = 2 * T - t
+        new_d = reg(signed(acc), 4, "d")
+        twice_n = reg(signed(len(t) + 2), 5, "twice_n")
+        m.d.sync += [new_d.eq(Mux(apply, 0, d_word + prod)),
+                     twice_n.eq(Cat(Const(0, 1), t_word).as_signed() - t)]
+        # apply 9: n = twice_n >> 1 = T - ((t + 1) >> 1) saturated to 24 bits, into the
+        # register the write port takes: in range iff n's bits from 23 up are all equal
         bits = Formats.MASTER_BITS
         top = (1 << (bits - 1)) - 1
-        n = (Cat(Const(0, 1), t_word).as_signed() - t) >> 1
-        offset = Cat(Const(0, 1), t_word[:bits - 1], ~t_word[bits - 1])
-        above, below = t <= Cat(offset, Const(1, 1)).as_signed(), t > offset
-        new_t = reg(signed(bits), 5, "t_new")
-        m.d.sync += new_t.eq(Mux(above, top, Mux(below, -top - 1, n[:bits])))
+        upper = twice_n[bits:]
+        inside = (upper == 0) | (upper == (1 << len(upper)) - 1)
+        new_t = reg(signed(bits), 6, "t_new")
+        m.d.sync += new_t.eq(Mux(inside, twice_n[1:bits + 1], Mux(upper[-1], -top - 1, top)))
         m.d.comb += [self.t_wr.data[i].eq(new_t), self.d_wr.data[i].eq(new_d)]
 
 
