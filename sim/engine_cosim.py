@@ -32,8 +32,8 @@ from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
 from zoforge.sim.verdict import Verdict
 
 __all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
-           "pack_input_stream", "output_beats", "unpack_output", "param_table", "ideal_cycles", "random_job",
-           "array_steps", "JOB_COMPARISONS"]
+           "pack_input_stream", "output_beats", "unpack_output", "param_table",
+           "ideal_cycles", "random_job", "array_steps", "JOB_COMPARISONS"]
 
 #: What a job's verdict compares, each by name: its output with the golden model's, and its
 #: ARRAY_CYCLES counter with the k-steps its tiles feed the array (:func:`array_steps`).

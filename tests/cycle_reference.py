@@ -16,7 +16,7 @@ from math import ceil
 # -- the engine (docs/finetune-cost.md, docs/engine.md) ----------------------------------
 
 #: Cycles after the last tile's k-steps: 3R + C + 21 (skew, drain, result banks, the
-#: requantizer's stages, the last tile's R output beats; measured on the RTL).
+#: requantizer's stages, the last tile's R output rows; measured on the RTL).
 ENGINE_DRAIN_PER_ROW, ENGINE_DRAIN_PER_COL, ENGINE_DRAIN = 3, 1, 21
 
 

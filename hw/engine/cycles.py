@@ -28,7 +28,7 @@ def _ceil(a: int, b: int) -> int:
 
 def engine_job_extra(rows: int, cols: int, paired: bool = False) -> int:
     """Engine: cycles of a job after its last tile's k-steps (the array's skew and drain,
-    the result banks, the requantizer's stages, the last tile's R output beats):
+    the result banks, the requantizer's stages, the last tile's R output rows, a row a cycle):
     ``3R + C + 21``, read off co-simulations of 4x4, 8x4 and 4x8 engines (jobs 5x7x3 to
     64x128x64, exact) and the 8x8 (the recorded model shapes, exact). (``3R + C + 7``
     before the timing pipeline, docs/engine.md: loader writes +1, the first tile's load
