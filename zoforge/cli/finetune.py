@@ -13,6 +13,9 @@ files); this module parses the flags, calls it and prints.
 ``--attention engines`` (a configuration field) runs Q·K^T and P·V as the GEMM engine's
 raw int8 jobs per sequence and head (:mod:`zoforge.golden.finetune.attention`; with
 ``--rtl all`` on the RTL engine); the default ``host`` keeps them in float32.
+``--nonlinear integer`` (a configuration field) runs softmax, GELU and LayerNorm as I-BERT's
+integer kernels (:mod:`zoforge.golden.finetune.integer_ops`, docs/integer-nonlinear.md);
+the default ``float`` keeps them in float32 on the host.
 
 Few-shot mode (``--k-shot K``, issue 33; :mod:`zoforge.golden.finetune.fewshot`): the steps
 train on K examples per class the head has not seen, with the protocol's defaults for
