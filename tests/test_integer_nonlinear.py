@@ -290,7 +290,11 @@ def test_the_maps_take_the_integer_gelu_and_layernorms(prepared, attention):
     ffn_out's output plus attn_norm's."""
     run = ZoFinetune(prepared[attention], units=recording_units())
     ids, mask, _ = prepared[attention].test
-    run.model.logits(ids, mask, run.linears(run.masters))
+    linears = run.linears(run.masters)
+    assert isinstance(linears.attention, EngineAttention if attention == "engines" else
+                      HostIntegerAttention)
+    assert getattr(linears.attention, "integer", True)          # the integer softmax
+    run.model.logits(ids, mask, linears)
     nonlinear, lin = run.model.nonlinear, run.model.linears
     log = {c.name: c for c in run.units.log}
     assert (nonlinear.blocks["block0"].scores is None) == (attention == "engines")
@@ -302,8 +306,8 @@ def test_the_maps_take_the_integer_gelu_and_layernorms(prepared, attention):
             h.reshape(-1, h.shape[-1])))
         attn = nonlinear.norm(block, "attn_norm",
                               engine_output(run, log[f"{block}.attn_out"]).reshape(shape) + h)
-        assert torch.equal(log[f"{block}.ffn_in"].x,
-                           lin[f"{block}.ffn_in"].quantize_input(attn.reshape(-1, attn.shape[-1])))
+        assert torch.equal(log[f"{block}.ffn_in"].x, lin[f"{block}.ffn_in"].quantize_input(
+            attn.reshape(-1, attn.shape[-1])))
         y = engine_output(run, log[f"{block}.ffn_in"])
         want = lin[f"{block}.ffn_out"].quantize_input(nonlinear.gelu(block, y))
         assert torch.equal(log[f"{block}.ffn_out"].x, want)
@@ -316,14 +320,16 @@ def test_the_boundary_is_quantize_kernel_dequantize(prepared):
     nonlinear = prepared["host"].model.nonlinear
     x = torch.randn(3, 8, 32, generator=torch.Generator().manual_seed(9)) * 2
     gelu = nonlinear.blocks["block1"].gelu
-    assert torch.equal(nonlinear.gelu("block1", x), (int_gelu(quantize_wide(x, gelu.scale), gelu)
-                                                     .double() * gelu.out_scale).float())
+    want = int_gelu(quantize_wide(x, gelu.scale), gelu).double() * gelu.out_scale
+    assert torch.equal(nonlinear.gelu("block1", x), want.float())
     norm = nonlinear.blocks["block1"].norms[1]
     q = quantize_wide(x, norm.scale)
     plain = torch.tensor([plain_layernorm(r, norm) for r in q.reshape(-1, 32).tolist()])
     assert torch.equal(nonlinear.norm("block1", "out_norm", x),
                        (plain.reshape(q.shape).double() * norm.out_scale).float())
     assert nonlinear.blocks["block0"].scores is not None      # host attention's scores
+    edges = torch.tensor([-1e9, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1e9]) / 4   # halves, exact
+    assert quantize_wide(edges, 0.25).tolist() == [-Q_MAX, -2, -2, 0, 0, 2, 2, Q_MAX]
 
 
 def test_engine_attention_feeds_p_v_the_integer_softmax_of_s():

@@ -27,7 +27,7 @@ entries): the row's max over kept entries ``m``; per entry ``d = q - m <= 0``, c
 
     L = floor(ln2 / s); z = (-d) // L; r = d + z L        (r in (-L, 0])
     b = floor(0.96963238 / (0.35815147 s)); c = floor(1 / (0.35815147 s^2))
-    poly = (r + b) r + c                                 (in (c/2 - 2b, c]: exp(r s) / (0.358 s^2))
+    poly = (r + b) r + c                                 (~ exp(r s) / (0.358 s^2); in (0, c])
     e = poly >> (k + z), k = max(0, bits(c) - EXP_BITS)  (0 where not kept; e < 2^EXP_BITS)
     sum = sum of e over the row                          (one per row)
     R = floor(levels 2^SOFTMAX_FRAC / sum)               (the row's one division; 0 if sum 0)
