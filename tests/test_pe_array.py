@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
+from zoforge.errors import ConfigError
+from zoforge.golden.engine import gemm_int32, wrap_signed
+from zoforge.golden.engine_widths import accumulator_bits
 from zoforge.hw.pe.array import SystolicArray, capture_latency
 from zoforge.hw.pe.pe import LATENCY as PE_LATENCY
 from zoforge.hw.pe.pe import ProcessingElement
@@ -91,11 +94,11 @@ def test_first_restarts_the_sum_whatever_the_accumulator_holds():
     assert {-(1 << 31) + 1, 0, -1} <= {want for _, want in got}
 
 
-def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0):
+def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0, acc_bits=32):
     """Feed ``tiles`` (list of (X [R,K], W [K,C])) as close as the array allows (tile starts
     ``max(K, min_tile_interval) + slack`` cycles apart); drain each when the array says its
     sums are ready (``early`` cycles before that). Returns the drained tiles."""
-    array = SystolicArray(rows, cols, paired=paired)
+    array = SystolicArray(rows, cols, paired=paired, acc_bits=acc_bits)
     gap = max(0, array.min_tile_interval - tiles[0][0].shape[1]) + slack
     drained = []
 
@@ -197,3 +200,60 @@ def test_tiles_closer_than_the_minimum_interval_corrupt_the_drain():
     tiles = _tiles(3, 2, 4)
     drained = _run_tiles(3, 2, tiles, slack=-4)
     assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
+
+
+def _corner_tiles(rows, cols, k):
+    """Tiles of K steps: every product -128 x -128 (the largest sum, K·2^14), every one
+    -128 x 127 (the most negative, -K·16256), both in one tile (column by column), signs
+    alternating along K (16384, -16256, ...), and random operands."""
+    rng = np.random.default_rng(k)
+    column = np.where(np.arange(cols) % 2, 127, -128)
+    alternating = np.where(np.arange(k) % 2, 127, -128)
+    return [(np.full((rows, k), -128), np.full((k, cols), -128)),
+            (np.full((rows, k), -128), np.full((k, cols), 127)),
+            (np.full((rows, k), -128), np.tile(column, (k, 1))),
+            (np.tile(alternating, (rows, 1)), np.full((k, cols), -128)),
+            (rng.integers(-128, 128, size=(rows, k)), rng.integers(-128, 128, size=(k, cols)))]
+
+
+def _golden(x, w, bits=32):
+    """The golden engine's int32 sums of X @ W, wrapped to ``bits``."""
+    return wrap_signed(gemm_int32(x.astype(np.int8), w.astype(np.int8)).long(), bits).numpy()
+
+
+# K = 1 (16 bits, a product's width), K = 2^(w-15) - 1 (the most a width holds) and 2^(w-15)
+# (one bit more), at 17 / 18 and 20 / 21 bits
+NARROW = [(1, 16), (3, 17), (4, 18), (31, 20), (32, 21)]
+
+
+@pytest.mark.parametrize("k, bits", NARROW)
+@pytest.mark.parametrize("rows, paired", [(2, False), (4, True)])
+def test_narrow_accumulators_exact_at_the_corners(k, bits, rows, paired):
+    """An array whose accumulators are ``accumulator_bits(K)`` wide gives the golden
+    engine's sums at the corners, sign-extended to 32 bits, value by value."""
+    assert accumulator_bits(k) == bits
+    tiles = _corner_tiles(rows, 2, k)
+    drained = _run_tiles(rows, 2, tiles, paired=paired, acc_bits=bits)
+    for (x, w), got in zip(tiles, drained):
+        assert (got == _golden(x, w)).all()
+        assert (got == x @ w).all()
+
+
+@pytest.mark.parametrize("k, bits", NARROW[1:])
+def test_one_bit_narrower_wraps_at_the_corners(k, bits):
+    """The bound is tight: one bit fewer wraps K·2^14 (every product -128 x -128); the most
+    negative sum -K·16256 wraps too below the step (K = 2^(w-15) - 1), fits at it."""
+    tiles = _corner_tiles(4, 2, k)
+    drained = _run_tiles(4, 2, tiles, paired=True, acc_bits=bits - 1)
+    for (x, w), got in zip(tiles, drained):
+        assert (got == _golden(x, w, bits - 1)).all()          # the narrower wrap, exactly
+    assert (drained[0] != _golden(*tiles[0])).all()
+    negative_wraps = (drained[1] != _golden(*tiles[1])).all()
+    assert negative_wraps == (k & (k + 1) == 0)     # K = 2^n - 1
+
+
+@pytest.mark.parametrize("a_bits, acc_bits", [(8, 15), (8, 33), (16, 23)])
+def test_accumulators_narrower_than_a_product_or_wider_than_32_are_refused(a_bits, acc_bits):
+    with pytest.raises(ConfigError, match=rf"acc_bits must be .*{a_bits + 8}.*32"):
+        SystolicArray(2, 2, a_bits=a_bits, acc_bits=acc_bits)
+

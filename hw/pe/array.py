@@ -20,6 +20,10 @@ Results leave through per-column shift chains: with ``shift`` high every ``res``
 value of the PE above, and ``res_out[j]`` is the bottom row, so R cycles (bottom row first)
 drain a tile. The next tile's first capture must come after the last shift; the engine
 spaces tiles by at least :attr:`SystolicArray.min_tile_interval` cycles to ensure it.
+
+Accumulator width (``acc_bits``, 32 by default): the PEs' accumulators, ``res`` and the
+drain chains; ``res_out`` is 32-bit, sign-extended (exact for sums that fit ``acc_bits``:
+:func:`~zoforge.golden.engine_widths.accumulator_bits` of the largest K).
 """
 from amaranth import Cat, Const, Module, Signal, signed
 from amaranth.lib import data, wiring
@@ -28,7 +32,7 @@ from amaranth.lib.wiring import In, Out
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .pe import LATENCY as PE_LATENCY
-from .pe import ProcessingElement
+from .pe import ProcessingElement, check_acc_bits
 from .pe_pair import ProcessingPair
 
 __all__ = ["SystolicArray", "min_tile_interval", "capture_latency"]
@@ -49,14 +53,16 @@ def capture_latency(rows: int, cols: int, paired: bool = False) -> int:
 
 class SystolicArray(wiring.Component):
     """``rows`` x ``cols`` PEs; ``a`` operands of ``a_bits``, ``b`` operands of ``b_bits``;
-    ``paired``: rows in pairs on one multiplier each (module docstring)."""
+    ``paired``: rows in pairs on one multiplier each; ``acc_bits``: the PEs' accumulators
+    (module docstring)."""
 
     def __init__(self, rows: int, cols: int, a_bits: int = OPERAND_BITS,
-                 b_bits: int = OPERAND_BITS, paired: bool = False):
+                 b_bits: int = OPERAND_BITS, paired: bool = False, acc_bits: int = ACC_BITS):
         if paired and (rows % 2 or a_bits != OPERAND_BITS or b_bits != OPERAND_BITS):
             raise ValueError("a paired array needs an even number of rows and INT8 operands")
         self.rows, self.cols, self.a_bits, self.b_bits = rows, cols, a_bits, b_bits
         self.paired = paired
+        self.acc_bits = check_acc_bits(acc_bits, a_bits, b_bits)
         super().__init__({
             "a": In(data.ArrayLayout(signed(a_bits), rows)),
             "b": In(data.ArrayLayout(signed(b_bits), cols)),
@@ -89,8 +95,8 @@ class SystolicArray(wiring.Component):
         m = Module()
         U, C = self.unit_rows, self.cols
         per_unit = 2 if self.paired else 1
-        units = [[ProcessingPair() if self.paired else
-                  ProcessingElement(self.a_bits, self.b_bits) for _ in range(C)]
+        units = [[ProcessingPair(self.acc_bits) if self.paired else
+                  ProcessingElement(self.a_bits, self.b_bits, self.acc_bits) for _ in range(C)]
                  for _ in range(U)]
         for u in range(U):
             for j in range(C):
@@ -136,7 +142,7 @@ class SystolicArray(wiring.Component):
                     above = units[u - 1][j]
                     m.d.comb += [unit.b_in.eq(above.b_out), unit.res_in.eq(above.res_out)]
                 else:
-                    m.d.comb += unit.res_in.eq(Const(0, signed(ACC_BITS)))
-        for j in range(C):
+                    m.d.comb += unit.res_in.eq(Const(0, signed(self.acc_bits)))
+        for j in range(C):      # sign-extended to ACC_BITS
             m.d.comb += self.res_out[j].eq(units[U - 1][j].res_out)
         return m

@@ -2,7 +2,9 @@
 
 Integer semantics (see :mod:`zoforge.golden.engine`): ``a`` and ``b`` are signed integers of
 ``a_bits`` and ``b_bits`` (INT8 by default; the ZO layer feeds 16-bit weights on ``a``); their
-product (exact) is added to a 32-bit signed accumulator that wraps modulo 2^32.
+product (exact) is added to an ``acc_bits`` signed accumulator that wraps modulo
+2^acc_bits: 32 by default, fewer (:func:`~zoforge.golden.engine_widths.accumulator_bits` of
+the jobs' largest K) where no sum can wrap, so that 32 bits sign-extended are the same sums.
 
 Pipeline: the product is a :class:`~.multiply.PipelinedMultiplier` (operand registers and
 a registered product: one DSP block with its registers, ECP5 MULT18X18D or DSP48 AREG/BREG/
@@ -24,22 +26,27 @@ from amaranth import Cat, Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from zoforge.errors import check_int_range
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .multiply import PipelinedMultiplier
 
-__all__ = ["ProcessingElement", "LATENCY", "accumulate", "forward", "unit_members"]
+__all__ = ["ProcessingElement", "LATENCY", "accumulate", "forward", "unit_members",
+           "check_acc_bits"]
 
 #: Cycles from a step on the PE's inputs to its sum in ``res`` (when it is the last).
 LATENCY = 5
 
 
 class ProcessingElement(wiring.Component):
-    """Signed ``a_bits`` x ``b_bits`` multiply-accumulate into a wrapping 32-bit accumulator."""
+    """Signed ``a_bits`` x ``b_bits`` multiply-accumulate into a wrapping ``acc_bits``
+    accumulator."""
 
-    def __init__(self, a_bits: int = OPERAND_BITS, b_bits: int = OPERAND_BITS):
+    def __init__(self, a_bits: int = OPERAND_BITS, b_bits: int = OPERAND_BITS,
+                 acc_bits: int = ACC_BITS):
         self.a_bits, self.b_bits = a_bits, b_bits
-        super().__init__(unit_members(signed(a_bits), signed(b_bits)))
+        self.acc_bits = check_acc_bits(acc_bits, a_bits, b_bits)
+        super().__init__(unit_members(signed(a_bits), signed(b_bits), acc_bits))
 
     def elaborate(self, platform):
         m = Module()
@@ -56,14 +63,20 @@ class ProcessingElement(wiring.Component):
         return m
 
 
-def unit_members(a_shape, b_shape) -> dict:
+def check_acc_bits(acc_bits: int, a_bits: int, b_bits: int) -> int:
+    """``acc_bits`` if it is in [a_bits + b_bits, ACC_BITS] (at least a product's width)."""
+    return check_int_range("acc_bits", acc_bits, a_bits + b_bits, ACC_BITS)
+
+
+def unit_members(a_shape, b_shape, acc_bits: int = ACC_BITS) -> dict:
     """The ports of an array unit (a PE, or a pair of them) with ``a`` of ``a_shape``: the
-    operands and flags in and forwarded out, the drain chain's shift, in and out."""
+    operands and flags in and forwarded out, the drain chain's shift, in and out
+    (``acc_bits`` wide)."""
     return {"a_in": In(a_shape), "b_in": In(b_shape),
             "valid_in": In(1), "first_in": In(1), "last_in": In(1),
             "a_out": Out(a_shape), "b_out": Out(b_shape),
             "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
-            "shift": In(1), "res_in": In(signed(ACC_BITS)), "res_out": Out(signed(ACC_BITS))}
+            "shift": In(1), "res_in": In(signed(acc_bits)), "res_out": Out(signed(acc_bits))}
 
 
 def forward(m: Module, unit) -> None:
@@ -76,18 +89,18 @@ def forward(m: Module, unit) -> None:
 def accumulate(m: Module, prod, flags, shift, res_in, res_out) -> None:
     """Stages 3 to 5 of a PE on ``prod``, the product of the step whose flags
     ``Cat(valid, first, last)`` are in ``flags`` one cycle earlier (the flags of stage 2):
-    the 32-bit accumulator (wrapping), the capture of a finished sum into ``res_out`` and
-    its drain chain (``res_out <- res_in`` while ``shift``, a capture first). The one copy
+    the accumulator, as wide as ``res_out`` (wrapping), the capture of a finished sum into
+    ``res_out`` and its drain chain (``res_out <- res_in`` while ``shift``, a capture first).
+    The one copy
     of this logic, shared by :class:`ProcessingElement` and
     :class:`~.pe_pair.ProcessingPair`."""
     valid, first, last = Signal(), Signal(), Signal()
     m.d.sync += Cat(valid, first, last).eq(flags)
-    # Stage 3: accumulate (wraps modulo 2^32) and capture finished sums. ``first`` clears
+    # Stage 3: accumulate (wraps modulo 2^acc_bits) and capture finished sums. ``first`` clears
     # the addend rather than choosing after the adder, so a bit is one LUT (acc, first,
     # prod) into the carry chain, not an adder's LUT and a multiplexer's.
-    acc = Signal(signed(ACC_BITS))
-    kept = Signal(signed(ACC_BITS))
-    total = Signal(signed(ACC_BITS))
+    shape = res_out.shape()
+    acc, kept, total = Signal(shape), Signal(shape), Signal(shape)
     m.d.comb += [kept.eq(Mux(first, 0, acc)), total.eq(prod + kept)]
     with m.If(valid):
         m.d.sync += acc.eq(total)

@@ -3,7 +3,7 @@ paired systolic array, whose INT8 products share the column's ``b`` and come out
 :class:`~.packed_multiply.PackedMultiplier` (two MACs per DSP48E2, Xilinx WP486).
 
 Integer semantics: those of two :class:`~.pe.ProcessingElement` (signed INT8 operands, exact
-products, 32-bit accumulators wrapping modulo 2^32), with the pipeline of one: the two rows
+products, ``acc_bits`` accumulators, 32-bit by default, wrapping), with the pipeline of one: the two rows
 of a pair take their steps in the same cycle (the array skews a pair's rows alike), so they
 share the flags, and each row's sum is in its own ``res`` :data:`~.pe.LATENCY` cycles after
 its last step. The drain chain passes through both: ``res_in`` (the pair above) -> row
@@ -15,7 +15,7 @@ from amaranth.lib import data, wiring
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .packed_multiply import PackedMultiplier
-from .pe import accumulate, forward, unit_members
+from .pe import accumulate, check_acc_bits, forward, unit_members
 
 __all__ = ["ProcessingPair"]
 
@@ -23,10 +23,11 @@ __all__ = ["ProcessingPair"]
 class ProcessingPair(wiring.Component):
     """Rows ``a[0]`` (upper) and ``a[1]`` (lower) of one column, one packed multiplier."""
 
-    def __init__(self):
+    def __init__(self, acc_bits: int = ACC_BITS):
+        self.acc_bits = check_acc_bits(acc_bits, OPERAND_BITS, OPERAND_BITS)
         operand = signed(OPERAND_BITS)
         pair = data.ArrayLayout(operand, 2)
-        super().__init__(unit_members(pair, operand))
+        super().__init__(unit_members(pair, operand, acc_bits))
 
     def elaborate(self, platform):
         m = Module()
@@ -36,7 +37,7 @@ class ProcessingPair(wiring.Component):
                      multiply.b.eq(self.b_in)]
         flags = Signal(3)
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
-        upper = Signal(signed(ACC_BITS), name="res_upper")
+        upper = Signal(signed(self.acc_bits), name="res_upper")
         accumulate(m, multiply.p_lo, flags, self.shift, self.res_in, upper)
         accumulate(m, multiply.p_hi, flags, self.shift, upper, self.res_out)
         return m
