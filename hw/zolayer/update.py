@@ -16,7 +16,8 @@ output register, one more register; the read ports' ``en`` high all along, so th
 registers move every cycle) and written :data:`ACCUMULATE_LATENCY` (accumulate) or
 :data:`APPLY_LATENCY` (apply) cycles after its issue. Every word is read and written once,
 so the pipeline needs no forwarding (nor a read of a word in the cycle it is written).
-``done`` pulses with the last write.
+``start`` (one cycle, while not ``busy``) begins a job; ``apply``, ``inner`` and ``outer``
+are taken from that cycle on (while idle, every cycle). ``done`` pulses with the last write.
 
 Pipeline, per lane, in cycles after the issue (what is registered at the end of each)::
 
@@ -104,11 +105,17 @@ class UpdateUnit(wiring.Component):
         m = Module()
         m.submodules.walk = walk = PanelWalk(self.word_features, self.dim_bits, self.addr_bits)
         apply, issued_all = Signal(), Signal()
+        # while idle the job's flag and walk are taken every cycle, the cycle of ``start``
+        # among them: ``start`` itself sets ``busy`` only (one load, not the walk's and the
+        # stages' registers across the unit)
+        idle = ~self.busy
         with m.If(self.start):
-            m.d.sync += [self.busy.eq(1), issued_all.eq(0), apply.eq(self.apply)]
+            m.d.sync += self.busy.eq(1)
+        with m.If(idle):
+            m.d.sync += [issued_all.eq(0), apply.eq(self.apply)]
         issuing = self.busy & ~issued_all
         issue = issuing & (apply | self.z.valid)
-        m.d.comb += [walk.restart.eq(self.start), walk.advance.eq(issue),
+        m.d.comb += [walk.restart.eq(idle), walk.advance.eq(issue),
                      walk.inner.eq(self.inner), walk.outer.eq(self.outer),
                      self.z.ready.eq(issuing & ~apply)]
         with m.If(issue & walk.last):
@@ -123,7 +130,7 @@ class UpdateUnit(wiring.Component):
         m.d.sync += [dst.eq(src) for s in range(stages)
                      for dst, src in ((valid[s + 1], valid[s]), (last[s + 1], last[s]),
                                       (addr[s + 1], addr[s]))]
-        with m.If(self.start):          # words past the last job's write stage are stale
+        with m.If(idle):                # words past the last job's write stage are stale
             m.d.sync += [v.eq(0) for v in valid[1:]]
 
         def at(accumulate, applying):
