@@ -137,7 +137,7 @@ class Engine(wiring.Component):
         wiring.connect(m, loader.panels, feeder.panels)
         m.d.comb += [drain.start.eq(regs.job.start), output.drained.eq(drain.drained),
                      feeder.tile_done.eq(output.tile_done), regs.array_step.eq(feeder.valid),
-                     regs.job_end.eq(output.job_end)]
+                     regs.job_end.eq(packer.job_end)]
         # memory ports
         x_mem, w_mem, res_mem = (memories[n] for n in (Memory.X, Memory.W, Memory.RESULT))
         wiring.connect(m, loader.x_wr, x_mem.write_port())

@@ -5,9 +5,12 @@ result sign-extended in lane j's low byte). With ``raw`` low (requantized job) t
 sends ``o`` one beat per ``ROWS_PER_BEAT`` = 4 rows: row r of the group in bytes ``r*C ..
 r*C + C-1`` (column j at byte ``r*C + j``, bits ``8*(r*C + j)``), the rows in stream order
 (across tiles); the job's last row (``tlast``) ends its beat, whose missing rows are zero.
-With ``raw`` high (int32 results) ``o`` is ``i``. No latency: a group's last row leaves with
-the beat, the others are held in registers (taken at once, ``i.tready`` high), so the job's
-last beat leaves when its last row would. ``start`` (the job's) clears the group.
+With ``raw`` high (int32 results) ``o`` is ``i``. No latency: a group's first rows are held
+in registers, its last leaves with the beat in the cycle it is taken; only a job's last
+row that ends a short group while ``o`` is stalled is held too (the beat leaves from the
+registers, ``i.tready`` low meanwhile). ``i.tready`` follows registers and ``o.tready``
+only (not ``i``'s data or ``tlast``). ``job_end``: the job's last beat leaves. ``start``
+(the job's) clears the group.
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ class ResultPacker(wiring.Component):
             "o": Out(AxiStreamSignature(ACC_BITS * cols)),
             "raw": In(1),
             "start": In(1),
+            "job_end": Out(1),
         })
 
     def elaborate(self, platform):
@@ -39,18 +43,29 @@ class ResultPacker(wiring.Component):
         i, o, cols = self.i, self.o, self.cols
         row = Cat(i.tdata[ACC_BITS * j:ACC_BITS * j + OPERAND_BITS] for j in range(cols))
         count = Signal(range(ROWS_PER_BEAT))          # rows held for the current beat
+        flush = Signal()        # a short last group held, its beat waiting for ``o.tready``
         held = [Signal(len(row), name=f"held{r}") for r in range(ROWS_PER_BEAT - 1)]
+        live = ~flush
         complete = (count == ROWS_PER_BEAT - 1) | i.tlast
-        slots = [Mux(count == r, row, Mux(count > r, held[r], Const(0, len(row))))
-                 for r in range(ROWS_PER_BEAT - 1)] + [Mux(count == ROWS_PER_BEAT - 1, row, 0)]
+        slots = [Mux(live & (count == r), row, Mux(count > r, held[r], Const(0, len(row))))
+                 for r in range(ROWS_PER_BEAT - 1)]
+        slots.append(Mux(live & (count == ROWS_PER_BEAT - 1), row, 0))
         with m.If(self.raw):
             m.d.comb += [o.tdata.eq(i.tdata), o.tvalid.eq(i.tvalid), o.tlast.eq(i.tlast),
                          i.tready.eq(o.tready)]
         with m.Else():
-            m.d.comb += [o.tdata.eq(Cat(*slots)), o.tvalid.eq(i.tvalid & complete),
-                         o.tlast.eq(i.tlast), i.tready.eq(~complete | o.tready)]
+            m.d.comb += [o.tdata.eq(Cat(*slots)), o.tvalid.eq(flush | (i.tvalid & complete)),
+                         o.tlast.eq(flush | i.tlast),
+                         i.tready.eq(live & ((count != ROWS_PER_BEAT - 1) | o.tready))]
+            with m.If(flush & o.tready):
+                m.d.sync += [flush.eq(0), count.eq(0)]
             with m.If(i.tvalid & i.tready):
-                m.d.sync += count.eq(Mux(complete, 0, count + 1))
+                m.d.sync += count.eq(count + 1)
+                with m.If(complete & o.tready):
+                    m.d.sync += count.eq(0)
+                with m.Elif(complete):        # a short last group, its beat stalled
+                    m.d.sync += flush.eq(1)
+        m.d.comb += self.job_end.eq(o.tvalid & o.tready & o.tlast)
         data = Module()      # the held rows: not cleared by start
         for r, reg in enumerate(held):
             with data.If(~self.raw & i.tvalid & i.tready & (count == r)):
