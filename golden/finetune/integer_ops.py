@@ -5,7 +5,7 @@ division per row, no floats inside (issue 32, item 4; ``nonlinear`` ``integer``)
 Each kernel takes int64 tensors holding integers of a stated width and a parameter object
 of integer constants made once on the host from the input's scale (``GeluParams.of``, ...;
 the only float arithmetic, a unit's registers). ``>>`` is an arithmetic shift (floor),
-``//`` floor division; nothing saturates unless stated. The formulas are our own, after
+``//`` floor division; nothing saturates unless stated; sums are exact (any order). The formulas are our own, after
 I-BERT's ``IntGELU``, ``IntSoftmax`` and ``IntLayerNorm`` (their polynomial coefficients).
 
 **i-GELU** (:func:`int_gelu`; ``x = q s``, ``|q| < 2^15``): ``gelu(x) = x (1 + erf(x /
@@ -25,7 +25,8 @@ large positive ``q`` gives ``x`` exactly).
 entries): the row's max over kept entries ``m``; per entry ``d = q - m <= 0``, clamped to
 ``d >= -EXP_SHIFTS L``; i-exp ``exp(d s) = 2^-z exp(r s)``::
 
-    L = floor(ln2 / s); z = (-d) // L; r = d + z L        (r in (-L, 0])
+    L = floor(ln2 / s); z = (-d) // L; r = d + z L        (r in (-L, 0]; z <= EXP_SHIFTS:
+                                                          by a constant, 15 compares in RTL)
     b = floor(0.96963238 / (0.35815147 s)); c = floor(1 / (0.35815147 s^2))
     poly = (r + b) r + c                                 (~ exp(r s) / (0.358 s^2); in (0, c])
     e = poly >> (k + z), k = max(0, bits(c) - EXP_BITS)  (0 where not kept; e < 2^EXP_BITS)
@@ -45,8 +46,9 @@ along the last axis, per-channel ``weight``, ``bias``)::
     z = ((H q - sum) f + 2^(LN_RECIP-LN_FRAC-1)) >> (LN_RECIP - LN_FRAC)
                                                     ((x - mean) / std in 2^-LN_FRAC;
                                                      |z| <= sqrt(H - 1) 2^LN_FRAC + 1)
-    y = z w_i + b_i                                 (w_i = round(weight 2^g), |w_i| < 2^15;
-                                                     b_i = round(bias 2^(LN_FRAC + g)))
+    y = z w_i + b_i                                 (w_i = round(weight 2^g), b_i =
+                                                     round(bias 2^(LN_FRAC + g)), g <= 24
+                                                     the largest with |w_i| < 2^15)
 
 ``y`` in scale ``2^-(LN_FRAC + g)`` (:attr:`LayerNormParams.out_scale`); a constant row
 (D = 0) gives ``y = b_i``, as the float LayerNorm's ``bias``. (``round``: half to even.)
