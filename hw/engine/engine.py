@@ -48,7 +48,7 @@ from amaranth import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS
+from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, accumulator_bits
 from zoforge.hw.pe.array import SystolicArray, min_tile_interval
 from zoforge.hw.pe.axil import AxiLiteTarget
 from zoforge.hw.pe.bus import AxiLiteSignature, AxiStreamSignature
@@ -116,7 +116,8 @@ class Engine(wiring.Component):
         m.submodules.regs = regs = RegisterFile(config)
         m.submodules.loader = loader = Loader(config)
         m.submodules.array = array = SystolicArray(config.rows, config.cols,
-                                                   paired=config.paired)
+                                                   paired=config.paired,
+                                                   acc_bits=accumulator_bits(config.max_k))
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency)
         m.submodules.output = output = OutputStage(tiling, {
