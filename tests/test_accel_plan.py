@@ -16,11 +16,14 @@ ULX3S = {"DSP": 156 * 8 // 10, "BRAM18": 208 * 8 // 10, "LUT": 83640 * 7 // 10,
          "FF": 83640 * 7 // 10}
 
 
-def _xcup_lut(engines: int, rows: int, cols: int) -> float:
+def _xcup_lut(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
     """LUTs by hand: engine = the 8 x 8 paired build's rest 1,095 + its array's 4,416 per 64
-    PEs + its requantizer and output stage's 4,224 per 8 columns; the ZO layer 4 x 4: 2,111
-    + 1,040 (array) + 1,435 (update) + 1,809 (requant) = 6,395."""
-    return engines * (1095 + 4416 * rows * cols / 64 + 4224 * cols / 8) + 6395
+    PEs at 32-bit accumulators, 2 fewer a PE for each bit below (``acc_bits``: 24 for the
+    default max_k 256, |sum| <= 256 x 2^14 = 2^22) + its requantizer and output stage's 4,224
+    per 8 columns; the ZO layer 4 x 4: 2,111 + 1,040 (array) + 1,435 (update) + 1,809
+    (requant) = 6,395."""
+    per_pe = 4416 / 64 - 2 * (32 - acc_bits)
+    return engines * (1095 + per_pe * rows * cols + 4224 * cols / 8) + 6395
 
 
 def _fits(config, budget) -> bool:
@@ -36,14 +39,30 @@ def test_budgets_are_the_margins_of_the_data_sheet_capacities():
 def test_zcu102_plan_is_lut_bound_and_maximal():
     config = plan_accelerator("zcu102")
     assert config.paired and config.layers == 1
-    assert (config.engines, config.engine_rows, config.engine_cols) == (2, 32, 32)
-    # by hand: DSP 2 x (32 x 32 / 2 + 2 x 32) + (16 + 8 + 16) = 1,192 of 2,016
-    assert config.dsp == 2 * 576 + 40 == 1192 <= ZCU102["DSP"]
-    assert round(_xcup_lut(2, 32, 32)) == 183689 <= ZCU102["LUT"]
-    # one engine more, or a larger array of the same count, is over the LUT budget
-    assert _xcup_lut(3, 32, 32) > ZCU102["LUT"] and _xcup_lut(2, 64, 32) > ZCU102["LUT"]
+    assert (config.engines, config.engine_rows, config.engine_cols) == (5, 32, 16)
+    # by hand: DSP 5 x (32 x 16 / 2 + 2 x 16) + (16 + 8 + 16) = 1,480 of 2,016
+    assert config.dsp == 5 * 288 + 40 == 1480 <= ZCU102["DSP"]
+    assert round(_xcup_lut(5, 32, 16)) == 189790 <= ZCU102["LUT"]
+    assert estimate_resources(config)["total"]["LUT"] == 189790
+    # one engine more, a larger array of the same count, or 3,072 MACs in the cheaper shapes
+    # is over the LUT budget; with 32-bit accumulators 5 x 32 x 16 is too
+    assert _xcup_lut(6, 32, 16) > ZCU102["LUT"] and _xcup_lut(5, 32, 32) > ZCU102["LUT"]
+    assert min(_xcup_lut(3, 64, 16), _xcup_lut(3, 32, 32), _xcup_lut(6, 64, 8)) > ZCU102["LUT"]
+    assert _xcup_lut(5, 32, 16, acc_bits=32) > ZCU102["LUT"]
     assert _fits(config, ZCU102)
-    assert not _fits(config.replace(engines=3), ZCU102)
+    assert not _fits(config.replace(engines=6), ZCU102)
+
+
+@pytest.mark.parametrize("max_k, acc_bits", [(1, 16), (256, 24), (1536, 26), (2 ** 15, 31)])
+def test_engine_logic_follows_its_accumulator_width(max_k, acc_bits):
+    """The engine's LUT and FF per PE: the 32-bit figures less 2 each per accumulator bit
+    below 32 (``accumulator_bits(max_k)``); the ECP5's fit counts none."""
+    config = AcceleratorConfig(engine_max_k=max_k)
+    engine = estimate_resources(config)["engine"]
+    assert engine["LUT"] == round(_xcup_lut(1, 8, 8, acc_bits) - 6395)
+    assert engine["FF"] == round(1966 + (8233 / 64 - 2 * (32 - acc_bits)) * 64 + 6036)
+    ecp5 = estimate_resources(config.replace(board="ulx3s-85f", paired=False))["engine"]
+    assert ecp5["LUT"] == round(5604 - 16 * 8715 / 48 + 8715 / 48 * 64)
 
 
 def test_ulx3s_plan_is_dsp_bound_and_unpaired():

@@ -14,7 +14,9 @@ count)``, never a measurement of the whole design):
   (:data:`BRAM18_SHAPES`, UG573), memories of at most :data:`LUTRAM_DEPTH` words in LUT RAM;
 * LUT and FF: a per-unit fit of Yosys' estimate (:data:`LOGIC_FIT`, ``synth_xilinx -family
   xcup`` of a few sizes, recorded in docs/accelerator.md), a fixed part plus a part per
-  processing element (one per multiplier product: R·C).
+  processing element (one per multiplier product: R·C), the engine's less
+  :data:`ACC_BIT_SAVING` per accumulator bit below 32 (its accumulators are
+  :func:`~zoforge.golden.engine_widths.accumulator_bits` of ``engine_max_k`` wide).
 
 The rule, in order: the ZO layer first (one, 4 x 4: the proven unit; the adapters' own
 products are a small share of a step); then for every engine array R x C of
@@ -33,12 +35,14 @@ from zoforge.boards.registry import Board, get_board
 from zoforge.config import unknown_key
 from zoforge.errors import ConfigError
 
+from zoforge.golden.engine_widths import ACC_BITS, accumulator_bits
 from zoforge.hw.engine.config import EngineConfig
 
 from .config import AcceleratorConfig
 
 __all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget", "MARGINS", "BRAM18_SHAPES",
-           "LUTRAM_DEPTH", "LOGIC_FIT", "ARRAY_SIDES", "RESOURCE_SOURCE", "M_STEP"]
+           "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "ARRAY_SIDES", "RESOURCE_SOURCE",
+           "M_STEP"]
 
 #: Fraction of each device resource the planner may use.
 MARGINS = {"DSP": 0.80, "BRAM18": 0.80, "LUT": 0.70, "FF": 0.70}
@@ -76,6 +80,15 @@ LOGIC_FIT = {
              "layer": {"LUT": (8_546 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
                        "FF": (7_958 - 16 * 8_626 / 48, 8_626 / 48, 0, 0)}},
 }
+#: LUT and FF per engine PE per accumulator bit below ACC_BITS (:data:`LOGIC_FIT`'s per-PE
+#: figures are at 32 bits): the accumulator's adder and ``res``' capture / shift multiplexer,
+#: one LUT and one FF each a bit. ``xilinx``: Yosys synth_xilinx -family xcup, flattened
+#: (``synthesize(convert(c, name="top"), "top", family="xcup", keep_hierarchy=False)``) of
+#: ``ProcessingPair(acc_bits)`` at 32 / 26 / 17 bits: LUT 138 / 114 / 78, FF 251 / 227 / 191
+#: (4 a bit for its 2 PEs), and ``SystolicArray(8, 8, paired=True, acc_bits=...)`` at 32 / 26:
+#: LUT 4,395 / 3,627, FF 7,954 / 7,186 (768 = 2 x 6 bits x 64 PEs each). ``ecp5``: not
+#: measured, none counted (the 32-bit figures, an over-estimate).
+ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
 
 
 def _logic_group(family: str) -> str:
@@ -104,8 +117,12 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
     from zoforge.hw.engine.designs import engine_memories
     from zoforge.hw.zolayer.designs import layer_memories
 
-    fit = LOGIC_FIT[_logic_group(get_board(config.board).family)]
-    engine = _unit_resources(fit["engine"], config.engine_rows, config.engine_cols,
+    group = _logic_group(get_board(config.board).family)
+    fit = LOGIC_FIT[group]
+    narrower = ACC_BITS - accumulator_bits(config.engine_max_k)
+    engine_fit = {key: (fixed, per_pe - ACC_BIT_SAVING[group][key] * narrower, per_row, per_col)
+                  for key, (fixed, per_pe, per_row, per_col) in fit["engine"].items()}
+    engine = _unit_resources(engine_fit, config.engine_rows, config.engine_cols,
                              config.engine_dsp, engine_memories(config.engine_config()))
     layer = _unit_resources(fit["layer"], config.layer_rows, config.layer_cols,
                             config.layer_dsp, layer_memories(config.layer_config()))
