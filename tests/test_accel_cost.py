@@ -48,8 +48,9 @@ def test_phase_is_the_busiest_unit_and_bytes_once():
 @pytest.mark.parametrize("transfer, payload, stream", [
     # engine X 16 x 16: 4 row panels x 8 beats x (pack 2 x 4 lanes) = 256: packed already
     (Transfer("x", "x", "engine", 16, 16, 0), 256, 256),
-    # engine int8 Y 16 x 8: 4 x 2 tiles x 4 beats x 4 lanes x 4 bytes: 4x the payload
-    (Transfer("y", "y", "engine", 16, 16, 8, write=True), 128, 512),
+    # engine int8 Y 16 x 8: 4 x 2 tiles, each tile's 4 rows of 4 int8 packed in one beat of
+    # 4 lanes x 4 bytes (hw/engine/packer.py): the payload
+    (Transfer("y", "y", "engine", 16, 16, 8, write=True), 128, 128),
     (Transfer("y", "y", "engine", 16, 16, 8, raw=True, write=True), 512, 512),
     # per-column bias, multiplier, shift: 3 x 4 bytes x 8; as written 3 x 2 panels x 4 x 4
     (Transfer("t", "tables", "engine", 16, 16, 8), 96, 96),
