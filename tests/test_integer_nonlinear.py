@@ -6,6 +6,7 @@ float function; the constants are pinned to their definitions in exact rationals
 model's hooks put each kernel where the module docstrings say; ``float`` changes no key."""
 from __future__ import annotations
 
+import copy
 import math
 from fractions import Fraction
 
@@ -291,13 +292,16 @@ def test_the_maps_take_the_integer_gelu_and_layernorms(prepared, attention):
     run = ZoFinetune(prepared[attention], units=recording_units())
     ids, mask, _ = prepared[attention].test
     linears = run.linears(run.masters)
+    nonlinear, lin = run.model.nonlinear, run.model.linears
     assert isinstance(linears.attention, EngineAttention if attention == "engines" else
                       HostIntegerAttention)
-    assert getattr(linears.attention, "integer", True)          # the integer softmax
+    assert linears.attention.softmax == nonlinear.softmax          # the integer softmax
+    if attention == "engines":                                     # the raw scores' scale
+        assert nonlinear.softmax["block1"].scale == run.model.attention_scales[
+            "block1"].scores(16)
+    assert nonlinear.blocks["block0"].host_scores == (attention == "host")
     run.model.logits(ids, mask, linears)
-    nonlinear, lin = run.model.nonlinear, run.model.linears
     log = {c.name: c for c in run.units.log}
-    assert (nonlinear.blocks["block0"].scores is None) == (attention == "engines")
     shape = (*ids.shape, -1)
     h = run.model.embed(ids)
     for b in range(CFG.blocks):
@@ -327,7 +331,6 @@ def test_the_boundary_is_quantize_kernel_dequantize(prepared):
     plain = torch.tensor([plain_layernorm(r, norm) for r in q.reshape(-1, 32).tolist()])
     assert torch.equal(nonlinear.norm("block1", "out_norm", x),
                        (plain.reshape(q.shape).double() * norm.out_scale).float())
-    assert nonlinear.blocks["block0"].scores is not None      # host attention's scores
     edges = torch.tensor([-1e9, -2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 1e9]) / 4   # halves, exact
     assert quantize_wide(edges, 0.25).tolist() == [-Q_MAX, -2, -2, 0, 0, 2, 2, Q_MAX]
 
@@ -338,10 +341,10 @@ def test_engine_attention_feeds_p_v_the_integer_softmax_of_s():
     mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 0, 0, 0, 0]])
     s = AttentionScales(0.05, 0.04, 0.03)
     units = recording_units()
-    EngineAttention({"block0": s}, units, integer=True)("block0", q, k, v, mask)
+    params = SoftmaxParams.of(s.q * s.k / math.sqrt(4))
+    EngineAttention({"block0": s}, units, {"block0": params})("block0", q, k, v, mask)
     scores = [c for c in units.log if c.name == "block0.scores"]
     context = [c for c in units.log if c.name == "block0.context"]
-    params = SoftmaxParams.of(s.q * s.k / math.sqrt(4))
     for j, (sc, cc) in enumerate(zip(scores, context)):
         raw = (sc.x.long() @ sc.w.long()).tolist()
         keep = [bool(m) for m in mask[j // 2]]
@@ -354,8 +357,8 @@ def test_host_integer_attention_is_the_integer_softmax_of_the_float_scores():
     g = torch.Generator().manual_seed(8)
     q, k, v = (torch.randn(2, 2, 5, 4, generator=g) for _ in range(3))
     mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])
-    got = HostIntegerAttention({"block1": 1e-3})("block1", q, k, v, mask)
     params = SoftmaxParams.of(1e-3)
+    got = HostIntegerAttention({"block1": params})("block1", q, k, v, mask)
     for b in range(2):
         for h in range(2):
             scores = q[b, h] @ k[b, h].T / 2
@@ -363,6 +366,15 @@ def test_host_integer_attention_is_the_integer_softmax_of_the_float_scores():
             p8 = torch.tensor([plain_softmax(r, [bool(m) for m in mask[b]], params, P_LEVELS)
                                for r in rows], dtype=torch.float32)
             assert torch.equal(got[b, h], (p8 / P_LEVELS) @ v[b, h])
+
+
+def test_a_model_the_units_are_not_made_for_is_one_line(prepared):
+    model, tokenizer = copy.deepcopy(prepared["model"])
+    model.encoder.layer[1].intermediate.dense.weight.mul_(1e4)    # GELU inputs past 256
+    with pytest.raises(ConfigError, match=r"^nonlinear must be float for this model "
+                                          r"\(block1 has a calibrated input scale of .*"
+                                          r"\(got integer\)$"):
+        prepare(CFG, (model, tokenizer))
 
 
 def test_float_changes_no_key_and_integer_is_another_task():

@@ -19,18 +19,19 @@ axes flattened, sequence-major)::
     context = float32(float64(C) * (s_v / 127))
 
 (round half to even as ``torch.round``; the mask bias is :func:`~zoforge.golden.models.
-attention_bias`, the float path's.) With ``nonlinear`` ``integer`` the three float lines
-are the integer softmax of S itself (:func:`~.integer_ops.int_softmax`, scale
-``s_q s_k / sqrt(d)``, masked keys left out, ``levels`` 127): ``p8`` with no float between.
-
-:class:`HostIntegerAttention` (``attention`` ``host`` with ``nonlinear`` ``integer``): the
-float32 scores ``q·k^T / sqrt(d)``, int16 in the block's calibrated scale
-(:func:`quantize_wide`), the integer softmax to ``p8``, then ``float32(p8) / 127 · v`` in
-float32. The jobs are named ``block<b>.scores`` and
+attention_bias`, the float path's.) The jobs are named ``block<b>.scores`` and
 ``block<b>.context`` (:data:`~.config.ATTENTION_PRODUCTS`), one
 :class:`~.calls.EngineCall` per sequence and head in ``j`` order (:func:`~.calls.raw_jobs`):
 the golden units compute each stack as one exact batched product, the RTL's run every call
 (:func:`~.calls.run_raw_jobs`). No wrap occurs: ``|S| <= 127^2 d``, ``|C| <= 127^2 L``.
+
+With ``nonlinear`` ``integer`` (``softmax``: the blocks' :class:`~.integer_ops.
+SoftmaxParams`, for the scale ``s_q s_k / sqrt(d)``) the three float lines are the integer
+softmax of S itself (:func:`~.integer_ops.int_softmax`, masked keys left out, ``levels``
+127): ``p8`` with no float between. :class:`HostIntegerAttention` (``attention`` ``host``
+with ``nonlinear`` ``integer``): the float32 scores ``q·k^T / sqrt(d)``, int16 in the
+block's calibrated scale (:func:`quantize_wide`), the integer softmax to ``p8``, then
+``float32(p8) / 127 · v`` in float32.
 """
 from __future__ import annotations
 
@@ -62,6 +63,10 @@ class AttentionScales:
     k: float
     v: float
 
+    def scores(self, d: int) -> float:
+        """The raw scores' scale, ``s_q s_k / sqrt(d)`` for heads of width ``d``."""
+        return self.q * self.k / math.sqrt(d)
+
 
 def quantize_probabilities(p: torch.Tensor) -> torch.Tensor:
     """``clamp(round_half_even(float64(p) * 127), 0, 127)`` as int8 (clamped as ``p`` in
@@ -90,10 +95,12 @@ def _keep(mask: torch.Tensor) -> torch.Tensor:
 class EngineAttention:
     """The attention of the module docstring with ``scales`` (block name -> its
     :class:`AttentionScales`) on ``units`` (anything ``units(call)``; golden units with a
-    ``raw_batch`` compute each product stack at once); ``integer``: the integer softmax."""
+    ``raw_batch`` compute each product stack at once); ``softmax`` (block name -> its
+    :class:`~.integer_ops.SoftmaxParams`): the integer softmax, None: the float one."""
 
-    def __init__(self, scales: dict[str, AttentionScales], units, integer: bool = False):
-        self.scales, self.units, self.integer = scales, units, integer
+    def __init__(self, scales: dict[str, AttentionScales], units,
+                 softmax: dict[str, SoftmaxParams] | None = None):
+        self.scales, self.units, self.softmax = scales, units, softmax
 
     def __call__(self, block: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  mask: torch.Tensor) -> torch.Tensor:
@@ -104,12 +111,11 @@ class EngineAttention:
                       for t, scale in ((q, s.q), (k, s.k), (v, s.v)))
         scores_name, context_name = (f"{block}.{p}" for p in ATTENTION_PRODUCTS)
         raw = run_raw_jobs(self.units, scores_name, q8, k8.transpose(-1, -2))
-        scale = s.q * s.k / math.sqrt(d)
-        if self.integer:
+        if self.softmax is not None:
             p8 = int_softmax(raw.to(torch.int64).reshape(*lead, length, length), _keep(mask),
-                             SoftmaxParams.of(scale), P_LEVELS).to(torch.int8)
+                             self.softmax[block], P_LEVELS).to(torch.int8)
         else:
-            scores = (raw.double() * scale).float().reshape(*lead, length, length)
+            scores = (raw.double() * s.scores(d)).float().reshape(*lead, length, length)
             p8 = quantize_probabilities(torch.softmax(
                 scores + attention_bias(mask, torch.float32), dim=-1))
         p8 = p8.reshape(-1, length, length)
@@ -118,17 +124,17 @@ class EngineAttention:
 
 
 class HostIntegerAttention:
-    """The host's float32 attention with the integer softmax (module docstring): ``scales``,
-    block name -> the scores' int16 scale."""
+    """The host's float32 attention with the integer softmax (module docstring): ``softmax``,
+    block name -> its :class:`~.integer_ops.SoftmaxParams` (their ``scale``: the scores'
+    int16 scale)."""
 
-    def __init__(self, scales: dict[str, float]):
-        self.scales = scales
+    def __init__(self, softmax: dict[str, SoftmaxParams]):
+        self.softmax = softmax
 
     def __call__(self, block: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                  mask: torch.Tensor) -> torch.Tensor:
         """The context (float32, ``q``'s shape) of block ``block``."""
-        scale = self.scales[block]
+        p = self.softmax[block]
         scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        p8 = int_softmax(quantize_wide(scores, scale), _keep(mask), SoftmaxParams.of(scale),
-                         P_LEVELS)
+        p8 = int_softmax(quantize_wide(scores, p.scale), _keep(mask), p, P_LEVELS)
         return (p8.to(torch.float32) / P_LEVELS) @ v

@@ -62,7 +62,7 @@ from zoforge.golden.finetune.attention import (WIDE_LEVELS, AttentionScales,
                                                quantize_activation)
 from zoforge.golden.finetune.calls import AdapterCall, EngineCall
 from zoforge.golden.finetune.config import ADAPTED, FinetuneConfig
-from zoforge.golden.finetune.integer_ops import GeluParams, LayerNormParams
+from zoforge.golden.finetune.integer_ops import GeluParams, LayerNormParams, SoftmaxParams
 from zoforge.golden.finetune.nonlinear import (NONLINEAR_PERCENTILE, BlockNonlinear,
                                                IntegerNonlinear, layer_view, norm_modules)
 from zoforge.golden.models import LAYER_LINEARS, bert_layer, mean_pool
@@ -259,18 +259,28 @@ class QuantModel:
                                                              / u_scale))
 
     def _nonlinear(self, stats) -> IntegerNonlinear:
-        """The integer units' constants from the calibration ``stats`` (module docstring)."""
+        """The integer units' constants from the calibration ``stats`` (module docstring); a
+        scale the units are not made for: one line naming ``nonlinear``."""
         blocks = {}
         for b, layer in enumerate(self.blocks):
             key, modules = f"block{b}", norm_modules(layer)
-            norms = tuple(LayerNormParams.of(_wide_scale(stats[f"{key}.{name}.in"]),
-                                             modules[name].weight, modules[name].bias,
-                                             modules[name].eps) for name in modules)
-            scores = None if self.cfg.attention == "engines" else _wide_scale([
-                _head_scores(q, k, layer.attention.self.num_attention_heads)
-                for q, k in zip(stats[key + ".query.out"], stats[key + ".key.out"])])
-            blocks[key] = BlockNonlinear(GeluParams.of(_wide_scale(stats[key + ".ffn_in.out"])),
-                                         norms, scores)
+            heads = layer.attention.self.num_attention_heads
+            host = self.cfg.attention != "engines"
+            try:
+                norms = tuple(LayerNormParams.of(_wide_scale(stats[f"{key}.{name}.in"]),
+                                                 modules[name].weight, modules[name].bias,
+                                                 modules[name].eps) for name in modules)
+                softmax = SoftmaxParams.of(_wide_scale([
+                    _head_scores(q, k, heads)
+                    for q, k in zip(stats[key + ".query.out"], stats[key + ".key.out"])])
+                    if host else self.attention_scales[key].scores(
+                        layer.attention.self.attention_head_size))
+                gelu = GeluParams.of(_wide_scale(stats[key + ".ffn_in.out"]))
+            except ConfigError as error:
+                raise ConfigError("nonlinear", f"float for this model ({key} has a calibrated "
+                                  f"input scale of {error.got:g}, where an integer unit "
+                                  f"takes {error.allowed})", "integer") from None
+            blocks[key] = BlockNonlinear(gelu, norms, softmax, host)
         return IntegerNonlinear(blocks)
 
     def _float_forward(self, ids, mask, stats) -> torch.Tensor:
@@ -353,12 +363,11 @@ class IntegerLinears:
         self.first = True
         self.nonlinear = model.nonlinear
         integer = self.nonlinear is not None
+        softmax = self.nonlinear.softmax if integer else None
         if model.cfg.attention == "engines":
-            self.attention = EngineAttention(model.attention_scales, units, integer)
+            self.attention = EngineAttention(model.attention_scales, units, softmax)
         else:
-            self.attention = HostIntegerAttention(
-                {name: p.scores for name, p in self.nonlinear.blocks.items()}) \
-                if integer else None
+            self.attention = HostIntegerAttention(softmax) if integer else None
         self._gelu: dict[str, torch.Tensor] = {}
 
     def __call__(self, key: str, x: torch.Tensor) -> torch.Tensor:

@@ -27,8 +27,8 @@ from types import SimpleNamespace
 import torch
 
 from zoforge.golden.finetune.attention import quantize_wide
-from zoforge.golden.finetune.integer_ops import (GeluParams, LayerNormParams, int_gelu,
-                                                 int_layernorm)
+from zoforge.golden.finetune.integer_ops import (GeluParams, LayerNormParams, SoftmaxParams,
+                                                 int_gelu, int_layernorm)
 
 __all__ = ["BlockNonlinear", "IntegerNonlinear", "NORMS", "NONLINEAR_PERCENTILE"]
 
@@ -41,13 +41,15 @@ NORMS = ("attn_norm", "out_norm")
 
 @dataclass(frozen=True)
 class BlockNonlinear:
-    """One block's integer units: i-GELU's and the LayerNorms' constants (:data:`NORMS`
-    order), and with host attention the scores' scale (None with engine attention: the
-    engine's raw scores are the softmax's input)."""
+    """One block's integer units: i-GELU's, the LayerNorms' (:data:`NORMS` order) and the
+    softmax's constants (the softmax's scale: with engine attention the raw scores'
+    ``s_q s_k / sqrt(d)``, with host attention the calibrated int16 one); ``host_scores``:
+    the latter."""
 
     gelu: GeluParams
     norms: tuple[LayerNormParams, LayerNormParams]
-    scores: float | None
+    softmax: SoftmaxParams
+    host_scores: bool
 
 
 def layer_view(layer, norm):
@@ -82,3 +84,8 @@ class IntegerNonlinear:
     def layer(self, block: str, layer):
         """``layer`` with its LayerNorms the integer ones of ``block``."""
         return layer_view(layer, lambda name, x: self.norm(block, name, x))
+
+    @property
+    def softmax(self) -> dict[str, SoftmaxParams]:
+        """The blocks' softmax constants, by block name."""
+        return {name: p.softmax for name, p in self.blocks.items()}
