@@ -41,7 +41,8 @@ def test_a_finetune_sweep_expands_to_finetune_points():
     assert point.train == FinetuneConfig(**TINY, steps=4, strategy="masked")
     assert point.generator == point.train.generator()
     spec = point.train_spec()
-    fields = {k: v for k, v in point.train.field_values().items() if k != "attention"}
+    fields = {k: v for k, v in point.train.field_values().items()
+              if k not in ("attention", "nonlinear")}     # added later, at their defaults
     assert spec == {"task": "finetune", "perturbation": "masked-onthefly", **fields}
     assert point.train_key == stable_key("train", {"task": "finetune", **fields})
     assert [kind for _, kind, _ in sweep.tasks()] == ["report", "train", "train"]
@@ -151,7 +152,7 @@ STORED_BEFORE_ATTENTION = (
 
 
 def test_a_field_added_at_its_earlier_value_keeps_stored_keys_specs_and_checkpoints():
-    """A field added later (``attention``) at the value every earlier run had changes no
+    """A field added later (``attention``, ``nonlinear``) at the value every earlier run had changes no
     stored key, spec or checkpoint match; another value is another task."""
     key, spec = STORED_BEFORE_ATTENTION
     fields = {k: v for k, v in spec.items() if k not in ("task", "perturbation")}
@@ -161,8 +162,13 @@ def test_a_field_added_at_its_earlier_value_keeps_stored_keys_specs_and_checkpoi
     assert finetune_spec(cfg) == spec
     assert "attention" not in run_key(cfg, True)["config"]
     assert run_key(cfg, True)["config"] == {k: v for k, v in cfg.to_dict().items()
-                                            if k != "attention"}
+                                            if k not in ("attention", "nonlinear")}
     other = FinetuneConfig(**fields, attention="engines")
     assert train_key(other) != key
     assert finetune_spec(other)["attention"] == "engines"
     assert run_key(other, True)["config"]["attention"] == "engines"
+    integer = FinetuneConfig(**fields, nonlinear="integer")   # the next field added so
+    assert cfg.nonlinear == "float"
+    assert train_key(integer) not in (key, train_key(other))
+    assert finetune_spec(integer)["nonlinear"] == "integer"
+    assert run_key(integer, True)["config"]["nonlinear"] == "integer"
