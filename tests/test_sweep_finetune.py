@@ -152,8 +152,8 @@ STORED_BEFORE_ATTENTION = (
 
 
 def test_a_field_added_at_its_earlier_value_keeps_stored_keys_specs_and_checkpoints():
-    """A field added later (``attention``, ``nonlinear``) at the value every earlier run had changes no
-    stored key, spec or checkpoint match; another value is another task."""
+    """A field added later (``attention``, ``nonlinear``) at the value every earlier run had
+    changes no stored key, spec or checkpoint match; another value is another task."""
     key, spec = STORED_BEFORE_ATTENTION
     fields = {k: v for k, v in spec.items() if k not in ("task", "perturbation")}
     cfg = FinetuneConfig(**fields)
