@@ -162,7 +162,9 @@ class GeluUnit(wiring.Component):
         cfg = self.config
 
         def reg(shape, stage, name):
-            return Signal(shape, name=f"{name}_s{stage}_{lane}")
+            # data only (validity is ``valid``'s): no reset, so a delay line can be a
+            # shift-register LUT (SRL) and no reset fans out to the lanes
+            return Signal(shape, name=f"{name}_s{stage}_{lane}", reset_less=True)
 
         def delayed(value, first, last, name):
             """``value`` registered at stage ``first``, carried to stage ``last``."""
