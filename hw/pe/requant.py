@@ -40,7 +40,7 @@ register, and no combinational path runs from ``o.ready`` to ``i.ready``.
 """
 from amaranth import C, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
@@ -117,15 +117,42 @@ class RequantStream(wiring.Component):
         self._row = row = Signal(output_layout(self.lanes), name="row")
         self._row_valid = row_valid = Signal(name="row_valid")
         m.submodules.pipeline = self._pipeline(products)
-        # the output buffer, bypassed while empty; a row goes in when it cannot leave now
-        # or rows wait before it
-        width = len(row.as_value())
-        m.submodules.buffer = buffer = SyncFIFO(width=width, depth=BUFFER_ROWS)
-        m.d.comb += [self.o.valid.eq(buffer.r_rdy | row_valid),
-                     self.o.payload.eq(Mux(buffer.r_rdy, buffer.r_data, row.as_value())),
-                     buffer.r_en.eq(self.o.ready),
-                     buffer.w_data.eq(row.as_value()),
-                     buffer.w_en.eq(row_valid & (buffer.r_rdy | ~self.o.ready))]
+        # the output buffer, bypassed while empty; a row is kept in it when it cannot leave
+        # now or rows wait before it
+        m.submodules.buffer = self._buffer(row.as_value(), row_valid)
+        return m
+
+    def _buffer(self, row, row_valid) -> Module:
+        """The output buffer (a first-word-fall-through FIFO of BUFFER_ROWS rows, bypassed
+        while empty). Every valid row is written at the write pointer, which moves past it
+        only when the row is kept (it cannot leave now, or rows wait before it): the memory's
+        write enable and address are registers, and ``o.ready`` reaches only the pointers
+        and the level (a row not kept lies outside the held rows, and the credits leave a
+        free slot for every row in the stages)."""
+        m = Module()
+        o = self.o
+        m.submodules.storage = storage = Memory(shape=len(row), depth=BUFFER_ROWS, init=[])
+        write, read = storage.write_port(), storage.read_port(domain="comb")
+        produce, consume = Signal(range(BUFFER_ROWS)), Signal(range(BUFFER_ROWS))
+        level = Signal(range(BUFFER_ROWS + 1))
+        waiting = level != 0
+        keep, give = row_valid & (waiting | ~o.ready), waiting & o.ready
+        m.d.comb += [write.addr.eq(produce), write.data.eq(row), write.en.eq(row_valid),
+                     read.addr.eq(consume),
+                     o.valid.eq(waiting | row_valid),
+                     o.payload.eq(Mux(waiting, read.data, row))]
+
+        def step(pointer):
+            return Mux(pointer == BUFFER_ROWS - 1, 0, pointer + 1)
+
+        with m.If(keep):
+            m.d.sync += produce.eq(step(produce))
+        with m.If(give):
+            m.d.sync += consume.eq(step(consume))
+        with m.If(keep & ~give):
+            m.d.sync += level.eq(level + 1)
+        with m.Elif(give & ~keep):
+            m.d.sync += level.eq(level - 1)
         return m
 
     def _pipeline(self, products) -> Module:
