@@ -9,8 +9,9 @@ With ``raw`` high (int32 results) ``o`` is ``i``. No latency: a group's first ro
 in registers, its last leaves with the beat in the cycle it is taken; only a job's last
 row that ends a short group while ``o`` is stalled is held too (the beat leaves from the
 registers, ``i.tready`` low meanwhile). ``i.tready`` follows registers and ``o.tready``
-only (not ``i``'s data or ``tlast``). ``job_end``: the job's last beat leaves. ``start``
-(the job's) clears the group.
+only (not ``i``'s data or ``tlast``): two registers of the next state (the group has room;
+its last row is next) and ``o.tready`` in one LUT. ``job_end``: the job's last beat
+leaves. ``start`` (the job's) clears the group.
 """
 from __future__ import annotations
 
@@ -50,21 +51,32 @@ class ResultPacker(wiring.Component):
         slots = [Mux(live & (count == r), row, Mux(count > r, held[r], Const(0, len(row))))
                  for r in range(ROWS_PER_BEAT - 1)]
         slots.append(Mux(live & (count == ROWS_PER_BEAT - 1), row, 0))
+        # i.tready = live & ((count != ROWS_PER_BEAT - 1) | o.tready), from two registers
+        # made from the next state (``free``: live, the group not at its last row;
+        # ``closing``: live, at its last row) and o.tready: no logic between count or flush
+        # and the ready's fan-out (the requantizer's buffer, the held rows' enables)
+        free = Signal(init=1)
+        closing = Signal()
         with m.If(self.raw):
             m.d.comb += [o.tdata.eq(i.tdata), o.tvalid.eq(i.tvalid), o.tlast.eq(i.tlast),
                          i.tready.eq(o.tready)]
         with m.Else():
+            next_count, next_flush = Signal.like(count), Signal()
             m.d.comb += [o.tdata.eq(Cat(*slots)), o.tvalid.eq(flush | (i.tvalid & complete)),
                          o.tlast.eq(flush | i.tlast),
-                         i.tready.eq(live & ((count != ROWS_PER_BEAT - 1) | o.tready))]
+                         i.tready.eq(free | (closing & o.tready)),
+                         next_count.eq(count), next_flush.eq(flush)]
             with m.If(flush & o.tready):
-                m.d.sync += [flush.eq(0), count.eq(0)]
+                m.d.comb += [next_flush.eq(0), next_count.eq(0)]
             with m.If(i.tvalid & i.tready):
-                m.d.sync += count.eq(count + 1)
+                m.d.comb += next_count.eq(count + 1)
                 with m.If(complete & o.tready):
-                    m.d.sync += count.eq(0)
+                    m.d.comb += next_count.eq(0)
                 with m.Elif(complete):        # a short last group, its beat stalled
-                    m.d.sync += flush.eq(1)
+                    m.d.comb += next_flush.eq(1)
+            m.d.sync += [count.eq(next_count), flush.eq(next_flush),
+                         free.eq(~next_flush & (next_count != ROWS_PER_BEAT - 1)),
+                         closing.eq(~next_flush & (next_count == ROWS_PER_BEAT - 1))]
         m.d.comb += self.job_end.eq(o.tvalid & o.tready & o.tlast)
         data = Module()      # the held rows: not cleared by start
         for r, reg in enumerate(held):
