@@ -5,9 +5,12 @@ corners (both ends of int16, 0, +-1, +-beta and +-(beta +- 1), values past the c
 the erf saturates), random idle cycles on the input and back-pressure on the output; the
 credits (exactly BUFFER_BEATS beats taken while the output stalls, then one a cycle); the
 latency and the cycle model :func:`gelu_cycles`; the constants' widths; lint."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import torch
+from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from zoforge.golden.finetune.integer_ops import (ERF_BITS, MAX_SCALE, MIN_SCALE, GeluParams,
@@ -250,3 +253,11 @@ def test_lint_leaves_only_the_hierarchys_alias_and_extension_warnings():
     result = lint_verilog(to_verilog(GeluUnit(2), top), top)
     rules = {line.split(":")[0] for line in result.messages if not line.startswith("%Error:")}
     assert rules <= {"%Warning-WIDTHEXPAND", "%Warning-UNUSEDSIGNAL"}, result.messages
+
+
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_three_multiplier_blocks_a_lane(lanes):
+    """Every product is a PipelinedMultiplier whose operands fit an 18 x 18 block: on an
+    ECP5 platform each is one MULT18X18D with its registers (the two of ``a c``, ``q m``)."""
+    text = verilog.convert(GeluUnit(lanes), name="top", platform=SimpleNamespace(family="ecp5"))
+    assert text.count("MULT18X18D") == 3 * lanes
