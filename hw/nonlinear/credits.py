@@ -10,7 +10,7 @@ path runs from ``o.ready`` to ``i.ready``. No enable fans out to the stages' reg
 """
 from __future__ import annotations
 
-from amaranth import C, Cat, Module, Mux, Signal
+from amaranth import C, Cat, Module, Mux, Signal, Value
 from amaranth.lib.fifo import SyncFIFO
 
 __all__ = ["buffer_depth", "add_credits", "add_output_buffer"]
@@ -45,7 +45,7 @@ def add_output_buffer(m: Module, o, row, row_valid, depth: int) -> None:
     """The buffer between the last stage's beat ``row`` (a value of ``o.payload``'s shape;
     valid: ``row_valid``) and the stream ``o``; a beat goes in when it cannot leave now or
     beats wait before it."""
-    bits = row.as_value() if hasattr(row, "as_value") else row
+    bits = Value.cast(row)
     m.submodules.buffer = buffer = SyncFIFO(width=len(bits), depth=depth)
     m.d.comb += [o.valid.eq(buffer.r_rdy | row_valid),
                  o.payload.eq(Mux(buffer.r_rdy, buffer.r_data, bits)),
