@@ -16,8 +16,9 @@ from amaranth.sim import Simulator
 from zoforge.golden.finetune.integer_ops import (ERF_BITS, MAX_SCALE, MIN_SCALE, GeluParams,
                                                  int_gelu)
 from zoforge.hw.export import to_verilog
-from zoforge.hw.nonlinear.gelu import (BUFFER_BEATS, LATENCY, GeluUnit, gelu_cycles,
-                                       gelu_registers, output_layout)
+from zoforge.hw.nonlinear.gelu import (BETA_BITS, BUFFER_BEATS, GAMMA_BITS, LATENCY,
+                                       GeluUnit, GeluWidths, gelu_cycles, gelu_registers,
+                                       output_layout)
 from zoforge.sim.lint import lint_verilog
 
 LANES = 4
@@ -57,13 +58,14 @@ def expected(q: np.ndarray, p: GeluParams) -> np.ndarray:
 
 
 def simulate(q: np.ndarray, p: GeluParams, seed: int, idle: float = 0.3,
-             stall: float = 0.4, lanes: int = LANES, hold: int = 0):
+             stall: float = 0.4, lanes: int = LANES, hold: int = 0,
+             min_scale: float = MIN_SCALE):
     """``q`` (padded with zeros to whole beats) through the unit with random input idling
     and output back-pressure (``hold`` cycles of o.ready low first); returns the output
     values in order, the beats' ``last`` flags, the cycles from each beat's input transfer
     to its output transfer, and the cycles from the first input transfer to the last
     output transfer, both counted."""
-    dut = GeluUnit(lanes)
+    dut = GeluUnit(lanes, min_scale)
     beats = -(-len(q) // lanes)
     rows = np.zeros(beats * lanes, np.int64)
     rows[:len(q)] = q
@@ -73,7 +75,7 @@ def simulate(q: np.ndarray, p: GeluParams, seed: int, idle: float = 0.3,
     out, lasts, accepted, delivered = [], [], [], []
 
     async def send(ctx):
-        for name, value in gelu_registers(p).items():
+        for name, value in gelu_registers(p, min_scale).items():
             ctx.set(getattr(dut.config, name), value)
         cycle = 0
         for r in range(beats):
@@ -115,11 +117,11 @@ def simulate(q: np.ndarray, p: GeluParams, seed: int, idle: float = 0.3,
     return values, lasts, latencies, delivered[-1] - accepted[0] + 1
 
 
-def check(scale: float, count: int, seed: int):
+def check(scale: float, count: int, seed: int, min_scale: float = MIN_SCALE):
     p = GeluParams.of(scale)
     q = inputs(p, count, seed)
     want = expected(q, p)
-    got, lasts, latencies, _ = simulate(q, p, seed)
+    got, lasts, latencies, _ = simulate(q, p, seed, min_scale=min_scale)
     np.testing.assert_array_equal(got, want)
     assert lasts == [0] * (len(lasts) - 1) + [1]
     assert min(latencies) >= LATENCY               # exactly LATENCY: the cycle-model test
@@ -135,6 +137,22 @@ def check(scale: float, count: int, seed: int):
 @pytest.mark.parametrize("scale", SCALES)
 def test_equals_int_gelu_under_backpressure_and_idle(scale):
     check(scale, 240, seed=int(scale * 2 ** 30) % 1000)
+
+
+@pytest.mark.parametrize("min_scale,scale", [(2.0 ** -13, 2.0 ** -13), (2.0 ** -13, 1e-3),
+                                             (2.5e-4, 2.5e-4)])
+def test_a_unit_for_coarser_scales_is_narrower_and_exact(min_scale, scale):
+    """A unit made for ``min_scale`` to MAX_SCALE: the golden's values at its finest scale
+    and above, one multiplier block fewer where ``c`` fits 17 bits (2^-13: beta 15 bits),
+    and the constants of a finer scale refused."""
+    check(scale, 160, seed=11, min_scale=min_scale)
+    widths = GeluWidths.of(min_scale)
+    assert widths.beta < BETA_BITS and widths.gamma < GAMMA_BITS
+    text = verilog.convert(GeluUnit(2, min_scale), name="top",
+                           platform=SimpleNamespace(family="ecp5"))
+    assert text.count("MULT18X18D") == 2 * (2 if widths.c <= 17 else 3)
+    with pytest.raises(ValueError, match="does not fit the unit"):
+        gelu_registers(GeluParams.of(min_scale / 4), min_scale)
 
 
 @pytest.mark.slow
