@@ -4,7 +4,8 @@
 corners (both ends of int16, 0, +-1, +-beta and +-(beta +- 1), values past the clip where
 the erf saturates), random idle cycles on the input and back-pressure on the output; the
 credits (exactly BUFFER_BEATS beats taken while the output stalls, then one a cycle); the
-latency and the cycle model :func:`gelu_cycles`; the constants' widths; lint."""
+latency and the cycle model :func:`gelu_cycles`; units made for coarser scales (narrower);
+the multiplier blocks; the constants' widths; lint."""
 from types import SimpleNamespace
 
 import numpy as np
