@@ -54,9 +54,10 @@ def expected_rows(acc, bias, mult, shift, mode, tensor):
     return torch.stack(rows).numpy().astype(np.int64)
 
 
-def simulate(acc, bias, mult, shift, mode, tensor, seed):
+def simulate(acc, bias, mult, shift, mode, tensor, seed, last=None):
     """Rows through the RTL with random input idling and output back-pressure; returns
-    the output rows, their ``last`` flags and the fewest cycles from input to output."""
+    the output rows, their ``last`` flags (the input's ``last``: the final row's only
+    unless given) and the fewest cycles from input to output."""
     dut = RequantStream(LANES)
     count = len(acc)
     rng = np.random.default_rng(seed)
@@ -75,7 +76,8 @@ def simulate(acc, bias, mult, shift, mode, tensor, seed):
                 cycle += 1
             ctx.set(dut.i.payload, {"acc": acc[r].tolist(), "bias": bias[r].tolist(),
                                     "mult": mult[r].tolist(), "shift": shift[r].tolist(),
-                                    "last": int(r == count - 1)})
+                                    "last": int(r == count - 1) if last is None
+                                    else int(last[r])})
             ctx.set(dut.i.valid, 1)
             ticks = 0
             while True:
@@ -129,6 +131,19 @@ def test_matches_the_golden_model_under_backpressure_and_idle(name):
             assert {0, SHIFT_MAX} <= set(shift.ravel().tolist())
     else:
         assert (np.abs(expected) > 127).any() and (expected < 0).any()
+
+
+def test_last_flags_travel_with_their_rows_through_the_buffer():
+    """Random ``last`` flags under back-pressure: each leaves with its row, whether the
+    row is bypassed or waits in the output buffer (whose first row's ``last`` is a
+    register beside the memory)."""
+    mode = MODES[next(iter(MODES))]
+    rng = np.random.default_rng(11)
+    acc, bias, mult, shift = random_rows(rng)
+    flags = rng.integers(0, 2, ROWS)
+    for seed in range(3):
+        _, lasts, _ = simulate(acc, bias, mult, shift, mode, (1 << 15, 20), seed, flags)
+        assert lasts == flags.tolist()
 
 
 def test_shift_zero_and_47_ties_and_saturation():

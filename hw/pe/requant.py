@@ -128,31 +128,45 @@ class RequantStream(wiring.Component):
         only when the row is kept (it cannot leave now, or rows wait before it): the memory's
         write enable and address are registers, and ``o.ready`` reaches only the pointers
         and the level (a row not kept lies outside the held rows, and the credits leave a
-        free slot for every row in the stages)."""
+        free slot for every row in the stages). Whether rows wait, and the first waiting
+        row's ``last``, are registers too (the rows' ``last`` flags are kept beside the
+        memory), so ``o.valid`` and ``o.payload.last`` follow registers only, not the
+        memory's read."""
         m = Module()
         o = self.o
         m.submodules.storage = storage = Memory(shape=len(row), depth=BUFFER_ROWS, init=[])
         write, read = storage.write_port(), storage.read_port(domain="comb")
         produce, consume = Signal(range(BUFFER_ROWS)), Signal(range(BUFFER_ROWS))
         level = Signal(range(BUFFER_ROWS + 1))
-        waiting = level != 0
+        waiting = Signal()                      # level != 0
+        lasts = Signal(BUFFER_ROWS)             # each slot's row's last
+        head_last = Signal()                    # the first waiting row's last
+        new_last = row[-1]                      # the row's last (its layout's top bit)
         keep, give = row_valid & (waiting | ~o.ready), waiting & o.ready
         m.d.comb += [write.addr.eq(produce), write.data.eq(row), write.en.eq(row_valid),
                      read.addr.eq(consume),
                      o.valid.eq(waiting | row_valid),
-                     o.payload.eq(Mux(waiting, read.data, row))]
+                     o.payload.eq(Cat(Mux(waiting, read.data, row)[:-1],
+                                      Mux(waiting, head_last, new_last)))]
 
         def step(pointer):
             return Mux(pointer == BUFFER_ROWS - 1, 0, pointer + 1)
 
         with m.If(keep):
-            m.d.sync += produce.eq(step(produce))
+            m.d.sync += [produce.eq(step(produce)), lasts.bit_select(produce, 1).eq(new_last)]
         with m.If(give):
             m.d.sync += consume.eq(step(consume))
         with m.If(keep & ~give):
-            m.d.sync += level.eq(level + 1)
+            m.d.sync += [level.eq(level + 1), waiting.eq(1)]
         with m.Elif(give & ~keep):
-            m.d.sync += level.eq(level - 1)
+            m.d.sync += [level.eq(level - 1), waiting.eq(level != 1)]
+        # the next first waiting row: the row now kept when none waits or the only one
+        # leaves, else the one after the leaving row
+        with m.If(give):
+            m.d.sync += head_last.eq(Mux(level == 1, new_last,
+                                         lasts.bit_select(step(consume), 1)))
+        with m.Elif(~waiting):
+            m.d.sync += head_last.eq(new_last)
         return m
 
     def _pipeline(self, products) -> Module:
