@@ -264,7 +264,7 @@ def test_constants_the_unit_cannot_hold_are_refused():
 
 def test_lint_clean():
     """``verilator --lint-only -Wall`` with the project's waivers (hw/lint_waivers.vlt: the
-    ``nonlinear_*`` tops take the engine's WIDTHEXPAND and UNUSEDSIGNAL waivers, no other)."""
+    ``nonlinear_*`` tops take the engine's four, no other)."""
     top = "nonlinear_gelu"
     result = lint_verilog(to_verilog(GeluUnit(2), top), top)
     assert result.clean, result

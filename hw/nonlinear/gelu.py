@@ -45,8 +45,8 @@ and mux, or one multiplier register)::
     11-13  y = q m                                       a PipelinedMultiplier
 
 The stages never stall; back-pressure is taken by credits and an output buffer
-(:mod:`.credits`, the scheme of :class:`~zoforge.hw.pe.requant.RequantStream`): with
-``o.ready`` high every beat leaves LATENCY cycles after it came.
+(:mod:`zoforge.hw.pe.credits`, shared with :class:`~zoforge.hw.pe.requant.RequantStream`):
+with ``o.ready`` high every beat leaves LATENCY cycles after it came.
 """
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ from zoforge.golden.finetune.integer_ops import (ERF_BITS, INPUT_BITS, MIN_SCALE
                                                  GeluParams)
 
 from ..pe import multiply
+from ..pe.credits import add_credits, buffer_depth, output_buffer
 from ..pe.multiply import ECP5_OPERAND_BITS, PipelinedMultiplier
-from .credits import add_credits, add_output_buffer, buffer_depth
 
 __all__ = ["GeluUnit", "GeluWidths", "LATENCY", "BUFFER_BEATS", "BETA_BITS", "GAMMA_BITS",
            "SHIFT_BITS", "Y_BITS", "config_signature", "input_layout", "output_layout",
@@ -185,7 +185,7 @@ class GeluUnit(wiring.Component):
                                                      valid[:-1] + last[:-1])]
         for lane in range(self.lanes):
             self._lane(m, lane, row.y[lane])
-        add_output_buffer(m, self.o, row, valid[-1], BUFFER_BEATS)
+        m.submodules.buffer = output_buffer(self.o, row, valid[-1], BUFFER_BEATS)
         return m
 
     def _lane(self, m: Module, lane: int, y) -> None:

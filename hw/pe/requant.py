@@ -31,20 +31,17 @@ fast carry chains (ECP5: the multipliers' own delay fills a whole stage).
 
 The stages never stall: no enable fans out to every lane's registers (on the ECP5 that
 enable was the routed critical path of the ZO layer, docs/accelerator.md). Back-pressure is
-taken by credits: an output buffer of :data:`BUFFER_ROWS` rows (``LATENCY + 2``) behind the
-last stage, bypassed while it is empty (so with ``o.ready`` high every row leaves
-``LATENCY`` cycles after it came, as through a stalling pipeline), and ``i.ready`` is a
-register that is high while fewer than :data:`BUFFER_ROWS` rows are in the stages or the
-buffer, so the buffer never overflows, back-pressure reaches the upstream block from a
-register, and no combinational path runs from ``o.ready`` to ``i.ready``.
+taken by credits and an output buffer of :data:`BUFFER_ROWS` rows (``LATENCY + 2``),
+:mod:`.credits`: with ``o.ready`` high every row leaves ``LATENCY`` cycles after it came;
+``i.ready`` is a register, and no combinational path runs from ``o.ready`` to ``i.ready``.
 """
 from amaranth import C, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS
 
+from .credits import add_credits, buffer_depth, output_buffer
 from .multiply import PipelinedMultiplier
 from .signatures import ModeSignature
 
@@ -55,7 +52,7 @@ __all__ = ["RequantStream", "LATENCY", "BUFFER_ROWS", "input_layout", "output_la
 LATENCY = 9
 #: Rows the output buffer holds, and so the most rows in flight (stages and buffer): the
 #: stages' rows plus two, so that a row can be taken every cycle while ``o.ready`` is high.
-BUFFER_ROWS = LATENCY + 2
+BUFFER_ROWS = buffer_depth(LATENCY)
 _HALF = ACC_BITS // 2
 _PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
 _T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
@@ -91,19 +88,7 @@ class RequantStream(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # credits: the rows taken and not yet given, in a thermometer code (bit n set: more
-        # than n rows), so each bit's update is one small function of its neighbours and no
-        # adder or comparison lies between ``o.ready`` and a register; ``i.ready`` is the
-        # top bit's complement, a register
-        taken = self.i.valid & self.i.ready
-        given = self.o.valid & self.o.ready
-        held = Signal(BUFFER_ROWS)
-        grow, shrink = taken & ~given, given & ~taken
-        with m.If(grow):
-            m.d.sync += held.eq(Cat(C(1, 1), held[:-1]))
-        with m.Elif(shrink):
-            m.d.sync += held.eq(Cat(held[1:], C(0, 1)))
-        m.d.comb += self.i.ready.eq(~held[-1])
+        taken = add_credits(m, self.i, self.o, BUFFER_ROWS)
         self._in_valid = taken
         self._in = self.i.payload
         # stages 2 to 4 of each lane's two products: multipliers with their own registers
@@ -119,54 +104,7 @@ class RequantStream(wiring.Component):
         m.submodules.pipeline = self._pipeline(products)
         # the output buffer, bypassed while empty; a row is kept in it when it cannot leave
         # now or rows wait before it
-        m.submodules.buffer = self._buffer(row.as_value(), row_valid)
-        return m
-
-    def _buffer(self, row, row_valid) -> Module:
-        """The output buffer (a first-word-fall-through FIFO of BUFFER_ROWS rows, bypassed
-        while empty). Every valid row is written at the write pointer, which moves past it
-        only when the row is kept (it cannot leave now, or rows wait before it): the memory's
-        write enable and address are registers, and ``o.ready`` reaches only the pointers
-        and the level (a row not kept lies outside the held rows, and the credits leave a
-        free slot for every row in the stages). Whether rows wait, and the first waiting
-        row's ``last``, are registers too (the rows' ``last`` flags are kept beside the
-        memory), so ``o.valid`` and ``o.payload.last`` follow registers only, not the
-        memory's read."""
-        m = Module()
-        o = self.o
-        m.submodules.storage = storage = Memory(shape=len(row), depth=BUFFER_ROWS, init=[])
-        write, read = storage.write_port(), storage.read_port(domain="comb")
-        produce, consume = Signal(range(BUFFER_ROWS)), Signal(range(BUFFER_ROWS))
-        level = Signal(range(BUFFER_ROWS + 1))
-        waiting = Signal()                      # level != 0
-        lasts = Signal(BUFFER_ROWS)             # each slot's row's last
-        head_last = Signal()                    # the first waiting row's last
-        new_last = row[-1]                      # the row's last (its layout's top bit)
-        keep, give = row_valid & (waiting | ~o.ready), waiting & o.ready
-        m.d.comb += [write.addr.eq(produce), write.data.eq(row), write.en.eq(row_valid),
-                     read.addr.eq(consume),
-                     o.valid.eq(waiting | row_valid),
-                     o.payload.eq(Cat(Mux(waiting, read.data, row)[:-1],
-                                      Mux(waiting, head_last, new_last)))]
-
-        def step(pointer):
-            return Mux(pointer == BUFFER_ROWS - 1, 0, pointer + 1)
-
-        with m.If(keep):
-            m.d.sync += [produce.eq(step(produce)), lasts.bit_select(produce, 1).eq(new_last)]
-        with m.If(give):
-            m.d.sync += consume.eq(step(consume))
-        with m.If(keep & ~give):
-            m.d.sync += [level.eq(level + 1), waiting.eq(1)]
-        with m.Elif(give & ~keep):
-            m.d.sync += [level.eq(level - 1), waiting.eq(level != 1)]
-        # the next first waiting row: the row now kept when none waits or the only one
-        # leaves, else the one after the leaving row
-        with m.If(give):
-            m.d.sync += head_last.eq(Mux(level == 1, new_last,
-                                         lasts.bit_select(step(consume), 1)))
-        with m.Elif(~waiting):
-            m.d.sync += head_last.eq(new_last)
+        m.submodules.buffer = output_buffer(self.o, row, row_valid, BUFFER_ROWS)
         return m
 
     def _pipeline(self, products) -> Module:
