@@ -7,7 +7,7 @@ from amaranth.sim import Simulator
 from zoforge.errors import ConfigError
 from zoforge.golden.engine import gemm_int32, wrap_signed
 from zoforge.golden.engine_widths import accumulator_bits
-from zoforge.hw.pe.array import SystolicArray, capture_latency
+from zoforge.hw.pe.array import SystolicArray, capture_latency, min_tile_interval
 from zoforge.hw.pe.pe import LATENCY as PE_LATENCY
 from zoforge.hw.pe.pe import ProcessingElement
 
@@ -94,11 +94,15 @@ def test_first_restarts_the_sum_whatever_the_accumulator_holds():
     assert {-(1 << 31) + 1, 0, -1} <= {want for _, want in got}
 
 
-def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0, acc_bits=32):
+def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0, acc_bits=32,
+               skewed_drain=False):
     """Feed ``tiles`` (list of (X [R,K], W [K,C])) as close as the array allows (tile starts
     ``max(K, min_tile_interval) + slack`` cycles apart); drain each when the array says its
-    sums are ready (``early`` cycles before that). Returns the drained tiles."""
-    array = SystolicArray(rows, cols, paired=paired, acc_bits=acc_bits)
+    sums are ready (``early`` cycles before that): R reads of ``res_out`` from
+    ``capture_latency`` cycles after the last step, ``shift`` high for R - 1 cycles from
+    ``drain_lead`` cycles before the first read. Returns the drained tiles."""
+    array = SystolicArray(rows, cols, paired=paired, acc_bits=acc_bits,
+                          skewed_drain=skewed_drain)
     gap = max(0, array.min_tile_interval - tiles[0][0].shape[1]) + slack
     drained = []
 
@@ -119,27 +123,22 @@ def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0, acc_bits=32):
                 await ctx.tick().repeat(gap)
 
     async def drainer(ctx):
-        cycle = 0
-        last_steps = []
-        t = 0
+        t, starts = 0, []
         for x, _ in tiles:
             t += x.shape[1]
-            last_steps.append(t - 1)
+            starts.append(t - 1 + array.capture_latency - early)
             t += gap
-        starts = [s + array.capture_latency - early for s in last_steps]
-        while len(drained) < len(tiles):
-            if cycle in starts:
-                rows_out = []
-                for step in range(rows):
-                    rows_out.append([ctx.get(array.res_out[j]) for j in range(cols)])
-                    ctx.set(array.shift, step != rows - 1)
-                    await ctx.tick()
-                    cycle += 1
-                ctx.set(array.shift, 0)
-                drained.append(np.array(rows_out[::-1]))
-            else:
-                await ctx.tick()
-                cycle += 1
+        shifts = {s - array.drain_lead + n for s in starts for n in range(rows - 1)}
+        reads = {s + n: (index, n) for index, s in enumerate(starts) for n in range(rows)}
+        rows_out = [[None] * rows for _ in tiles]
+        for cycle in range(max(starts) + rows):
+            if cycle in reads:
+                index, n = reads[cycle]
+                rows_out[index][rows - 1 - n] = [ctx.get(array.res_out[j])
+                                                 for j in range(cols)]
+            ctx.set(array.shift, cycle in shifts)
+            await ctx.tick()
+        drained.extend(np.array(tile) for tile in rows_out)
 
     sim = Simulator(array)
     sim.add_clock(1e-6)
@@ -257,3 +256,38 @@ def test_accumulators_narrower_than_a_product_or_wider_than_32_are_refused(a_bit
     with pytest.raises(ConfigError, match=rf"acc_bits must be .*{a_bits + 8}.*32"):
         SystolicArray(2, 2, a_bits=a_bits, acc_bits=acc_bits)
 
+
+
+# -- the skewed drain: each column drains right after its own captures ----------------------
+
+@pytest.mark.parametrize("rows, cols, k, paired", [
+    (1, 3, 1, False), (2, 3, 1, False), (3, 2, 2, False), (4, 16, 8, False),
+    (4, 5, 1, False), (2, 4, 1, True), (4, 3, 1, True), (6, 2, 3, True), (8, 4, 2, True)])
+def test_skewed_drain_back_to_back_at_the_exact_minimum(rows, cols, k, paired):
+    """Tiles max(U + R - 2, R) apart (U unit rows: R, or R / 2 paired), whatever C, with
+    shallow tiles (K below the interval, so the interval decides), corners included: every
+    sum as the plain product; the interval independent of C."""
+    tiles = _tiles(rows, cols, k)
+    drained = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=True)
+    for (x, w), got in zip(tiles, drained):
+        assert (got == x @ w).all()
+    units = rows // 2 if paired else rows
+    assert min_tile_interval(rows, cols, paired, True) == max(units + rows - 2, rows)
+    assert min_tile_interval(rows, cols + 7, paired, True) == max(units + rows - 2, rows)
+
+
+@pytest.mark.parametrize("rows, cols, paired", [(3, 2, False), (4, 6, False), (5, 2, False),
+                                                (6, 2, True), (8, 3, True)])
+def test_skewed_drain_one_cycle_closer_is_wrong(rows, cols, paired):
+    """The skewed minimum is exact: the same tiles one cycle closer lose sums (where U + R - 2
+    exceeds R; below, the drain's R reads a tile decide)."""
+    tiles = _tiles(rows, cols, 1)
+    drained = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=True, slack=-1)
+    assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
+
+
+def test_skewed_drain_read_one_cycle_early_is_wrong():
+    """The reads stay capture_latency after the last step: one cycle earlier misses sums."""
+    tiles = _tiles(4, 3, 5)
+    drained = _run_tiles(4, 3, tiles, skewed_drain=True, early=1)
+    assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))

@@ -18,8 +18,17 @@ LATENCY; the drain chain and its order are those of single PEs, and the minimum 
 interval holds a fortiori (the captures come earlier, the drain is the same R cycles).
 Results leave through per-column shift chains: with ``shift`` high every ``res`` takes the
 value of the PE above, and ``res_out[j]`` is the bottom row, so R cycles (bottom row first)
-drain a tile. The next tile's first capture must come after the last shift; the engine
+drain a tile. The next tile's first capture must come after the last shift; the feeder
 spaces tiles by at least :attr:`SystolicArray.min_tile_interval` cycles to ensure it.
+
+**Skewed drain** (``skewed_drain``): column j's chain shifts with ``shift`` delayed by j
+cycles (a register per column), so each column drains right after its own last capture,
+and ``res_out[j]`` is the bottom row delayed by C-1-j cycles (shift registers without
+reset: SRLs on a Xilinx device), so a drained row leaves all columns in one cycle. The
+drain asserts ``shift`` :attr:`SystolicArray.drain_lead` = C-1 cycles before it reads the
+first row from ``res_out``, which it reads when it would have without the skew
+(:attr:`SystolicArray.capture_latency` after the tile's last step): only the shifts move
+earlier, and the tile interval loses its C term (:func:`min_tile_interval`).
 
 Accumulator width (``acc_bits``, 32 by default): the PEs' accumulators, ``res`` and the
 drain chains; ``res_out`` is 32-bit, sign-extended (exact for sums that fit ``acc_bits``:
@@ -35,13 +44,44 @@ from .pe import LATENCY as PE_LATENCY
 from .pe import ProcessingElement, check_acc_bits
 from .pe_pair import ProcessingPair
 
-__all__ = ["SystolicArray", "min_tile_interval", "capture_latency"]
+__all__ = ["SystolicArray", "min_tile_interval", "capture_latency", "drain_lead"]
 
 
-def min_tile_interval(rows: int, cols: int) -> int:
-    """Fewest cycles between two tiles' first steps on an R x C array: the drain's last
-    shift must not move a sum of the next tile (2R + C - 3 would do; 3 cycles of margin)."""
-    return 2 * rows + cols
+def min_tile_interval(rows: int, cols: int, paired: bool = False,
+                      skewed_drain: bool = False) -> int:
+    """Fewest cycles between two tiles' first steps (tiles of one depth: their last steps
+    as far apart) on an R x C array of U = R (or R / 2 paired) unit rows.
+
+    Timing (L = :data:`~.pe.LATENCY`; "edge c": the clock edge at the end of cycle c): a
+    tile's last step in cycle t reaches unit row u, column j in t + u + j and its sum is
+    captured at edge t + u + j + L - 1 (in ``res`` from the next cycle). A column's chain
+    can shift only once its bottom unit row has captured: its R - 1 shifts are at edges
+    d_j .. d_j + R - 2 with d_j >= t + U - 1 + j + L - 1 + 1, and its row s (from the bottom)
+    is read in cycle d_j + s. The next tile (last step t + D) captures its top row at edge
+    t + D + j + L - 1; that edge must not precede the column's last shift (the top row's
+    sum would be shifted down and replaced by the zero above; at the same edge the capture
+    wins and the shift only moved a drained zero), and its bottom row's capture (edge t +
+    D + U - 1 + j + L - 1) must not precede the column's last read (cycle d_j + R - 1).
+
+    * Plain drain: every column shifts with column C-1, d_j = t + U + C + L - 2; the top
+      row of column 0 gives D >= U + R + C - 3 (2R + C - 3 for single PEs). Returned: 2R
+      + C, 3 cycles of margin (the paired array's U = R / 2 a fortiori).
+    * ``skewed_drain``: column j shifts j cycles after column 0, d_j = t + U + j + L - 1;
+      the top row gives D >= U + R - 2, the bottom row's read D >= R (also the drain's R
+      writes a tile, :class:`~.drain.Drain`). Returned exactly: ``max(U + R - 2, R)`` (2R
+      - 2 for single PEs and R >= 2, 1 for R = 1; 3R / 2 - 2 paired, at least R):
+      ``tests/test_pe_array.py`` runs tiles at it, bit-exact, and one cycle closer, wrong.
+    """
+    if not skewed_drain:
+        return 2 * rows + cols
+    units = rows // 2 if paired else rows
+    return max(units + rows - 2, rows)
+
+
+def drain_lead(cols: int, skewed_drain: bool = False) -> int:
+    """Cycles the drain's ``shift`` leads its reads of ``res_out``: C-1 with a skewed
+    drain (the deskew delay of column 0), else 0."""
+    return cols - 1 if skewed_drain else 0
 
 
 def capture_latency(rows: int, cols: int, paired: bool = False) -> int:
@@ -53,15 +93,16 @@ def capture_latency(rows: int, cols: int, paired: bool = False) -> int:
 
 class SystolicArray(wiring.Component):
     """``rows`` x ``cols`` PEs; ``a`` operands of ``a_bits``, ``b`` operands of ``b_bits``;
-    ``paired``: rows in pairs on one multiplier each; ``acc_bits``: the PEs' accumulators
-    (module docstring)."""
+    ``paired``: rows in pairs on one multiplier each; ``acc_bits``: the PEs' accumulators;
+    ``skewed_drain``: each column's drain right after its own captures (module docstring)."""
 
     def __init__(self, rows: int, cols: int, a_bits: int = OPERAND_BITS,
-                 b_bits: int = OPERAND_BITS, paired: bool = False, acc_bits: int = ACC_BITS):
+                 b_bits: int = OPERAND_BITS, paired: bool = False, acc_bits: int = ACC_BITS,
+                 skewed_drain: bool = False):
         if paired and (rows % 2 or a_bits != OPERAND_BITS or b_bits != OPERAND_BITS):
             raise ValueError("a paired array needs an even number of rows and INT8 operands")
         self.rows, self.cols, self.a_bits, self.b_bits = rows, cols, a_bits, b_bits
-        self.paired = paired
+        self.paired, self.skewed_drain = paired, skewed_drain
         self.acc_bits = check_acc_bits(acc_bits, a_bits, b_bits)
         super().__init__({
             "a": In(data.ArrayLayout(signed(a_bits), rows)),
@@ -89,7 +130,12 @@ class SystolicArray(wiring.Component):
     @property
     def min_tile_interval(self) -> int:
         """:func:`min_tile_interval` of this array."""
-        return min_tile_interval(self.rows, self.cols)
+        return min_tile_interval(self.rows, self.cols, self.paired, self.skewed_drain)
+
+    @property
+    def drain_lead(self) -> int:
+        """:func:`drain_lead` of this array."""
+        return drain_lead(self.cols, self.skewed_drain)
 
     def elaborate(self, platform):
         m = Module()
@@ -128,11 +174,17 @@ class SystolicArray(wiring.Component):
                 m.d.sync += b_d.eq(b)
                 b = b_d
             m.d.comb += units[0][j].b_in.eq(b)
+        # Each column's shift: the input's, j cycles later with a skewed drain.
+        shifts = [self.shift]
+        for j in range(1, C if self.skewed_drain else 1):
+            shift_d = Signal(name=f"shift_skew_{j}")
+            m.d.sync += shift_d.eq(shifts[-1])
+            shifts.append(shift_d)
         # Systolic connections and the drain chains.
         for u in range(U):
             for j in range(C):
                 unit = units[u][j]
-                m.d.comb += unit.shift.eq(self.shift)
+                m.d.comb += unit.shift.eq(shifts[j] if self.skewed_drain else self.shift)
                 if j > 0:
                     left = units[u][j - 1]
                     m.d.comb += [unit.a_in.eq(left.a_out), unit.valid_in.eq(left.valid_out),
@@ -143,6 +195,12 @@ class SystolicArray(wiring.Component):
                     m.d.comb += [unit.b_in.eq(above.b_out), unit.res_in.eq(above.res_out)]
                 else:
                     m.d.comb += unit.res_in.eq(Const(0, signed(self.acc_bits)))
-        for j in range(C):      # sign-extended to ACC_BITS
-            m.d.comb += self.res_out[j].eq(units[U - 1][j].res_out)
+        for j in range(C):      # deskewed (C-1-j registers without reset), sign-extended
+            res = units[U - 1][j].res_out
+            for stage in range(C - 1 - j if self.skewed_drain else 0):
+                res_d = Signal(signed(self.acc_bits), name=f"res_deskew_{j}_{stage}",
+                               reset_less=True)
+                m.d.sync += res_d.eq(res)
+                res = res_d
+            m.d.comb += self.res_out[j].eq(res)
         return m

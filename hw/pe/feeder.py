@@ -4,8 +4,9 @@ cycle, for any :class:`~.tiles.Tiling` (the GEMM engine's and the ZO layer's).
 Tiles run back to back (weight panel outer, activation tile inner), each for
 ``pack * ceil(K / pack)`` cycles, a tile beginning only when its weight panel is in a bank
 (``panels.w_banks``) and, with :attr:`~.tiles.Tiling.acts_arrive`, its activation tile is
-loaded (``panels.x_panels``), a result bank is free (at most two tiles in flight between
-here and the output stage, ``tile_done``) and at least ``min_gap`` cycles after the previous
+loaded (``panels.x_panels``), a result bank is free (at most
+:attr:`~.tiles.Tiling.result_bank_count` tiles in flight between here and the output stage,
+``tile_done``) and at least ``min_gap`` cycles after the previous
 tile began (:attr:`~.array.SystolicArray.min_tile_interval`). ``panels.w_release`` pulses
 with the last k-step of a panel's last tile.
 
@@ -93,7 +94,9 @@ class Feeder(wiring.Component):
         panels_end = Mux(first_panel, short_n, later_n)
         gap = Signal(range(min_gap + 1), init=min_gap)      # cycles since the last begin
         gap_ok = Signal(init=1)                             # gap >= min_gap
-        in_flight = Signal(2)       # tiles begun whose result bank is not yet read out
+        # tiles begun whose result bank is not yet read out: all banks taken when its top
+        # bit is set (at most the power-of-two bank count)
+        in_flight = Signal(t.bank_bits + 1)
         settled = Signal(2)         # cycles since the start (2: the ``short`` are valid)
 
         mt1 = Signal(t.tile_bits + 1, init=1)             # mt + 1
@@ -101,7 +104,7 @@ class Feeder(wiring.Component):
         acts_loaded = (self._acts_loaded(m, mt, mt1, tile_end, tiles_end) if t.acts_arrive
                        else 1)
         begin = (job.busy & settled[1] & ~finished & ~active & acts_loaded
-                 & (panels.w_banks != 0) & ~in_flight[1] & gap_ok)
+                 & (panels.w_banks != 0) & ~in_flight[-1] & gap_ok)
         step = active | begin
         is_first = first_word & (lane == 0)
         is_last = word_last & (lane == P - 1)

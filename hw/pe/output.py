@@ -4,7 +4,8 @@ an AXI4-Stream (any :class:`~.tiles.Tiling`).
 
 Each tile leaves as R rows (top row first), tiles in the order of :func:`~.tiles.tile_order`
 (weight panel outer, activation tile inner); the job's last row carries ``last``
-(``tlast``). A result bank is free again (``tile_done``) when its last row has been read.
+(``tlast``). A result bank is free again (``tile_done``) when its last row has been read;
+the banks (:attr:`~.tiles.Tiling.result_bank_count`) are read in turn.
 Beside each row the stage reads the memories of ``side_reads`` (:class:`SideRead`: the
 engine's per-column parameter tables, the ZO layer's init buffer) into their fields of the
 row. A row is issued (its memory reads) only when a place is reserved for it in a
@@ -79,8 +80,9 @@ class OutputStage(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         job, rows = self.job, self.rows
-        bank = Signal()
-        tiles_ready = Signal(2)     # drained tiles not yet read out
+        bank = Signal(self.tiling.bank_bits)       # wraps at the (power of two) bank count
+        # drained tiles not yet read out
+        tiles_ready = Signal(range(self.tiling.result_bank_count + 1))
 
         width = len(Signal(input_layout(self.tiling.cols)).as_value())
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=FIFO_DEPTH)
@@ -116,7 +118,7 @@ class OutputStage(wiring.Component):
         # counters that subtract tile_done would keep the X it leaves
         m.d.comb += self.tile_done.eq(issue & cursor.tile_end)
         with m.If(self.tile_done):
-            m.d.sync += bank.eq(~bank)
+            m.d.sync += bank.eq(bank + 1)
         m.d.sync += tiles_ready.eq(tiles_ready + self.drained - self.tile_done)
 
         results, axis = self.results, self.m_axis

@@ -37,7 +37,7 @@ from amaranth.lib.memory import Memory, ReadPort, WritePort
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 __all__ = ["Buffer", "Tiling", "TileOrder", "tile_order", "address_bits", "WEIGHT_SIDES",
-           "COLLISIONS_UNUSED"]
+           "COLLISIONS_UNUSED", "lut_ram_result_banks", "MAX_RESULT_BANKS", "LUT_RAM_DEPTH"]
 
 WEIGHT_SIDES = ("a", "b")
 #: Attribute of a memory whose read-during-write results are never used (see
@@ -45,9 +45,24 @@ WEIGHT_SIDES = ("a", "b")
 COLLISIONS_UNUSED = "zoforge_collisions_unused"
 
 
+#: Most result banks a tiling may have.
+MAX_RESULT_BANKS = 16
+#: Words of the shallowest LUT RAM that costs the same LUTs as any shallower one (the
+#: XCZU9EG's RAM32M16: 32 words x 14 bits in 8 LUTs).
+LUT_RAM_DEPTH = 32
+
+
 def address_bits(count: int) -> int:
     """Address bits for ``count`` entries (at least 1)."""
     return max(1, (count - 1).bit_length())
+
+
+def lut_ram_result_banks(rows: int) -> int:
+    """The most result banks (a power of two, 2 to 8) whose rows, ``2^address_bits(rows)``
+    a bank, fit :data:`LUT_RAM_DEPTH` words: as many LUTs as two banks, so free on the
+    XCZU9EG (R 1 to 4: 8 banks, R 5 to 8: 4, more: 2)."""
+    banks = LUT_RAM_DEPTH >> address_bits(rows)
+    return max(2, min(8, banks))
 
 
 @dataclass(frozen=True)
@@ -98,7 +113,10 @@ class Tiling:
     tiles that fit an activation buffer; ``dim_bits``: width of the job's dimensions M, K,
     N (the design's registers, :class:`~.signatures.JobSignature`); ``acts_arrive``:
     activation tiles arrive while the job runs (the feeder waits for them,
-    :class:`~.signatures.PanelSignature` counts them).
+    :class:`~.signatures.PanelSignature` counts them); ``result_bank_count``: result banks
+    of R rows (a power of two, 2 to :data:`MAX_RESULT_BANKS`): the tiles that may be in
+    flight between the feeder's begin and the output stage's last read of their bank (the
+    feeder begins a tile only when fewer are).
     """
 
     rows: int
@@ -111,11 +129,17 @@ class Tiling:
     act_bits: int = OPERAND_BITS
     pack: int = 1
     acts_arrive: bool = False
+    result_bank_count: int = 2
 
     def __post_init__(self):
         if self.weights_on not in WEIGHT_SIDES:
             raise ValueError(f"weights_on must be one of {WEIGHT_SIDES}, not "
                              f"{self.weights_on!r}")
+        banks = self.result_bank_count
+        if not (isinstance(banks, int) and 2 <= banks <= MAX_RESULT_BANKS
+                and banks & (banks - 1) == 0):
+            raise ValueError(f"result_bank_count must be a power of two from 2 to "
+                             f"{MAX_RESULT_BANKS}, not {banks!r}")
 
     @property
     def weight_lanes(self) -> int:
@@ -158,9 +182,15 @@ class Tiling:
         """One drained row of a tile: ``cols`` int32 sums."""
         return data.ArrayLayout(signed(ACC_BITS), self.cols)
 
+    @property
+    def bank_bits(self) -> int:
+        """Bits of a result bank's index (a counter that wraps at the bank count)."""
+        return address_bits(self.result_bank_count)
+
     def result_banks(self, doc: str = "") -> Buffer:
-        """The two result banks of R rows each, ``Cat(row, bank)``."""
-        return Buffer(self.result_row(), 2 << address_bits(self.rows), doc)
+        """The ``result_bank_count`` result banks of R rows each, ``Cat(row, bank)``."""
+        return Buffer(self.result_row(), self.result_bank_count << address_bits(self.rows),
+                      doc)
 
 
 @dataclass(frozen=True)
