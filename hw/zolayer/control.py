@@ -57,12 +57,16 @@ class LayerJobSignature(wiring.Signature):
     """The job in flight, as the layer's units see it (the control's view): ``launch`` (one
     cycle: clear your state), ``active`` (from the next cycle to the job's end), one bit per
     job code (:data:`~.registers.JOBS`, one-hot), ``compute`` (one of :data:`COMPUTE_JOBS`: a
-    register of its own, not the flags' OR), the flags ``minus``, ``plain``, ``query`` and
-    ``zero_w``, and the walk ``inner`` x ``outer`` (see the module docstring)."""
+    register of its own, not the flags' OR), ``computing`` (``active`` in a compute job), the
+    flags ``minus``, ``plain``, ``query`` and ``zero_w``, and the walk ``inner`` x ``outer``
+    (see the module docstring). ``active`` and ``computing`` are registers (set from the
+    control's ``busy`` and ``finish``, not decoded from ``launch``, which fans out to every
+    unit's clear)."""
 
     def __init__(self):
         super().__init__({"launch": Out(1), "active": Out(1),
                           **{name: Out(1) for name in JOBS}, "compute": Out(1),
+                          "computing": Out(1),
                           "minus": Out(1), "plain": Out(1),
                           "query": Out(CTRL_FIELDS["query"][1]), "zero_w": Out(1),
                           "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
@@ -109,7 +113,7 @@ class LayerControl(wiring.Component):
         stored = {name: settings[name.lower()] for name, reg in REGISTERS.items()
                   if reg.kind == "rw" and name != "IRQ_EN"}
         stored["IRQ_EN"] = irq_en
-        m.d.comb += [self.irq.eq(done & irq_en), job.active.eq(busy & ~job.launch)]
+        m.d.comb += self.irq.eq(done & irq_en)
 
         def field(value, name):
             offset, width = CTRL_FIELDS[name]
@@ -170,6 +174,10 @@ class LayerControl(wiring.Component):
         # write of 1 to STATUS bit 1; a finish comes only while busy, a start only while idle
         m.d.sync += [busy.eq(Mux(busy, ~finish, start_request)),
                      done.eq(finish | (done & ~clear_done & ~start))]
+        # active = busy & ~launch, a cycle early: from a busy cycle it is ~finish (no start
+        # while busy), from an idle one 0 (a start makes the next cycle launch); computing
+        # the same with the job's compute flag (set at the start, steady while busy)
+        m.d.sync += [job.active.eq(busy & ~finish), job.computing.eq(busy & ~finish & job.compute)]
 
         # the job's walk (see the module docstring), set with the job's flags from the CTRL
         # write: valid from launch on (the walks' end tests are registers that need it a cycle
@@ -197,7 +205,7 @@ class LayerControl(wiring.Component):
         with m.If(start):
             m.d.sync += job.compute.eq(written_is(*COMPUTE_JOBS))
         tiles, mode = self.tiles, self.mode
-        m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.active & job.compute),
+        m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.computing),
                      tiles.m.eq(settings.m), tiles.k.eq(k_steps),
                      tiles.n.eq(job.outer << shift),
                      mode.bias_en.eq(job.branch & ~job.zero_w), mode.per_channel.eq(0),

@@ -75,7 +75,7 @@ class PanelFetch(wiring.Component):
         m.submodules.walk = walk = PanelWalk(F, DIM_BITS, self.flat_bits)
         m.submodules.written = written = PanelWalk(F, DIM_BITS, 1)
         panels, job = self.panels, self.job
-        active = job.active & job.compute
+        active = job.computing
         occupied = Signal(2)                 # banks holding a panel, complete or being filled
         fetched_all, pending = Signal(), Signal()
         if B > 1:      # a word of B k-steps to the rows' B branches, k-step by k-step
