@@ -16,13 +16,24 @@ with ``SHIFT`` = :data:`SHIFT` = 18 (WP486's spacing: the low field holds any IN
 product, -128 x -128 = 2^14 included, with its sign). Both results are exact for every
 operand triple; :func:`packed_products` computes them through those bit fields (the
 hardware's arithmetic), so a test can hold them against the plain products.
+
+The paired processing element (:class:`zoforge.hw.pe.pe_pair.ProcessingPair`) does not add
+the correction to the product: it takes the high field as it is, ``high = full >> SHIFT``
+(``p_hi - borrow``, with ``borrow = full[SHIFT - 1]``, also ``p_lo``'s sign bit), and its
+high row's accumulator adds the borrow as its adder's carry-in, one bit wider::
+
+    acc <- (((kept << 1) | borrow) + ((high << 1) | 1)) >> 1     (modulo 2^acc_bits)
+         = kept + high + borrow = kept + p_hi                      (kept: 0 or acc)
+
+:func:`high_field` and :func:`add_high` state it; the sums are those of the corrected
+product, for every operand triple and accumulator.
 """
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["SHIFT", "PACKED_BITS", "B_BITS", "FULL_BITS", "PRODUCT_BITS", "pack",
-           "split", "packed_products"]
+           "split", "packed_products", "high_field", "add_high"]
 
 #: Bits between the two packed operands (and the low product's field).
 SHIFT = 18
@@ -61,3 +72,20 @@ def packed_products(a_lo, a_hi, b) -> tuple[np.ndarray, np.ndarray]:
     """``(a_lo * b, a_hi * b)`` computed as the hardware does: one multiply of the packed
     operand by ``b``, split with the correction (module docstring)."""
     return split(pack(a_lo, a_hi) * _int8("b", b))
+
+
+def high_field(full) -> tuple[np.ndarray, np.ndarray]:
+    """``(high, borrow)``: the wide product's high field without the correction,
+    ``full >> SHIFT``, and the low field's sign bit that :func:`split` adds to it."""
+    full = np.asarray(full, dtype=np.int64)
+    return full >> SHIFT, (full >> (SHIFT - 1)) & 1
+
+
+def add_high(kept, high, borrow, acc_bits: int) -> np.ndarray:
+    """The paired high row's accumulator step (module docstring): ``kept + high + borrow``
+    through the one-bit-wider adder whose carry-in is ``borrow``, wrapped to a signed
+    ``acc_bits``-bit value."""
+    kept, high, borrow = (np.asarray(v, dtype=np.int64) for v in (kept, high, borrow))
+    wide = (((kept << 1) | borrow) + ((high << 1) | 1)) >> 1
+    modulus = 1 << acc_bits
+    return (wide + (modulus >> 1)) % modulus - (modulus >> 1)

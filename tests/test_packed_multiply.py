@@ -127,3 +127,29 @@ def test_one_dsp48e2_for_two_products_where_plain_multipliers_take_two():
     assert packed.resources["DSP"] == 1
     assert plain.resources["DSP"] == 2
 
+
+
+def test_rtl_uncorrected_high_product_is_one_short_where_the_low_one_is_negative():
+    """``corrected=False`` (what a paired PE takes): every corner triple, ``p_hi`` is
+    ``a_hi * b - (a_lo * b < 0)`` and that borrow is ``p_lo``'s sign bit, with the same
+    latency; ``p_lo`` as before."""
+    triples = [(x, y, z) for x in CORNERS for y in CORNERS for z in CORNERS]
+    dut = PackedMultiplier(corrected=False)
+    got = []
+
+    async def bench(ctx):
+        for a_lo, a_hi, b in triples + [(0, 0, 0)] * LATENCY:
+            ctx.set(dut.a_lo, a_lo)
+            ctx.set(dut.a_hi, a_hi)
+            ctx.set(dut.b, b)
+            await ctx.tick()
+            got.append((ctx.get(dut.p_lo), ctx.get(dut.p_hi)))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    got = got[LATENCY - 1:LATENCY - 1 + len(triples)]
+    assert [lo for lo, _ in got] == [a_lo * b for a_lo, _, b in triples]
+    assert [hi for _, hi in got] == [a_hi * b - (a_lo * b < 0) for a_lo, a_hi, b in triples]
+    assert any(a_lo * b < 0 for a_lo, _, b in triples)

@@ -22,7 +22,7 @@ cycles after the step entered the PE).
 ``res`` belongs to a per-column shift chain used to drain finished results: with ``shift``
 high (and no capture in that cycle) ``res <- res_in`` (the value of the PE above).
 """
-from amaranth import Cat, Module, Signal, Mux, signed
+from amaranth import Cat, Const, Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -86,14 +86,16 @@ def forward(m: Module, unit) -> None:
                  unit.last_out.eq(unit.last_in)]
 
 
-def accumulate(m: Module, prod, flags, shift, res_in, res_out) -> None:
+def accumulate(m: Module, prod, flags, shift, res_in, res_out, carry_in=None) -> None:
     """Stages 3 to 5 of a PE on ``prod``, the product of the step whose flags
     ``Cat(valid, first, last)`` are in ``flags`` one cycle earlier (the flags of stage 2):
     the accumulator, as wide as ``res_out`` (wrapping), the capture of a finished sum into
     ``res_out`` and its drain chain (``res_out <- res_in`` while ``shift``, a capture first).
-    The one copy
-    of this logic, shared by :class:`ProcessingElement` and
-    :class:`~.pe_pair.ProcessingPair`."""
+    ``carry_in`` (one bit, optional) is added to every step's product: the accumulator's
+    adder takes it as its carry-in (see below), so ``acc <- (first ? 0 : acc) + prod +
+    carry_in`` costs no adder of its own (:class:`~.pe_pair.ProcessingPair`'s correction of
+    the packed high product). The one copy of this logic, shared by
+    :class:`ProcessingElement` and :class:`~.pe_pair.ProcessingPair`."""
     valid, first, last = Signal(), Signal(), Signal()
     m.d.sync += Cat(valid, first, last).eq(flags)
     # Stage 3: accumulate (wraps modulo 2^acc_bits) and capture finished sums. ``first`` clears
@@ -101,7 +103,18 @@ def accumulate(m: Module, prod, flags, shift, res_in, res_out) -> None:
     # prod) into the carry chain, not an adder's LUT and a multiplexer's.
     shape = res_out.shape()
     acc, kept, total = Signal(shape), Signal(shape), Signal(shape)
-    m.d.comb += [kept.eq(Mux(first, 0, acc)), total.eq(prod + kept)]
+    m.d.comb += kept.eq(Mux(first, 0, acc))
+    if carry_in is None:
+        m.d.comb += total.eq(prod + kept)
+    else:
+        # A third, one-bit addend on the carry chain's carry-in: one bit wider,
+        # (2 kept + carry_in) + (2 prod + 1) = 2 (kept + prod + carry_in) + 1 - carry_in,
+        # so bits [1, 1 + width) of the sum are kept + prod + carry_in modulo 2^width (Yosys
+        # makes no carry-in of a one-bit operand written as such: a second adder).
+        wide = Signal(signed(shape.width + 2))
+        m.d.comb += [wide.eq(Cat(carry_in, kept).as_signed()
+                             + Cat(Const(1, 1), prod).as_signed()),
+                     total.eq(wide[1:shape.width + 1])]
     with m.If(valid):
         m.d.sync += acc.eq(total)
     # Stage 4: a finished sum from the accumulator register into res (the adder drives

@@ -6,7 +6,12 @@ Integer semantics: those of two :class:`~.pe.ProcessingElement` (signed INT8 ope
 products, ``acc_bits`` accumulators, 32-bit by default, wrapping), with the pipeline of one: the two rows
 of a pair take their steps in the same cycle (the array skews a pair's rows alike), so they
 share the flags, and each row's sum is in its own ``res`` :data:`~.pe.LATENCY` cycles after
-its last step. The drain chain passes through both: ``res_in`` (the pair above) -> row
+its last step. The high product comes uncorrected (``corrected=False``: ``a_hi * b`` less
+the low product's borrow, which is ``p_lo``'s sign bit) and the upper row's accumulator
+adds the borrow back as its adder's carry-in: ``acc <- (first ? 0 : acc) + p_hi + borrow``
+(:func:`~.pe.accumulate`'s ``carry_in``; :func:`zoforge.golden.packing.add_high` states it),
+the same sums as the corrected product's, with no adder of its own. The drain chain passes
+through both: ``res_in`` (the pair above) -> row
 ``2p``'s ``res`` -> row ``2p + 1``'s ``res`` = ``res_out``, the order of two single PEs.
 """
 from amaranth import Cat, Module, Signal, signed
@@ -32,12 +37,13 @@ class ProcessingPair(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         forward(m, self)
-        m.submodules.multiply = multiply = PackedMultiplier()
+        m.submodules.multiply = multiply = PackedMultiplier(corrected=False)
         m.d.comb += [multiply.a_lo.eq(self.a_in[0]), multiply.a_hi.eq(self.a_in[1]),
                      multiply.b.eq(self.b_in)]
         flags = Signal(3)
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
         upper = Signal(signed(self.acc_bits), name="res_upper")
         accumulate(m, multiply.p_lo, flags, self.shift, self.res_in, upper)
-        accumulate(m, multiply.p_hi, flags, self.shift, upper, self.res_out)
+        accumulate(m, multiply.p_hi, flags, self.shift, upper, self.res_out,
+                   carry_in=multiply.p_lo[-1])
         return m
