@@ -3,7 +3,7 @@
 (issue 32): the golden form (``golden/packing.py``'s :func:`high_field` and
 :func:`add_high`) against plain integer products over every operand triple, and
 :class:`~zoforge.hw.pe.pe_pair.ProcessingPair` in Amaranth's simulator against plain Python
-sums over every INT8 corner triple, at a narrow (wrapping) and the 32-bit accumulator."""
+sums over every INT8 corner triple, at the narrowest (wrapping) and the 32-bit accumulator."""
 import itertools
 
 import numpy as np
@@ -92,7 +92,7 @@ def _run_pair(bits: int, dots):
     return got
 
 
-@pytest.mark.parametrize("bits", [17, 32])
+@pytest.mark.parametrize("bits", [16, 17, 32])
 def test_the_pair_sums_every_corner_exactly(bits):
     """The RTL's sums (the high row through the carry-in) are Python's integer sums wrapped
     to ``bits`` (at 17 bits four -128 x -128 wrap to -2^16), and the golden carry-in form's."""
