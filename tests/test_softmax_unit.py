@@ -103,9 +103,10 @@ def random_rows(count: int, max_len: int, lo: int, hi: int, rng, spread: int | N
 def simulate(rows, p: SoftmaxParams, lanes: int = LANES, max_len: int = MAX_LEN,
              idle: float = 0.3, stall: float = 0.4, seed: int = 0,
              min_scale: float = MIN_SCALE, q_bits: int = 32, levels: int = LEVELS,
-             registers: dict | None = None):
+             registers: dict | None = None, hold: int = 0):
     """The rows through the unit (each ``ceil(len / lanes)`` beats, padded lanes masked),
-    random input idling and output back-pressure; returns each row's outputs (its length),
+    random input idling and output back-pressure (``hold`` cycles of o.ready low first);
+    returns each row's outputs (its length),
     the output beats' ``last`` flags, and the cycles from the first input transfer to the
     last output transfer, both counted."""
     dut = SoftmaxUnit(lanes, max_len, min_scale=min_scale, levels=levels, q_bits=q_bits)
@@ -144,7 +145,7 @@ def simulate(rows, p: SoftmaxParams, lanes: int = LANES, max_len: int = MAX_LEN,
     async def receive(ctx):
         cycle = 0
         while len(out) < len(beats):
-            ready = rng.random() >= stall
+            ready = cycle >= hold and rng.random() >= stall
             ctx.set(dut.o.ready, ready)
             _, _, valid, payload = await ctx.tick().sample(dut.o.valid,
                                                              dut.o.payload.as_value())
@@ -160,7 +161,7 @@ def simulate(rows, p: SoftmaxParams, lanes: int = LANES, max_len: int = MAX_LEN,
     sim.add_testbench(send)
     sim.add_testbench(receive)
     per_row = 4 * dut.max_beats + EXP_LATENCY + div_cycles(levels) + OUT_LATENCY + 20
-    sim.run_until(1e-8 * (len(rows) * per_row * (3 if idle or stall else 1) + 100))
+    sim.run_until(1e-8 * (hold + len(rows) * per_row * (3 if idle or stall else 1) + 100))
     assert len(out) == len(beats), f"the unit gave {len(out)} of {len(beats)} beats"
     got, at = [], 0
     for row, _ in rows:
@@ -222,6 +223,15 @@ def test_int16_scores_one_lane_and_lanes_that_do_not_divide_max_len():
     check(rows, p, lanes=1, max_len=5, q_bits=16, seed=1)
     rows = corner_rows(p, 7, lo, hi, rng)[::3] + random_rows(2, 7, lo, hi, rng, 8 * p.ln2)
     check(rows, p, lanes=3, max_len=7, seed=2)
+
+
+def test_a_long_output_stall_holds_the_rows():
+    """With ``o.ready`` low for 300 cycles the unit fills its slots and its output buffer,
+    then takes no more input; released, every row comes out, in order, the golden's."""
+    p = SoftmaxParams.of(1e-3)
+    rng = np.random.default_rng(8)
+    rows = random_rows(9, MAX_LEN, -2 ** 20, 2 ** 20, rng, spread=10 * p.ln2)
+    check(rows, p, idle=0, stall=0.2, hold=300, seed=8)
 
 
 def test_a_planted_bug_is_seen():

@@ -55,16 +55,18 @@ order, each waiting for the slot it needs::
     exp    the row read again, one beat a cycle (once its max is in and the out pass has
            read the e-buffer slot's previous row), through the i-exp stages; each e written
            to the e buffer and summed (the beat's lanes, then the row)
-    divide R = floor(levels 2^30 / sum), DIV_STEP quotient bits a cycle, restoring
-           (:func:`div_cycles` a row: 13 at levels 127)
+    divide R = floor(levels 2^30 / sum), DIV_STEP = 2 quotient bits a cycle (the
+           partial remainder times 4 compared with sum, 2 sum and 3 sum side by side,
+           registers made at the row's load): :func:`div_cycles` a row, 13 at levels 127
     out    the e buffer read, one beat a cycle: p = (e R + 2^29) >> 30 (back-pressure taken
            by credits and an output buffer of BUFFER_BEATS beats, :mod:`zoforge.hw.pe.credits`)
 
 So four rows can be in the unit, in four different phases; with the input always valid and
 the output always ready a long stream of rows of ``n`` beats goes at one row every
 ``max(n, div_cycles)`` cycles (:func:`softmax_cycles`, exact against the simulation; by the
-model, for rows of 1 to 40 beats and 1 to 16 lanes, every ``n`` but ``n = div_cycles``,
-where the four slots bound it: 15 cycles a row at 13 beats).
+model, for rows of 1 to 40 beats and 1 to 16 lanes, exactly that but for rows of 11 to 15
+beats, where the four slots bound it: at most 18 cycles a row, 13 beats on 16 lanes).
+MiniLM's rows of 128 keys: 16 cycles a row on 8 lanes, 13 (the divider's) on 16.
 
 Stages of the exp pass (:data:`EXP_LATENCY` from the read to e; each one adder, one compare
 and mux, or one multiplier register)::
@@ -78,7 +80,8 @@ and mux, or one multiplier register)::
     12     poly = c - rem (b - rem)
     13     poly >> ((shift + z) & ~7)                    (the coarse shift, a 22-bit window)
     14     e = that >> ((shift + z) & 7), 0 if not kept  (to the e buffer)
-    15, 16 the beat's sum, the row's sum                 (the slot's sum on its last beat)
+    15...  the beat's sum, a tree of registered adders   (sum_levels(lanes) stages)
+    then   the row's sum                                 (the slot's sum on its last beat)
 
 and of the out pass (:data:`OUT_LATENCY`): the read (e, R), ``e R`` in a
 PipelinedMultiplier (3), the rounding; then the output buffer (bypassed while empty).
@@ -129,8 +132,8 @@ _WINDOW = EXP_BITS + _FINE - 1              # the coarse shift's bits
 _E_MIN_BITS = EXP_BITS - 1                  # e(top) >= 2^14
 
 #: Register stages from the exp pass's read issue to its e's register (then the beat's sum,
-#: then the row's): read, n, clamp, 4 division steps, b - rem, the product, c - product,
-#: two shifts.
+#: :func:`sum_levels`, then the row's): read, n, clamp, 4 division steps, b - rem, the
+#: product, c - product, two shifts.
 EXP_LATENCY = 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 2
 #: Register stages from the out pass's read issue to the output beat: the read, the product
 #: e R, the rounding.
@@ -410,9 +413,9 @@ class SoftmaxUnit(wiring.Component):
         m.d.sync += clamp.eq((cfg.ln2 << 4) - cfg.ln2)
         stages = EXP_LATENCY
         valid = [Signal(name=f"exp_valid_s{n}") for n in range(1, stages + 1)]
-        tags = [Signal(data.StructLayout({"slot": _SLOT_BITS, "index": self.index_bits,
-                                          "first": 1,
-                                          "last": 1}), name=f"exp_tag_s{n}", reset_less=True)
+        layout = data.StructLayout({"slot": _SLOT_BITS, "index": self.index_bits,
+                                    "first": 1, "last": 1})
+        tags = [Signal(layout, name=f"exp_tag_s{n}", reset_less=True)
                 for n in range(1, stages + 1)]
         first = Signal(init=1, name="exp_first")
         with m.If(issue):
@@ -441,7 +444,8 @@ class SoftmaxUnit(wiring.Component):
                 m.d.sync += part.eq(sum(level[n:n + 2]))
                 nxt.append(part)
             level = nxt
-            v, t = Signal(name=f"sum_valid_l{depth}"), Signal(tag.shape(), name=f"sum_tag_l{depth}")
+            v = Signal(name=f"sum_valid_l{depth}")
+            t = Signal(tag.shape(), name=f"sum_tag_l{depth}")
             m.d.sync += [v.eq(bvalid), t.eq(btag)]
             bvalid, btag = v, t
         assert depth == sum_levels(lanes)
