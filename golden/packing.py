@@ -20,10 +20,10 @@ hardware's arithmetic), so a test can hold them against the plain products.
 The paired processing element (:class:`zoforge.hw.pe.pe_pair.ProcessingPair`) does not add
 the correction to the product: it takes the high field as it is, ``high = full >> SHIFT``
 (``p_hi - borrow``, with ``borrow = full[SHIFT - 1]``, also ``p_lo``'s sign bit), and its
-high row's accumulator adds the borrow as its adder's carry-in, one bit wider::
+high row's accumulator adds the borrow as the carry into its adder's bit 1, one bit wider::
 
-    acc <- (((kept << 1) | borrow) + ((high << 1) | 1)) >> 1     (modulo 2^acc_bits)
-         = kept + high + borrow = kept + p_hi                      (kept: 0 or acc)
+    acc <- (((kept << 1) | borrow) + ((high << 1) | borrow)) >> 1     (modulo 2^acc_bits)
+         = kept + high + borrow = kept + p_hi                           (kept: 0 or acc)
 
 :func:`high_field` and :func:`add_high` state it; the sums are those of the corrected
 product, for every operand triple and accumulator.
@@ -83,9 +83,9 @@ def high_field(full) -> tuple[np.ndarray, np.ndarray]:
 
 def add_high(kept, high, borrow, acc_bits: int) -> np.ndarray:
     """The paired high row's accumulator step (module docstring): ``kept + high + borrow``
-    through the one-bit-wider adder whose carry-in is ``borrow``, wrapped to a signed
-    ``acc_bits``-bit value."""
+    through the one-bit-wider adder whose bit 0 adds ``borrow`` to itself (the carry into
+    bit 1), wrapped to a signed ``acc_bits``-bit value."""
     kept, high, borrow = (np.asarray(v, dtype=np.int64) for v in (kept, high, borrow))
-    wide = (((kept << 1) | borrow) + ((high << 1) | 1)) >> 1
+    wide = (((kept << 1) | borrow) + ((high << 1) | borrow)) >> 1
     modulus = 1 << acc_bits
     return (wide + (modulus >> 1)) % modulus - (modulus >> 1)

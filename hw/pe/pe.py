@@ -22,7 +22,7 @@ cycles after the step entered the PE).
 ``res`` belongs to a per-column shift chain used to drain finished results: with ``shift``
 high (and no capture in that cycle) ``res <- res_in`` (the value of the PE above).
 """
-from amaranth import Cat, Const, Module, Signal, Mux, signed
+from amaranth import Cat, Module, Signal, Mux, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -107,13 +107,14 @@ def accumulate(m: Module, prod, flags, shift, res_in, res_out, carry_in=None) ->
     if carry_in is None:
         m.d.comb += total.eq(prod + kept)
     else:
-        # A third, one-bit addend on the carry chain's carry-in: one bit wider,
-        # (2 kept + carry_in) + (2 prod + 1) = 2 (kept + prod + carry_in) + 1 - carry_in,
-        # so bits [1, 1 + width) of the sum are kept + prod + carry_in modulo 2^width (Yosys
-        # makes no carry-in of a one-bit operand written as such: a second adder).
+        # A third, one-bit addend as the carry into the adder's bit 1: one bit wider,
+        # (2 kept + carry_in) + (2 prod + carry_in) = 2 (kept + prod + carry_in), so bits
+        # [1, 1 + width) of the sum are kept + prod + carry_in modulo 2^width; bit 0 adds
+        # carry_in to itself, a constant select and no LUT (Yosys makes no carry-in of a
+        # one-bit operand written as such: a second adder).
         wide = Signal(signed(shape.width + 2))
         m.d.comb += [wide.eq(Cat(carry_in, kept).as_signed()
-                             + Cat(Const(1, 1), prod).as_signed()),
+                             + Cat(carry_in, prod).as_signed()),
                      total.eq(wide[1:shape.width + 1])]
     with m.If(valid):
         m.d.sync += acc.eq(total)
