@@ -8,10 +8,12 @@ widths and refusals; lint. The golden itself is pinned to a second derivation in
 Python integers (:func:`reference_softmax`)."""
 import math
 from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from zoforge.errors import ConfigError
@@ -352,3 +354,13 @@ def test_a_row_longer_than_max_len_ends_at_max_beats():
     assert got[0] == golden(row[:MAX_LEN], keep[:MAX_LEN], p) + golden(row[MAX_LEN:],
                                                                        keep[MAX_LEN:], p)
     assert lasts == [0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("lanes", [1, 3])
+def test_one_multiplier_block_a_lane_for_minilms_scores_on_an_ecp5(lanes):
+    """A unit made for scales >= 2^-15: its rem (b - rem) (15 x 17 bits) is one
+    PipelinedMultiplier whose operands fit an 18 x 18 block, so on an ECP5 platform one
+    MULT18X18D a lane (e R, 15 x 23 bits, is not: docs/nonlinear-units.md)."""
+    text = verilog.convert(SoftmaxUnit(lanes, 8, min_scale=2.0 ** -15), name="top",
+                           platform=SimpleNamespace(family="ecp5"))
+    assert text.count("MULT18X18D") == lanes

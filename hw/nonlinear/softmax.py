@@ -39,9 +39,10 @@ a kept value has ``2^14 <= sum < max_beats lanes 2^15`` and ``R`` (the quotient)
 ``bits(levels) + 16`` bits; ``e R < 2^(31 + bits(levels))``. :func:`softmax_registers`
 refuses, in one line, constants the unit cannot hold (a scale finer than ``min_scale``) or
 that break those bounds. At ``MIN_SCALE`` (the default unit): ``ln2`` 24 bits, ``b`` 26,
-``c`` 50, ``shift`` 6, ``n`` 28; a unit made for ``min_scale = 2^-15`` (MiniLM's scores are
-1.5e-4 to 1.5e-3) has ``ln2`` 15 and ``b`` 17 bits, and its ``rem (b - rem)`` fits one
-18 x 18 multiplier block.
+``c`` 50, ``shift`` 6, ``n`` 28 (``rem (b - rem)`` in two products, ``b - rem`` split at
+17 bits, as the GELU splits ``c``); a unit made for ``min_scale = 2^-15`` (MiniLM's scores
+are 1.5e-4 to 1.5e-3) has ``ln2`` 15 and ``b`` 17 bits, and its ``rem (b - rem)`` is one
+product that fits an 18 x 18 multiplier block.
 
 **Buffering.** Both buffers (``lib.memory``) hold :data:`ROWS` rows, row ``k`` in slot
 ``k % ROWS`` of each: the row buffer ``ROWS max_beats`` words of ``lanes`` x (q, keep), the
@@ -65,7 +66,7 @@ So four rows can be in the unit, in four different phases; with the input always
 the output always ready a long stream of rows of ``n`` beats goes at one row every
 ``max(n, div_cycles)`` cycles (:func:`softmax_cycles`, exact against the simulation; by the
 model, for rows of 1 to 40 beats and 1 to 16 lanes, exactly that but for rows of 11 to 15
-beats, where the four slots bound it: at most 18 cycles a row, 13 beats on 16 lanes).
+beats, where the four slots bound it: at most 19 cycles a row, 13 beats on 16 lanes).
 MiniLM's rows of 128 keys: 16 cycles a row on 8 lanes, 13 (the divider's) on 16.
 
 Stages of the exp pass (:data:`EXP_LATENCY` from the read to e; each one adder, one compare
@@ -76,11 +77,13 @@ and mux, or one multiplier register)::
     3      n = min(n, 15 ln2)
     4-7    z and rem, one quotient bit a stage (rem >= ln2 << j: subtract, for j = 3..0)
     8      b - rem, shift + z
-    9-11   rem (b - rem)                                 a PipelinedMultiplier
-    12     poly = c - rem (b - rem)
-    13     poly >> ((shift + z) & ~7)                    (the coarse shift, a 22-bit window)
-    14     e = that >> ((shift + z) & 7), 0 if not kept  (to the e buffer)
-    15...  the beat's sum, a tree of registered adders   (sum_levels(lanes) stages)
+    9-11   rem (b - rem)[0:17], rem (b - rem)[17:]       two PipelinedMultipliers (one
+                                                         where b has at most 17 bits)
+    12     rem (b - rem)                                 their sum
+    13     poly = c - rem (b - rem)
+    14     poly >> ((shift + z) & ~7)                    (the coarse shift, a 22-bit window)
+    15     e = that >> ((shift + z) & 7), 0 if not kept  (to the e buffer)
+    16...  the beat's sum, a tree of registered adders   (sum_levels(lanes) stages)
     then   the row's sum                                 (the slot's sum on its last beat)
 
 and of the out pass (:data:`OUT_LATENCY`): the read (e, R), ``e R`` in a
@@ -108,7 +111,7 @@ from zoforge.golden.finetune.integer_ops import (EXP_BITS, EXP_SHIFTS, MAX_SCALE
 
 from ..pe import multiply
 from ..pe.credits import add_credits, buffer_depth, output_buffer
-from ..pe.multiply import PipelinedMultiplier
+from ..pe.multiply import ECP5_OPERAND_BITS, PipelinedMultiplier
 
 __all__ = ["SoftmaxUnit", "SoftmaxWidths", "EXP_LATENCY", "OUT_LATENCY", "DIV_STEP",
            "BUFFER_BEATS", "ROWS", "Q_BITS", "LEVELS", "config_signature", "input_layout",
@@ -127,14 +130,15 @@ DIV_STEP = 2
 ROWS = 4
 _SLOT_BITS = (ROWS - 1).bit_length()
 _Z_BITS = 4                                 # z <= EXP_SHIFTS = 15
+_T_LOW = ECP5_OPERAND_BITS - 1              # b - rem's low part: unsigned, an 18-bit operand
 _FINE = 8                                   # the fine shift's range (amount & 7)
 _WINDOW = EXP_BITS + _FINE - 1              # the coarse shift's bits
 _E_MIN_BITS = EXP_BITS - 1                  # e(top) >= 2^14
 
 #: Register stages from the exp pass's read issue to its e's register (then the beat's sum,
 #: :func:`sum_levels`, then the row's): read, n, clamp, 4 division steps, b - rem, the
-#: product, c - product, two shifts.
-EXP_LATENCY = 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 2
+#: products, their sum, c - product, two shifts.
+EXP_LATENCY = 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 1 + 2
 #: Register stages from the out pass's read issue to the output beat: the read, the product
 #: e R, the rounding.
 OUT_LATENCY = 1 + multiply.LATENCY + 1
@@ -496,20 +500,29 @@ class SoftmaxUnit(wiring.Component):
         amount = reg(unsigned(w.amount), 8, "amount")
         small = reg(unsigned(w.ln2), 8, "rem")
         m.d.sync += [t.eq(cfg.b - rem), amount.eq(cfg.shift + z), small.eq(rem)]
-        # 9 to 11: rem (b - rem)
-        mult = PipelinedMultiplier(unsigned(w.ln2), unsigned(w.b))
-        m.submodules[f"exp_{lane}"] = mult
-        m.d.comb += [mult.a.eq(small), mult.b.eq(t)]
-        # 12: poly = c - rem (b - rem)
-        poly = reg(unsigned(w.c), 12, "poly")
-        m.d.sync += poly.eq(cfg.c - mult.p)                    # in (0, c]: exact
-        amount = delayed(amount, 9, 12, "amount")
-        # 13, 14: e = poly >> amount, coarse (multiples of 8) then fine, gated by keep
-        coarse = reg(unsigned(_WINDOW), 13, "coarse")
+        # 9 to 11: rem (b - rem) in two products where b - rem is wider than an 18-bit
+        # operand (its low 17 bits, the rest), one multiplier block each; 12: their sum
+        low = PipelinedMultiplier(unsigned(w.ln2), unsigned(min(w.b, _T_LOW)))
+        m.submodules[f"exp_low_{lane}"] = low
+        m.d.comb += [low.a.eq(small), low.b.eq(t[:_T_LOW])]
+        prod = reg(unsigned(w.ln2 + w.b), 12, "prod")
+        if w.b > _T_LOW:
+            high = PipelinedMultiplier(unsigned(w.ln2), unsigned(w.b - _T_LOW))
+            m.submodules[f"exp_high_{lane}"] = high
+            m.d.comb += [high.a.eq(small), high.b.eq(t[_T_LOW:])]
+            m.d.sync += prod.eq(Cat(low.p[:_T_LOW], low.p[_T_LOW:] + high.p))
+        else:
+            m.d.sync += prod.eq(low.p)
+        # 13: poly = c - rem (b - rem)
+        poly = reg(unsigned(w.c), 13, "poly")
+        m.d.sync += poly.eq(cfg.c - prod)                      # in (0, c]: exact
+        amount = delayed(amount, 9, 13, "amount")
+        # 14, 15: e = poly >> amount, coarse (multiples of 8) then fine, gated by keep
+        coarse = reg(unsigned(_WINDOW), 14, "coarse")
         m.d.sync += coarse.eq(poly >> Cat(C(0, 3), amount[3:]))
-        fine = delayed(amount[:3], 13, 13, "fine")
-        kept = delayed(keep, 2, 13, "keep")
-        e = reg(unsigned(EXP_BITS), 14, "e")
+        fine = delayed(amount[:3], 14, 14, "fine")
+        kept = delayed(keep, 2, 14, "keep")
+        e = reg(unsigned(EXP_BITS), 15, "e")
         m.d.sync += e.eq(Mux(kept, coarse >> fine, 0))
         return e
 
