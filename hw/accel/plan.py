@@ -62,12 +62,12 @@ M_STEP = 64
 #: synthesis family group. ``xilinx``: Yosys' per-block estimate (synth_xilinx -family xcup)
 #: of the engine 8 x 8 paired (at 49dc91e, docs/accelerator.md: `requant` + `output` 4,224 /
 #: 6,036 for 8 columns, the rest 1,095 / 1,966; `array` LUT 4,416 for 64 PEs at 6724b69, the
-#: accumulator's first folded into its adder, was 6,464; FF 8,233 both; at a7ac2b8, the
+#: accumulator's first folded into its adder, was 6,464; FF 8,233 both; at 23e980d, the
 #: pair's borrow as its high row's carry-in, the build's `array` at its 24-bit accumulators
-#: is 3,392 LUT as before and 7,177 FF, was 7,209, so 8,201 at 32 bits: the fit keeps 8,233
-#: (0.4 % high; tests/test_accel_plan.py pins it); Yosys' LUT cells do not count the 15
-#: carry-chain selects a pair had straight from registers, LUT route-throughs on the device,
-#: gone since) and the ZO layer
+#: is 3,360 LUT / 7,177 FF, was 3,392 / 7,209, so 4,384 / 8,201 at 32 bits: the fit keeps
+#: 4,416 / 8,233, 0.7 / 0.4 % high, as tests/test_accel_plan.py pins them; Yosys' LUT cells
+#: do not count the 15 carry-chain selects a pair had straight from registers, LUT
+#: route-throughs on the device, none since) and the ZO layer
 #: 4 x 4 (docs/zo-layer.md: `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 / 2,161 for 4
 #: columns, the rest 2,111 / 3,285; `array` LUT 1,040 for 16 PEs at 6724b69, was 1,552; FF
 #: 2,777). The array figures: `zoforge build --board zcu102 --design engine --rows 8 --cols 8
@@ -89,11 +89,12 @@ LOGIC_FIT = {
 #: figures are at 32 bits): the accumulator's adder and ``res``' capture / shift multiplexer,
 #: one LUT and one FF each a bit. ``xilinx``: Yosys synth_xilinx -family xcup, flattened
 #: (``synthesize(convert(c, name="top"), "top", family="xcup", keep_hierarchy=False)``) of
-#: ``ProcessingPair(acc_bits)`` at 32 / 26 / 17 bits: LUT 138 / 114 / 78, FF 250 / 226 / 190
+#: ``ProcessingPair(acc_bits)`` at 32 / 26 / 17 bits: LUT 137 / 113 / 77, FF 250 / 226 / 190
 #: (4 a bit for its 2 PEs), and ``SystolicArray(8, 8, paired=True, acc_bits=...)`` at 32 / 26:
-#: LUT 4,395 / 3,627, FF 7,922 / 7,154 (768 = 2 x 6 bits x 64 PEs each), at a7ac2b8 (before
-#: it LUT the same, FF one more a pair: 251 / 227 / 191, 7,954 / 7,186). ``ecp5``: not
-#: measured, none counted (the 32-bit figures, an over-estimate).
+#: LUT 4,363 / 3,595, FF 7,922 / 7,154 (768 = 2 x 6 bits x 64 PEs each), at 23e980d (before
+#: a7ac2b8 one LUT and one FF more a pair: 138 / 114 / 78 and 251 / 227 / 191 LUT / FF,
+#: 4,395 / 3,627 and 7,954 / 7,186). ``ecp5``: not measured, none counted (the 32-bit
+#: figures, an over-estimate).
 ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
 
 
