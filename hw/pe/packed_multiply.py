@@ -15,10 +15,10 @@ With ``corrected=False`` the block leaves the correction to its user: ``p_hi`` i
 field as it is, ``full[18:34]`` = ``a_hi * b - borrow`` (16 bits hold it), and the borrow is
 ``p_lo``'s sign bit (``full[17]`` = ``full[15]``: ``|p_lo| <= 2^14``). A
 :class:`~.pe_pair.ProcessingPair` adds it as its high row's accumulator's carry-in, so no
-adder of its own is needed: the 16-bit increment maps to no LUT in Yosys' count, but its
-carry chain's 16 select inputs, driven by registers, each take a LUT in a real UltraScale+
-slice (the CARRY8's S inputs come from the LUTs' O6 outputs, UG574), so folding it saves
-about 16 LUTs per pair on the device.
+adder of its own is needed: the 16-bit increment maps to no LUT in Yosys' count, but 15 of
+its carry chain's select inputs, driven straight from registers, would each take a LUT in a
+real UltraScale+ slice (the CARRY8's S inputs come from the LUTs' O6 outputs, UG574), so
+folding it saves about 15 LUTs per pair on the device (and one in Yosys' count).
 
 Two products per DSP48E2 is what fills an UltraScale+ board (2,520 DSPs x 2 MACs); an ECP5's
 MULT18X18D has no 27-bit port, so that target keeps one product per multiplier

@@ -6,13 +6,14 @@ Integer semantics: those of two :class:`~.pe.ProcessingElement` (signed INT8 ope
 products, ``acc_bits`` accumulators, 32-bit by default, wrapping), with the pipeline of one: the two rows
 of a pair take their steps in the same cycle (the array skews a pair's rows alike), so they
 share the flags, and each row's sum is in its own ``res`` :data:`~.pe.LATENCY` cycles after
-its last step. The high product comes uncorrected (``corrected=False``: ``a_hi * b`` less
-the low product's borrow, which is ``p_lo``'s sign bit) and the upper row's accumulator
-adds the borrow back as its adder's carry-in: ``acc <- (first ? 0 : acc) + p_hi + borrow``
-(:func:`~.pe.accumulate`'s ``carry_in``; :func:`zoforge.golden.packing.add_high` states it),
-the same sums as the corrected product's, with no adder of its own. The drain chain passes
-through both: ``res_in`` (the pair above) -> row
-``2p``'s ``res`` -> row ``2p + 1``'s ``res`` = ``res_out``, the order of two single PEs.
+its last step. The high product (row ``2p + 1``'s, ``a[1] * b``) comes uncorrected
+(``corrected=False``: less the low product's borrow, which is ``p_lo``'s sign bit) and that
+row's accumulator adds the borrow back as its adder's carry-in: ``acc <- (first ? 0 : acc) +
+p_hi + borrow`` (:func:`~.pe.accumulate`'s ``carry_in``;
+:func:`zoforge.golden.packing.add_high` states it), the same sums as the corrected
+product's, with no adder of its own. The drain chain passes through both: ``res_in`` (the
+pair above) -> row ``2p``'s ``res`` -> row ``2p + 1``'s ``res`` = ``res_out``, the order of
+two single PEs.
 """
 from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import data, wiring
