@@ -11,9 +11,11 @@ Every phase of a job is counted (no stream stalls: the host keeps the streams bu
   an accumulate takes Q generator transfers per word, so its last word is issued
   ``(W - 1) * Q + query`` cycles after its first;
 * **compute jobs** (``frozen_w``, ``frozen_a``, ``branch``): ``tiles`` output tiles back to
-  back, each ``max(depth, 2R + C, (depth + free) / 2)`` cycles (its k-steps; at least the
-  array's tile spacing, :func:`~zoforge.hw.pe.array.min_tile_interval`; and two
-  result banks: a tile begins only when the bank of the tile two before it is read out,
+  back, each ``max(depth, interval, (depth + free) / banks)`` cycles (its k-steps; at least
+  the array's tile interval, ``max(2R - 2, R)`` with its skewed drain,
+  :func:`~zoforge.hw.pe.array.min_tile_interval`; and ``banks`` =
+  :func:`~zoforge.hw.pe.tiles.lut_ram_result_banks` result banks (8 at R <= 4, 4 at R <= 8,
+  else 2): a tile begins only when the bank of the tile ``banks`` before it is read out,
   ``free`` = :func:`bank_free` cycles after that tile's last k-step) but the last, which
   ends after its ``depth`` k-steps, plus the fill and drain of the pipeline around the array
   (:func:`compute_extra`: the panel fetch up to :data:`~.fetch.LEAD`, the feeder's reads,
@@ -31,12 +33,13 @@ from __future__ import annotations
 
 from zoforge.golden.zolayer.config import ZoLayerConfig
 from zoforge.hw.pe.array import min_tile_interval
+from zoforge.hw.pe.tiles import lut_ram_result_banks
 
 from .layouts import token_pack
 from .update import ACCUMULATE_LATENCY, APPLY_LATENCY
 
-__all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "bank_free", "LOAD_EXTRA",
-           "READ_EXTRA", "SPREAD_EXTRA", "BIAS_EXTRA"]
+__all__ = ["job_cycles", "step_cycles", "floor_cycles", "compute_extra", "bank_free",
+           "tile_spacing", "LOAD_EXTRA", "READ_EXTRA", "SPREAD_EXTRA", "BIAS_EXTRA"]
 
 #: Cycles every job takes after its unit's last action: the layer's register in front of
 #: the control's ``finish``.
@@ -45,9 +48,11 @@ FINISH = 1
 LOAD_EXTRA = 1
 READ_EXTRA = 3
 #: Cycles a branch spends in :class:`~.spread.BranchSpread` (branch_lanes > 1), and a
-#: LoRA-FA branch in reading its bias XW beside the results.
+#: LoRA-FA branch in reading its bias XW beside the results: none since the result banks
+#: are not the pace (6 with two banks; 0 measured with eight at 2x8, 4x4, 4x16 and 8x8, in
+#: the depth and the array-interval regimes).
 SPREAD_EXTRA = 2
-BIAS_EXTRA = 6
+BIAS_EXTRA = 0
 #: compute_extra = FILL + FILL_PER_ROW * R + FILL_PER_COL * C (measured on the RTL)
 FILL, FILL_PER_ROW, FILL_PER_COL = 27, 3, 1
 #: bank_free = FREE + FREE_PER_ROW * R + FREE_PER_COL * C (measured on the RTL; a LoRA-FA
@@ -74,6 +79,14 @@ def bank_free(config: ZoLayerConfig) -> float:
     (the array's capture, the drain, the output stage's reads): a mean, the stage's
     handshakes make it vary by a cycle from tile to tile."""
     return FREE + FREE_PER_ROW * config.rows + FREE_PER_COL * config.cols
+
+
+def tile_spacing(config: ZoLayerConfig, depth: int) -> float:
+    """Cycles from one tile of ``depth`` k-steps to the next in a compute job: its k-steps,
+    the array's minimum interval (skewed drain) or the result banks' turnaround."""
+    R, C = config.rows, config.cols
+    return max(depth, min_tile_interval(R, C, skewed_drain=True),
+               (depth + bank_free(config)) / lut_ram_result_banks(R))
 
 
 def job_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int = 0,
@@ -106,7 +119,7 @@ def _work_cycles(config: ZoLayerConfig, job: str, m: int, k: int, n: int, r: int
     depth, panels = {"frozen_w": (k, n // R), "frozen_a": (k, r // R),
                      "branch": (k_t, n // config.features_per_word)}[job]
     tiles = m // C * panels
-    spacing = max(depth, min_tile_interval(R, C), (depth + bank_free(config)) / 2)
+    spacing = tile_spacing(config, depth)
     return round((tiles - 1) * spacing + depth + compute_extra(config, job == "branch"))
 
 

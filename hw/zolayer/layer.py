@@ -50,6 +50,8 @@ the feeder (staging and token buffers -> array; the packed token buffer through
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from amaranth import Module, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -63,6 +65,7 @@ from zoforge.hw.pe.drain import Drain
 from zoforge.hw.pe.feeder import Feeder
 from zoforge.hw.pe.output import OutputStage, SideRead
 from zoforge.hw.pe.requant import RequantStream
+from zoforge.hw.pe.tiles import Tiling, lut_ram_result_banks
 
 from .buffers import Memory, layer_buffers, layer_tiling, trained_rows
 from .control import LayerControl
@@ -75,7 +78,16 @@ from .sink import ResultSink
 from .token_buffer import TokenReader
 from .update import UpdateUnit
 
-__all__ = ["ZoLayer"]
+__all__ = ["ZoLayer", "compute_tiling"]
+
+
+def compute_tiling(config: ZoLayerConfig) -> Tiling:
+    """The layer's tiling (:func:`~.buffers.layer_tiling`) with the result banks its compute
+    path uses: as many as fit a LUT RAM of two banks' cost
+    (:func:`~zoforge.hw.pe.tiles.lut_ram_result_banks`: 8 at R <= 4), so that shallow tiles
+    (a LoRA-FA branch, K = r) follow each other at their depth, not at the banks'
+    turnaround."""
+    return replace(layer_tiling(config), result_bank_count=lut_ram_result_banks(config.rows))
 
 
 class ZoLayer(wiring.Component):
@@ -102,14 +114,18 @@ class ZoLayer(wiring.Component):
                 "weight_bits": Formats.WEIGHT_BITS, "master_bits": Formats.MASTER_BITS,
                 "accumulator_bits": Formats.accumulator_bits(self.z_width),
                 "z_lanes": self.z_lanes, "z_width": self.z_width,
-                "min_tile_interval": min_tile_interval(self.rows, self.cols),
+                "min_tile_interval": min_tile_interval(self.rows, self.cols,
+                                                       skewed_drain=True),
+                "result_banks": lut_ram_result_banks(self.rows),
                 "branch_lanes": self.config.branch_lanes}
 
     def elaborate(self, platform):
         m = Module()
         cfg, R = self.config, self.rows
-        tiling = layer_tiling(cfg)
+        tiling = compute_tiling(cfg)
         buffers = layer_buffers(cfg, self.z_width)
+        buffers[Memory.RESULT] = tiling.result_banks(f"result tile buffer, "
+                                                     f"{tiling.result_bank_count} banks")
         memories = {name: buffer.memory(collisions_unused=True) for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
@@ -121,11 +137,12 @@ class ZoLayer(wiring.Component):
         m.submodules.loader = loader = LayerLoader(tiling, buffers, self.lanes, cfg.max_k, F)
         m.submodules.fetch = fetch = PanelFetch(tiling, buffers, self.z_lanes, self.z_width,
                                                 cfg.branch_lanes)
-        m.submodules.array = array = SystolicArray(R, self.cols, a_bits=Formats.WEIGHT_BITS)
+        m.submodules.array = array = SystolicArray(R, self.cols, a_bits=Formats.WEIGHT_BITS,
+                                                   skewed_drain=True)
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval, acts,
                                                 registered={"x_rd"})
         m.submodules.token_reader = tokens = TokenReader(tiling, cfg.max_k, self.lanes)
-        m.submodules.drain = drain = Drain(tiling, array.capture_latency)
+        m.submodules.drain = drain = Drain(tiling, array.capture_latency, array.drain_lead)
         m.submodules.output = output = OutputStage(tiling, side)
         m.submodules.requant = requant = RequantStream(self.cols)
         m.submodules.sink = sink = ResultSink(tiling, buffers, trained_rows(cfg))
