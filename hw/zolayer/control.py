@@ -58,15 +58,16 @@ class LayerJobSignature(wiring.Signature):
     cycle: clear your state), ``active`` (from the next cycle to the job's end), one bit per
     job code (:data:`~.registers.JOBS`, one-hot), ``compute`` (one of :data:`COMPUTE_JOBS`: a
     register of its own, not the flags' OR), ``computing`` (``active`` in a compute job), the
-    flags ``minus``, ``plain``, ``query`` and ``zero_w``, and the walk ``inner`` x ``outer``
-    (see the module docstring). ``active`` and ``computing`` are registers (set from the
+    flags ``minus``, ``plain``, ``query`` and ``zero_w``, ``perturbing`` (a branch without
+    ``plain``: a register of its own, set with the flags), and the walk ``inner`` x
+    ``outer`` (see the module docstring). ``active`` and ``computing`` are registers (set from the
     control's ``busy`` and ``finish``, not decoded from ``launch``, which fans out to every
     unit's clear)."""
 
     def __init__(self):
         super().__init__({"launch": Out(1), "active": Out(1),
                           **{name: Out(1) for name in JOBS}, "compute": Out(1),
-                          "computing": Out(1),
+                          "computing": Out(1), "perturbing": Out(1),
                           "minus": Out(1), "plain": Out(1),
                           "query": Out(CTRL_FIELDS["query"][1]), "zero_w": Out(1),
                           "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
@@ -141,6 +142,7 @@ class LayerControl(wiring.Component):
                          job.zero_w.eq(field(wdata, "zero_w"))]
             m.d.sync += [getattr(job, name).eq(written == value)
                          for name, value in JOBS.items()]
+            m.d.sync += job.perturbing.eq((written == JOBS["branch"]) & ~field(wdata, "plain"))
         with m.If(port.wr_en):
             with m.Switch(port.wr_addr):
                 with m.Case(REGISTERS["STEP_CYCLES"].address):

@@ -92,7 +92,9 @@ class PanelFetch(wiring.Component):
         # behind it, offered to the unit); both move on ``advance``
         read = Signal()
         advance = ~pending | words.ready
-        bank_free = (walk.k != 0) | (occupied < 2)   # mid-panel, or a bank to start one in
+        # mid-panel (the walk's register, not a compare of k), or a bank to start one in:
+        # issue is one LUT of registers and the unit's ready
+        bank_free = walk.mid | ~occupied[1]
         issue = active & ~fetched_all & bank_free & advance
         out = perturb.out.valid & perturb.out.ready
         m.d.comb += [walk.inner.eq(job.inner), written.inner.eq(job.inner << shift)]
@@ -111,7 +113,7 @@ class PanelFetch(wiring.Component):
                                        written.panel_end))
         m.d.sync += [
             panels.w_banks.eq(panels.w_banks + ready - panels.w_release),
-            occupied.eq(occupied + (issue & (walk.k == 0)) - panels.w_release)]
+            occupied.eq(occupied + (issue & ~walk.mid) - panels.w_release)]
 
         # the word: read in the issue cycle, in the register behind the memory two
         # advances later (top: the registers behind the block RAMs have no reset)
@@ -134,7 +136,7 @@ class PanelFetch(wiring.Component):
                 m.d.comb += frozen[i].eq(weights[i] << Formats.MASTER_FRAC)
             word = Mux(job.branch, self.t_rd.data.as_value(), frozen.as_value())
         m.d.comb += [words.valid.eq(pending), words.payload.eq(word),
-                     perturb.perturb.eq(job.branch & ~job.plain),
+                     perturb.perturb.eq(job.perturbing),
                      perturb.eps_shift.eq(self.eps_shift), perturb.out.ready.eq(1)]
         wiring.connect(m, wiring.flipped(self.z), z_in)
         m.d.comb += [self.stage_wr.addr.eq(Cat(written.k[:word_bits], written.panel[0])),

@@ -62,22 +62,26 @@ class LayerLoader(wiring.Component):
         # features of branch_lanes k-steps), and token tiles of C by words of P k-steps (X)
         m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.flat_bits)
         m.submodules.x_walk = x_walk = TokenWalk(t, self.max_k, self.lanes)
-        loaded = Signal()
+        # a load job's words still to come (``armed``; ``armed_x`` in ``load_x``): registers
+        # set at the launch (the job's flags are set by then) and cleared with the last word,
+        # so a beat and each walk's advance are one LUT of registers and ``tvalid``
+        armed, armed_x = Signal(), Signal()
         loading = Cat(getattr(job, name) for name in LOAD_JOBS).any()
         with m.If(job.launch):
-            m.d.sync += loaded.eq(0)
-        m.d.comb += self.s_axis.tready.eq(job.active & loading & ~loaded)
-        beat = self.s_axis.tvalid & self.s_axis.tready
+            m.d.sync += [armed.eq(loading), armed_x.eq(job.load_x)]
+        m.d.comb += self.s_axis.tready.eq(job.active & armed)
+        beat = self.s_axis.tvalid & job.active & armed
         lane = [self.s_axis.tdata[32 * l:32 * (l + 1)] for l in range(self.lanes)]
         for w in (walk, x_walk):
             m.d.comb += [w.restart.eq(job.launch), w.inner.eq(job.inner),
                          w.outer.eq(job.outer)]
-        m.d.comb += [walk.advance.eq(beat), x_walk.advance.eq(beat & job.load_x)]
+        m.d.comb += [walk.advance.eq(beat),
+                     x_walk.advance.eq(self.s_axis.tvalid & job.active & armed_x)]
         # one expression, not an assignment under m.If (X on Icarus until the first beat):
         # see tile_done in zoforge.hw.pe.output
         m.d.comb += self.done.eq(beat & Mux(job.load_x, x_walk.last, walk.last))
         with m.If(self.done):
-            m.d.sync += loaded.eq(1)
+            m.d.sync += [armed.eq(0), armed_x.eq(0)]
 
         # X, W and A are written a cycle after the beat, from registers (nothing between the
         # stream's handshake and a block RAM's inputs; no job reads them before its own

@@ -16,7 +16,8 @@ Pipeline (:data:`LATENCY` register stages, one word per cycle; back-pressure on 
 stalls every stage, so ``words.ready`` is ``~out.valid | out.ready`` and the join)::
 
     1  base = (master >> 8) + (1 if perturb and minus);
-       step = perturb ? (minus ? ~z : z) >> eps_shift : 0     (-(z >> e) = ((~z) >> e) + 1)
+       step = perturb ? (minus ? ~(z >> eps_shift) : z >> eps_shift) : 0
+                                     (-(z >> e) = ~(z >> e) + 1; the shift is arithmetic)
     2  sum = base + step (18 bits and more), saturated to int16 from its upper bits
 """
 from __future__ import annotations
@@ -66,13 +67,14 @@ class PerturbUnit(wiring.Component):
         for i in range(self.rows):
             negate = self.perturb & self.minus[i]
             z = self.z.payload[i * self.z_width:(i + 1) * self.z_width].as_signed()
-            # -(z >> e) = ((~z) >> e) + 1: the complement before the shift, the 1 in base
+            # -(z >> e) = ~(z >> e) + 1: the complement after the shift (the generator's
+            # lanes straight into the shifter), the 1 in base
             base = Signal(signed(base_bits + 1), name=f"base_{i}")
             step = Signal(signed(self.z_width), name=f"step_{i}")
+            shifted = z >> self.eps_shift
             m.d.sync += [base.eq((self.words.payload[i] >> Formats.MASTER_FRAC) + negate),
                          step.eq(Mux(self.perturb,
-                                     Mux(self.minus[i], ~z, z).as_signed() >> self.eps_shift,
-                                     0))]
+                                     Mux(self.minus[i], ~shifted, shifted).as_signed(), 0))]
             total = Signal(signed(width), name=f"sum_{i}")
             m.d.comb += total.eq(base + step)
             # int16 iff the bits from 15 up are all equal (all 0s or all 1s)

@@ -61,8 +61,10 @@ class ZSwitch(wiring.Component):
                 m.d.sync += count.eq(0)
             with m.Elif(self.z.valid & self.z.ready & ~branch):
                 m.d.sync += count.eq(Mux(count == self.queries - 1, 0, count + 1))
+        # the panel fetch takes a transfer only in a branch (its perturbation flag), so its
+        # valid is the generator's own (no gate between the generator and the fetch's walk)
         m.d.comb += [self.fetch.payload.eq(self.z.payload),
-                     self.fetch.valid.eq(self.z.valid & branch),
+                     self.fetch.valid.eq(self.z.valid),
                      self.update.payload.eq(self.z.payload),
                      self.update.valid.eq(self.z.valid & ~branch & ours)]
         # a transfer not the update's is dropped while the update unit wants one: after

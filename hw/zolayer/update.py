@@ -34,7 +34,7 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
     5   prod = a * b (their sum)                             7
                             7   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s,
                                 from the sum prod registers
-    6   D + prod            8   2T - t, and two compares of t with 2T -/+ 2^24 beside it
+    6   D + prod            8   2T - t, and whether it is past -/+ 2^24 (its upper bits)
     7   D written           9   n = (2T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
                                 saturated to 24 bits (as the compares say)
                             10  T and D = 0 written
@@ -203,18 +203,22 @@ class UpdateUnit(wiring.Component):
                      t.eq(product[_SCALE - 1:].as_signed()
                           >> Cat(Const(0, 3), self.eta_shift[3:]))]
         # 6: accumulate D + prod (apply: D = 0); apply 8: 2T - t (n = (2T - t) >> 1 = T -
-        # ((t + 1) >> 1)) and, beside it, whether n is past T's 24 bits: n > 2^23 - 1 iff
-        # 2T - t >= 2^24, i.e. t <= 2T - 2^24, and n < -2^23 iff t > 2T + 2^24 (floor
-        # halving); 2T + 2^24 (0 .. 2^25 - 2) is 2T's bits with the sign bit flipped, read
-        # unsigned, 2T - 2^24 the same with a sign bit 1 on top (no adder)
+        # ((t + 1) >> 1)) and whether n is past T's 24 bits: n > 2^23 - 1 iff 2T - t >=
+        # 2^24, and n < -2^23 iff 2T - t < -2^24 (floor halving)
         bits = Formats.MASTER_BITS
         new_d = reg(signed(acc), 4, "d")
         twice_n = reg(bits + 1, 5, "twice_n")             # the bits n keeps, and one below
-        low = Cat(Const(0, 1), t_word[:bits - 1], ~t_word[bits - 1])
         above, below = reg(1, 5, "above"), reg(1, 5, "below")
+        # 2T - t whole (t's width and one more), and both compares read from its bits from
+        # 24 up (sign included) after the subtraction: >= 2^24 iff not negative and not all
+        # zeros, < -2^24 iff negative and not all ones (no compare of t beside the
+        # subtraction of the same operands, which the synthesis shared into one long path)
+        diff = Signal(signed(len(t) + 1), name=f"diff_{i}")
+        high = diff[bits:]
+        m.d.comb += diff.eq(Cat(Const(0, 1), t_word).as_signed() - t)
         m.d.sync += [new_d.eq(Mux(apply, 0, d_word + prod)),
-                     twice_n.eq(Cat(Const(0, 1), t_word).as_signed() - t),
-                     above.eq(t <= Cat(low, Const(1, 1)).as_signed()), below.eq(t > low)]
+                     twice_n.eq(diff[:bits + 1]),
+                     above.eq(~diff[-1] & high.any()), below.eq(diff[-1] & ~high.all())]
         # apply 9: n saturated, into the register the write port takes (one LUT per bit)
         top = (1 << (bits - 1)) - 1
         new_t = reg(signed(bits), 6, "t_new")

@@ -4,7 +4,8 @@ Word ``w`` is (panel ``panel``, k-step ``k``): panels start at features 0, step,
 while below ``outer``, ``k`` runs 0 .. ``inner - 1``, and ``flat`` counts the words (the
 address of word-ordered memories). ``restart`` (one cycle) goes back to word 0; ``advance``
 moves to the next word; ``last`` says the current word is the walk's last, ``panel_end``
-that it is its panel's last. Loads, panel fetches, the reader and the update unit all walk
+that it is its panel's last, ``mid`` that it is not its panel's first (``k != 0``, a
+register of its own). Loads, panel fetches, the reader and the update unit all walk
 this way, which is what makes the perturbation order the same everywhere.
 
 The k-step of the word after the next and the first feature of the panel after the next
@@ -29,7 +30,7 @@ class PanelWalk(wiring.Component):
             "restart": In(1), "advance": In(1),
             "inner": In(dim_bits), "outer": In(dim_bits + 1),
             "k": Out(dim_bits), "panel": Out(dim_bits + 1),
-            "flat": Out(flat_bits), "panel_end": Out(1), "last": Out(1),
+            "flat": Out(flat_bits), "panel_end": Out(1), "last": Out(1), "mid": Out(1),
         })
 
     def elaborate(self, platform):
@@ -48,12 +49,13 @@ class PanelWalk(wiring.Component):
         with m.If(self.restart):
             m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2), p_after.eq(2 * self.step),
                          self.panel.eq(0), self.flat.eq(0), self.panel_end.eq(first_end),
-                         panels_end.eq(self.step >= self.outer)]
+                         panels_end.eq(self.step >= self.outer), self.mid.eq(0)]
         with m.Elif(self.advance):
             m.d.sync += [self.k.eq(k_next), k_next.eq(k_next + 1), k_after.eq(k_after + 1),
-                         self.flat.eq(self.flat + 1), self.panel_end.eq(k_after >= self.inner)]
+                         self.flat.eq(self.flat + 1), self.panel_end.eq(k_after >= self.inner),
+                         self.mid.eq(1)]
             with m.If(self.panel_end):
-                m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2),
+                m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2), self.mid.eq(0),
                              p_after.eq(p_after + self.step),
                              self.panel.eq(self.panel + 1), self.panel_end.eq(first_end),
                              panels_end.eq(p_after >= self.outer)]
