@@ -105,13 +105,14 @@ def random_rows(count: int, max_len: int, lo: int, hi: int, rng, spread: int | N
 def simulate(rows, p: SoftmaxParams, lanes: int = LANES, max_len: int = MAX_LEN,
              idle: float = 0.3, stall: float = 0.4, seed: int = 0,
              min_scale: float = MIN_SCALE, q_bits: int = 32, levels: int = LEVELS,
-             registers: dict | None = None, hold: int = 0):
+             registers: dict | None = None, hold: int = 0, narrow: bool | None = None):
     """The rows through the unit (each ``ceil(len / lanes)`` beats, padded lanes masked),
     random input idling and output back-pressure (``hold`` cycles of o.ready low first);
     returns each row's outputs (its length),
     the output beats' ``last`` flags, and the cycles from the first input transfer to the
     last output transfer, both counted."""
-    dut = SoftmaxUnit(lanes, max_len, min_scale=min_scale, levels=levels, q_bits=q_bits)
+    dut = SoftmaxUnit(lanes, max_len, min_scale=min_scale, levels=levels, q_bits=q_bits,
+                      narrow_multipliers=narrow)
     beats = []
     for row, keep in rows:
         n = -(-len(row) // lanes)
@@ -304,14 +305,14 @@ def test_constants_the_unit_cannot_hold_are_refused_in_one_line():
 
 
 def test_a_unit_for_coarser_scales_is_narrower_and_exact():
-    """A unit made for scales >= 2^-15 (MiniLM's scores: 1.5e-4 to 1.5e-3): every product
-    fits an 18 x 18 block."""
+    """A unit made for scales >= 2^-15 (MiniLM's scores: 1.5e-4 to 1.5e-3): rem (b - rem)
+    one product of 18-bit operands; with narrow multipliers (an ECP5's) e R two."""
     w = SoftmaxWidths.of(2.0 ** -15)
     assert w.ln2 <= 17 and w.b <= 17
     p = SoftmaxParams.of(1.5e-4)
     rng = np.random.default_rng(9)
     rows = corner_rows(p, 8, -2 ** 20, 2 ** 20, rng)[:5]
-    check(rows, p, max_len=8, min_scale=2.0 ** -15, idle=0.2, stall=0.2, seed=4)
+    check(rows, p, max_len=8, min_scale=2.0 ** -15, idle=0.2, stall=0.2, seed=4, narrow=True)
 
 
 def test_lint_clean():
@@ -357,10 +358,10 @@ def test_a_row_longer_than_max_len_ends_at_max_beats():
 
 
 @pytest.mark.parametrize("lanes", [1, 3])
-def test_one_multiplier_block_a_lane_for_minilms_scores_on_an_ecp5(lanes):
+def test_three_multiplier_blocks_a_lane_for_minilms_scores_on_an_ecp5(lanes):
     """A unit made for scales >= 2^-15: its rem (b - rem) (15 x 17 bits) is one
-    PipelinedMultiplier whose operands fit an 18 x 18 block, so on an ECP5 platform one
-    MULT18X18D a lane (e R, 15 x 23 bits, is not: docs/nonlinear-units.md)."""
+    PipelinedMultiplier whose operands fit an 18 x 18 block, and e R (15 x 23 bits) two on
+    an ECP5 platform (R split at 17 bits), so three MULT18X18D a lane there."""
     text = verilog.convert(SoftmaxUnit(lanes, 8, min_scale=2.0 ** -15), name="top",
                            platform=SimpleNamespace(family="ecp5"))
-    assert text.count("MULT18X18D") == lanes
+    assert text.count("MULT18X18D") == 3 * lanes

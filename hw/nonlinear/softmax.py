@@ -87,7 +87,9 @@ and mux, or one multiplier register)::
     then   the row's sum                                 (the slot's sum on its last beat)
 
 and of the out pass (:data:`OUT_LATENCY`): the read (e, R), ``e R`` in a
-PipelinedMultiplier (3), the rounding; then the output buffer (bypassed while empty).
+PipelinedMultiplier (3; on an ECP5 platform two, R's low 17 bits and the rest, each one
+MULT18X18D), the product's register (there: the two products' sum), the rounding; then the
+output buffer (bypassed while empty).
 
 The constants are the inputs of :attr:`SoftmaxUnit.config` (:func:`config_signature`),
 written from :func:`softmax_registers` before a job's first beat and held while its rows are
@@ -140,8 +142,8 @@ _E_MIN_BITS = EXP_BITS - 1                  # e(top) >= 2^14
 #: products, their sum, c - product, two shifts.
 EXP_LATENCY = 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 1 + 2
 #: Register stages from the out pass's read issue to the output beat: the read, the product
-#: e R, the rounding.
-OUT_LATENCY = 1 + multiply.LATENCY + 1
+#: e R, its register (the sum of its two halves on an ECP5), the rounding.
+OUT_LATENCY = 1 + multiply.LATENCY + 1 + 1
 #: Beats the output buffer holds, and so the most beats in flight in the out stages.
 BUFFER_BEATS = buffer_depth(OUT_LATENCY)
 
@@ -282,10 +284,14 @@ def softmax_cycles(rows: int, length: int, lanes: int, levels: int = LEVELS) -> 
 class SoftmaxUnit(wiring.Component):
     """The integer softmax of a stream of rows (module docstring): ``lanes`` values a beat,
     rows of at most ``max_len`` values, inputs of ``q_bits`` bits, outputs in ``[0,
-    levels]``, for input scales ``min_scale`` to ``MAX_SCALE`` (:class:`SoftmaxWidths`)."""
+    levels]``, for input scales ``min_scale`` to ``MAX_SCALE`` (:class:`SoftmaxWidths`).
+    ``narrow_multipliers``: ``e R`` in two products of 18-bit operands (an ECP5's
+    MULT18X18D) instead of one; None: on an ECP5 platform only (the same cycles either
+    way)."""
 
     def __init__(self, lanes: int, max_len: int = 128, min_scale: float = MIN_SCALE,
-                 levels: int = LEVELS, q_bits: int = Q_BITS):
+                 levels: int = LEVELS, q_bits: int = Q_BITS,
+                 narrow_multipliers: bool | None = None):
         try:
             self.lanes = check_int_range("lanes", lanes, 1, 64)
             self.max_len = check_int_range("max_len", max_len, 1, 1 << 16)
@@ -299,6 +305,7 @@ class SoftmaxUnit(wiring.Component):
             self._MustUse__silence = True           # refused: nothing to elaborate
             raise
         self.min_scale = min_scale
+        self.narrow_multipliers = narrow_multipliers
         self.max_beats = -(-max_len // lanes)
         self.widths = SoftmaxWidths.of(min_scale, levels, self.max_beats, lanes)
         self.index_bits = max(1, (self.max_beats - 1).bit_length())
@@ -334,7 +341,7 @@ class SoftmaxUnit(wiring.Component):
         self._input(m)
         self._exp(m)
         self._divide(m)
-        self._out(m)
+        self._out(m, platform)
         return m
 
     def _input(self, m: Module) -> None:
@@ -567,7 +574,7 @@ class SoftmaxUnit(wiring.Component):
                         m.d.sync += [self.recips[h].eq(Mux(zero, 0, nq[:w.recip])),
                                      self.estate[h].eq(3)]
 
-    def _out(self, m: Module) -> None:
+    def _out(self, m: Module, platform) -> None:
         """The e buffer read out: p = (e R + 2^29) >> 30, through the output buffer."""
         lanes, w = self.lanes, self.widths
         ptr = Signal(_SLOT_BITS, name="out_slot")
@@ -591,12 +598,29 @@ class SoftmaxUnit(wiring.Component):
         row = Signal(output_layout(lanes, self.levels), name="out_row")
         m.d.comb += row.last.eq(lasts[-1])
         half = 1 << (SOFTMAX_FRAC - 1)
+        # e R in one product (a DSP48E2 takes 27 x 18 bits), or, with narrow multipliers (by
+        # default on an ECP5) where R is wider than an 18-bit operand, in two (R's low 17
+        # bits, the rest), one MULT18X18D each; their sum (or the one product) a register
+        # stage either way
+        narrow = self.narrow_multipliers
+        if narrow is None:
+            narrow = getattr(platform, "family", None) == "ecp5"
+        split = narrow and w.recip > _T_LOW
         for lane in range(lanes):
-            mult = PipelinedMultiplier(unsigned(EXP_BITS), unsigned(w.recip))
-            m.submodules[f"out_{lane}"] = mult
-            m.d.comb += [mult.a.eq(self._exps_r.data[lane * EXP_BITS:(lane + 1) * EXP_BITS]),
-                         mult.b.eq(recip)]
+            e = self._exps_r.data[lane * EXP_BITS:(lane + 1) * EXP_BITS]
+            low = PipelinedMultiplier(unsigned(EXP_BITS),
+                                      unsigned(_T_LOW if split else w.recip))
+            m.submodules[f"out_{lane}"] = low
+            m.d.comb += [low.a.eq(e), low.b.eq(recip[:_T_LOW] if split else recip)]
+            prod = Signal(EXP_BITS + w.recip, name=f"out_prod_{lane}", reset_less=True)
+            if split:
+                high = PipelinedMultiplier(unsigned(EXP_BITS), unsigned(w.recip - _T_LOW))
+                m.submodules[f"out_high_{lane}"] = high
+                m.d.comb += [high.a.eq(e), high.b.eq(recip[_T_LOW:])]
+                m.d.sync += prod.eq(Cat(low.p[:_T_LOW], low.p[_T_LOW:] + high.p))
+            else:
+                m.d.sync += prod.eq(low.p)
             p = Signal(unsigned(w.p), name=f"p_{lane}", reset_less=True)
-            m.d.sync += p.eq((mult.p + half) >> SOFTMAX_FRAC)
+            m.d.sync += p.eq((prod + half) >> SOFTMAX_FRAC)
             m.d.comb += row.p[lane].eq(p)
         m.submodules.buffer = output_buffer(self.o, row, valid[-1], BUFFER_BEATS)
