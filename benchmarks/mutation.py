@@ -53,7 +53,7 @@ TARGETS = {
                                  "tests/test_finetune_learning.py",
                                  "tests/test_finetune_fewshot.py"),
     "golden/finetune/fewshot.py": ("tests/test_finetune_fewshot.py",),
-    "golden/packing.py": ("tests/test_packed_multiply.py",),
+    "golden/packing.py": ("tests/test_packed_multiply.py", "tests/test_pair_carry_in.py"),
     "reports/unit_calls.py": ("tests/test_finetune_cost.py", "tests/test_cycle_models.py"),
     "reports/step_price.py": ("tests/test_finetune_cost.py",),
     "reports/step_memory.py": ("tests/test_finetune_cost.py",),

@@ -254,6 +254,10 @@ BUGS = (
         "correction", "hw/pe/packed_multiply.py",
         (("p_hi.eq((full >> SHIFT) + low_sign)", "p_hi.eq(full >> SHIFT)"),),
         ("tests/test_packed_multiply.py",)),
+    Bug("pair-no-borrow", "the paired PE's high row without the low product's borrow as its "
+        "accumulator's carry-in (the array's uncorrected packed product)", "hw/pe/pe_pair.py",
+        (("carry_in=multiply.p_lo[-1])", "carry_in=None)"),),
+        ("tests/test_pair_carry_in.py",)),
     Bug("lock-kind-unchecked", "a lock of another kind than a regular file used once opened",
         "zoforge/files.py",
         (("    if not stat.S_ISREG(os.fstat(fd).st_mode):\n        os.close(fd)\n",
