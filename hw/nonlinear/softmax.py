@@ -73,17 +73,18 @@ Stages of the exp pass (:data:`EXP_LATENCY` from the read to e; each one adder, 
 and mux, or one multiplier register)::
 
     1      the read (q, keep; the row's top)
-    2      n = top - q if kept else 0
-    3      n = min(n, 15 ln2)
-    4-7    z and rem, one quotient bit a stage (rem >= ln2 << j: subtract, for j = 3..0)
-    8      b - rem, shift + z
-    9-11   rem (b - rem)[0:17], rem (b - rem)[17:]       two PipelinedMultipliers (one
+    2      q, keep in registers                          (a block RAM's read is slow out)
+    3      n = top - q if kept else 0
+    4      n = min(n, 15 ln2)
+    5-8    z and rem, one quotient bit a stage (rem >= ln2 << j: subtract, for j = 3..0)
+    9      b - rem, shift + z
+    10-12  rem (b - rem)[0:17], rem (b - rem)[17:]       two PipelinedMultipliers (one
                                                          where b has at most 17 bits)
-    12     rem (b - rem)                                 their sum
-    13     poly = c - rem (b - rem)
-    14     poly >> ((shift + z) & ~7)                    (the coarse shift, a 22-bit window)
-    15     e = that >> ((shift + z) & 7), 0 if not kept  (to the e buffer)
-    16...  the beat's sum, a tree of registered adders   (sum_levels(lanes) stages)
+    13     rem (b - rem)                                 their sum
+    14     poly = c - rem (b - rem)
+    15     poly >> ((shift + z) & ~7)                    (the coarse shift, a 22-bit window)
+    16     e = that >> ((shift + z) & 7), 0 if not kept  (to the e buffer)
+    17...  the beat's sum, a tree of registered adders   (sum_levels(lanes) stages)
     then   the row's sum                                 (the slot's sum on its last beat)
 
 and of the out pass (:data:`OUT_LATENCY`): the read (e, R), ``e R`` in a
@@ -138,9 +139,9 @@ _WINDOW = EXP_BITS + _FINE - 1              # the coarse shift's bits
 _E_MIN_BITS = EXP_BITS - 1                  # e(top) >= 2^14
 
 #: Register stages from the exp pass's read issue to its e's register (then the beat's sum,
-#: :func:`sum_levels`, then the row's): read, n, clamp, 4 division steps, b - rem, the
-#: products, their sum, c - product, two shifts.
-EXP_LATENCY = 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 1 + 2
+#: :func:`sum_levels`, then the row's): read, its register, n, clamp, 4 division steps,
+#: b - rem, the products, their sum, c - product, two shifts.
+EXP_LATENCY = 1 + 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 1 + 2
 #: Register stages from the out pass's read issue to the output beat: the read, the product
 #: e R, its register (the sum of its two halves on an ECP5), the rounding.
 OUT_LATENCY = 1 + multiply.LATENCY + 1 + 1
@@ -435,10 +436,11 @@ class SoftmaxUnit(wiring.Component):
                      tags[0].eq(Cat(slot, index, first, last))]
         m.d.sync += [d.eq(s) for d, s in zip(valid[1:] + tags[1:], valid[:-1] + tags[:-1])]
         top = Signal(signed(self.q_bits), name="exp_top_s1", reset_less=True)
-        m.d.sync += top.eq(Array(self.top)[slot])
+        top2 = Signal(signed(self.q_bits), name="exp_top_s2", reset_less=True)
+        m.d.sync += [top.eq(Array(self.top)[slot]), top2.eq(top)]
         es = []
         for lane in range(lanes):
-            es.append(self._exp_lane(m, lane, top, clamp))
+            es.append(self._exp_lane(m, lane, top2, clamp))
         # the row's sum: the beat's lanes, then the row's
         tag, ok = tags[-1], valid[-1]
         m.d.comb += [self._exps_w.addr.eq(Cat(tag.index, tag.slot)),
@@ -483,18 +485,21 @@ class SoftmaxUnit(wiring.Component):
             return regs[-1]
 
         base = lane * (qb + 1)
-        q = self._rows_r.data[base:base + qb].as_signed()
-        keep = self._rows_r.data[base + qb]
-        # 2: n = top - q (kept), else 0
-        n = reg(signed(qb + 1), 2, "n")
+        # 2: the read's data in registers of its own (a block RAM's read is slow to come out)
+        q = reg(signed(qb), 2, "q")
+        keep = reg(unsigned(1), 2, "keep")
+        m.d.sync += [q.eq(self._rows_r.data[base:base + qb].as_signed()),
+                     keep.eq(self._rows_r.data[base + qb])]
+        # 3: n = top - q (kept), else 0
+        n = reg(signed(qb + 1), 3, "n")
         m.d.sync += n.eq(Mux(keep, top - q, 0))
-        # 3: the clamp n <= 15 ln2
-        rem = reg(unsigned(w.n), 3, "clamped")
+        # 4: the clamp n <= 15 ln2
+        rem = reg(unsigned(w.n), 4, "clamped")
         m.d.sync += rem.eq(Mux(n > clamp, clamp, n))           # n >= 0
-        # 4 to 7: z = n // ln2, rem = n - z ln2, one quotient bit a stage
+        # 5 to 8: z = n // ln2, rem = n - z ln2, one quotient bit a stage
         z = None
         for step, bit in enumerate(reversed(range(_Z_BITS))):
-            stage = 4 + step
+            stage = 5 + step
             part = cfg.ln2 << bit
             fits = rem >= part
             nxt = reg(unsigned(w.n), stage, f"rem{bit}")
@@ -502,17 +507,17 @@ class SoftmaxUnit(wiring.Component):
             m.d.sync += [nxt.eq(Mux(fits, rem - part, rem)),
                          zn.eq(fits if z is None else Cat(fits, z))]
             rem, z = nxt, zn
-        # 8: b - rem (> 0), shift + z
-        t = reg(unsigned(w.b), 8, "t")
-        amount = reg(unsigned(w.amount), 8, "amount")
-        small = reg(unsigned(w.ln2), 8, "rem")
+        # 9: b - rem (> 0), shift + z
+        t = reg(unsigned(w.b), 9, "t")
+        amount = reg(unsigned(w.amount), 9, "amount")
+        small = reg(unsigned(w.ln2), 9, "rem")
         m.d.sync += [t.eq(cfg.b - rem), amount.eq(cfg.shift + z), small.eq(rem)]
-        # 9 to 11: rem (b - rem) in two products where b - rem is wider than an 18-bit
-        # operand (its low 17 bits, the rest), one multiplier block each; 12: their sum
+        # 10 to 12: rem (b - rem) in two products where b - rem is wider than an 18-bit
+        # operand (its low 17 bits, the rest), one multiplier block each; 13: their sum
         low = PipelinedMultiplier(unsigned(w.ln2), unsigned(min(w.b, _T_LOW)))
         m.submodules[f"exp_low_{lane}"] = low
         m.d.comb += [low.a.eq(small), low.b.eq(t[:_T_LOW])]
-        prod = reg(unsigned(w.ln2 + w.b), 12, "prod")
+        prod = reg(unsigned(w.ln2 + w.b), 13, "prod")
         if w.b > _T_LOW:
             high = PipelinedMultiplier(unsigned(w.ln2), unsigned(w.b - _T_LOW))
             m.submodules[f"exp_high_{lane}"] = high
@@ -520,16 +525,16 @@ class SoftmaxUnit(wiring.Component):
             m.d.sync += prod.eq(Cat(low.p[:_T_LOW], low.p[_T_LOW:] + high.p))
         else:
             m.d.sync += prod.eq(low.p)
-        # 13: poly = c - rem (b - rem)
-        poly = reg(unsigned(w.c), 13, "poly")
+        # 14: poly = c - rem (b - rem)
+        poly = reg(unsigned(w.c), 14, "poly")
         m.d.sync += poly.eq(cfg.c - prod)                      # in (0, c]: exact
-        amount = delayed(amount, 9, 13, "amount")
-        # 14, 15: e = poly >> amount, coarse (multiples of 8) then fine, gated by keep
-        coarse = reg(unsigned(_WINDOW), 14, "coarse")
+        amount = delayed(amount, 10, 14, "amount")
+        # 15, 16: e = poly >> amount, coarse (multiples of 8) then fine, gated by keep
+        coarse = reg(unsigned(_WINDOW), 15, "coarse")
         m.d.sync += coarse.eq(poly >> Cat(C(0, 3), amount[3:]))
-        fine = delayed(amount[:3], 14, 14, "fine")
-        kept = delayed(keep, 2, 14, "keep")
-        e = reg(unsigned(EXP_BITS), 15, "e")
+        fine = delayed(amount[:3], 15, 15, "fine")
+        kept = delayed(keep, 3, 15, "kept")
+        e = reg(unsigned(EXP_BITS), 16, "e")
         m.d.sync += e.eq(Mux(kept, coarse >> fine, 0))
         return e
 
