@@ -89,9 +89,14 @@ class PanelFetch(wiring.Component):
             words, z_in = perturb.words, perturb.z
             m.d.comb += perturb.minus.eq(job.minus.replicate(R))
         # the words' two stages: ``read`` (in the memory), ``pending`` (in the register
-        # behind it, offered to the unit); both move on ``advance``
+        # behind it, offered to the unit); both move on ``advance``. Straight to the unit
+        # (B = 1), whose output is never stalled here (``out.ready`` is 1), its
+        # ``words.ready`` is ``z.valid | ~perturb`` (:class:`~.perturb.PerturbUnit`), taken
+        # from the generator's valid and the job's register, not through the unit's port
+        # (a level of logic less between the generator and the walk)
         read = Signal()
-        advance = ~pending | words.ready
+        takes = words.ready if B > 1 else self.z.valid | ~job.perturbing
+        advance = ~pending | takes
         # mid-panel (the walk's register, not a compare of k), or a bank to start one in:
         # issue is one LUT of registers and the unit's ready
         bank_free = walk.mid | ~occupied[1]
