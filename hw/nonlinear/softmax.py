@@ -65,8 +65,8 @@ order, each waiting for the slot it needs::
 So four rows can be in the unit, in four different phases; with the input always valid and
 the output always ready a long stream of rows of ``n`` beats goes at one row every
 ``max(n, div_cycles)`` cycles (:func:`softmax_cycles`, exact against the simulation; by the
-model, for rows of 1 to 40 beats and 1 to 16 lanes, exactly that but for rows of 11 to 15
-beats, where the four slots bound it: at most 19 cycles a row, 13 beats on 16 lanes).
+model, for rows of 1 to 40 beats and 1 to 16 lanes, exactly that but for rows of 10 to 16
+beats, where the four slots bound it: at most 20 cycles a row, 13 beats on 16 lanes).
 MiniLM's rows of 128 keys: 16 cycles a row on 8 lanes, 13 (the divider's) on 16.
 
 Stages of the exp pass (:data:`EXP_LATENCY` from the read to e; each one adder, one compare
@@ -87,7 +87,7 @@ and mux, or one multiplier register)::
     17...  the beat's sum, a tree of registered adders   (sum_levels(lanes) stages)
     then   the row's sum                                 (the slot's sum on its last beat)
 
-and of the out pass (:data:`OUT_LATENCY`): the read (e, R), ``e R`` in a
+and of the out pass (:data:`OUT_LATENCY`): the read (e, R), its register, ``e R`` in a
 PipelinedMultiplier (3; on an ECP5 platform two, R's low 17 bits and the rest, each one
 MULT18X18D), the product's register (there: the two products' sum), the rounding; then the
 output buffer (bypassed while empty).
@@ -142,9 +142,10 @@ _E_MIN_BITS = EXP_BITS - 1                  # e(top) >= 2^14
 #: :func:`sum_levels`, then the row's): read, its register, n, clamp, 4 division steps,
 #: b - rem, the products, their sum, c - product, two shifts.
 EXP_LATENCY = 1 + 1 + 1 + 1 + _Z_BITS + 1 + multiply.LATENCY + 1 + 1 + 2
-#: Register stages from the out pass's read issue to the output beat: the read, the product
-#: e R, its register (the sum of its two halves on an ECP5), the rounding.
-OUT_LATENCY = 1 + multiply.LATENCY + 1 + 1
+#: Register stages from the out pass's read issue to the output beat: the read, its
+#: register, the product e R, its register (the sum of its two halves on an ECP5), the
+#: rounding.
+OUT_LATENCY = 1 + 1 + multiply.LATENCY + 1 + 1
 #: Beats the output buffer holds, and so the most beats in flight in the out stages.
 BUFFER_BEATS = buffer_depth(OUT_LATENCY)
 
@@ -598,8 +599,9 @@ class SoftmaxUnit(wiring.Component):
         lasts = [Signal(name=f"out_last_s{n}") for n in range(1, OUT_LATENCY + 1)]
         m.d.sync += [valid[0].eq(taken), lasts[0].eq(last)]
         m.d.sync += [d.eq(s) for d, s in zip(valid[1:] + lasts[1:], valid[:-1] + lasts[:-1])]
-        recip = Signal(w.recip, name="out_recip_s1", reset_less=True)
-        m.d.sync += recip.eq(Array(self.recips)[ptr])
+        recip1 = Signal(w.recip, name="out_recip_s1", reset_less=True)
+        recip = Signal(w.recip, name="out_recip_s2", reset_less=True)
+        m.d.sync += [recip1.eq(Array(self.recips)[ptr]), recip.eq(recip1)]
         row = Signal(output_layout(lanes, self.levels), name="out_row")
         m.d.comb += row.last.eq(lasts[-1])
         half = 1 << (SOFTMAX_FRAC - 1)
@@ -612,7 +614,9 @@ class SoftmaxUnit(wiring.Component):
             narrow = getattr(platform, "family", None) == "ecp5"
         split = narrow and w.recip > _T_LOW
         for lane in range(lanes):
-            e = self._exps_r.data[lane * EXP_BITS:(lane + 1) * EXP_BITS]
+            # the read's data in a register of its own (a block RAM's read is slow out)
+            e = Signal(EXP_BITS, name=f"out_e_s2_{lane}", reset_less=True)
+            m.d.sync += e.eq(self._exps_r.data[lane * EXP_BITS:(lane + 1) * EXP_BITS])
             low = PipelinedMultiplier(unsigned(EXP_BITS),
                                       unsigned(_T_LOW if split else w.recip))
             m.submodules[f"out_{lane}"] = low
