@@ -17,6 +17,19 @@ product, -128 x -128 = 2^14 included, with its sign). Both results are exact for
 operand triple; :func:`packed_products` computes them through those bit fields (the
 hardware's arithmetic), so a test can hold them against the plain products.
 
+The packed operand needs no adder: with ``borrow = [a_lo < 0]``::
+
+    a_hi * 2^SHIFT + a_lo = (a_hi - borrow) * 2^SHIFT + (a_lo mod 2^SHIFT)
+
+and ``a_lo mod 2^SHIFT`` is a_lo sign-extended to SHIFT bits read unsigned, so ``packed`` is
+the wiring of a_lo's 8 bits (its sign bit repeated up to bit SHIFT - 1) under the
+:data:`HIGH_BITS`-bit signed ``high = a_hi - borrow`` (in [-129, 127]) at bits
+``[SHIFT, PACKED_BITS)``. A paired systolic array (:class:`zoforge.hw.pe.array.SystolicArray`)
+subtracts the borrow once per pair-row at its left edge and forwards ``(a_lo, high)`` along
+the row, so each pair's multiplier operand is that wiring of its registers.
+:func:`borrowed_high` and :func:`pack_fields` state it (``pack_fields(a_lo, borrowed_high(a_lo,
+a_hi)) == pack(a_lo, a_hi)`` for every INT8 pair).
+
 The paired processing element (:class:`zoforge.hw.pe.pe_pair.ProcessingPair`) does not add
 the correction to the product: it takes the high field as it is, ``high = full >> SHIFT``
 (``p_hi - borrow``, with ``borrow = full[SHIFT - 1]``, also ``p_lo``'s sign bit), and its
@@ -32,8 +45,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SHIFT", "PACKED_BITS", "B_BITS", "FULL_BITS", "PRODUCT_BITS", "pack",
-           "split", "packed_products", "high_field", "add_high"]
+__all__ = ["SHIFT", "PACKED_BITS", "B_BITS", "FULL_BITS", "PRODUCT_BITS", "HIGH_BITS",
+           "pack", "borrowed_high", "pack_fields", "split", "packed_products", "high_field",
+           "add_high"]
 
 #: Bits between the two packed operands (and the low product's field).
 SHIFT = 18
@@ -43,6 +57,9 @@ PACKED_BITS, B_BITS = 27, 18
 FULL_BITS = PACKED_BITS + B_BITS
 #: Bits of each INT8 x INT8 product (signed; -128 x -128 = 2^14 needs all 16).
 PRODUCT_BITS = 16
+#: Bits of the packed operand's high field ``a_hi - borrow`` (signed, in [-129, 127]):
+#: the bits of ``packed`` above the low field, PACKED_BITS - SHIFT.
+HIGH_BITS = PACKED_BITS - SHIFT
 
 
 def _int8(name: str, values) -> np.ndarray:
@@ -55,6 +72,26 @@ def _int8(name: str, values) -> np.ndarray:
 def pack(a_lo, a_hi) -> np.ndarray:
     """The packed operand ``a_hi * 2^SHIFT + a_lo`` (int64; fits :data:`PACKED_BITS` signed)."""
     return _int8("a_hi", a_hi) * (1 << SHIFT) + _int8("a_lo", a_lo)
+
+
+def borrowed_high(a_lo, a_hi) -> np.ndarray:
+    """The packed operand's high field ``a_hi - [a_lo < 0]`` (int64, in [-129, 127]: fits
+    :data:`HIGH_BITS` signed), what a paired array forwards in place of ``a_hi``."""
+    a_lo, a_hi = _int8("a_lo", a_lo), _int8("a_hi", a_hi)
+    return a_hi - (a_lo < 0)
+
+
+def pack_fields(a_lo, high) -> np.ndarray:
+    """The packed operand from its fields by wiring alone (module docstring): the
+    :data:`HIGH_BITS`-bit ``high`` (:func:`borrowed_high`) at bit SHIFT over a_lo's bits
+    sign-extended to SHIFT bits, read unsigned (no addition of overlapping bits)."""
+    a_lo = _int8("a_lo", a_lo)
+    high = np.asarray(high, dtype=np.int64)
+    if high.size and (high.min() < -(1 << (HIGH_BITS - 1))
+                      or high.max() >= 1 << (HIGH_BITS - 1)):
+        raise ValueError(f"high must be signed {HIGH_BITS}-bit values")
+    low = a_lo & ((1 << SHIFT) - 1)                     # sign-extended, read unsigned
+    return (high << SHIFT) | low
 
 
 def split(full) -> tuple[np.ndarray, np.ndarray]:

@@ -11,8 +11,9 @@ from amaranth.back import verilog
 from amaranth.sim import Simulator
 
 from test_multiply import expected_products
-from zoforge.golden.packing import (B_BITS, FULL_BITS, PACKED_BITS, PRODUCT_BITS, SHIFT,
-                                    pack, packed_products, split)
+from zoforge.golden.packing import (B_BITS, FULL_BITS, HIGH_BITS, PACKED_BITS, PRODUCT_BITS,
+                                    SHIFT, borrowed_high, pack, pack_fields, packed_products,
+                                    split)
 from zoforge.hw.pe.multiply import PipelinedMultiplier
 from zoforge.hw.pe.packed_multiply import LATENCY, PackedMultiplier
 
@@ -33,6 +34,29 @@ def test_every_operand_triple_gives_both_plain_products():
         full = packed * b
         assert full.min() >= -(1 << (FULL_BITS - 1)) and full.max() < 1 << (FULL_BITS - 1)
     assert -128 >= -(1 << (B_BITS - 1))                    # b sign-extends into the B port
+
+
+def test_the_packed_operand_is_wiring_of_a_lo_and_the_borrowed_high_field():
+    """All 2^16 (a_lo, a_hi), against Python's integers: ``a_hi * 2^18 + a_lo`` is
+    ``(a_hi - [a_lo < 0]) * 2^18 + (a_lo mod 2^18)``, whose high field fits 9 signed bits
+    (-129 at a_hi = -128 with a negative a_lo) and whose low 18 bits are a_lo's 8 bits with
+    its sign bit repeated: no addition of overlapping bits (what a paired array forwards)."""
+    assert HIGH_BITS == 9 and PACKED_BITS == SHIFT + HIGH_BITS
+    seen = set()
+    for a_lo in range(-128, 128):
+        for a_hi in range(-128, 128):
+            high = int(borrowed_high(a_lo, a_hi))
+            want = a_hi * 2 ** 18 + a_lo
+            assert high == a_hi - (1 if a_lo < 0 else 0)
+            packed = int(pack_fields(a_lo, high))
+            assert packed == want == int(pack(a_lo, a_hi))
+            bits = packed % 2 ** PACKED_BITS                     # its 27 bits, unsigned
+            assert bits % 2 ** SHIFT == (a_lo % 2 ** 8) | (1023 << 8 if a_lo < 0 else 0)
+            assert (bits >> SHIFT) == high % 2 ** HIGH_BITS
+            seen.add(high)
+    assert min(seen) == -129 and max(seen) == 127
+    with pytest.raises(ValueError, match="high"):
+        pack_fields(0, 256)
 
 
 def test_the_correction_is_needed_exactly_when_the_low_product_is_negative():
@@ -92,6 +116,40 @@ def test_rtl_gives_both_products_with_the_plain_multipliers_latency_and_enable()
     assert [lo for lo, _ in got] == expected_products(a_lo, b, en)
     assert [hi for _, hi in got] == expected_products(a_hi, b, en)
     assert LATENCY == 3
+
+
+def test_rtl_borrowed_form_has_no_adder_before_the_multiply_and_gives_both_products():
+    """``borrowed=True`` (a paired PE's multiplier): its RTLIL has a multiply and no adder or
+    subtractor (the packed operand is wiring of its registers; the default block subtracts
+    the borrow before its registers), and every corner triple fed as ``(a_lo, a_hi - [a_lo
+    < 0])`` gives ``a_lo * b`` and the uncorrected ``a_hi * b - [a_lo * b < 0]``."""
+    from amaranth.back import rtlil
+
+    def cells(dut):
+        return {line.split()[1] for line in rtlil.convert(dut).splitlines()
+                if line.strip().startswith("cell ")}
+
+    borrowed = cells(PackedMultiplier(corrected=False, borrowed=True))
+    assert "$mul" in borrowed and not borrowed & {"$add", "$sub"}, borrowed
+    assert "$sub" in cells(PackedMultiplier(corrected=False))
+    triples = [(x, y, z) for x in CORNERS for y in CORNERS for z in CORNERS]
+    dut = PackedMultiplier(corrected=False, borrowed=True)
+    got = []
+
+    async def bench(ctx):
+        for a_lo, a_hi, b in triples + [(0, 0, 0)] * LATENCY:
+            ctx.set(dut.a_lo, a_lo)
+            ctx.set(dut.a_hi, int(borrowed_high(a_lo, a_hi)))
+            ctx.set(dut.b, b)
+            await ctx.tick()
+            got.append((ctx.get(dut.p_lo), ctx.get(dut.p_hi)))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    got = got[LATENCY - 1:LATENCY - 1 + len(triples)]
+    assert got == [(a_lo * b, a_hi * b - (a_lo * b < 0)) for a_lo, a_hi, b in triples]
 
 
 @pytest.mark.slow

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from zoforge.golden.packing import add_high, high_field, pack
+from zoforge.golden.packing import add_high, borrowed_high, high_field, pack
 from zoforge.hw.pe.pe import LATENCY
 from zoforge.hw.pe.pe_pair import ProcessingPair
 
@@ -60,7 +60,8 @@ def _dots():
 
 
 def _run_pair(bits: int, dots):
-    """Each dot product's two sums from the pair's drain: the lower row's (``a[1]``,
+    """Each dot product's two sums from the pair's drain (its ``a`` in the form the array
+    forwards, ``a_lo`` and ``a_hi - [a_lo < 0]``): the lower row's (``a[1]``,
     ``res_out``) :data:`LATENCY` cycles after the last step, the upper row's one shift
     later."""
     pair = ProcessingPair(bits)
@@ -70,8 +71,8 @@ def _run_pair(bits: int, dots):
         ctx.set(pair.res_in, 0)
         for steps in dots:
             for n, (a_lo, a_hi, b) in enumerate(steps):
-                ctx.set(pair.a_in[0], a_lo)
-                ctx.set(pair.a_in[1], a_hi)
+                ctx.set(pair.a_in.lo, a_lo)           # the array's edge form
+                ctx.set(pair.a_in.high, int(borrowed_high(a_lo, a_hi)))
                 ctx.set(pair.b_in, b)
                 ctx.set(pair.valid_in, 1)
                 ctx.set(pair.first_in, n == 0)

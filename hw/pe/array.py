@@ -12,7 +12,12 @@ in ``res`` of every PE from cycle t_last + R + C - 2 + :data:`~.pe.LATENCY`
 
 **Paired rows** (``paired``, INT8 operands, R even): rows ``2p`` and ``2p + 1`` of each column
 are one :class:`~.pe_pair.ProcessingPair`, whose two products come from one DSP48E2 (two
-MACs per DSP, Xilinx WP486). A pair's rows are skewed alike (by ``p``), so a step reaches
+MACs per DSP, Xilinx WP486). A pair-row enters in the packed operand's form: the array
+subtracts ``[a_lo < 0]`` from ``a_hi`` once per pair-row at its left edge, before the row's
+first register (:func:`~.pe_pair.pair_operands`, :func:`zoforge.golden.packing.borrowed_high`),
+and forwards ``a_lo`` and that 9-bit high field (17 bits) along the row, so each pair's
+multiplier operand is a register wired as the packed operand, with no adder before the
+multiply; cycles as without it. A pair's rows are skewed alike (by ``p``), so a step reaches
 PE (i, j) in cycle t + i // 2 + j and the sums are in ``res`` from t_last + R / 2 + C - 2 +
 LATENCY; the drain chain and its order are those of single PEs, and the minimum tile
 interval holds a fortiori (the captures come earlier, the drain is the same R cycles).
@@ -42,7 +47,7 @@ from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .pe import LATENCY as PE_LATENCY
 from .pe import ProcessingElement, check_acc_bits
-from .pe_pair import ProcessingPair
+from .pe_pair import ProcessingPair, pair_operands
 
 __all__ = ["SystolicArray", "min_tile_interval", "capture_latency", "drain_lead"]
 
@@ -140,7 +145,6 @@ class SystolicArray(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         U, C = self.unit_rows, self.cols
-        per_unit = 2 if self.paired else 1
         units = [[ProcessingPair(self.acc_bits) if self.paired else
                   ProcessingElement(self.a_bits, self.b_bits, self.acc_bits) for _ in range(C)]
                  for _ in range(U)]
@@ -149,23 +153,22 @@ class SystolicArray(wiring.Component):
                 name = (f"pair_{u}_{j}" if self.paired else f"pe_{u}_{j}")
                 m.submodules[name] = units[u][j]
 
-        def a_port(unit, row):      # row (0 or 1) of a unit's a input or output
-            return unit[row] if self.paired else unit
-
-        # Input skew: unit row u (its operands and the flags) delayed by u cycles, column j by j.
+        # Input skew: unit row u (its operands and the flags) delayed by u cycles, column j by
+        # j. A pair-row's operands enter in the packed operand's form (``pair_operands``: the
+        # borrow subtracted once, here at the edge, before the first register of the row).
         for u in range(U):
-            rows = [self.a[u * per_unit + n] for n in range(per_unit)]
+            if self.paired:
+                a = pair_operands(m, self.a[2 * u], self.a[2 * u + 1], f"a_pair_{u}")
+            else:
+                a = self.a[u]
             valid, first, last = self.valid, self.first, self.last
             for stage in range(u):
-                delayed = [Signal(signed(self.a_bits), name=f"a_skew_{u * per_unit + n}_{stage}")
-                           for n in range(per_unit)]
+                a_d = Signal(a.shape(), name=f"a_skew_{u}_{stage}")
                 flags_d = Signal(3, name=f"flags_skew_{u}_{stage}")
-                m.d.sync += [d.eq(a) for d, a in zip(delayed, rows)]
-                m.d.sync += flags_d.eq(Cat(valid, first, last))
-                rows, valid, first, last = delayed, flags_d[0], flags_d[1], flags_d[2]
+                m.d.sync += [a_d.eq(a), flags_d.eq(Cat(valid, first, last))]
+                a, valid, first, last = a_d, flags_d[0], flags_d[1], flags_d[2]
             unit = units[u][0]
-            m.d.comb += [a_port(unit.a_in, n).eq(a) for n, a in enumerate(rows)]
-            m.d.comb += [unit.valid_in.eq(valid), unit.first_in.eq(first),
+            m.d.comb += [unit.a_in.eq(a), unit.valid_in.eq(valid), unit.first_in.eq(first),
                          unit.last_in.eq(last)]
         for j in range(C):
             b = self.b[j]

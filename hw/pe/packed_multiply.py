@@ -5,11 +5,20 @@ processing elements can take it in place of two of those).
 
 The arithmetic, bit for bit, is :mod:`zoforge.golden.packing`'s::
 
-    cycle 1:  a_lo, a_hi, b            <- inputs   (the DSP's A/D and B input registers)
-              packed = a_hi * 2^18 + a_lo          (27-bit signed: the DSP's pre-adder)
+    cycle 1:  a_lo, high, b        <- a_lo, a_hi - [a_lo < 0], b   (the DSP's A and B
+                                                                     input registers)
+              packed = high * 2^18 + (a_lo mod 2^18)   (27-bit signed, = a_hi * 2^18 + a_lo:
+                                                        wiring, a_lo's sign bit repeated)
     cycle 2:  full   <- packed * b                  (45-bit signed: MREG)
     cycle 3:  p_lo   <- full[0:18] sign-extended    (its register in the fabric, after
               p_hi   <- full[18:] + full[17]         the correction of the low sign)
+
+so no adder stands between the operand registers and the multiply (Yosys does not use the
+DSP48E2's pre-adder: an addition there is a carry chain in LUTs on the multiplier's input
+path). The 9-bit ``high = a_hi - borrow`` (:func:`~zoforge.golden.packing.borrowed_high`)
+is computed on the input side of the register; with ``borrowed=True`` the block takes it
+ready on its ``a_hi`` port (9 bits): a paired systolic array subtracts it once per pair-row
+at its left edge and forwards ``(a_lo, high)`` along the row.
 
 With ``corrected=False`` the block leaves the correction to its user: ``p_hi`` is the high
 field as it is, ``full[18:34]`` = ``a_hi * b - borrow`` (16 bits hold it), and the borrow is
@@ -26,12 +35,12 @@ MULT18X18D has no 27-bit port, so that target keeps one product per multiplier
 """
 from __future__ import annotations
 
-from amaranth import Module, Signal, signed
+from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import OPERAND_BITS
-from zoforge.golden.packing import FULL_BITS, PACKED_BITS, PRODUCT_BITS, SHIFT
+from zoforge.golden.packing import FULL_BITS, HIGH_BITS, PACKED_BITS, PRODUCT_BITS, SHIFT
 
 from .multiply import LATENCY
 
@@ -42,26 +51,31 @@ class PackedMultiplier(wiring.Component):
     """``p_lo = a_lo * b``, ``p_hi = a_hi * b`` (signed INT8 operands) through one packed
     multiply (module docstring); ``en`` moves the whole pipeline, as in
     :class:`~.multiply.PipelinedMultiplier`; ``corrected=False``: ``p_hi`` without the low
-    sign's correction, ``a_hi * b - (p_lo < 0)`` (module docstring)."""
+    sign's correction, ``a_hi * b - (p_lo < 0)`` (module docstring); ``borrowed=True``:
+    ``a_hi`` is the 9-bit high field ``a_hi - [a_lo < 0]``, computed by the user."""
 
-    def __init__(self, corrected: bool = True):
-        self.corrected = bool(corrected)
+    def __init__(self, corrected: bool = True, borrowed: bool = False):
+        self.corrected, self.borrowed = bool(corrected), bool(borrowed)
         operand, product = signed(OPERAND_BITS), signed(PRODUCT_BITS)
-        super().__init__({"a_lo": In(operand), "a_hi": In(operand), "b": In(operand),
+        high = signed(HIGH_BITS) if self.borrowed else operand
+        super().__init__({"a_lo": In(operand), "a_hi": In(high), "b": In(operand),
                           "en": In(1, init=1), "p_lo": Out(product), "p_hi": Out(product)})
 
     def elaborate(self, platform):
         m = Module()
-        a_lo, a_hi, b = (Signal(signed(OPERAND_BITS), reset_less=True, name=name)
-                         for name in ("a_lo_reg", "a_hi_reg", "b_reg"))
+        a_lo, b = (Signal(signed(OPERAND_BITS), reset_less=True, name=name)
+                   for name in ("a_lo_reg", "b_reg"))
+        high = Signal(signed(HIGH_BITS), reset_less=True, name="high_reg")
         packed = Signal(signed(PACKED_BITS))
         full = Signal(signed(FULL_BITS), reset_less=True, name="full_reg")
         p_lo, p_hi = (Signal(signed(PRODUCT_BITS), reset_less=True, name=name)
                       for name in ("p_lo_fabric", "p_hi_fabric"))
-        m.d.comb += packed.eq((a_hi << SHIFT) + a_lo)
+        # The borrow on the input side; after the registers, wiring only (module docstring).
+        high_in = self.a_hi if self.borrowed else self.a_hi - self.a_lo[-1]
+        m.d.comb += packed.eq(Cat(a_lo, a_lo[-1].replicate(SHIFT - OPERAND_BITS), high))
         low_sign = full[SHIFT - 1]
         with m.If(self.en):
-            m.d.sync += [a_lo.eq(self.a_lo), a_hi.eq(self.a_hi), b.eq(self.b),
+            m.d.sync += [a_lo.eq(self.a_lo), high.eq(high_in), b.eq(self.b),
                          full.eq(packed * b),
                          p_lo.eq(full[:SHIFT].as_signed())]
             if self.corrected:

@@ -14,32 +14,51 @@ p_hi + borrow`` (:func:`~.pe.accumulate`'s ``carry_in``;
 product's, with no adder of its own. The drain chain passes through both: ``res_in`` (the
 pair above) -> row ``2p``'s ``res`` -> row ``2p + 1``'s ``res`` = ``res_out``, the order of
 two single PEs.
+
+The two rows' operands come in (and are forwarded to the right) in the packed operand's
+form, :data:`OPERANDS`: ``lo`` = ``a_lo`` (row ``2p``'s) and ``high`` = ``a_hi - [a_lo <
+0]`` (9 bits; :func:`zoforge.golden.packing.borrowed_high`), which the array computes once
+per pair-row at its left edge (:func:`pair_operands`), so the multiplier's operand register
+is the packed operand's wiring (:class:`~.packed_multiply.PackedMultiplier`,
+``borrowed=True``) with no adder before the multiply.
 """
 from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import data, wiring
 
 from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
+from zoforge.golden.packing import HIGH_BITS
 
 from .packed_multiply import PackedMultiplier
 from .pe import accumulate, check_acc_bits, forward, unit_members
 
-__all__ = ["ProcessingPair"]
+__all__ = ["ProcessingPair", "OPERANDS", "pair_operands"]
+
+#: A pair's ``a`` operands as the array forwards them: row ``2p``'s ``a_lo`` and the packed
+#: operand's high field ``a_hi - [a_lo < 0]`` (module docstring).
+OPERANDS = data.StructLayout({"lo": signed(OPERAND_BITS), "high": signed(HIGH_BITS)})
+
+
+def pair_operands(m: Module, a_lo, a_hi, name: str):
+    """A signal of :data:`OPERANDS` (``name``) driven combinationally from the INT8 rows
+    ``a_lo`` and ``a_hi``: the one subtraction of a pair-row, at the array's left edge."""
+    operands = Signal(OPERANDS, name=name)
+    m.d.comb += [operands.lo.eq(a_lo), operands.high.eq(a_hi - a_lo[-1])]
+    return operands
 
 
 class ProcessingPair(wiring.Component):
-    """Rows ``a[0]`` (upper) and ``a[1]`` (lower) of one column, one packed multiplier."""
+    """Rows ``a_lo`` (upper) and ``a_hi`` (lower) of one column, one packed multiplier;
+    ``a_in``: the two rows as :data:`OPERANDS` (module docstring)."""
 
     def __init__(self, acc_bits: int = ACC_BITS):
         self.acc_bits = check_acc_bits(acc_bits, OPERAND_BITS, OPERAND_BITS)
-        operand = signed(OPERAND_BITS)
-        pair = data.ArrayLayout(operand, 2)
-        super().__init__(unit_members(pair, operand, acc_bits))
+        super().__init__(unit_members(OPERANDS, signed(OPERAND_BITS), acc_bits))
 
     def elaborate(self, platform):
         m = Module()
         forward(m, self)
-        m.submodules.multiply = multiply = PackedMultiplier(corrected=False)
-        m.d.comb += [multiply.a_lo.eq(self.a_in[0]), multiply.a_hi.eq(self.a_in[1]),
+        m.submodules.multiply = multiply = PackedMultiplier(corrected=False, borrowed=True)
+        m.d.comb += [multiply.a_lo.eq(self.a_in.lo), multiply.a_hi.eq(self.a_in.high),
                      multiply.b.eq(self.b_in)]
         flags = Signal(3)
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
