@@ -258,6 +258,11 @@ BUGS = (
         "accumulator's carry-in (the array's uncorrected packed product)", "hw/pe/pe_pair.py",
         (("carry_in=multiply.p_lo[-1])", "carry_in=None)"),),
         ("tests/test_pair_carry_in.py",)),
+    Bug("pair-edge-no-borrow", "the paired array's left edge forwards a_hi as the packed "
+        "operand's high field, without subtracting the low operand's borrow",
+        "hw/pe/pe_pair.py",
+        (("operands.high.eq(a_hi - a_lo[-1])", "operands.high.eq(a_hi)"),),
+        ("tests/test_pe_array.py",)),
     Bug("lock-kind-unchecked", "a lock of another kind than a regular file used once opened",
         "zoforge/files.py",
         (("    if not stat.S_ISREG(os.fstat(fd).st_mode):\n        os.close(fd)\n",
