@@ -77,10 +77,10 @@ and mux, or one multiplier register)::
     3      n = top - q if kept else 0
     4      n = min(n, 15 ln2)
     5-8    z and rem, one quotient bit a stage (rem >= ln2 << j: subtract, for j = 3..0)
-    9      b - rem, shift + z
-    10-12  rem (b - rem)[0:17], rem (b - rem)[17:]       two PipelinedMultipliers (one
-                                                         where b has at most 17 bits)
-    13     rem (b - rem)                                 their sum
+    9      t = b - rem, shift + z
+    10-12  rem t[0:17], rem t[17:]                       two PipelinedMultipliers (one,
+                                                         rem t, where b has at most 17 bits)
+    13     rem t = rem (b - rem)                         their sum
     14     poly = c - rem (b - rem)
     15     poly >> ((shift + z) & ~7)                    (the coarse shift, a 22-bit window)
     16     e = that >> ((shift + z) & 7), 0 if not kept  (to the e buffer)
@@ -88,9 +88,9 @@ and mux, or one multiplier register)::
     then   the row's sum                                 (the slot's sum on its last beat)
 
 and of the out pass (:data:`OUT_LATENCY`): the read (e, R), its register, ``e R`` in a
-PipelinedMultiplier (3; on an ECP5 platform two, R's low 17 bits and the rest, each one
-MULT18X18D), the product's register (there: the two products' sum), the rounding; then the
-output buffer (bypassed while empty).
+PipelinedMultiplier (3; with ``narrow_multipliers``, by default on an ECP5 platform, two,
+R's low 17 bits and the rest, each one MULT18X18D), the product's register (there: the two
+products' sum), the rounding; then the output buffer (bypassed while empty).
 
 The constants are the inputs of :attr:`SoftmaxUnit.config` (:func:`config_signature`),
 written from :func:`softmax_registers` before a job's first beat and held while its rows are
