@@ -60,7 +60,7 @@ def test_engine_logic_follows_its_accumulator_width(max_k, acc_bits):
     config = AcceleratorConfig(engine_max_k=max_k)
     engine = estimate_resources(config)["engine"]
     assert engine["LUT"] == round(_xcup_lut(1, 8, 8, acc_bits) - 6395)
-    assert engine["FF"] == round(1966 + (8233 / 64 - 2 * (32 - acc_bits)) * 64 + 6036)
+    assert engine["FF"] == round(1966 + (8267 / 64 - 2 * (32 - acc_bits)) * 64 + 6036)
     ecp5 = estimate_resources(config.replace(board="ulx3s-85f", paired=False))["engine"]
     assert ecp5["LUT"] == round(5604 - 16 * 8715 / 48 + 8715 / 48 * 64)
 

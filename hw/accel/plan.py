@@ -67,7 +67,16 @@ M_STEP = 64
 #: is 3,360 LUT / 7,177 FF, was 3,392 / 7,209, so 4,384 / 8,201 at 32 bits: the fit keeps
 #: 4,416 / 8,233, 0.7 / 0.4 % high, as tests/test_accel_plan.py pins them; Yosys' LUT cells
 #: do not count the 15 carry-chain selects a pair had straight from registers, LUT
-#: route-throughs on the device, none since) and the ZO layer
+#: route-throughs on the device, none since; at a5660eb, no pre-adder in the pairs (the
+#: array forwards a_lo and a_hi - [a_lo < 0] from its left edge, the packed operand wired
+#: from registers), the build's `array` is 3,140 LUT / 7,243 FF / 428 CARRY4, was 3,360 /
+#: 7,177 / 512 at 93835a4 (`uptime` load 5 to 7 on 2 shared cores), so 4,164 / 8,267 at 32
+#: bits: the FF fit is the measured 8,267 (about one FF a PE more: the high field's ninth
+#: bit, forwarded and in the multiplier's operand register); the LUT fit keeps 4,416, 6 %
+#: high: the planner's zcu102 totals that tests/test_accel_plan.py pins beyond its per-PE
+#: lines (189,790 LUT; 3 x 64 x 16 over the LUT budget) would move; at 4,164 it plans the
+#: same zcu102 design, 5 x 32 x 16, and for MiniLM 5 x 32 x 16 in place of 5 x 64 x 8,
+#: docs/accelerator.md) and the ZO layer
 #: 4 x 4 (docs/zo-layer.md: `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 / 2,161 for 4
 #: columns, the rest 2,111 / 3,285; `array` LUT 1,040 for 16 PEs at 6724b69, was 1,552; FF
 #: 2,777). The array figures: `zoforge build --board zcu102 --design engine --rows 8 --cols 8
@@ -77,7 +86,7 @@ M_STEP = 64
 #: with the engine's slope per PE.
 LOGIC_FIT = {
     "xilinx": {"engine": {"LUT": (1_095, 4_416 / 64, 0, 4_224 / 8),
-                          "FF": (1_966, 8_233 / 64, 0, 6_036 / 8)},
+                          "FF": (1_966, 8_267 / 64, 0, 6_036 / 8)},
                "layer": {"LUT": (2_111, 1_040 / 16, 1_435 / 4, 1_809 / 4),
                          "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
     "ecp5": {"engine": {"LUT": (5_604 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
@@ -93,8 +102,10 @@ LOGIC_FIT = {
 #: (4 a bit for its 2 PEs), and ``SystolicArray(8, 8, paired=True, acc_bits=...)`` at 32 / 26:
 #: LUT 4,363 / 3,595, FF 7,922 / 7,154 (768 = 2 x 6 bits x 64 PEs each), at 23e980d (before
 #: a7ac2b8 one LUT and one FF more a pair: 138 / 114 / 78 and 251 / 227 / 191 LUT / FF,
-#: 4,395 / 3,627 and 7,954 / 7,186). ``ecp5``: not measured, none counted (the 32-bit
-#: figures, an over-estimate).
+#: 4,395 / 3,627 and 7,954 / 7,186); at a5660eb (no pre-adder in the pairs) ``ProcessingPair``
+#: LUT 129 / 105 / 69, FF 252 / 228 / 192, the array at 32 / 26 LUT 4,143 / 3,375, FF
+#: 7,988 / 7,220: the same 4 a bit a pair and 768 a 6-bit step. ``ecp5``: not measured, none
+#: counted (the 32-bit figures, an over-estimate).
 ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
 
 
