@@ -229,8 +229,8 @@ def test_int16_scores_one_lane_and_lanes_that_do_not_divide_max_len():
 
 
 def test_a_long_output_stall_holds_the_rows():
-    """With ``o.ready`` low for 300 cycles the unit fills its slots and its output buffer,
-    then takes no more input; released, every row comes out, in order, the golden's."""
+    """``o.ready`` low for 300 cycles while 9 rows are sent (more than the unit's slots and
+    output buffer hold); released, every row comes out, in order, the golden's."""
     p = SoftmaxParams.of(1e-3)
     rng = np.random.default_rng(8)
     rows = random_rows(9, MAX_LEN, -2 ** 20, 2 ** 20, rng, spread=10 * p.ln2)
