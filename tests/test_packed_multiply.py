@@ -37,24 +37,24 @@ def test_every_operand_triple_gives_both_plain_products():
 
 
 def test_the_packed_operand_is_wiring_of_a_lo_and_the_borrowed_high_field():
-    """All 2^16 (a_lo, a_hi), against Python's integers: ``a_hi * 2^18 + a_lo`` is
+    """All 2^16 (a_lo, a_hi), against plain integers: ``a_hi * 2^18 + a_lo`` is
     ``(a_hi - [a_lo < 0]) * 2^18 + (a_lo mod 2^18)``, whose high field fits 9 signed bits
     (-129 at a_hi = -128 with a negative a_lo) and whose low 18 bits are a_lo's 8 bits with
     its sign bit repeated: no addition of overlapping bits (what a paired array forwards)."""
     assert HIGH_BITS == 9 and PACKED_BITS == SHIFT + HIGH_BITS
-    seen = set()
-    for a_lo in range(-128, 128):
-        for a_hi in range(-128, 128):
-            high = int(borrowed_high(a_lo, a_hi))
-            want = a_hi * 2 ** 18 + a_lo
-            assert high == a_hi - (1 if a_lo < 0 else 0)
-            packed = int(pack_fields(a_lo, high))
-            assert packed == want == int(pack(a_lo, a_hi))
-            bits = packed % 2 ** PACKED_BITS                     # its 27 bits, unsigned
-            assert bits % 2 ** SHIFT == (a_lo % 2 ** 8) | (1023 << 8 if a_lo < 0 else 0)
-            assert (bits >> SHIFT) == high % 2 ** HIGH_BITS
-            seen.add(high)
-    assert min(seen) == -129 and max(seen) == 127
+    a_lo, a_hi = (g.ravel() for g in np.meshgrid(INT8, INT8, indexing="ij"))
+    high = borrowed_high(a_lo, a_hi)
+    np.testing.assert_array_equal(high, a_hi - (a_lo < 0))
+    assert (high.min(), high.max()) == (-129, 127)
+    packed = pack_fields(a_lo, high)
+    np.testing.assert_array_equal(packed, a_hi * 2 ** 18 + a_lo)
+    np.testing.assert_array_equal(packed, pack(a_lo, a_hi))
+    bits = packed % 2 ** PACKED_BITS                         # its 27 bits, unsigned
+    np.testing.assert_array_equal(bits % 2 ** SHIFT,
+                                  (a_lo % 2 ** 8) | np.where(a_lo < 0, 1023 << 8, 0))
+    np.testing.assert_array_equal(bits >> SHIFT, high % 2 ** HIGH_BITS)
+    for a_lo, a_hi in [(-1, -128), (-128, 127), (0, -128), (127, 127), (-128, -128)]:
+        assert int(pack_fields(a_lo, borrowed_high(a_lo, a_hi))) == a_hi * 2 ** 18 + a_lo
     with pytest.raises(ValueError, match="high"):
         pack_fields(0, 256)
 
