@@ -195,9 +195,10 @@ def sum_levels(lanes: int) -> int:
 
 
 def reduce_cycles(lanes: int) -> int:
-    """Cycles from a row's last input beat to its max being ready: the lanes' registers,
-    the tree's levels, the row's register."""
-    return 2 + (lanes - 1).bit_length()
+    """Cycles from a row's last input beat to its max being ready: the beat's register, the
+    compare, the select (the tree's leaves: each lane's even and odd beats' max), two a
+    level of the tree over the ``2 lanes`` leaves, the row's register."""
+    return 4 + 2 * (2 * lanes - 1).bit_length()
 
 
 def config_signature(min_scale: float = MIN_SCALE) -> wiring.Signature:
@@ -347,8 +348,9 @@ class SoftmaxUnit(wiring.Component):
         return m
 
     def _input(self, m: Module) -> None:
-        """The row into the row buffer; the max of its kept values, lane by lane, then over
-        the lanes."""
+        """The row into the row buffer; the max of its kept values: a lane's even and odd
+        beats each into a register of their own (compare in one stage, select in the next),
+        then over the lanes in a tree (compare, then select, a level)."""
         lanes, qb = self.lanes, self.q_bits
         i, ptr = self.i, Signal(_SLOT_BITS, name="in_slot")
         index = Signal(self.index_bits, name="in_index")
@@ -359,51 +361,98 @@ class SoftmaxUnit(wiring.Component):
         word = Cat(*(Cat(i.payload.q[l], i.payload.keep[l]) for l in range(lanes)))
         m.d.comb += [self._rows_w.addr.eq(Cat(index, ptr)), self._rows_w.data.eq(word),
                      self._rows_w.en.eq(taken)]
-        # each lane's max so far (valid: a kept value seen), and the tree over the lanes
-        level = []
+        for h in range(ROWS):
+            with m.If(taken & end & (ptr == h)):
+                m.d.sync += [self.loaded[h].eq(1), self.q_last[h].eq(index)]
+        with m.If(taken):
+            m.d.sync += [index.eq(Mux(end, 0, index + 1)), ptr.eq(ptr + end)]
+
+        # A: the beat in registers; its parity, whether it is its parity's first in the row
+        # (``fresh``: the register of its parity holds another row's), whether the row ends
+        # with its first beat (``single``: the odd register holds another row's)
+        a_valid, a_end = Signal(name="max_valid_a"), Signal(name="max_end_a")
+        a_odd, a_fresh, a_single = (Signal(name=f"max_{n}_a") for n in ("odd", "fresh",
+                                                                         "single"))
+        a_slot = Signal(_SLOT_BITS, name="max_slot_a")
+        m.d.sync += [a_valid.eq(taken), a_end.eq(end), a_odd.eq(index[0]),
+                     a_fresh.eq(index < 2), a_single.eq(index == 0), a_slot.eq(ptr)]
+        # B: the compares; C: the selects (the row's last beat: both registers, masked, to
+        # the tree's leaves)
+        b_valid, b_end = Signal(name="max_valid_b"), Signal(name="max_end_b")
+        b_odd, b_fresh, b_single = (Signal(name=f"max_{n}_b") for n in ("odd", "fresh",
+                                                                         "single"))
+        b_slot = Signal(_SLOT_BITS, name="max_slot_b")
+        m.d.sync += [b_valid.eq(a_valid), b_end.eq(a_end), b_odd.eq(a_odd),
+                     b_fresh.eq(a_fresh), b_single.eq(a_single), b_slot.eq(a_slot)]
+        leaves = []
         for lane in range(lanes):
-            seen = Signal(name=f"seen_{lane}")
-            best = Signal(signed(qb), name=f"best_{lane}", reset_less=True)
-            q, keep = i.payload.q[lane], i.payload.keep[lane]
-            take = keep & (~seen | (q > best))
-            now_seen, now_best = seen | keep, Mux(take, q, best)
-            out_seen = Signal(name=f"max_seen_l0_{lane}")
-            out_best = Signal(signed(qb), name=f"max_l0_{lane}", reset_less=True)
-            with m.If(taken):
-                m.d.sync += [seen.eq(now_seen & ~end), best.eq(now_best)]
-            m.d.sync += [out_seen.eq(now_seen), out_best.eq(now_best)]
-            level.append((out_seen, out_best))
+            a_q = Signal(signed(qb), name=f"max_q_a_{lane}", reset_less=True)
+            a_keep = Signal(name=f"max_keep_a_{lane}", reset_less=True)
+            m.d.sync += [a_q.eq(i.payload.q[lane]), a_keep.eq(i.payload.keep[lane])]
+            seen = [Signal(name=f"seen_{n}_{lane}") for n in ("even", "odd")]
+            best = [Signal(signed(qb), name=f"best_{n}_{lane}", reset_less=True)
+                    for n in ("even", "odd")]
+            a_seen, a_best = Mux(a_odd, seen[1], seen[0]), Mux(a_odd, best[1], best[0])
+            b_q = Signal(signed(qb), name=f"max_q_b_{lane}", reset_less=True)
+            b_keep = Signal(name=f"max_keep_b_{lane}", reset_less=True)
+            b_take = Signal(name=f"max_take_b_{lane}", reset_less=True)
+            m.d.sync += [b_q.eq(a_q), b_keep.eq(a_keep),
+                         b_take.eq(a_keep & (a_fresh | ~a_seen | (a_q > a_best)))]
+            # the beat's register after it (the same register the compare saw: the one
+            # before of its parity was selected two beats before, at the latest)
+            now_seen = b_keep | (Mux(b_odd, seen[1], seen[0]) & ~b_fresh)
+            now_best = Mux(b_take, b_q, Mux(b_odd, best[1], best[0]))
+            for parity in range(2):
+                with m.If(b_valid & (b_odd == parity)):
+                    m.d.sync += [seen[parity].eq(now_seen), best[parity].eq(now_best)]
+            other_seen = Mux(b_odd, seen[0], seen[1] & ~b_single)
+            other_best = Mux(b_odd, best[0], best[1])
+            for name, (s_new, b_new) in (("this", (now_seen, now_best)),
+                                         ("other", (other_seen, other_best))):
+                s_leaf = Signal(name=f"max_seen_leaf_{name}_{lane}")
+                b_leaf = Signal(signed(qb), name=f"max_leaf_{name}_{lane}", reset_less=True)
+                m.d.sync += [s_leaf.eq(s_new), b_leaf.eq(b_new)]
+                leaves.append((s_leaf, b_leaf))
         go, slot = Signal(name="max_go_l0"), Signal(_SLOT_BITS, name="max_slot_l0")
-        m.d.sync += [go.eq(taken & end), slot.eq(ptr)]
-        depth = 0
+        m.d.sync += [go.eq(b_valid & b_end), slot.eq(b_slot)]
+        level, depth, stages = leaves, 0, 3
         while len(level) > 1:
             depth += 1
             nxt = []
             for n in range(0, len(level) - 1, 2):
                 (sa, ba), (sb, bb) = level[n], level[n + 1]
-                s = Signal(name=f"max_seen_l{depth}_{n // 2}")
-                b = Signal(signed(qb), name=f"max_l{depth}_{n // 2}", reset_less=True)
-                m.d.sync += [s.eq(sa | sb), b.eq(Mux(sb & (~sa | (bb > ba)), bb, ba))]
-                nxt.append((s, b))
+                name = f"l{depth}_{n // 2}"
+                # compare, then select
+                ca, cb = Signal(name=f"max_seen_a_{name}"), Signal(name=f"max_seen_b_{name}")
+                va = Signal(signed(qb), name=f"max_a_{name}", reset_less=True)
+                vb = Signal(signed(qb), name=f"max_b_{name}", reset_less=True)
+                pick = Signal(name=f"max_pick_{name}", reset_less=True)
+                m.d.sync += [ca.eq(sa), cb.eq(sb), va.eq(ba), vb.eq(bb),
+                             pick.eq(sb & (~sa | (bb > ba)))]
+                s_out = Signal(name=f"max_seen_{name}")
+                b_out = Signal(signed(qb), name=f"max_{name}", reset_less=True)
+                m.d.sync += [s_out.eq(ca | cb), b_out.eq(Mux(pick, vb, va))]
+                nxt.append((s_out, b_out))
             if len(level) % 2:
-                s = Signal(name=f"max_seen_l{depth}_{len(level) // 2}")
-                b = Signal(signed(qb), name=f"max_l{depth}_{len(level) // 2}", reset_less=True)
-                m.d.sync += [s.eq(level[-1][0]), b.eq(level[-1][1])]
-                nxt.append((s, b))
+                s_mid, b_mid = Signal(name=f"max_seen_mid_l{depth}"), Signal(
+                    signed(qb), name=f"max_mid_l{depth}", reset_less=True)
+                s_out, b_out = Signal(name=f"max_seen_odd_l{depth}"), Signal(
+                    signed(qb), name=f"max_odd_l{depth}", reset_less=True)
+                m.d.sync += [s_mid.eq(level[-1][0]), b_mid.eq(level[-1][1]),
+                             s_out.eq(s_mid), b_out.eq(b_mid)]
+                nxt.append((s_out, b_out))
             level = nxt
-            g = Signal(name=f"max_go_l{depth}")
-            h = Signal(_SLOT_BITS, name=f"max_slot_l{depth}")
-            m.d.sync += [g.eq(go), h.eq(slot)]
-            go, slot = g, h
-        assert reduce_cycles(lanes) == depth + 2
+            for half in range(2):
+                g = Signal(name=f"max_go_l{depth}_{half}")
+                h = Signal(_SLOT_BITS, name=f"max_slot_l{depth}_{half}")
+                m.d.sync += [g.eq(go), h.eq(slot)]
+                go, slot = g, h
+            stages += 2
+        assert reduce_cycles(lanes) == stages + 1
         for h in range(ROWS):
-            with m.If(taken & end & (ptr == h)):
-                m.d.sync += [self.loaded[h].eq(1), self.q_last[h].eq(index)]
             with m.If(go & (slot == h)):
                 # the row's top: any kept value; a row with none gives zeros (its e are 0)
                 m.d.sync += [self.reduced[h].eq(1), self.top[h].eq(level[0][1])]
-        with m.If(taken):
-            m.d.sync += [index.eq(Mux(end, 0, index + 1)), ptr.eq(ptr + end)]
 
     def _exp(self, m: Module) -> None:
         """The row read again: e of each value into the e buffer, and the row's sum."""
