@@ -50,8 +50,10 @@ e buffer ``ROWS max_beats`` words of ``lanes`` x 15 bits. Four processes work on
 order, each waiting for the slot it needs::
 
     in     the row's beats into its row-buffer slot, one a cycle (once the exp pass has read
-           the slot's previous row); the max of the kept values kept in a register a lane
-           while the row streams in, then reduced over the lanes in a tree of registers
+           the slot's previous row); the max of the kept values found while the row streams
+           in, each compare in a stage of its own and its select in the next: a lane's even
+           and odd beats into two registers (so a register's next beat comes after its
+           select), then a tree over the 2 lanes registers, compare then select a level
            (:func:`reduce_cycles` after the row's last beat)
     exp    the row read again, one beat a cycle (once its max is in and the out pass has
            read the e-buffer slot's previous row), through the i-exp stages; each e written
@@ -186,6 +188,14 @@ def div_cycles(levels: int = LEVELS) -> int:
     """Cycles the divider takes a row: ceil((bits(levels) + 16) / DIV_STEP) steps, one to
     load."""
     return 1 + -(-(levels << (SOFTMAX_FRAC - _E_MIN_BITS)).bit_length() // DIV_STEP)
+
+
+def _greater(a, b):
+    """``a > b`` of two signed values of one width, as the unsigned compare of the two with
+    their sign bits flipped (one carry chain; Yosys maps a signed compare on the ECP5 as two
+    with a LUT between)."""
+    top = len(a) - 1
+    return Cat(a[:top], ~a[top]) > Cat(b[:top], ~b[top])
 
 
 def sum_levels(lanes: int) -> int:
@@ -392,12 +402,13 @@ class SoftmaxUnit(wiring.Component):
             seen = [Signal(name=f"seen_{n}_{lane}") for n in ("even", "odd")]
             best = [Signal(signed(qb), name=f"best_{n}_{lane}", reset_less=True)
                     for n in ("even", "odd")]
-            a_seen, a_best = Mux(a_odd, seen[1], seen[0]), Mux(a_odd, best[1], best[0])
+            # both registers compared side by side, the beat's parity picking one after
+            above = [a_keep & (a_fresh | ~seen[n] | _greater(a_q, best[n])) for n in range(2)]
             b_q = Signal(signed(qb), name=f"max_q_b_{lane}", reset_less=True)
             b_keep = Signal(name=f"max_keep_b_{lane}", reset_less=True)
             b_take = Signal(name=f"max_take_b_{lane}", reset_less=True)
             m.d.sync += [b_q.eq(a_q), b_keep.eq(a_keep),
-                         b_take.eq(a_keep & (a_fresh | ~a_seen | (a_q > a_best)))]
+                         b_take.eq(Mux(a_odd, above[1], above[0]))]
             # the beat's register after it (the same register the compare saw: the one
             # before of its parity was selected two beats before, at the latest)
             now_seen = b_keep | (Mux(b_odd, seen[1], seen[0]) & ~b_fresh)
@@ -428,7 +439,7 @@ class SoftmaxUnit(wiring.Component):
                 vb = Signal(signed(qb), name=f"max_b_{name}", reset_less=True)
                 pick = Signal(name=f"max_pick_{name}", reset_less=True)
                 m.d.sync += [ca.eq(sa), cb.eq(sb), va.eq(ba), vb.eq(bb),
-                             pick.eq(sb & (~sa | (bb > ba)))]
+                             pick.eq(sb & (~sa | _greater(bb, ba)))]
                 s_out = Signal(name=f"max_seen_{name}")
                 b_out = Signal(signed(qb), name=f"max_{name}", reset_less=True)
                 m.d.sync += [s_out.eq(ca | cb), b_out.eq(Mux(pick, vb, va))]
