@@ -73,7 +73,23 @@ READ_EXTRA = 3                    # read_master beyond its words
 ACCUMULATE_LATENCY, APPLY_LATENCY = 1 + 3 + 2 + 1, 3 + 3 + 2 + 2
 FILL, FILL_PER_ROW, FILL_PER_COL = 27, 3, 1           # a compute job's fill and drain
 FREE, FREE_PER_ROW, FREE_PER_COL = 4.5, 3, 1          # a result bank read out
-SPREAD_EXTRA, BIAS_EXTRA = 2, 6   # a branch: side by side (B > 1); a LoRA-FA branch's bias
+SPREAD_EXTRA = 2                  # a branch: side by side (B > 1)
+#: a LoRA-FA branch's bias read beside its results: hidden behind the result banks (0 since
+#: the eight banks of d0bcc60)
+BIAS_EXTRA = 0
+
+
+def _result_banks(rows: int) -> int:
+    """The layer's result banks: as many 2^ceil(log2 R)-row banks as one 32-deep LUT RAM
+    (RAM32M16) holds, at least 2 and at most 8."""
+    bank_rows = 1 << max(1, (rows - 1).bit_length())
+    return max(2, min(8, 32 // bank_rows))
+
+
+def _array_interval(rows: int) -> int:
+    """The skewed drain's tile interval for single PEs: the next tile's top capture after
+    the column's last shift (2R - 2), its bottom capture after the last read (R)."""
+    return max(2 * rows - 2, rows)
 
 
 def layer_cycles(rows: int, cols: int, lora: bool, branch_lanes: int, job: str, m: int,
@@ -106,13 +122,14 @@ def layer_cycles(rows: int, cols: int, lora: bool, branch_lanes: int, job: str, 
 
 
 def _compute_cycles(rows, cols, lora, branch_lanes, job, m, k, n, r):
-    """Tiles back to back, each max(depth, 2R + C, (depth + bank free) / 2) after the one
-    before, the last ending after its depth k-steps, plus the fill and drain."""
+    """Tiles back to back, each max(depth, the skewed drain's interval, (depth + bank free)
+    / banks) after the one before, the last ending after its depth k-steps, plus the fill
+    and drain."""
     features = rows // branch_lanes
     depth, panels = {"frozen_w": (k, n // rows), "frozen_a": (k, r // rows),
                      "branch": (r if lora else k, n // features)}[job]
     bank_free = FREE + FREE_PER_ROW * rows + FREE_PER_COL * cols
-    spacing = max(depth, 2 * rows + cols, (depth + bank_free) / 2)
+    spacing = max(depth, _array_interval(rows), (depth + bank_free) / _result_banks(rows))
     t = 0.0
     for _ in range((m // cols) * panels - 1):
         t += spacing
