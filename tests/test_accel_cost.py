@@ -24,10 +24,10 @@ def test_job_cycles_worked_by_hand():
     # max(16, 2R + C = 12) = 16 apart, extra 3R + C + 21 - R/2 = 35:
     # 2 x 8 + 7 x 16 + 16 + 35 = 179
     assert job_cycles_of(ACCEL, Job("engine", 0, "gemm", 16, 16, 8)) == 179
-    # 4x4 ZO layer frozen_w 16x16x8 (r 4): depth 16, 4 x 2 tiles, spacing
-    # max(16, 12, (16 + 4.5 + 12 + 4) / 2 = 18.25), fill 27 + 12 + 4 = 43, finish 1:
-    # round(7 x 18.25 + 16 + 43) + 1 = 188
-    assert job_cycles_of(ACCEL, Job("zo-layer", 0, "frozen_w", 16, 16, 8, 4)) == 188
+    # 4x4 ZO layer frozen_w 16x16x8 (r 4): depth 16, 4 x 2 tiles, spacing max(16, the
+    # skewed drain's 2R - 2 = 6, (16 + 4.5 + 12 + 4) / 8 banks = 4.6) = 16, fill 27 + 12 + 4
+    # = 43, finish 1: 7 x 16 + 16 + 43 + 1 = 172
+    assert job_cycles_of(ACCEL, Job("zo-layer", 0, "frozen_w", 16, 16, 8, 4)) == 172
     # load_w: N/R x K = 32 words + 1, finish 1
     assert job_cycles_of(ACCEL, Job("zo-layer", 1, "load_w", 4, 16, 8, 4)) == 34
 

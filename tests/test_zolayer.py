@@ -193,16 +193,15 @@ def test_predicted_ratio_counts_shared_frozen_work():
 
 
 def test_predicted_cycles_by_hand():
-    """16 x 16 x 16, r = 4, q = 2 on 4 x 4: tile interval max(depth, 2R + C = 12,
-    (depth + bank_free) / 2) with bank_free = 4.5 + 3R + C = 20.5, fill and drain 27 + 3R +
-    C = 43, and every job one cycle to finish. Batch load 16/4 tiles * 16/4 beats of 4
-    k-steps + 1 + 1 = 18; frozen X*W 16 tiles of depth 16: 15 * 18.25 + 16 + 43 = 333
-    (rounded) + 1 = 334, X*A 4 tiles: 3 * 18.25 + 59 = 114 (rounded) + 1 = 115; a branch 16
-    tiles of depth r = 4: 15 * 12.25 + 4 + 43 + 6 (its bias XW) = 237 (rounded) + 1 = 238;
-    accumulate 16/4 * 4 words - 1 + 7 (its latency) + 2 + 1 = 25, apply 16 + 10 (its
-    latency) + 1 + 1 = 28."""
+    """16 x 16 x 16, r = 4, q = 2 on 4 x 4: tile interval max(depth, 2R - 2 = 6,
+    (depth + bank_free) / 8) with bank_free = 4.5 + 3R + C = 20.5 (8 result banks), fill
+    and drain 27 + 3R + C = 43, and every job one cycle to finish. Batch load 16/4 tiles *
+    16/4 beats of 4 k-steps + 1 + 1 = 18; frozen X*W 16 tiles of depth 16: 15 * 16 + 16 + 43
+    = 299 + 1 = 300, X*A 4 tiles: 3 * 16 + 59 = 107 + 1 = 108; a branch 16 tiles of depth
+    r = 4, 6 apart: 15 * 6 + 4 + 43 = 137 + 1 = 138; accumulate 16/4 * 4 words - 1 + 7 (its
+    latency) + 2 + 1 = 25, apply 16 + 10 (its latency) + 1 + 1 = 28."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
-    batch, branch = 18 + 334 + 115, 238
+    batch, branch = 18 + 300 + 108, 138
     assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 25 + 28
     assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 25 + 28
 
