@@ -21,7 +21,7 @@ from amaranth import signed
 from amaranth.lib import data
 
 from zoforge.golden.zolayer.config import Formats, ZoLayerConfig
-from zoforge.hw.pe.tiles import Buffer, Tiling, address_bits
+from zoforge.hw.pe.tiles import Buffer, Tiling, address_bits, lut_ram_result_banks
 
 from .registers import DIM_BITS
 from .token_buffer import token_buffer
@@ -36,7 +36,7 @@ class Memory(StrEnum):
     ACCUMULATOR = "update_accumulator"  # the update accumulator D
     STAGE = "stage"                     # the perturbed weight panels, two banks
     X = "x_buffer"                      # tokens X
-    RESULT = "result_buffer"            # result tiles, two banks
+    RESULT = "result_buffer"            # result tiles, lut_ram_result_banks(R) banks
     W_FROZEN = "w_frozen"               # lora-fa: frozen W
     A_FROZEN = "a_frozen"               # lora-fa: frozen A
     U = "u_buffer"                      # lora-fa: U = requant(X·A)
@@ -53,10 +53,15 @@ def trained_rows(config: ZoLayerConfig) -> int:
 
 
 def layer_tiling(config: ZoLayerConfig) -> Tiling:
+    """The layer's tiling, with as many result banks as fit a LUT RAM of two banks' cost
+    (:func:`~zoforge.hw.pe.tiles.lut_ram_result_banks`: 8 at R <= 4), so that shallow tiles
+    (a LoRA-FA branch, K = r) follow each other at their depth, not at the banks'
+    turnaround."""
     return Tiling(rows=config.rows, cols=config.cols, weights_on="a",
                   panel_words=max(config.max_k, trained_rows(config)),
                   tiles=config.max_m // config.cols, dim_bits=DIM_BITS,
-                  weight_bits=Formats.WEIGHT_BITS, act_bits=Formats.ACT_BITS)
+                  weight_bits=Formats.WEIGHT_BITS, act_bits=Formats.ACT_BITS,
+                  result_bank_count=lut_ram_result_banks(config.rows))
 
 
 def layer_buffers(config: ZoLayerConfig, z_width: int) -> dict[Memory, Buffer]:
@@ -78,7 +83,8 @@ def layer_buffers(config: ZoLayerConfig, z_width: int) -> dict[Memory, Buffer]:
         Memory.ACCUMULATOR: words(Formats.accumulator_bits(z_width), "update accumulator D"),
         Memory.STAGE: tiling.weight_banks("double-buffered staging of the perturbed weight "
                                           "panel"),
-        Memory.RESULT: tiling.result_banks("double-buffered result tile buffer"),
+        Memory.RESULT: tiling.result_banks(f"result tile buffer, "
+                                           f"{tiling.result_bank_count} banks"),
     }
     if config.mode == "lora-fa":
         buffers.update({

@@ -50,7 +50,6 @@ the feeder (staging and token buffers -> array; the packed token buffer through
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 from amaranth import Module, Mux
 from amaranth.lib import wiring
@@ -65,7 +64,7 @@ from zoforge.hw.pe.drain import Drain
 from zoforge.hw.pe.feeder import Feeder
 from zoforge.hw.pe.output import OutputStage, SideRead
 from zoforge.hw.pe.requant import RequantStream
-from zoforge.hw.pe.tiles import Tiling, lut_ram_result_banks
+from zoforge.hw.pe.tiles import lut_ram_result_banks
 
 from .buffers import Memory, layer_buffers, layer_tiling, trained_rows
 from .control import LayerControl
@@ -78,16 +77,7 @@ from .sink import ResultSink
 from .token_buffer import TokenReader
 from .update import UpdateUnit
 
-__all__ = ["ZoLayer", "compute_tiling"]
-
-
-def compute_tiling(config: ZoLayerConfig) -> Tiling:
-    """The layer's tiling (:func:`~.buffers.layer_tiling`) with the result banks its compute
-    path uses: as many as fit a LUT RAM of two banks' cost
-    (:func:`~zoforge.hw.pe.tiles.lut_ram_result_banks`: 8 at R <= 4), so that shallow tiles
-    (a LoRA-FA branch, K = r) follow each other at their depth, not at the banks'
-    turnaround."""
-    return replace(layer_tiling(config), result_bank_count=lut_ram_result_banks(config.rows))
+__all__ = ["ZoLayer"]
 
 
 class ZoLayer(wiring.Component):
@@ -122,10 +112,8 @@ class ZoLayer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg, R = self.config, self.rows
-        tiling = compute_tiling(cfg)
+        tiling = layer_tiling(cfg)
         buffers = layer_buffers(cfg, self.z_width)
-        buffers[Memory.RESULT] = tiling.result_banks(f"result tile buffer, "
-                                                     f"{tiling.result_bank_count} banks")
         memories = {name: buffer.memory(collisions_unused=True) for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
