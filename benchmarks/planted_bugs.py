@@ -263,6 +263,12 @@ BUGS = (
         "hw/pe/pe_pair.py",
         (("operands.high.eq(a_hi - a_lo[-1])", "operands.high.eq(a_hi)"),),
         ("tests/test_pe_array.py",)),
+    Bug("token-word-field-empty", "the token reader's word address field taken from k // P "
+        "alone (no bits at all where max_k <= P: every token tile read at the first's words)",
+        "hw/zolayer/token_buffer.py",
+        (("self.packed_rd.addr.eq(Cat(word_field, tile))",
+          "self.packed_rd.addr.eq(Cat(word[:word_bits], tile))"),),
+        ("tests/test_zolayer_tokens.py",)),
     Bug("lock-kind-unchecked", "a lock of another kind than a regular file used once opened",
         "zoforge/files.py",
         (("    if not stat.S_ISREG(os.fstat(fd).st_mode):\n        os.close(fd)\n",

@@ -23,9 +23,10 @@ from zoforge.hw.zolayer.layouts import token_words
 from zoforge.hw.zolayer.token_buffer import TokenReader, TokenWalk, token_buffer
 from zoforge.sim.zolayer_cosim import ZoCosimOptions, golden_run, make_data, run_layer
 
-# (R, C, M, K): R != C both ways, K a multiple of P and not, P not a power of two (3 x 2: 6)
+# (R, C, M, K): R != C both ways, K a multiple of P and not, P not a power of two (3 x 2: 6);
+# K within one word (K = P, K < P: k // P has no bits) over several token tiles
 SHAPES = [(4, 4, 8, 8), (4, 4, 8, 6), (2, 4, 8, 7), (4, 2, 6, 11), (4, 2, 4, 16),
-          (3, 2, 4, 13), (1, 4, 4, 3), (8, 8, 16, 9)]
+          (3, 2, 4, 13), (1, 4, 4, 3), (8, 8, 16, 9), (4, 4, 16, 4), (2, 16, 64, 2)]
 
 
 def reference_beats(x, rows, cols):

@@ -117,7 +117,12 @@ class TokenReader(wiring.Component):
         selected = Signal(range(self.pack))         # k % P of the word being read
         picked = Signal(range(self.pack))           # ... of the word in the register
         word_reg = Signal.like(self.packed_rd.data, name="packed_word")
-        m.d.comb += [self.packed_rd.addr.eq(Cat(word[:word_bits], tile)),
+        # the word's address field is word_bits wide even where k // P has no bits at all
+        # (max_k <= P: one word a tile, k[log2 P:] is empty), so a tile's words are at
+        # Cat(word, tile) as TokenWalk writes them
+        word_field = Signal(word_bits)
+        m.d.comb += [word_field.eq(word),
+                     self.packed_rd.addr.eq(Cat(word_field, tile)),
                      self.packed_rd.en.eq(self.x_rd.en),
                      self.x_rd.data[0].eq(word_reg[picked])]
         with m.If(self.x_rd.en):
