@@ -89,22 +89,18 @@ def test_operands_outside_int8_are_refused(values):
         packed_products([0], [0], values)
 
 
-def test_rtl_gives_both_products_with_the_plain_multipliers_latency_and_enable():
-    """Amaranth's simulator: every corner triple, then random ones, under a random enable:
-    p_lo and p_hi each follow the plain product's pipeline (:func:`expected_products`)."""
-    rng = random.Random(32)
-    triples = [(x, y, z) for x in CORNERS for y in CORNERS for z in CORNERS]
-    triples += [tuple(rng.randint(-128, 127) for _ in range(3)) for _ in range(300)]
-    en = [rng.random() < 0.8 for _ in triples]
-    dut = PackedMultiplier()
+def simulate(dut, triples, en=None) -> list[tuple[int, int]]:
+    """``(p_lo, p_hi)`` after each cycle of Amaranth's simulator, ``dut``'s operands one
+    triple ``(a_lo, a_hi, b)`` a cycle (and its ``en``, where given)."""
     got = []
 
     async def bench(ctx):
-        for (a_lo, a_hi, b), e in zip(triples, en):
+        for index, (a_lo, a_hi, b) in enumerate(triples):
             ctx.set(dut.a_lo, a_lo)
             ctx.set(dut.a_hi, a_hi)
             ctx.set(dut.b, b)
-            ctx.set(dut.en, e)
+            if en is not None:
+                ctx.set(dut.en, en[index])
             await ctx.tick()
             got.append((ctx.get(dut.p_lo), ctx.get(dut.p_hi)))
 
@@ -112,6 +108,17 @@ def test_rtl_gives_both_products_with_the_plain_multipliers_latency_and_enable()
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
+    return got
+
+
+def test_rtl_gives_both_products_with_the_plain_multipliers_latency_and_enable():
+    """Amaranth's simulator: every corner triple, then random ones, under a random enable:
+    p_lo and p_hi each follow the plain product's pipeline (:func:`expected_products`)."""
+    rng = random.Random(32)
+    triples = [(x, y, z) for x in CORNERS for y in CORNERS for z in CORNERS]
+    triples += [tuple(rng.randint(-128, 127) for _ in range(3)) for _ in range(300)]
+    en = [rng.random() < 0.8 for _ in triples]
+    got = simulate(PackedMultiplier(), triples, en)
     a_lo, a_hi, b = zip(*triples)
     assert [lo for lo, _ in got] == expected_products(a_lo, b, en)
     assert [hi for _, hi in got] == expected_products(a_hi, b, en)
@@ -133,21 +140,9 @@ def test_rtl_borrowed_form_has_no_adder_before_the_multiply_and_gives_both_produ
     assert "$mul" in borrowed and not borrowed & {"$add", "$sub"}, borrowed
     assert "$sub" in cells(PackedMultiplier(corrected=False))
     triples = [(x, y, z) for x in CORNERS for y in CORNERS for z in CORNERS]
-    dut = PackedMultiplier(corrected=False, borrowed=True)
-    got = []
-
-    async def bench(ctx):
-        for a_lo, a_hi, b in triples + [(0, 0, 0)] * LATENCY:
-            ctx.set(dut.a_lo, a_lo)
-            ctx.set(dut.a_hi, int(borrowed_high(a_lo, a_hi)))
-            ctx.set(dut.b, b)
-            await ctx.tick()
-            got.append((ctx.get(dut.p_lo), ctx.get(dut.p_hi)))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    fed = [(a_lo, int(borrowed_high(a_lo, a_hi)), b) for a_lo, a_hi, b in triples]
+    got = simulate(PackedMultiplier(corrected=False, borrowed=True),
+                   fed + [(0, 0, 0)] * LATENCY)
     got = got[LATENCY - 1:LATENCY - 1 + len(triples)]
     assert got == [(a_lo * b, a_hi * b - (a_lo * b < 0)) for a_lo, a_hi, b in triples]
 
@@ -192,21 +187,7 @@ def test_rtl_uncorrected_high_product_is_one_short_where_the_low_one_is_negative
     ``a_hi * b - (a_lo * b < 0)`` and that borrow is ``p_lo``'s sign bit, with the same
     latency; ``p_lo`` as before."""
     triples = [(x, y, z) for x in CORNERS for y in CORNERS for z in CORNERS]
-    dut = PackedMultiplier(corrected=False)
-    got = []
-
-    async def bench(ctx):
-        for a_lo, a_hi, b in triples + [(0, 0, 0)] * LATENCY:
-            ctx.set(dut.a_lo, a_lo)
-            ctx.set(dut.a_hi, a_hi)
-            ctx.set(dut.b, b)
-            await ctx.tick()
-            got.append((ctx.get(dut.p_lo), ctx.get(dut.p_hi)))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    got = simulate(PackedMultiplier(corrected=False), triples + [(0, 0, 0)] * LATENCY)
     got = got[LATENCY - 1:LATENCY - 1 + len(triples)]
     assert [lo for lo, _ in got] == [a_lo * b for a_lo, _, b in triples]
     assert [hi for _, hi in got] == [a_hi * b - (a_lo * b < 0) for a_lo, a_hi, b in triples]
