@@ -21,6 +21,7 @@ from zoforge.hw.nonlinear.gelu import (BETA_BITS, BUFFER_BEATS, GAMMA_BITS, LATE
                                        GeluUnit, GeluWidths, gelu_cycles, gelu_registers,
                                        output_layout)
 from zoforge.sim.lint import lint_verilog
+from stream_bench import run_stream
 
 LANES = 4
 Q_LOW, Q_HIGH = -2 ** 15, 2 ** 15 - 1          # int16; the golden's |q| < 2^15 and -2^15
@@ -71,51 +72,13 @@ def simulate(q: np.ndarray, p: GeluParams, seed: int, idle: float = 0.3,
     rows = np.zeros(beats * lanes, np.int64)
     rows[:len(q)] = q
     rows = rows.reshape(beats, lanes)
-    rng = np.random.default_rng(seed)
-    layout = output_layout(lanes)
-    out, lasts, accepted, delivered = [], [], [], []
-
-    async def send(ctx):
-        for name, value in gelu_registers(p, min_scale).items():
-            ctx.set(getattr(dut.config, name), value)
-        cycle = 0
-        for r in range(beats):
-            while rng.random() < idle:
-                await ctx.tick()
-                cycle += 1
-            ctx.set(dut.i.payload, {"q": rows[r].tolist(), "last": int(r == beats - 1)})
-            ctx.set(dut.i.valid, 1)
-            while True:
-                _, _, ready = await ctx.tick().sample(dut.i.ready)
-                cycle += 1
-                if ready:
-                    break
-            accepted.append(cycle)
-            ctx.set(dut.i.valid, 0)
-
-    async def receive(ctx):
-        cycle = 0
-        while len(out) < beats:
-            ready = cycle >= hold and rng.random() >= stall
-            ctx.set(dut.o.ready, ready)
-            _, _, valid, payload = await ctx.tick().sample(dut.o.valid,
-                                                             dut.o.payload.as_value())
-            cycle += 1
-            if valid and ready:
-                beat = layout.from_bits(payload)
-                out.append([int(beat.y[j]) for j in range(lanes)])
-                lasts.append(int(beat.last))
-                delivered.append(cycle)
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(send)
-    sim.add_testbench(receive)
-    sim.run_until(1e-8 * (hold + 20 * beats + 4 * LATENCY + 20))
-    assert len(out) == beats, "the unit lost or held beats"
-    values = np.array(out, np.int64).reshape(-1)[:len(q)]
-    latencies = [d - a for d, a in zip(delivered, accepted)]
-    return values, lasts, latencies, delivered[-1] - accepted[0] + 1
+    payloads = [{"q": rows[r].tolist(), "last": int(r == beats - 1)} for r in range(beats)]
+    run = run_stream(dut, payloads, gelu_registers(p, min_scale), output_layout(lanes), "y",
+                     lanes, seed, idle, stall, hold, hold + 20 * beats + 4 * LATENCY + 20)
+    assert len(run.out) == beats, "the unit lost or held beats"
+    values = np.array(run.out, np.int64).reshape(-1)[:len(q)]
+    latencies = [d - a for d, a in zip(run.delivered, run.accepted)]
+    return values, run.lasts, latencies, run.delivered[-1] - run.accepted[0] + 1
 
 
 def check(scale: float, count: int, seed: int, min_scale: float = MIN_SCALE):

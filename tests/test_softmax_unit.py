@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import torch
 from amaranth.back import verilog
-from amaranth.sim import Simulator
 
 from zoforge.errors import ConfigError
 from zoforge.golden.finetune.integer_ops import (EXP_COEFFS, MAX_SCALE, MIN_SCALE,
@@ -24,6 +23,7 @@ from zoforge.hw.nonlinear.softmax import (EXP_LATENCY, LEVELS, OUT_LATENCY, Soft
                                           SoftmaxWidths, div_cycles, output_layout,
                                           softmax_cycles, softmax_registers)
 from zoforge.sim.lint import lint_verilog
+from stream_bench import run_stream
 
 LANES, MAX_LEN = 4, 12
 Q32 = (-2 ** 31, 2 ** 31 - 1)                   # the default unit's int32 inputs
@@ -122,58 +122,20 @@ def simulate(rows, p: SoftmaxParams, lanes: int = LANES, max_len: int = MAX_LEN,
             bits = sum(1 << l for l in range(lanes) if ks[j * lanes + l])
             beats.append({"q": qs[j * lanes:(j + 1) * lanes], "keep": bits,
                           "last": int(j == n - 1)})
-    rng = np.random.default_rng(seed)
-    layout = output_layout(lanes, levels)
-    out, lasts, times = [], [], []
-
-    async def send(ctx):
-        values = registers if registers is not None else softmax_registers(p, min_scale)
-        for name, value in values.items():
-            ctx.set(getattr(dut.config, name), value)
-        cycle = 0
-        for beat in beats:
-            while rng.random() < idle:
-                await ctx.tick()
-                cycle += 1
-            ctx.set(dut.i.payload, beat)
-            ctx.set(dut.i.valid, 1)
-            while True:
-                _, _, ready = await ctx.tick().sample(dut.i.ready)
-                cycle += 1
-                if ready:
-                    break
-            times.append(("in", cycle))
-            ctx.set(dut.i.valid, 0)
-
-    async def receive(ctx):
-        cycle = 0
-        while len(out) < len(beats):
-            ready = cycle >= hold and rng.random() >= stall
-            ctx.set(dut.o.ready, ready)
-            _, _, valid, payload = await ctx.tick().sample(dut.o.valid,
-                                                             dut.o.payload.as_value())
-            cycle += 1
-            if valid and ready:
-                beat = layout.from_bits(payload)
-                out.append([int(beat.p[j]) for j in range(lanes)])
-                lasts.append(int(beat.last))
-                times.append(("out", cycle))
-
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(send)
-    sim.add_testbench(receive)
     per_row = 4 * dut.max_beats + EXP_LATENCY + div_cycles(levels) + OUT_LATENCY + 20
-    sim.run_until(1e-8 * (hold + len(rows) * per_row * (3 if idle or stall else 1) + 100))
+    run = run_stream(dut, beats,
+                     registers if registers is not None else softmax_registers(p, min_scale),
+                     output_layout(lanes, levels), "p", lanes, seed, idle, stall, hold,
+                     hold + len(rows) * per_row * (3 if idle or stall else 1) + 100)
+    out = run.out
     assert len(out) == len(beats), f"the unit gave {len(out)} of {len(beats)} beats"
     got, at = [], 0
     for row, _ in rows:
         n = -(-len(row) // lanes)
         got.append(sum(out[at:at + n], [])[:len(row)])
         at += n
-    first_in = min(c for kind, c in times if kind == "in")
-    last_out = max(c for kind, c in times if kind == "out")
-    return got, lasts, last_out - first_in + 1
+    first_in, last_out = run.accepted[0], run.delivered[-1]
+    return got, run.lasts, last_out - first_in + 1
 
 
 def check(rows, p, **kwargs):
