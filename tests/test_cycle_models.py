@@ -257,26 +257,22 @@ def test_layer_cycle_model_equals_the_rtl_with_branches_side_by_side():
     q 2: one P-RGE step and one sequential step on the Verilator job server, bit-exact
     against the golden model; every job's CYCLES, and both steps' STEP_CYCLES, equal the
     cycle model and the hand timeline."""
-    from zoforge.sim.zolayer_cosim import ZoCosimOptions, golden_run, make_data, run_layer
+    from zoforge.sim.zolayer_cosim import ZoCosimOptions
+    from zolayer_checks import run_bit_exact
     config = layer_config("onthefly", mode="full", rows=4, cols=4, max_m=16, max_k=32,
                           max_n=8, branch_lanes=2)
     m, k, n, q = 8, 24, 4, 2
     options = ZoCosimOptions(steps=1, q=q, seed=6, m=m, k=k, n=n, grad_shift=30,
                              backend="jobserver")
-    data = make_data(config, options)
-    rtl, result = run_layer(config, options, data)
-    assert result.passed, result.failures
-    golden = golden_run(config, options, data)
-    for name in ("branches", "masters", "plain"):
-        np.testing.assert_array_equal(rtl[name], golden[name], err_msg=name)
-    jobs = result.results["jobs"]
+    results = run_bit_exact(config, options)
+    jobs = results["jobs"]
     # q branch jobs (one query each) in each of the 2 steps, then the plain branch
     assert [j["job"] for j in jobs].count("branch") == 2 * q + 1
     for job in jobs:
         model = job_cycles(config, job["job"], m, k, n)
         assert job["cycles"] == model == layer_cycles(4, 4, False, 2, job["job"], m, k, n, 0), \
             job
-    assert result.results["step_cycles"] == [
+    assert results["step_cycles"] == [
         step_cycles(config, m, k, n, 0, q), step_cycles(config, m, k, n, 0, q, True)] == [
         layer_step_cycles(4, 4, False, 2, m, k, n, 0, q, sequential) for sequential in
         (False, True)]

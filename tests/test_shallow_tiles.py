@@ -10,7 +10,6 @@ model, and the results bit-exact at that spacing with back-pressure on the outpu
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from zoforge.golden.zolayer import layer_config
@@ -53,16 +52,11 @@ def test_result_banks_fill_a_32_word_lut_ram(rows, banks):
 
 
 def _run(config, **options):
-    from zoforge.sim.zolayer_cosim import ZoCosimOptions, golden_run, make_data, run_layer
+    from zoforge.sim.zolayer_cosim import ZoCosimOptions
+    from zolayer_checks import run_bit_exact
     options = ZoCosimOptions(steps=1, q=1, seed=11, m=M, k=K, n=N, r=R, grad_shift=30,
                              backend="jobserver", **options)
-    data = make_data(config, options)
-    rtl, result = run_layer(config, options, data)
-    assert result.passed, result.failures
-    golden = golden_run(config, options, data)
-    for name in ("branches", "masters", "plain"):
-        np.testing.assert_array_equal(rtl[name], golden[name], err_msg=name)
-    return result.results
+    return run_bit_exact(config, options)
 
 
 @pytest.mark.slow

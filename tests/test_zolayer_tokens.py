@@ -21,7 +21,8 @@ from zoforge.hw.pe.tiles import address_bits
 from zoforge.hw.zolayer.buffers import layer_tiling
 from zoforge.hw.zolayer.layouts import token_words
 from zoforge.hw.zolayer.token_buffer import TokenReader, TokenWalk, token_buffer
-from zoforge.sim.zolayer_cosim import ZoCosimOptions, golden_run, make_data, run_layer
+from zoforge.sim.zolayer_cosim import ZoCosimOptions
+from zolayer_checks import run_bit_exact
 
 # (R, C, M, K): R != C both ways, K a multiple of P and not, P not a power of two (3 x 2: 6);
 # K within one word (K = P, K < P: k // P has no bits) over several token tiles
@@ -163,12 +164,7 @@ CTRL write to the first beat, and the registered finish)."""
                           max_r=8)
     options = ZoCosimOptions(steps=1, q=1, m=8, k=k, n=8, r=4, seed=k, grad_shift=30,
                              simulator=simulator)
-    data = make_data(config, options)
-    rtl, result = run_layer(config, options, data)
-    assert result.passed, result.failures
-    golden = golden_run(config, options, data)
-    for name in ("branches", "masters", "plain"):
-        np.testing.assert_array_equal(rtl[name], golden[name], err_msg=name)
+    results = run_bit_exact(config, options)
     pack = 4 * max(rows, cols) // cols
-    loads = [job["cycles"] for job in result.results["jobs"] if job["job"] == "load_x"]
+    loads = [job["cycles"] for job in results["jobs"] if job["job"] == "load_x"]
     assert loads and set(loads) == {8 // cols * -(-k // pack) + 2}

@@ -63,6 +63,7 @@ from zoforge.golden.finetune.integer_ops import (ERF_BITS, INPUT_BITS, MIN_SCALE
 from ..pe import multiply
 from ..pe.credits import add_credits, buffer_depth, output_buffer
 from ..pe.multiply import ECP5_OPERAND_BITS, PipelinedMultiplier
+from .stages import lane_stages
 
 __all__ = ["GeluUnit", "GeluWidths", "LATENCY", "BUFFER_BEATS", "BETA_BITS", "GAMMA_BITS",
            "SHIFT_BITS", "Y_BITS", "config_signature", "input_layout", "output_layout",
@@ -192,17 +193,7 @@ class GeluUnit(wiring.Component):
         """The stages of lane ``lane``, its output register ``y``."""
         cfg, widths = self.config, self.widths
 
-        def reg(shape, stage, name):
-            # data only (validity is ``valid``'s): no reset, so a delay line can be a
-            # shift-register LUT (SRL) and no reset fans out to the lanes
-            return Signal(shape, name=f"{name}_s{stage}_{lane}", reset_less=True)
-
-        def delayed(value, first, last, name):
-            """``value`` registered at stage ``first``, carried to stage ``last``."""
-            regs = [reg(value.shape(), n, name) for n in range(first, last + 1)]
-            m.d.sync += regs[0].eq(value)
-            m.d.sync += [dst.eq(src) for dst, src in zip(regs[1:], regs[:-1])]
-            return regs[-1]
+        reg, delayed = lane_stages(m, lane)
 
         # 1: |q| and q's sign
         q = self.i.payload.q[lane]

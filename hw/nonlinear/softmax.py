@@ -117,6 +117,7 @@ from zoforge.golden.finetune.integer_ops import (EXP_BITS, EXP_SHIFTS, MAX_SCALE
 from ..pe import multiply
 from ..pe.credits import add_credits, buffer_depth, output_buffer
 from ..pe.multiply import ECP5_OPERAND_BITS, PipelinedMultiplier
+from .stages import lane_stages
 
 __all__ = ["SoftmaxUnit", "SoftmaxWidths", "EXP_LATENCY", "OUT_LATENCY", "DIV_STEP",
            "BUFFER_BEATS", "ROWS", "Q_BITS", "LEVELS", "config_signature", "input_layout",
@@ -535,15 +536,7 @@ class SoftmaxUnit(wiring.Component):
     def _exp_lane(self, m: Module, lane: int, top, clamp):
         """The i-exp stages of lane ``lane``; its gated e (a register of the last stage)."""
         w, cfg, qb = self.widths, self.config, self.q_bits
-
-        def reg(shape, stage, name):
-            return Signal(shape, name=f"{name}_s{stage}_{lane}", reset_less=True)
-
-        def delayed(value, first, last, name):
-            regs = [reg(value.shape(), n, name) for n in range(first, last + 1)]
-            m.d.sync += regs[0].eq(value)
-            m.d.sync += [d.eq(s) for d, s in zip(regs[1:], regs[:-1])]
-            return regs[-1]
+        reg, delayed = lane_stages(m, lane)
 
         base = lane * (qb + 1)
         # 2: the read's data in registers of its own (a block RAM's read is slow to come out)
