@@ -119,17 +119,27 @@ def exact_int8_matmul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def requantize(acc, params: RequantParams, relu: bool = False) -> torch.Tensor:
-    """int32 ``[..., N]`` accumulators -> int8, rounding half up and saturating (see module)."""
+def requantize(acc, params: RequantParams, relu: bool = False,
+               bits: int = OPERAND_BITS) -> torch.Tensor:
+    """int32 ``[..., N]`` accumulators -> int8, rounding half up and saturating (see module).
+
+    ``bits`` 16 saturates to ``[-2^15, 2^15 - 1]`` instead (the GELU job's first
+    requantizer, :mod:`zoforge.golden.engine_gelu`) and returns int16."""
     acc = torch.as_tensor(acc).to(torch.int64)
     mult, shift = params.per_column(acc.shape[-1])
     prod = acc * mult
     y = torch.bitwise_right_shift(prod + torch.bitwise_right_shift(
         torch.bitwise_left_shift(torch.ones_like(shift), shift), 1), shift)
-    y = y.clamp(-128, 127)
+    if bits not in _OUT_DTYPES:
+        raise ConfigError("bits", f"one of {sorted(_OUT_DTYPES)}", bits)
+    y = y.clamp(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
     if relu:
         y = y.clamp_min(0)
-    return y.to(torch.int8)
+    return y.to(_OUT_DTYPES[bits])
+
+
+#: A requantizer's output widths and their dtypes.
+_OUT_DTYPES = {OPERAND_BITS: torch.int8, 16: torch.int16}
 
 
 def quantize_multiplier(real_scale) -> RequantParams:
