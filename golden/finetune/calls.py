@@ -6,7 +6,8 @@ a record that holds everything the unit gets (so the co-simulation can replay it
 * :class:`EngineCall`: the GEMM engine's job ``Y = requant(X·W + bias)``
   (:func:`zoforge.golden.engine.engine_gemm`): int8 ``x (M, K)`` and ``w (K, N)``, int32
   ``bias (N,)``, per-output-column ``multiplier``/``shift`` (int8 result), or none of them
-  (``raw``: the int32 accumulators).
+  (``raw``: the int32 accumulators), or a ``gelu`` stage (a GELU job,
+  :mod:`zoforge.golden.engine_gelu`: int8 ``requant(i-GELU(requant16(X·W + bias)))``).
 * :class:`AdapterCall`: one branch of the ZO layer in lora-fa mode
   (:mod:`zoforge.golden.zolayer.model`): ``Y = wrap32(X·W + U·Tp)`` with
   ``U = requant(X·A, u_mult, u_shift)`` and ``Tp = clamp((T >> 8) + s * (z >> eps_shift))``;
@@ -44,6 +45,7 @@ import torch
 
 from zoforge.errors import ConfigError
 from zoforge.golden.engine import RequantParams, exact_int8_matmul, requantize, wrap_signed
+from zoforge.golden.engine_gelu import GeluStage, gelu_stage
 from zoforge.golden.engine_widths import ACC_BITS
 from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, exact_matmul,
@@ -120,14 +122,20 @@ class EngineCall:
     x: torch.Tensor                      # int8 (M, K)
     w: torch.Tensor                      # int8 (K, N)
     bias: torch.Tensor                   # int32 (N,)
-    multiplier: torch.Tensor | None      # int64 (N,), None: raw int32 output
+    multiplier: torch.Tensor | None      # int64 (N,), None: raw int32 output (or gelu)
     shift: torch.Tensor | None
+    gelu: GeluStage | None = None        # a GELU job (multiplier, shift None): int8 result
 
     unit = "engine"
 
+    def __post_init__(self):
+        if self.gelu is not None and self.multiplier is not None:
+            raise ConfigError("gelu", "a GELU job without multiplier and shift (the "
+                              "GeluStage holds both requantizers)", self.name)
+
     @property
     def raw(self) -> bool:
-        return self.multiplier is None
+        return self.multiplier is None and self.gelu is None
 
 
 @dataclass(frozen=True)
@@ -240,6 +248,8 @@ class GoldenUnits:
         """:func:`zoforge.golden.engine.engine_gemm` of the call (int64 values), from
         ``product`` (``x @ w``) where given."""
         acc = gemm_int32(call.x, call.w, call.bias, product)
+        if call.gelu is not None:
+            return gelu_stage(acc, call.gelu).to(torch.int64)
         if call.raw:
             return acc
         return requantize(acc, RequantParams(call.multiplier, call.shift)).to(torch.int64)
