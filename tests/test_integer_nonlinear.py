@@ -286,9 +286,10 @@ def prepared():
 @pytest.mark.parametrize("attention", ["host", pytest.param("engines", marks=pytest.mark.slow)])
 def test_the_maps_take_the_integer_gelu_and_layernorms(prepared, attention):
     """Per block, from the logged calls of one forward: ffn_in's input is the integer
-    attn_norm of attn_out's output plus the block's input, ffn_out's the integer GELU of
-    ffn_in's output (not the float GELU), and the next block's input the integer out_norm of
-    ffn_out's output plus attn_norm's."""
+    attn_norm of attn_out's output plus the block's input, ffn_in's call the block's GELU
+    job and ffn_out's input its int8 result as it is (the job's semantics against plain
+    ints: tests/test_finetune_gelu_job.py), and the next block's input the integer out_norm
+    of ffn_out's output plus attn_norm's."""
     run = ZoFinetune(prepared[attention], units=recording_units())
     ids, mask, _ = prepared[attention].test
     linears = run.linears(run.masters)
@@ -312,20 +313,18 @@ def test_the_maps_take_the_integer_gelu_and_layernorms(prepared, attention):
                               engine_output(run, log[f"{block}.attn_out"]).reshape(shape) + h)
         assert torch.equal(log[f"{block}.ffn_in"].x, lin[f"{block}.ffn_in"].quantize_input(
             attn.reshape(-1, attn.shape[-1])))
-        y = engine_output(run, log[f"{block}.ffn_in"])
-        want = lin[f"{block}.ffn_out"].quantize_input(nonlinear.gelu(block, y))
-        assert torch.equal(log[f"{block}.ffn_out"].x, want)
-        assert not torch.equal(want, lin[f"{block}.ffn_out"].quantize_input(F.gelu(y)))
+        job = log[f"{block}.ffn_in"]
+        assert job.gelu is nonlinear.blocks[block].gelu and job.multiplier is None
+        want = run.units(job)
+        assert log[f"{block}.ffn_out"].x.dtype == torch.int8
+        assert torch.equal(log[f"{block}.ffn_out"].x.long(), want)
         h = nonlinear.norm(block, "out_norm",
                            engine_output(run, log[f"{block}.ffn_out"]).reshape(shape) + attn)
 
 
-def test_the_boundary_is_quantize_kernel_dequantize(prepared):
+def test_the_layernorms_boundary_is_quantize_kernel_dequantize(prepared):
     nonlinear = prepared["host"].model.nonlinear
     x = torch.randn(3, 8, 32, generator=torch.Generator().manual_seed(9)) * 2
-    gelu = nonlinear.blocks["block1"].gelu
-    want = int_gelu(quantize_wide(x, gelu.scale), gelu).double() * gelu.out_scale
-    assert torch.equal(nonlinear.gelu("block1", x), want.float())
     norm = nonlinear.blocks["block1"].norms[1]
     q = quantize_wide(x, norm.scale)
     plain = torch.tensor([plain_layernorm(r, norm) for r in q.reshape(-1, 32).tolist()])

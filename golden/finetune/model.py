@@ -1,11 +1,13 @@
 """MiniLM in the accelerator's arithmetic: calibration, quantized maps, and the host's forward.
 
 **Host and units.** The encoder's float parts (embeddings, attention scores and softmax,
-LayerNorm, GELU, residuals, mean pooling, the loss) run on the host in float32:
+LayerNorm, GELU, residuals, mean pooling, the loss) run on the host in float32 (with
+``nonlinear`` ``float``; ``integer`` below):
 :func:`zoforge.golden.models.bert_layer`, one function for the golden run and the
 co-simulation. Every linear map is a call (:mod:`.calls`) made by the host's ``linear``
 callback (:class:`IntegerLinears`): quantize the float input to int8, call a unit,
-dequantize the int8 result. ``key``, ``attn_out``, ``ffn_in``, ``ffn_out`` and the head run
+dequantize the int8 result (with ``nonlinear`` ``integer``, ``ffn_out`` instead takes
+``ffn_in``'s GELU job's int8 result, below). ``key``, ``attn_out``, ``ffn_in``, ``ffn_out`` and the head run
 on the GEMM engine; ``query`` and ``value`` (:data:`~.config.ADAPTED`) on the ZO layer,
 which computes the frozen ``X·W`` and the adapter ``U·Tp`` together.
 
@@ -40,6 +42,14 @@ outputs, P int8 in 1/127), :class:`IntegerLinears` passing it to ``bert_layer``.
 the LayerNorms and the softmax as I-BERT's integer kernels (:mod:`.nonlinear`, the softmax
 in :mod:`.attention`), their 16-bit input scales calibrated on the same examples (the peak
 ``|x|`` of the float model's GELU and LayerNorm inputs and, with host attention, scores).
+The GELU is the engine's: ``ffn_in``'s call is a GELU job (:func:`.nonlinear.gelu_job`,
+:mod:`zoforge.golden.engine_gelu`) whose int8 result is ``ffn_out``'s call's input as it
+is, so between the two maps the host computes nothing: per column ``n`` the job's first
+requantizer is ``quantize_multiplier(s_x s_w[n] / s)`` (the accumulators to i-GELU's int16
+input of scale ``s``) and its second ``quantize_multiplier(g / (m[n] s'))`` (i-GELU's output
+scale ``g`` to ``ffn_out``'s int8 input, with ``ffn_out``'s smoothing ``m[n]`` and per-tensor
+input scale ``s'`` folded in); ``ffn_in``'s own output scales are not used. The LayerNorms
+stay on the host's float32 values (quantize to 16 bits, kernel, dequantize).
 
 The float twin (:class:`FloatLinears`) is the same model with every map in float32 and the
 adapter's B = ``Tp_f * column_scale`` for a float operand ``Tp_f`` (same parametrization,
@@ -64,7 +74,8 @@ from zoforge.golden.finetune.calls import AdapterCall, EngineCall
 from zoforge.golden.finetune.config import ADAPTED, FinetuneConfig
 from zoforge.golden.finetune.integer_ops import GeluParams, LayerNormParams, SoftmaxParams
 from zoforge.golden.finetune.nonlinear import (NONLINEAR_PERCENTILE, BlockNonlinear,
-                                               IntegerNonlinear, layer_view, norm_modules)
+                                               IntegerNonlinear, gelu_job, layer_view,
+                                               norm_modules)
 from zoforge.golden.models import LAYER_LINEARS, bert_layer, mean_pool
 
 __all__ = ["ACT_PERCENTILE", "QuantLinear", "Adapter", "QuantModel", "IntegerLinears",
@@ -280,7 +291,14 @@ class QuantModel:
                 raise ConfigError("nonlinear", f"float for this model ({key} has a calibrated "
                                   f"input scale of {error.got:g}, where an integer unit "
                                   f"takes {error.allowed})", "integer") from None
-            blocks[key] = BlockNonlinear(gelu, norms, softmax, host)
+            ffn_in, ffn_out = (self.linears[f"{key}.{name}"] for name in ("ffn_in", "ffn_out"))
+            try:
+                job = gelu_job(gelu, ffn_in.acc_scale, ffn_out.smooth * ffn_out.in_scale)
+            except ConfigError as error:
+                raise ConfigError("nonlinear", f"float for this model ({key}'s GELU job "
+                                  f"needs {error.parameter} {error.got}, where it takes "
+                                  f"{error.allowed})", "integer") from None
+            blocks[key] = BlockNonlinear(job, norms, softmax, host)
         return IntegerNonlinear(blocks)
 
     def _float_forward(self, ids, mask, stats) -> torch.Tensor:
@@ -352,9 +370,12 @@ class IntegerLinears:
     (``-``) the generator. ``attention``: the :class:`~.attention.EngineAttention` on the
     same units (``cfg.attention`` ``engines``), the :class:`~.attention.HostIntegerAttention`
     (host, ``nonlinear`` ``integer``), or None (float attention). ``nonlinear``: the model's
-    :class:`~.nonlinear.IntegerNonlinear` or None; with one, ``ffn_in``'s call keeps the
-    integer GELU of its output and ``ffn_out``'s call takes it as its input
-    (:mod:`.nonlinear`)."""
+    :class:`~.nonlinear.IntegerNonlinear` or None; with one, ``ffn_in``'s call is the
+    block's GELU job (``EngineCall(..., None, None, gelu=...)``), its int8 result is kept
+    and ``ffn_out``'s call takes it as its ``x`` (:mod:`.nonlinear`); what ``ffn_in``
+    returns to ``bert_layer`` (the result in ``ffn_out``'s input scale ``m[n] s'``, float32)
+    only feeds ``bert_layer``'s float GELU, which is unused. (``ffn_in`` and ``ffn_out`` are
+    engine maps: :data:`~.config.ADAPTED` has neither.)"""
 
     def __init__(self, model: QuantModel, units, masters: dict[str, torch.Tensor],
                  sign: int = 0, eps_shift: int = 0):
@@ -372,28 +393,36 @@ class IntegerLinears:
 
     def __call__(self, key: str, x: torch.Tensor) -> torch.Tensor:
         block, name = key.split(".")
-        if self.nonlinear is not None and name == "ffn_out":
-            x = self._gelu.pop(block)
-        y = self._map(key, x)
-        if self.nonlinear is not None and name == "ffn_in":
-            self._gelu[block] = self.nonlinear.gelu(block, y)
-        return y
-
-    def _map(self, key: str, x: torch.Tensor) -> torch.Tensor:
         linear = self.model.linears[key]
         shape = x.shape
-        xq = linear.quantize_input(x.reshape(-1, shape[-1]))
+        if self.nonlinear is not None and name == "ffn_out":
+            xq = self._gelu.pop(block)                  # the GELU job's int8 result
+        else:
+            xq = linear.quantize_input(x.reshape(-1, shape[-1]))
+        if self.nonlinear is not None and name == "ffn_in":
+            job = self.nonlinear.blocks[block].gelu
+            y = self.units(EngineCall(key, xq, linear.weight, linear.bias, None, None,
+                                      gelu=job)).to(torch.int8)
+            self._gelu[block] = y
+            # unused (bert_layer's float GELU of it): the job's result dequantized
+            out_scale = self.model.linears[f"{block}.ffn_out"].smooth \
+                * self.model.linears[f"{block}.ffn_out"].in_scale
+        else:
+            y, out_scale = self._map(key, linear, xq), linear.out_scale
+        return (y.double() * out_scale).float().reshape(*shape[:-1], -1)
+
+    def _map(self, key: str, linear: QuantLinear, xq: torch.Tensor) -> torch.Tensor:
+        """The int8 result of map ``key`` on the int8 input ``xq``: an engine job, or a
+        ZO-layer call and the host's requantizer where ``key`` has an adapter."""
         adapter = self.model.adapters.get(key)
         if adapter is None:
-            y = self.units(linear.engine_call(key, xq))
-        else:
-            first, self.first = self.first, False
-            y = linear.output(self.units(AdapterCall(
-                key, xq, linear.weight, adapter.a, self.masters[key],
-                int(adapter.u_params.multiplier), int(adapter.u_params.shift), self.sign,
-                self.eps_shift, save=first and self.sign > 0,
-                restore=first and self.sign < 0)))
-        return (y.double() * linear.out_scale).float().reshape(*shape[:-1], -1)
+            return self.units(linear.engine_call(key, xq))
+        first, self.first = self.first, False
+        return linear.output(self.units(AdapterCall(
+            key, xq, linear.weight, adapter.a, self.masters[key],
+            int(adapter.u_params.multiplier), int(adapter.u_params.shift), self.sign,
+            self.eps_shift, save=first and self.sign > 0,
+            restore=first and self.sign < 0)))
 
     def head(self, pooled: torch.Tensor) -> torch.Tensor:
         head = self.model.head
