@@ -214,6 +214,16 @@ BUILTIN = (
            configs="zoforge.golden.zolayer:LAYER_CONFIGS",
            elaborate="zoforge.hw.zolayer.designs:elaborate_layer",
            memories="zoforge.hw.zolayer.designs:layer_memories"),
+    Design("softmax", "integer softmax unit: rows of raw int32 scores -> int8 P "
+                      "(AXI4-Lite/Stream)",
+           configs="zoforge.hw.softmax.config:SoftmaxConfig",
+           elaborate="zoforge.hw.softmax.designs:elaborate_softmax",
+           memories="zoforge.hw.softmax.designs:softmax_memories",
+           cosim="zoforge.sim.softmax_host:cosim_softmax",
+           cosim_options="zoforge.sim.softmax_host:SoftmaxCosimOptions",
+           cosim_help="random jobs (row lengths, rows, key masks, scales) through the "
+                      "softmax unit's RTL, checked bit-exact against int_softmax; prints "
+                      "JSON"),
     Design("accelerator", "board-sized accelerator: GEMM engines and ZO layers side by side, "
                           "sized to the board (--board) or as given",
            configs="zoforge.hw.accel.config:AcceleratorConfig",
