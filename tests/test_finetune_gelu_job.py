@@ -1,6 +1,7 @@
 """``ffn_in``'s GELU job in the fine-tuning step (``nonlinear`` ``integer``;
-golden/finetune/nonlinear.py ``gelu_job``, golden/engine_gelu.py): the step's ``ffn_in`` call
-is a GELU job and ``ffn_out`` takes its int8 result as it is; the job's result equals a
+golden/finetune/nonlinear.py ``gelu_job``, golden/engine_gelu.py): the golden step runs, its
+every ``ffn_in`` call is a GELU job and ``ffn_out`` takes its int8 result as it is; the job's
+result equals a
 second derivation in plain Python ints from the float scales (the accumulators
 ``sum x w + bias``, requantized to int16 by ``s_x s_w[n] / s``, i-GELU by branches, requantized
 to int8 by ``g / (m[n] s')`` with ffn_out's smoothing and input scale), with both
@@ -90,6 +91,21 @@ def tiny_run():
     ids, mask, _ = prepared.test
     run.model.logits(ids, mask, run.linears(run.masters))
     return run
+
+
+def test_the_step_runs_and_every_ffn_out_takes_the_job_before_it(tiny_run):
+    """One ZO step (2q forwards): every ffn_in call is a GELU job, and the ffn_out call after
+    it takes its result (the job run again on the same units' model)."""
+    units = GoldenUnits(CFG.generator().golden(), CFG.layer_rows, record=True)
+    record = ZoFinetune(tiny_run.prepared, units=units).step()
+    assert all(np.isfinite(record.losses)) and len(record.grads) == CFG.queries
+    jobs = [c for c in units.log if c.name.endswith(".ffn_in")]
+    nexts = [c for c in units.log if c.name.endswith(".ffn_out")]
+    assert len(jobs) == len(nexts) == 2 * CFG.queries * CFG.blocks
+    for job, nxt in zip(jobs, nexts):
+        assert job.gelu is not None and nxt.gelu is None and nxt.multiplier is not None
+        assert job.name.split(".")[0] == nxt.name.split(".")[0]
+        assert torch.equal(nxt.x.long(), GoldenUnits.engine(job))
 
 
 def test_the_ffn_maps_are_engine_maps():
