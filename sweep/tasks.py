@@ -146,7 +146,7 @@ def _finetune(spec: dict, folder: Path, reporter: _Reporter) -> dict:
     import torch
     from zoforge.golden.finetune.train import ZoFinetune, accuracy, curve_steps, prepare
     from zoforge.golden.zolayer.host import mean_cross_entropy
-    cfg = FinetuneConfig.from_dict(spec)
+    cfg = FinetuneConfig.from_result_fields(spec)
     torch.set_num_threads(1)
     prepared = prepare(cfg)
     zo = ZoFinetune(prepared, "int8")

@@ -87,7 +87,8 @@ def test_host_ops_by_hand():
 
 
 def test_board_step_fields_arithmetic():
-    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2)
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2, attention="host",
+                         nonlinear="float")      # host attention: the prices derived below
     fields = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0)
     assert tuple(fields) == BOARD_STEP_KEYS
     price = price_schedule(step_schedule(SHAPE, ACCEL), 100.0, 21.3e9)
@@ -117,7 +118,8 @@ def test_layer_mapping_priced_and_split_is_faster_here():
     """The layer mapping's price is its own schedule's; on ACCEL (3 engines, 2 4x4 layers)
     the split mapping takes the layers' K = 16 X.W off them: fewer cycles, and the qkv
     phase's busiest layer does less."""
-    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2)
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2, attention="host",
+                         nonlinear="float")      # host attention: the prices derived below
     fields = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0,
                                mapping="layer")
     price = price_schedule(step_schedule(SHAPE, ACCEL, 0, "layer"), 100.0, 21.3e9)
@@ -155,7 +157,8 @@ def test_the_default_design_is_the_fastest_of_the_planners():
     from zoforge.hw.accel.plan import plan_accelerator
     from zoforge.reports.accel_cost import LAYER_COLS_TRIED, price_schedule
     from zoforge.boards.registry import get_board
-    cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=2)
+    cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=2,
+                         attention="host", nonlinear="float")
     shape = ModelShape(blocks=2, seq_len=8, batch=2, rank=8, adapted=2, queries=2, hidden=32,
                        ffn=64, heads=2, classes=2)
     board = get_board("zcu102")
@@ -185,7 +188,8 @@ def test_host_ops_with_engine_attention_by_hand():
 
 
 def test_board_step_fields_take_the_attention_from_cfg():
-    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2)
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2, attention="host",
+                         nonlinear="float")      # host attention: the prices derived below
     host = board_step_fields(cfg, 16, 32, 2, 2, "zcu102", ACCEL, mhz=100.0)
     engines = board_step_fields(cfg.replace(attention="engines"), 16, 32, 2, 2, "zcu102",
                                 ACCEL, mhz=100.0)

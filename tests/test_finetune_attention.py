@@ -242,7 +242,8 @@ def test_engine_attention_changes_int8_not_float(prepared):
         for arithmetic in ("int8", "float"):
             zo = ZoFinetune(p, arithmetic)
             linears = zo.linears(zo.masters)
-            assert (linears.attention is None) == (arithmetic == "float" or name == "host")
+            assert isinstance(linears.attention, EngineAttention) == \
+                (arithmetic == "int8" and name == "engines")
             logits[name, arithmetic] = p.model.logits(ids, mask, linears)
     assert torch.equal(logits["engines", "float"], logits["host", "float"])
     assert not torch.equal(logits["engines", "int8"], logits["host", "int8"])
@@ -261,9 +262,10 @@ def test_bad_attention_is_one_line():
 
 
 def test_result_fields_leave_out_the_host_attention():
-    """Stored results keep their keys: ``attention`` at ``host`` (every earlier run's) is
-    left out of the key's fields, ``engines`` is in."""
-    cfg = FinetuneConfig()
+    """Stored results keep their keys: ``attention`` at ``host`` (every earlier run's, no
+    longer the default) is left out of the key's fields, ``engines`` is in."""
+    assert FinetuneConfig().attention == "engines"
+    cfg = FinetuneConfig(attention="host", nonlinear="float")
     assert "attention" not in cfg.result_fields()
     assert cfg.result_fields() == {k: v for k, v in cfg.field_values().items()
                                    if k not in ("attention", "nonlinear")}   # both added later

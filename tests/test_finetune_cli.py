@@ -100,7 +100,8 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     cfg = config_from_dict(result["config"], (FinetuneConfig,))
     engine, layer = engine_design(cfg, 32, 64), cfg.layer_design(32, 64)
     assert (engine.rows, engine.cols, layer.rows, layer.cols, layer.n_rng) == (8, 8, 4, 4, 7)
-    step = predicted_step_cycles(shape, engine, layer)
+    assert cfg.attention == "engines"                    # the default
+    step = predicted_step_cycles(shape, engine, layer, attention="engines")
     assert result["predicted_cycles_per_step"] == step.cycles > 0
     assert result["ddr_bytes_per_step"] == step.stream_bytes
     assert result["onchip_bits"] == memory_bits(engine, layer)["total"]
@@ -234,9 +235,10 @@ def fake_rtl(monkeypatch):
 
 
 # calls per step with blocks 1, q 4: 8 forwards x (2 adapter calls + key, attn_out, ffn_in,
-# ffn_out, head on the engine) + 4 update walks x 2 adapters
+# ffn_out, head on the engine, and with the default engine attention a scores and a context
+# job per sequence (batch 2) and head (the tiny model's 2)) + 4 update walks x 2 adapters
 ADAPTER_CALLS = 8 * 2 + 4 * 2
-ENGINE_CALLS = 8 * 5
+ENGINE_CALLS = 8 * (5 + 2 * 2 * 2)
 
 
 @pytest.mark.parametrize("rtl, per_step", [("adapters", ADAPTER_CALLS),

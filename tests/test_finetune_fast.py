@@ -175,8 +175,11 @@ def test_frozen_blocks_once_per_example_equal_recomputing_them(top_only, arithme
     for name in fast.names:
         assert torch.equal(fast.masters[name], slow.masters[name])
     assert fast.names == ["block1.query", "block1.value"]
-    if arithmetic == "int8":       # each example's six block-0 maps ran once, not 2q times
-        assert counting.frozen_rows == 6 * TWO_BLOCKS_TOP.seq_len * len(seen)
+    if arithmetic == "int8":       # each example's six block-0 maps ran once, not 2q times,
+        # and with engine attention (the default) its scores and context jobs, per head
+        assert TWO_BLOCKS_TOP.attention == "engines"
+        heads = top_only.model.blocks[0].attention.self.num_attention_heads
+        assert counting.frozen_rows == (6 + 2 * heads) * TWO_BLOCKS_TOP.seq_len * len(seen)
     assert torch.equal(fast.logits("test"), slow.logits("test"))
     assert fast.train_loss() == slow.train_loss()
 

@@ -378,8 +378,9 @@ def test_a_model_the_units_are_not_made_for_is_one_line(prepared):
 
 def test_float_changes_no_key_and_integer_is_another_task():
     from zoforge.sweep.spec import train_key     # the sweep's key (a layer above golden)
-    plain = FinetuneConfig()
-    assert plain.nonlinear == "float" and "nonlinear" not in plain.result_fields()
+    assert FinetuneConfig().nonlinear == "integer"      # the default; float: every earlier run
+    plain = FinetuneConfig(nonlinear="float")
+    assert "nonlinear" not in plain.result_fields()
     assert "nonlinear" not in plain.key_dict()
     other = plain.replace(nonlinear="integer")
     assert other.result_fields()["nonlinear"] == "integer"

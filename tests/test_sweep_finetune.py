@@ -41,8 +41,8 @@ def test_a_finetune_sweep_expands_to_finetune_points():
     assert point.train == FinetuneConfig(**TINY, steps=4, strategy="masked")
     assert point.generator == point.train.generator()
     spec = point.train_spec()
-    fields = {k: v for k, v in point.train.field_values().items()
-              if k not in ("attention", "nonlinear")}     # added later, at their defaults
+    fields = point.train.field_values()     # engines, integer: not the earlier values, kept
+    assert (fields["attention"], fields["nonlinear"]) == ("engines", "integer")
     assert spec == {"task": "finetune", "perturbation": "masked-onthefly", **fields}
     assert point.train_key == stable_key("train", {"task": "finetune", **fields})
     assert [kind for _, kind, _ in sweep.tasks()] == ["report", "train", "train"]
@@ -151,23 +151,39 @@ STORED_BEFORE_ATTENTION = (
      "strategy": "onthefly", "task": "finetune", "terms": 3})
 
 
+@pytest.mark.parametrize("attention", ["host", "engines"])
+@pytest.mark.parametrize("nonlinear", ["float", "integer"])
+def test_a_stored_spec_reads_back_as_the_run_it_was(attention, nonlinear):
+    """Whatever the defaults, a spec the store keeps (:func:`finetune_spec`) reads back as
+    the configuration that wrote it."""
+    cfg = FinetuneConfig(**TINY, attention=attention, nonlinear=nonlinear)
+    fields = {k: v for k, v in finetune_spec(cfg).items() if k not in ("task", "perturbation")}
+    assert FinetuneConfig.from_result_fields(fields) == cfg
+    stored = run_key(cfg, True)["config"]      # a checkpoint's: compared, never read back
+    assert ("attention" in stored, "nonlinear" in stored) == \
+        (attention != "host", nonlinear != "float")
+    assert ("attention" in fields) == (attention != "host")
+    assert ("nonlinear" in fields) == (nonlinear != "float")
+
+
 def test_a_field_added_at_its_earlier_value_keeps_stored_keys_specs_and_checkpoints():
     """A field added later (``attention``, ``nonlinear``) at the value every earlier run had
     changes no stored key, spec or checkpoint match; another value is another task."""
     key, spec = STORED_BEFORE_ATTENTION
     fields = {k: v for k, v in spec.items() if k not in ("task", "perturbation")}
-    cfg = FinetuneConfig(**fields)
-    assert cfg.attention == "host"
+    cfg = FinetuneConfig.from_result_fields(fields)     # not today's defaults
+    assert (cfg.attention, cfg.nonlinear) == ("host", "float")
+    assert FinetuneConfig(**fields) == cfg.replace(attention="engines", nonlinear="integer")
     assert train_key(cfg) == key
     assert finetune_spec(cfg) == spec
     assert "attention" not in run_key(cfg, True)["config"]
     assert run_key(cfg, True)["config"] == {k: v for k, v in cfg.to_dict().items()
                                             if k not in ("attention", "nonlinear")}
-    other = FinetuneConfig(**fields, attention="engines")
+    other = cfg.replace(attention="engines")
     assert train_key(other) != key
     assert finetune_spec(other)["attention"] == "engines"
     assert run_key(other, True)["config"]["attention"] == "engines"
-    integer = FinetuneConfig(**fields, nonlinear="integer")   # the next field added so
+    integer = cfg.replace(nonlinear="integer")   # the next field added so
     assert cfg.nonlinear == "float"
     assert train_key(integer) not in (key, train_key(other))
     assert finetune_spec(integer)["nonlinear"] == "integer"

@@ -7,14 +7,21 @@ One frozen :class:`FinetuneConfig`: the model cut (``blocks``, ``seq_len``), the
 its layer count, ``seq_len`` at most its positions) are checked when it is loaded
 (:func:`zoforge.golden.finetune.model.check_model_limits`), before any work.
 
-**The attention** (``attention``, :data:`ATTENTIONS`): ``host`` keeps Q·K^T, softmax and
-P·V in float32 on the host (every result as before); ``engines`` runs the two products as
-the GEMM engine's raw int8 jobs (:mod:`.attention`; the float twin keeps float attention).
+**The attention** (``attention``, :data:`ATTENTIONS`): ``engines`` (the default) runs Q·K^T
+and P·V as the GEMM engine's raw int8 jobs (:mod:`.attention`; the float twin keeps float
+attention); ``host`` keeps them and the softmax in float32 on the host.
 
-**The nonlinear functions** (``nonlinear``, :data:`NONLINEARS`): ``float`` keeps softmax,
-GELU and LayerNorm in float32 on the host (every result as before); ``integer`` runs them as
-I-BERT's integer kernels (:mod:`.integer_ops`, at the boundary of :mod:`.nonlinear`), with
-either ``attention`` (the float twin keeps float).
+**The nonlinear functions** (``nonlinear``, :data:`NONLINEARS`): ``integer`` (the default)
+runs softmax, GELU and LayerNorm as I-BERT's integer kernels (:mod:`.integer_ops`, at the
+boundary of :mod:`.nonlinear`), with either ``attention`` (the float twin keeps float);
+``float`` keeps them in float32 on the host.
+
+**Stored runs** (issue 32, item 6): both defaults were ``host`` and ``float`` before these
+fields existed, and a stored run's key (:meth:`FinetuneConfig.result_fields`,
+:meth:`FinetuneConfig.key_dict`) leaves out a field of :data:`ADDED_WITH` at that earlier
+value, so earlier stores keep their keys; a stored spec is read back with
+:meth:`FinetuneConfig.from_result_fields`, which restores those values (not today's
+defaults).
 
 **The generator** (issue 33, as the head-level trainer's hardware sources): ``strategy``
 one of :data:`zoforge.golden.rng.STRATEGIES` (``onthefly``: PeZO on-the-fly, the default,
@@ -60,18 +67,20 @@ __all__ = ["FinetuneConfig", "ADAPTED", "ENGINE_MAPS", "MAX_TOKENS", "DATA_CLASS
 #: LoRA-FA adapter and run on the ZO layer; the others run on the GEMM engine.
 ADAPTED = ("query", "value")
 ENGINE_MAPS = ("key", "attn_out", "ffn_in", "ffn_out")
-#: Where the attention products Q·K^T and P·V run (``attention``): on the host in float32
-#: (the default), or as the GEMM engine's raw int8 jobs (:mod:`.attention`).
+#: Where the attention products Q·K^T and P·V run (``attention``): as the GEMM engine's raw
+#: int8 jobs (the default, :mod:`.attention`), or on the host in float32.
 ATTENTIONS = ("host", "engines")
 #: The engine-attention's two products, by the names of their calls (``block0.scores``:
 #: S = Q·K^T; ``block0.context``: C = P·V).
 ATTENTION_PRODUCTS = ("scores", "context")
-#: How softmax, GELU and LayerNorm run (``nonlinear``): float32 on the host (the default), or
-#: as integer units (:mod:`.nonlinear`, I-BERT's kernels).
+#: How softmax, GELU and LayerNorm run (``nonlinear``): as integer units (the default,
+#: :mod:`.nonlinear`, I-BERT's kernels), or float32 on the host.
 NONLINEARS = ("float", "integer")
-#: Fields added after results were stored, with the value every earlier run had: a
-#: fine-tuning's key (:meth:`FinetuneConfig.result_fields`) leaves such a field out while it
-#: has that value, so stored results keep their keys (as ``zoforge.golden.zo.config``'s).
+#: Fields added after results were stored, with the value every earlier run had (not
+#: today's default): a fine-tuning's key (:meth:`FinetuneConfig.result_fields`) leaves such a
+#: field out while it has that value, so stored results keep their keys (as
+#: ``zoforge.golden.zo.config``'s), and :meth:`FinetuneConfig.from_result_fields` puts it
+#: back.
 ADDED_WITH = {"attention": "host", "nonlinear": "float"}
 #: Most tokens (batch x seq_len) of one call: the units' token buffers.
 MAX_TOKENS = 4096
@@ -141,12 +150,13 @@ class FinetuneConfig(Config):
                                              "generator")
     pool_size: int = param(PregenConfig.pool_size, "pregen: pool size (2^k - 1)")
     pool_seed: int = param(PregenConfig.pool_seed, "pregen: seed of the pool's contents")
-    attention: str = param("host", "where Q.K^T and P.V run: host (float32) or engines "
-                                   "(int8 q, k, v and P, raw GEMM-engine jobs per sequence "
-                                   "and head; docs/accelerator-cost.md)", OneOf(ATTENTIONS))
-    nonlinear: str = param("float", "softmax, GELU and LayerNorm: float (float32 on the "
-                                    "host) or integer (I-BERT's integer kernels; "
-                                    "docs/integer-nonlinear.md)", OneOf(NONLINEARS))
+    attention: str = param("engines", "where Q.K^T and P.V run: engines (int8 q, k, v and "
+                                      "P, raw GEMM-engine jobs per sequence and head; "
+                                      "docs/accelerator-cost.md) or host (float32)",
+                           OneOf(ATTENTIONS))
+    nonlinear: str = param("integer", "softmax, GELU and LayerNorm: integer (I-BERT's "
+                                      "integer kernels; docs/integer-nonlinear.md) or float "
+                                      "(float32 on the host)", OneOf(NONLINEARS))
     layer_rows: int = param(4, "the ZO layer's array rows R", IntRange(1, 32))
     layer_cols: int = param(4, "the ZO layer's array columns C", IntRange(1, 32))
     engine_rows: int = param(8, "the GEMM engine's array rows", IntRange(1, 64))
@@ -186,6 +196,13 @@ class FinetuneConfig(Config):
         fine-tuning's key should hash (the run's result is a function of them)."""
         return {k: v for k, v in self.field_values().items()
                 if not (k in ADDED_WITH and v == ADDED_WITH[k])}
+
+    @classmethod
+    def from_result_fields(cls, fields: dict, source: str = "") -> "FinetuneConfig":
+        """The configuration of a stored spec (:meth:`result_fields` or :meth:`key_dict`):
+        a field of :data:`ADDED_WITH` it leaves out has its earlier value, not today's
+        default."""
+        return cls.from_dict({**ADDED_WITH, **fields}, source)
 
     def key_dict(self) -> dict:
         """:meth:`to_dict` without the :data:`ADDED_WITH` fields at their earlier value:

@@ -10,12 +10,14 @@ the int8 run), ``--backprop`` (the first-order ceiling), ``--out DIR`` and ``--j
 The run is :class:`zoforge.sim.finetune_run.FinetuneRun` (the steps, the result's keys, the
 files); this module parses the flags, calls it and prints.
 
-``--attention engines`` (a configuration field) runs Q·K^T and P·V as the GEMM engine's
-raw int8 jobs per sequence and head (:mod:`zoforge.golden.finetune.attention`; with
-``--rtl all`` on the RTL engine); the default ``host`` keeps them in float32.
-``--nonlinear integer`` (a configuration field) runs softmax, GELU and LayerNorm as I-BERT's
-integer kernels (:mod:`zoforge.golden.finetune.integer_ops`, docs/integer-nonlinear.md);
-the default ``float`` keeps them in float32 on the host.
+``--attention`` (a configuration field): the default ``engines`` runs Q·K^T and P·V as the
+GEMM engine's raw int8 jobs per sequence and head (:mod:`zoforge.golden.finetune.attention`;
+with ``--rtl all`` on the RTL engine); ``host`` keeps them in float32.
+``--nonlinear`` (a configuration field): the default ``integer`` runs softmax, GELU and
+LayerNorm as I-BERT's integer kernels (:mod:`zoforge.golden.finetune.integer_ops`,
+docs/integer-nonlinear.md; the GELU as the engine's GELU job); ``float`` keeps them in
+float32 on the host. (Both defaults were ``host`` and ``float`` before issue 32; a stored run
+keeps its key: :data:`zoforge.golden.finetune.config.ADDED_WITH`.)
 
 Few-shot mode (``--k-shot K``, issue 33; :mod:`zoforge.golden.finetune.fewshot`): the steps
 train on K examples per class the head has not seen, with the protocol's defaults for
@@ -27,7 +29,7 @@ twin) and its curve at :func:`~zoforge.golden.finetune.train.curve_steps` (every
 Checked before any work: the configuration, ``--out``, ``--json`` and (``--rtl``) the
 simulation cache's path; once the model is
 loaded (before the data and the calibration), its limits (``--blocks``, ``--seq-len``;
-with ``--attention engines`` also ``--seq-len`` at most the model's widest map) and
+with engine attention also ``--seq-len`` at most the model's widest map) and
 the co-simulation's (``--rtl``). A call that differs on the RTL ends the run with a one-line
 error (exit 1), the JSON written with ``bit_exact: false`` and the message. A run keeps a
 checkpoint in ``--out`` (``--checkpoint-every N`` steps, and at SIGINT / SIGTERM) and a run
