@@ -28,7 +28,10 @@ the golden units compute each stack as one exact batched product, the RTL's run 
 With ``nonlinear`` ``integer`` (``softmax``: the blocks' :class:`~.integer_ops.
 SoftmaxParams`, for the scale ``s_q s_k / sqrt(d)``) the three float lines are the integer
 softmax of S itself (:func:`~.integer_ops.int_softmax`, masked keys left out, ``levels``
-127): ``p8`` with no float between. :class:`HostIntegerAttention` (``attention`` ``host``
+127): ``p8`` with no float between, one :class:`~.calls.SoftmaxCall` to the units per block
+and forward (``block<b>.softmax``: the J jobs' scores ``(J, L, L)``, each job's key mask
+``(J, L)``, the block's constants), between the two products' calls, so a co-simulation
+runs it on the softmax unit. :class:`HostIntegerAttention` (``attention`` ``host``
 with ``nonlinear`` ``integer``): the float32 scores ``q·k^T / sqrt(d)``, int16 in the
 block's calibrated scale (:func:`quantize_wide`), the integer softmax to ``p8``, then
 ``float32(p8) / 127 · v`` in float32.
@@ -40,15 +43,17 @@ from dataclasses import dataclass
 
 import torch
 
-from zoforge.golden.finetune.calls import run_raw_jobs
+from zoforge.golden.finetune.calls import SoftmaxCall, run_raw_jobs
 from zoforge.golden.finetune.config import ATTENTION_PRODUCTS
 from zoforge.golden.finetune.integer_ops import INPUT_BITS, SoftmaxParams, int_softmax
 from zoforge.golden.models import attention_bias
 
 __all__ = ["AttentionScales", "EngineAttention", "HostIntegerAttention",
            "quantize_activation", "quantize_probabilities", "quantize_wide", "P_LEVELS",
-           "WIDE_LEVELS"]
+           "WIDE_LEVELS", "SOFTMAX_CALL"]
 
+#: The softmax's call name in a block: ``block<b>.softmax``.
+SOFTMAX_CALL = "softmax"
 #: P's int8 levels: ``p8 = round(P * P_LEVELS)``, scale ``1 / P_LEVELS``.
 P_LEVELS = 127
 #: The integer units' wide inputs (:func:`quantize_wide`): ``|q| <= 2^15 - 1``.
@@ -112,8 +117,9 @@ class EngineAttention:
         scores_name, context_name = (f"{block}.{p}" for p in ATTENTION_PRODUCTS)
         raw = run_raw_jobs(self.units, scores_name, q8, k8.transpose(-1, -2))
         if self.softmax is not None:
-            p8 = int_softmax(raw.to(torch.int64).reshape(*lead, length, length), _keep(mask),
-                             self.softmax[block], P_LEVELS).to(torch.int8)
+            keep = (mask != 0)[..., None, :].expand(*lead, length).reshape(-1, length)
+            p8 = self.units(SoftmaxCall(f"{block}.{SOFTMAX_CALL}", raw.to(torch.int64), keep,
+                                        self.softmax[block], P_LEVELS)).to(torch.int8)
         else:
             scores = (raw.double() * s.scores(d)).float().reshape(*lead, length, length)
             p8 = quantize_probabilities(torch.softmax(

@@ -17,6 +17,13 @@ a record that holds everything the unit gets (so the co-simulation can replay it
 * :class:`UpdateCall`: the ZO layer's update of one adapter after one query:
   ``load_master(T)`` (clears D), ``D = g * z`` (z regenerated; ``restore`` first if set),
   ``apply``: ``T' = clamp(T - ((D * eta_mult + half) >> eta_shift), int24)``.
+* :class:`SoftmaxCall`: the softmax unit's rows (``unit`` ``softmax``,
+  :mod:`zoforge.hw.softmax`): the integer softmax
+  (:func:`~zoforge.golden.finetune.integer_ops.int_softmax`) of int32 ``scores (J, R, L)``
+  (a stack of ``J`` jobs of ``R`` rows of ``L`` keys; ``(R, L)``: one) with the keys
+  ``keep (J, L)`` (``(L,)``) of each job's rows and the constants ``params``
+  (:class:`~zoforge.golden.finetune.integer_ops.SoftmaxParams`): int in ``[0, levels]``. The
+  engine attention's per block and forward: ``J`` = sequences x heads, ``R = L``.
 
 :class:`GoldenUnits` executes calls with the golden models; its ZO layer keeps the
 hardware's one generator and one save slot, so a sequence of calls with their flags
@@ -47,11 +54,12 @@ from zoforge.errors import ConfigError
 from zoforge.golden.engine import RequantParams, exact_int8_matmul, requantize, wrap_signed
 from zoforge.golden.engine_gelu import GeluStage, gelu_stage
 from zoforge.golden.engine_widths import ACC_BITS
+from zoforge.golden.finetune.integer_ops import SoftmaxParams, int_softmax
 from zoforge.golden.zolayer.config import Formats
 from zoforge.golden.zolayer.model import (applied_update, draw_perturbation, exact_matmul,
                                           perturbed_operand)
 
-__all__ = ["EngineCall", "AdapterCall", "UpdateCall", "GoldenUnits", "Call", "int8_product",
+__all__ = ["EngineCall", "AdapterCall", "UpdateCall", "SoftmaxCall", "GoldenUnits", "Call", "int8_product",
            "gemm_int32", "raw_jobs", "run_raw_jobs"]
 
 #: |int8 x int8| products sum to at most 2^14 K; below this K no int32 accumulator can wrap.
@@ -171,7 +179,29 @@ class UpdateCall:
     unit = "zolayer"
 
 
-Call = EngineCall | AdapterCall | UpdateCall
+@dataclass(frozen=True)
+class SoftmaxCall:
+    """The integer softmax of a stack of score rows (see the module docstring); ``name``
+    e.g. ``block0.softmax``."""
+
+    name: str
+    scores: torch.Tensor                 # int64 (J, R, L) or (R, L): values of int32
+    keep: torch.Tensor                   # bool (J, L) or (L,): each job's kept keys
+    params: SoftmaxParams
+    levels: int                          # p in [0, levels] (the P.V job's P: 127)
+
+    unit = "softmax"
+
+    def __post_init__(self):
+        if self.keep.dim() + 1 != self.scores.dim() or \
+                self.keep.shape[:-1] != self.scores.shape[:-2] or \
+                self.keep.shape[-1] != self.scores.shape[-1]:
+            raise ConfigError("keep", f"a key mask of shape {tuple(self.scores.shape[:-2])} + "
+                              f"({self.scores.shape[-1]},) (the scores' jobs and keys)",
+                              tuple(self.keep.shape))
+
+
+Call = EngineCall | AdapterCall | UpdateCall | SoftmaxCall
 
 
 def raw_jobs(name: str, x: torch.Tensor, w: torch.Tensor) -> list[EngineCall]:
@@ -212,6 +242,8 @@ class GoldenUnits:
             return self.engine(call, self._product(call.name, call.x, call.w)[0])
         if isinstance(call, AdapterCall):
             return self.adapter(call)
+        if isinstance(call, SoftmaxCall):
+            return self.softmax(call)
         return self.update(call)
 
     def _product(self, name: str, x: torch.Tensor, *weights: torch.Tensor) -> list:
@@ -253,6 +285,12 @@ class GoldenUnits:
         if call.raw:
             return acc
         return requantize(acc, RequantParams(call.multiplier, call.shift)).to(torch.int64)
+
+    @staticmethod
+    def softmax(call: SoftmaxCall) -> torch.Tensor:
+        """:func:`~zoforge.golden.finetune.integer_ops.int_softmax` of the call's rows, each
+        job's key mask its rows' ``keep`` (int64, the scores' shape)."""
+        return int_softmax(call.scores, call.keep[..., None, :], call.params, call.levels)
 
     def generator_state(self) -> dict:
         """The ZO layer's generator state as plain data (``generator.save()``: the strategy
