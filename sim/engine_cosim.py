@@ -24,8 +24,9 @@ from zoforge.files import cache_dir, content_key
 from zoforge.hw.export import to_verilog
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.engine.designs import engine_name
-from zoforge.hw.engine.engine import CTRL_BITS, PARAM_REGIONS, REGISTERS, Engine
+from zoforge.hw.engine.engine import Engine
 from zoforge.hw.engine.packer import ROWS_PER_BEAT
+from zoforge.hw.engine.regmap import GELU_CONSTANTS, ctrl_bits, host_map
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
                                   resolve_backend, run_program)
 from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
@@ -33,7 +34,8 @@ from zoforge.sim.verdict import Verdict
 
 __all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
            "pack_input_stream", "output_beats", "unpack_output", "param_table",
-           "ideal_cycles", "random_job", "array_steps", "JOB_COMPARISONS"]
+           "ideal_cycles", "random_job", "array_steps", "JOB_COMPARISONS", "gelu_job",
+           "gelu_writes"]
 
 #: What a job's verdict compares, each by name: its output with the golden model's, and its
 #: ARRAY_CYCLES counter with the k-steps its tiles feed the array (:func:`array_steps`).
@@ -72,7 +74,9 @@ class EngineJob:
     """One GEMM for the engine: int8 ``x [M,K]``, ``w [K,N]``, optional int32 ``bias [N]``.
 
     ``multiplier``/``shift`` (int or length-N arrays) select the requantized INT8 output;
-    both None gives raw INT32 output (``relu`` is ignored then, as in the RTL).
+    both None gives raw INT32 output (``relu`` is ignored then, as in the RTL). ``gelu`` (a
+    :class:`~zoforge.golden.engine_gelu.GeluStage`; :func:`gelu_job` makes one) makes it a
+    GELU job (an engine built with ``gelu``): ``multiplier``/``shift`` its ``into``.
     """
 
     x: np.ndarray
@@ -81,6 +85,7 @@ class EngineJob:
     multiplier: object = None
     shift: object = None
     relu: bool = False
+    gelu: object = None
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -99,12 +104,24 @@ class EngineJob:
         import torch   # torch only to compute expected results (keeps `zoforge --help` fast)
         from zoforge.golden.engine import RequantParams, engine_gemm
         bias = None if self.bias is None else torch.from_numpy(np.asarray(self.bias, np.int64))
+        if self.gelu is not None:
+            from zoforge.golden.engine_gelu import engine_gemm_gelu
+            return engine_gemm_gelu(torch.from_numpy(self.x), torch.from_numpy(self.w), bias,
+                                    self.gelu).numpy()
         params = None if self.raw else RequantParams(
             torch.as_tensor(np.asarray(self.multiplier), dtype=torch.int64),
             torch.as_tensor(np.asarray(self.shift), dtype=torch.int64))
         out = engine_gemm(torch.from_numpy(self.x), torch.from_numpy(self.w), bias, params,
                           self.relu)
         return out.numpy()
+
+
+def gelu_job(x: np.ndarray, w: np.ndarray, bias, stage) -> EngineJob:
+    """A GELU job of ``stage`` (a :class:`~zoforge.golden.engine_gelu.GeluStage`)."""
+    def host(value):
+        return value.numpy() if hasattr(value, "numpy") else int(value)
+    return EngineJob(x, w, bias, host(stage.into.multiplier), host(stage.into.shift),
+                     gelu=stage)
 
 
 @dataclass
@@ -265,6 +282,13 @@ class EngineCosim:
         if job.w.shape[0] != k:
             raise ConfigError("k", "the same for x and w", f"{k} and {job.w.shape[0]}")
         self.check_shape(m, k, n)
+        if job.gelu is not None:
+            if not self.config.gelu:
+                raise ConfigError("gelu", "GELU jobs on an engine built with --gelu",
+                                  "an engine without")
+            if job.relu:
+                raise ConfigError("relu", "False in a GELU job", job.relu)
+            gelu_writes(job.gelu)
 
     @property
     def target(self) -> BusTarget:
@@ -322,7 +346,8 @@ class EngineCosim:
             specs.append(spec)
             data[f"job{index}_frame"] = frame_words(frame, self.in_bytes)
             data.update({f"job{index}_{name}": table for name, table in tables.items()})
-        return {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS,
+        registers, regions = host_map(self.config.gelu)
+        return {"jobs": specs, "registers": registers, "regions": regions,
                 "lanes": self.cols}, data
 
     def _run_bench(self, jobs: list[EngineJob], bench: str, data_dir: Path | None):
@@ -332,7 +357,8 @@ class EngineCosim:
                 spec, frame, tables = self.job_spec(job)
                 np.savez(data / f"job{index}.npz", frame=frame, **tables)
                 specs.append(spec)
-            args = {"jobs": specs, "registers": REGISTERS, "regions": PARAM_REGIONS}
+            registers, regions = host_map(self.config.gelu)
+            args = {"jobs": specs, "registers": registers, "regions": regions}
             result = run_cocotb(verilog=self.verilog, toplevel=self.top, test_module=bench,
                                 args=args, simulator=self.simulator, data_dir=data,
                                 verilator_args=_verilator_args(self.top))
@@ -376,9 +402,17 @@ class EngineCosim:
         if job.per_channel:
             tables["COL_MULT"] = param_table(job.multiplier, n, self.cols)
             tables["COL_SHIFT"] = param_table(job.shift, n, self.cols)
-        ctrl = ((job.relu << CTRL_BITS["relu"]) | (job.raw << CTRL_BITS["raw"])
-                | (job.per_channel << CTRL_BITS["per_channel"])
-                | ((job.bias is not None) << CTRL_BITS["bias_en"]))
+        bits = ctrl_bits(self.config.gelu)
+        ctrl = ((job.relu << bits["relu"]) | (job.raw << bits["raw"])
+                | (job.per_channel << bits["per_channel"])
+                | ((job.bias is not None) << bits["bias_en"]))
+        writes = {}
+        if job.gelu is not None:
+            out_mult, out_shift = job.gelu.out.per_column(n)
+            tables["OUT_MULT"] = param_table(out_mult.numpy(), n, self.cols)
+            tables["OUT_SHIFT"] = param_table(out_shift.numpy(), n, self.cols)
+            ctrl |= 1 << bits["gelu"]
+            writes = gelu_writes(job.gelu)
         tensor = (0, 0) if job.raw or job.per_channel else (int(job.multiplier), int(job.shift))
         mt, nt = -(-m // self.rows), -(-n // self.cols)
         x_panel = -(-k // self.pack) * self.in_bytes
@@ -387,8 +421,22 @@ class EngineCosim:
                 "tables": sorted(tables), "beats": int(frame.size // self.in_bytes),
                 "beat_bytes": self.in_bytes, "w_panel_bytes": int(w_panel),
                 "first_bytes": int(mt * x_panel + min(nt, 2) * w_panel),
-                "out_beats": output_beats(m, n, self.rows, self.cols, job.raw)}
+                "out_beats": output_beats(m, n, self.rows, self.cols, job.raw),
+                "writes": writes}
         return spec, frame, tables
+
+
+def gelu_writes(stage) -> dict[str, int]:
+    """The GELU registers' values for ``stage``'s i-GELU constants (:func:`~zoforge.hw.
+    nonlinear.gelu.gelu_registers`; a constant the unit cannot take: one-line ConfigError)."""
+    from zoforge.hw.nonlinear.gelu import gelu_registers
+    try:
+        values = gelu_registers(stage.gelu)
+    except ValueError as error:
+        raise ConfigError("gelu", "i-GELU constants the engine's GeluUnit takes (made by "
+                          "GeluParams.of)", str(error)) from None
+    return {name: values[constant] >> low & 0xFFFFFFFF
+            for name, (constant, low) in GELU_CONSTANTS.items()}
 
 
 def frame_words(frame: np.ndarray, beat_bytes: int) -> np.ndarray:

@@ -7,7 +7,8 @@ output beat: :func:`~zoforge.sim.program.check_frame`), wait two cycles (done an
 the last beat), sample irq, read STATUS and the cycle counters, clear done and read STATUS
 again. Each job is one batch. ``args``: ``lanes`` (32-bit words of an output beat),
 ``registers``, ``regions`` (the engine's address map) and ``jobs`` (per job: ``m, k, n,
-ctrl, mult, shift, tables, out_beats``);
+ctrl, mult, shift, tables, out_beats`` and ``writes``, more registers by name: a GELU job's
+constants);
 ``data``: ``job<i>_frame`` (the input stream as 32-bit words) and ``job<i>_<TABLE>``.
 Returns the arrays ``out<i>`` (output words) and the results ``jobs`` (per-job counters).
 """
@@ -27,6 +28,7 @@ def engine_program(args: dict, data: dict):
     for index, spec in enumerate(args["jobs"]):
         batch = [Write(reg[name], spec[name.lower()]) for name in ("M", "K", "N", "MULT",
                                                                     "SHIFT")]
+        batch += [Write(reg[name], value) for name, value in spec.get("writes", {}).items()]
         for name in spec["tables"]:
             batch += [Write(regions[name] + 4 * i, word)
                       for i, word in enumerate(data[f"job{index}_{name}"])]

@@ -15,14 +15,14 @@ from amaranth.lib import data
 from zoforge.hw.pe.tiles import Buffer, Tiling
 
 from .config import DIM_BITS, EngineConfig
-from .regmap import PARAM_TABLES
+from .regmap import param_tables
 
 __all__ = ["Memory", "engine_buffers", "engine_tiling"]
 
 
 class Memory(StrEnum):
     """The engine's operand and result memories (the value is the submodule's name); the
-    per-column tables are named by :data:`~.regmap.PARAM_TABLES`."""
+    per-column tables are named by :func:`~.regmap.param_tables`."""
 
     X = "x_buffer"
     W = "w_buffer"
@@ -47,7 +47,7 @@ def engine_buffers(config: EngineConfig) -> dict[str, Buffer]:
         Memory.RESULT: tiling.result_banks(
             doc="double-buffered result tile buffer, 2 x R rows of C int32"),
     }
-    for table in PARAM_TABLES.values():
+    for table in param_tables(config.gelu).values():
         buffers[table.memory] = Buffer(data.ArrayLayout(table.shape, config.cols),
                                        config.n_tiles, table.doc + " table", granularity=1)
     return buffers

@@ -24,7 +24,8 @@ class EngineConfig(Config):
     ``paired`` puts each two rows of a column on one
     packed multiplier (:class:`~zoforge.hw.pe.array.SystolicArray`: the same products,
     R / 2 cycles less of skew per job); ``max_n`` is limited by the per-column parameter
-    tables (``MAX_PARAM_WORDS`` words, ``2^ceil(log2 C)`` per row of C columns).
+    tables (``MAX_PARAM_WORDS`` words, ``2^ceil(log2 C)`` per row of C columns); ``gelu``
+    adds the GELU job mode (:mod:`.gelu_path`).
     """
 
     kind: ClassVar[str] = "engine"
@@ -39,6 +40,9 @@ class EngineConfig(Config):
                        IntRange(1, MAX_PARAM_WORDS * 64))
     paired: bool = param(False, "rows in pairs on one multiplier: two INT8 products per "
                                 "DSP48E2 (Xilinx WP486); R even")
+    gelu: bool = param(False, "the GELU job mode (CTRL bit gelu): requantize to int16, "
+                              "i-GELU, requantize per column to int8 on the output path "
+                              "(zoforge.golden.engine_gelu)")
 
     def check(self) -> None:
         check_int_range("--max-m", self.max_m, self.rows, MAX_DIM)

@@ -7,7 +7,7 @@ from zoforge.hw.designs import Elaborated, MemorySize, memory_sizes
 from .buffers import engine_buffers
 from .config import EngineConfig
 from .engine import Engine
-from .regmap import PARAM_TABLES
+from .regmap import param_tables
 
 __all__ = ["elaborate_engine", "engine_name", "engine_memories"]
 
@@ -21,8 +21,10 @@ BLOCKS = {
     "requant": "bias add, requantization (multiplier, shift, round, saturate), ReLU",
     "regs": "control/status register file, per-column table writes",
     "axil": "AXI4-Lite target",
-    **{str(name): buffer.doc for name, buffer in engine_buffers(EngineConfig()).items()},
 }
+#: A gelu build's ``requant`` (:mod:`.gelu_path`).
+GELU_REQUANT = ("bias add, requantization to int8 or (GELU job) int16, the GELU job's "
+                "i-GELU and per-column requantization to int8")
 
 
 def engine_name(config: EngineConfig) -> str:
@@ -32,14 +34,16 @@ def engine_name(config: EngineConfig) -> str:
 
 def elaborate_engine(config: EngineConfig) -> Elaborated:
     engine = Engine(config)
+    blocks = dict(BLOCKS, **({"requant": GELU_REQUANT} if config.gelu else {}),
+                  **{str(name): buffer.doc for name, buffer in engine_buffers(config).items()})
     return Elaborated(top=engine, name=engine_name(config), config=config,
-                      facts=engine.facts, blocks=dict(BLOCKS))
+                      facts=engine.facts, blocks=blocks)
 
 
 #: The configuration fields each memory's size grows with.
 SIZED_BY = {"x_buffer": ("max_m", "max_k"), "w_buffer": ("max_k",),
             "result_buffer": ("rows", "cols"),
-            **{table.memory: ("max_n",) for table in PARAM_TABLES.values()}}
+            **{table.memory: ("max_n",) for table in param_tables(True).values()}}
 
 
 def engine_memories(config: EngineConfig) -> dict[str, MemorySize]:

@@ -40,7 +40,10 @@ the engine's own :class:`~.registers.RegisterFile` and :class:`~.loader.Loader` 
 stream -> X buffer, W banks), and from :mod:`zoforge.hw.pe` the AXI4-Lite target,
 the feeder (buffers -> array, the weights as a stream), the array, the drain (array ->
 result banks), the output stage (result banks -> rows for the requantizer, its rows ->
-the engine's :class:`~.packer.ResultPacker` -> ``m_axis``) and the requantizer.
+the engine's :class:`~.packer.ResultPacker` -> ``m_axis``) and the requantizer (in a
+``gelu`` build the output path of :mod:`.gelu_path`: the requantizer, and for a GELU job,
+CTRL bit ``gelu``, the i-GELU and a second per-column requantizer; int8 results as a
+requantized job's).
 """
 from __future__ import annotations
 
@@ -61,7 +64,8 @@ from .buffers import Memory, engine_buffers, engine_tiling
 from .config import EngineConfig
 from .loader import Loader
 from .packer import ResultPacker
-from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, PARAM_TABLES, REGISTERS
+from .gelu_path import GeluPath, row_layout
+from .regmap import ADDR_BITS, CTRL_BITS, PARAM_REGIONS, REGISTERS, param_tables
 from .registers import RegisterFile
 
 __all__ = ["Engine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "CTRL_BITS",
@@ -69,10 +73,10 @@ __all__ = ["Engine", "check_engine_parameters", "REGISTERS", "PARAM_REGIONS", "C
 
 
 def check_engine_parameters(rows: int, cols: int, pack: int, max_m: int, max_k: int,
-                            max_n: int, paired: bool = False) -> dict:
+                            max_n: int, paired: bool = False, gelu: bool = False) -> dict:
     """Validate the engine's build parameters (ConfigError naming the CLI flag)."""
     config = EngineConfig(rows=rows, cols=cols, pack=pack, max_m=max_m, max_k=max_k,
-                          max_n=max_n, paired=paired)
+                          max_n=max_n, paired=paired, gelu=gelu)
     return dict(config.to_dict(), in_bytes=config.in_bytes)
 
 
@@ -120,10 +124,12 @@ class Engine(wiring.Component):
                                                    acc_bits=accumulator_bits(config.max_k))
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency)
+        tables = param_tables(config.gelu)
         m.submodules.output = output = OutputStage(tiling, {
             table.memory: SideRead(table.field, buffers[table.memory], "panel")
-            for table in PARAM_TABLES.values()})
-        m.submodules.requant = requant = RequantStream(config.cols)
+            for table in tables.values()}, row_layout(config.cols) if config.gelu else None)
+        m.submodules.requant = requant = (GeluPath(config.cols) if config.gelu
+                                          else RequantStream(config.cols))
         m.submodules.packer = packer = ResultPacker(config.cols)
 
         # host side
@@ -147,7 +153,7 @@ class Engine(wiring.Component):
         wiring.connect(m, feeder.w_rd, w_mem.read_port())
         wiring.connect(m, drain.res_wr, res_mem.write_port())
         wiring.connect(m, output.res_rd, res_mem.read_port())
-        for table in PARAM_TABLES.values():
+        for table in tables.values():
             memory = memories[table.memory]
             wiring.connect(m, getattr(regs, table.memory), memory.write_port(granularity=1))
             wiring.connect(m, getattr(output, table.memory), memory.read_port())
@@ -159,5 +165,8 @@ class Engine(wiring.Component):
         wiring.connect(m, output.rows, requant.i)
         wiring.connect(m, requant.o, output.results)
         wiring.connect(m, regs.mode, requant.mode)
+        if config.gelu:
+            wiring.connect(m, regs.gelu_config, requant.config)
+            m.d.comb += requant.gelu.eq(regs.gelu)
         m.d.comb += [packer.raw.eq(regs.mode.raw), packer.start.eq(regs.job.start)]
         return m

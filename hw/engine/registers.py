@@ -18,19 +18,26 @@ from zoforge.hw.pe.signatures import JobSignature, ModeSignature
 
 from .buffers import engine_buffers
 from .config import DIM_BITS, EngineConfig
-from .regmap import (ADDR_BITS, COUNTER_BITS, CTRL_BITS, PARAM_TABLES, REGION_SHIFT,
-                     REGISTER_MAP, STATUS_BITS)
+from zoforge.hw.nonlinear.gelu import config_signature
+
+from .regmap import (ADDR_BITS, COUNTER_BITS, GELU_CONSTANTS, REGION_SHIFT, STATUS_BITS,
+                     ctrl_bits, param_tables, register_map)
 
 __all__ = ["RegisterFile"]
 
 
 class RegisterFile(wiring.Component):
-    """Registers of :data:`~.regmap.REGISTER_MAP`, per-column tables of
-    :data:`~.regmap.PARAM_TABLES` (written only while idle, full words only)."""
+    """Registers of :func:`~.regmap.register_map`, per-column tables of
+    :func:`~.regmap.param_tables` (written only while idle, full words only)."""
 
     def __init__(self, config: EngineConfig):
         self.config = config
         buffers = engine_buffers(config)
+        self.registers = register_map(config.gelu)
+        self.tables = param_tables(config.gelu)
+        self.ctrl_bits = ctrl_bits(config.gelu)
+        gelu_ports = ({"gelu": Out(1), "gelu_config": Out(config_signature())}
+                      if config.gelu else {})
         super().__init__({
             "port": In(RegisterPortSignature(ADDR_BITS)),
             "job": Out(JobSignature(DIM_BITS)), "mode": Out(ModeSignature()),
@@ -38,7 +45,8 @@ class RegisterFile(wiring.Component):
             "job_end": In(1),      # the job's last output beat leaves (busy ends)
             "irq": Out(1),
             **{table.memory: In(buffers[table.memory].write_port())
-               for table in PARAM_TABLES.values()},
+               for table in self.tables.values()},
+            **gelu_ports,
         })
 
     @property
@@ -53,13 +61,18 @@ class RegisterFile(wiring.Component):
         job, mode = self.job, self.mode
         busy, done, start = Signal(), Signal(), Signal()
         status = {"busy": busy, "done": done}
-        ctrl = {name: getattr(mode, name) for name in CTRL_BITS if name != "start"}
+        registers, bits = self.registers, self.ctrl_bits
+        ctrl = {name: getattr(mode, name) if name in mode.signature.members
+                else getattr(self, name) for name in bits if name != "start"}
         stored = {"IRQ_EN": Signal(name="irq_en"), "M": job.m, "K": job.k, "N": job.n,
                   "MULT": mode.tensor_mult, "SHIFT": mode.tensor_shift}
+        if self.config.gelu:
+            stored.update({name: getattr(self.gelu_config, constant)[low:low + 32]
+                           for name, (constant, low) in GELU_CONSTANTS.items()})
         counters = {name: Signal(COUNTER_BITS, name=name.lower())
-                    for name, register in REGISTER_MAP.items() if register.kind == "counter"}
+                    for name, register in registers.items() if register.kind == "counter"}
         events = {"CYCLES": busy, "ARRAY_CYCLES": self.array_step}
-        words = {"ctrl": _fields(CTRL_BITS, ctrl), "status": _fields(STATUS_BITS, status)}
+        words = {"ctrl": _fields(bits, ctrl), "status": _fields(STATUS_BITS, status)}
         values = {**stored, **counters,
                   **{name: Const(value, 32) for name, value in self.info.items()}}
 
@@ -67,12 +80,12 @@ class RegisterFile(wiring.Component):
         data = port.wr_data
         with m.If(port.wr_en):
             with m.Switch(port.wr_addr):
-                for name, register in REGISTER_MAP.items():
+                for name, register in registers.items():
                     with m.Case(register.address):
                         if register.kind == "ctrl":
                             with m.If(~busy):
-                                m.d.sync += [f.eq(data[CTRL_BITS[n]]) for n, f in ctrl.items()]
-                                m.d.comb += start.eq(data[CTRL_BITS["start"]])
+                                m.d.sync += [f.eq(data[bits[n]]) for n, f in ctrl.items()]
+                                m.d.comb += start.eq(data[bits["start"]])
                         elif register.kind == "status":
                             with m.If(data[STATUS_BITS["done"]]):
                                 m.d.sync += done.eq(0)
@@ -84,7 +97,7 @@ class RegisterFile(wiring.Component):
         # reads: the address decode registered, then the selected word (READ_CYCLES)
         m.d.comb += port.rd_data.eq(read_select(m, port.rd_addr, {
             name: (register.address, words.get(register.kind, values.get(name)))
-            for name, register in REGISTER_MAP.items()}))
+            for name, register in registers.items()}))
         self._tables(m, busy)
 
         for name, counter in counters.items():
@@ -113,7 +126,7 @@ class RegisterFile(wiring.Component):
         lane, row = index[:lane_bits], index[lane_bits:]
         # and the table's write port itself from registers, a cycle later (its lane enables
         # are the block RAM's byte enables: no decode in front of them)
-        for table in PARAM_TABLES.values():
+        for table in self.tables.values():
             port = getattr(self, table.memory)
             hit = (wr_en & ~busy & (wr_addr[:2] == 0)
                    & (wr_addr[REGION_SHIFT:] == table.address >> REGION_SHIFT))

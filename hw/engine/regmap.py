@@ -3,6 +3,11 @@
 
 32-bit registers at byte addresses (:data:`REGISTER_MAP`); per-column parameter tables in
 4 KiB regions (:data:`PARAM_TABLES`), column n at word ``(n // C) * 2^ceil(log2 C) + n % C``.
+An engine built with ``gelu`` (:attr:`~.config.EngineConfig.gelu`, the GELU job mode) has
+the CTRL bits of :data:`GELU_CTRL_BITS`, the registers of :data:`GELU_REGISTER_MAP` (the
+i-GELU's constants, :func:`zoforge.hw.nonlinear.gelu.gelu_registers`) and the tables of
+:data:`GELU_TABLES` (the second requantizer's) too: :func:`register_map`,
+:func:`param_tables` and :func:`ctrl_bits` give a build's.
 """
 from __future__ import annotations
 
@@ -12,13 +17,16 @@ from amaranth import signed, unsigned
 from amaranth.hdl import Shape
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
+from zoforge.golden.finetune.integer_ops import ERF_BITS
+from zoforge.hw.nonlinear import gelu
 from zoforge.hw.pe.regmap import Register, addresses
 
 from .config import DIM_BITS
 
 __all__ = ["Register", "ParamTable", "REGISTER_MAP", "PARAM_TABLES", "CTRL_BITS",
            "STATUS_BITS", "REGISTERS", "PARAM_REGIONS", "ADDR_BITS", "COUNTER_BITS",
-           "REGION_SHIFT"]
+           "REGION_SHIFT", "GELU_REGISTER_MAP", "GELU_TABLES", "GELU_CTRL_BITS",
+           "GELU_CONSTANTS", "register_map", "param_tables", "ctrl_bits", "host_map"]
 
 ADDR_BITS = 16
 COUNTER_BITS = 32
@@ -79,7 +87,52 @@ PARAM_TABLES: dict[str, ParamTable] = {
 CTRL_BITS = {"start": 0, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
 STATUS_BITS = {"busy": 0, "done": 1}
 
-#: Register byte addresses, by name (the host's view).
+#: The GELU job mode's CTRL bit (``gelu`` builds): with raw 0, the job's results go through
+#: the 16-bit requantizer, the i-GELU and the second (OUT_*) requantizer; relu is ignored.
+GELU_CTRL_BITS = {"gelu": 5}
+#: The GELU registers: name -> (the i-GELU constant, ``gelu_registers``' key; its lowest
+#: bit the register holds). ``offset`` is wider than a register (51 bits: the unit takes
+#: every scale the golden makes constants for), its bits 32 and up are GELU_OFFSET_HI's.
+GELU_CONSTANTS = {"GELU_BETA": ("beta", 0), "GELU_OFFSET": ("offset", 0),
+                  "GELU_OFFSET_HI": ("offset", 32), "GELU_SHIFT": ("shift", 0),
+                  "GELU_ONE": ("one", 0)}
+_GELU_WIDTHS = {"beta": gelu.BETA_BITS, "offset": gelu.GAMMA_BITS, "shift": gelu.SHIFT_BITS,
+                "one": ERF_BITS}
+GELU_REGISTER_MAP: dict[str, Register] = {
+    name: Register(0x38 + 4 * index, "config", min(32, _GELU_WIDTHS[constant] - low),
+                   f"i-GELU constant {constant}" + (f" bits {low} and up" if low else "")
+                   + " (gelu builds; gelu_registers)")
+    for index, (name, (constant, low)) in enumerate(GELU_CONSTANTS.items())}
+GELU_TABLES: dict[str, ParamTable] = {
+    "OUT_MULT": ParamTable(0x4000, unsigned(MULT_BITS), "out_mult_table", "out_mult",
+                           "per-column multiplier after the GELU (gelu builds)"),
+    "OUT_SHIFT": ParamTable(0x5000, unsigned(SHIFT_BITS), "out_shift_table", "out_shift",
+                            "per-column shift after the GELU (gelu builds)"),
+}
+
+
+def register_map(gelu_mode: bool = False) -> dict[str, Register]:
+    """The registers of a build (with ``gelu``: :data:`GELU_REGISTER_MAP` too)."""
+    return {**REGISTER_MAP, **(GELU_REGISTER_MAP if gelu_mode else {})}
+
+
+def param_tables(gelu_mode: bool = False) -> dict[str, ParamTable]:
+    """The per-column tables of a build (with ``gelu``: :data:`GELU_TABLES` too)."""
+    return {**PARAM_TABLES, **(GELU_TABLES if gelu_mode else {})}
+
+
+def ctrl_bits(gelu_mode: bool = False) -> dict[str, int]:
+    """CTRL's fields in a build (with ``gelu``: :data:`GELU_CTRL_BITS` too)."""
+    return {**CTRL_BITS, **(GELU_CTRL_BITS if gelu_mode else {})}
+
+
+#: Register byte addresses, by name (the host's view; a gelu build's: :func:`host_map`).
 REGISTERS = addresses(REGISTER_MAP)
-#: Parameter region base addresses, by name.
+#: Parameter region base addresses, by name (a gelu build's: :func:`host_map`).
 PARAM_REGIONS = {name: table.address for name, table in PARAM_TABLES.items()}
+
+
+def host_map(gelu_mode: bool = False) -> tuple[dict[str, int], dict[str, int]]:
+    """A build's ``(register addresses, parameter region addresses)``, by name."""
+    return (addresses(register_map(gelu_mode)),
+            {name: table.address for name, table in param_tables(gelu_mode).items()})

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from amaranth import Cat, Module, ResetInserter, Signal
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
@@ -61,17 +61,22 @@ class SideRead:
 
 
 class OutputStage(wiring.Component):
-    def __init__(self, tiling: Tiling, side_reads: dict[str, SideRead] | None = None):
+    """``row_layout``: the rows' layout (default the requantizer's :func:`~.requant.
+    input_layout`; a wider one carries more side reads, the engine's GELU path's)."""
+
+    def __init__(self, tiling: Tiling, side_reads: dict[str, SideRead] | None = None,
+                 row_layout: data.StructLayout | None = None):
         self.tiling = tiling
         self.side_reads = dict(side_reads or {})
         cols = tiling.cols
+        self.row_layout = row_layout if row_layout is not None else input_layout(cols)
         super().__init__({
             "job": In(JobSignature(tiling.dim_bits)),
             "drained": In(1),        # a result bank has been filled
             "tile_done": Out(1),     # a result bank has been read out
             "res_rd": In(tiling.result_banks().read_port()),
             **{name: In(side.buffer.read_port()) for name, side in self.side_reads.items()},
-            "rows": Out(stream.Signature(input_layout(cols))),
+            "rows": Out(stream.Signature(self.row_layout)),
             "results": In(stream.Signature(output_layout(cols))),
             "m_axis": Out(AxiStreamSignature(ACC_BITS * cols)),
             "job_end": Out(1),       # the job's last beat leaves
@@ -84,7 +89,7 @@ class OutputStage(wiring.Component):
         # drained tiles not yet read out
         tiles_ready = Signal(range(self.tiling.result_bank_count + 1))
 
-        width = len(Signal(input_layout(self.tiling.cols)).as_value())
+        width = len(Signal(self.row_layout).as_value())
         m.submodules.fifo = fifo = SyncFIFOBuffered(width=width, depth=FIFO_DEPTH)
         taken = rows.valid & rows.ready
         credits = Signal(range(FIFO_DEPTH + 1))     # rows issued and not yet taken
@@ -95,7 +100,7 @@ class OutputStage(wiring.Component):
         m.d.sync += [credits.eq(after), room.eq(after < FIFO_DEPTH)]
         # the stages never stall: the memory reads, a register of the whole row right behind
         # the memories (its only load: placed beside them), then the FIFO's write
-        read = Signal(input_layout(self.tiling.cols))
+        read = Signal(self.row_layout)
         m.d.comb += [self.res_rd.addr.eq(Cat(cursor.row, bank)), self.res_rd.en.eq(1),
                      read.acc.eq(self.res_rd.data)]
         for name, side in self.side_reads.items():
@@ -104,7 +109,7 @@ class OutputStage(wiring.Component):
                        else Cat(cursor.row, cursor.tile, cursor.panel))
             m.d.comb += [port.addr.eq(address), port.en.eq(1), read[side.field].eq(port.data)]
         read_valid, read_last, behind_valid = Signal(), Signal(), Signal()
-        behind = Signal(input_layout(self.tiling.cols), name="behind")
+        behind = Signal(self.row_layout, name="behind")
         m.d.comb += read.last.eq(read_last)
         m.d.sync += [read_valid.eq(issue), read_last.eq(issue & cursor.job_end),
                      behind_valid.eq(read_valid)]

@@ -8,6 +8,10 @@ Per lane, with the semantics of :func:`zoforge.golden.engine.requantize`::
     y    = clamp(y, -128, 127); y = max(y, 0) if relu
     data = sum if raw else sign_extend_32(y)
 
+A requantizer made ``wide`` has an input ``sat16``: while it is high, ``y`` saturates to
+int16, ``[-2^15, 2^15 - 1]``, instead (the engine's GELU job, :func:`~zoforge.golden.engine.
+requantize` with ``bits=16``) and ReLU is off.
+
 ``bias`` is used when ``bias_en``; ``mult``/``shift`` come from the payload (``per_channel``)
 or from ``tensor_mult``/``tensor_shift`` (the members of ``mode``,
 :class:`~.signatures.ModeSignature`). Shifts above 47 (outside the golden model's
@@ -22,7 +26,8 @@ Pipeline (:data:`LATENCY` stages, one payload per cycle; raw mode uses mult 1, s
     5  prod = sum * mult                              their sum (48 bits)
     6  f = (prod << (7 - shift % 8))[6:]              the fine shift (0..7)
     7  t = f >> (shift & ~7)                          = (2 * prod) >> shift
-    8  t in [-256, 255]? (t's upper bits all equal), t's sign and low bits
+    8  t in [-256, 255]? (t's upper bits all equal), t's sign and low bits (wide: also
+       t in [-2^16, 2^16 - 1]?)
     9  y = (t + 1) >> 1                               = (prod + 2^(shift-1)) >> shift
        (prod for shift 0), saturated, ReLU; data
 
@@ -57,6 +62,7 @@ _HALF = ACC_BITS // 2
 _PROD_BITS = ACC_BITS + MULT_BITS       # prod = sum * mult, signed
 _T_BITS = _PROD_BITS + 1               # t = (2 * prod) >> shift
 _WINDOW = 9                            # t is in [-256, 255] iff t[8:] is all 0s or all 1s
+_WIDE_WINDOW = 17                      # the same for int16: t[16:]
 
 
 def input_layout(lanes: int) -> data.StructLayout:
@@ -78,12 +84,13 @@ def output_layout(lanes: int) -> data.StructLayout:
 class RequantStream(wiring.Component):
     """Requantizes a stream of result rows; ``last`` travels with its row."""
 
-    def __init__(self, lanes: int):
-        self.lanes = lanes
+    def __init__(self, lanes: int, wide: bool = False):
+        self.lanes, self.wide = lanes, wide
         super().__init__({
             "i": In(stream.Signature(input_layout(lanes))),
             "o": Out(stream.Signature(output_layout(lanes))),
             "mode": In(ModeSignature()),
+            **({"sat16": In(1)} if wide else {}),
         })
 
     def elaborate(self, platform):
@@ -163,4 +170,15 @@ class RequantStream(wiring.Component):
         y = Signal(signed(8), name=f"y_{j}")
         m.d.comb += y.eq(Mux(mode.relu & sign, 0,
                              Mux(inside, low[1:_WINDOW] + low[0], Mux(sign, -128, 127))))
-        m.d.sync += self._row.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1], y))
+        if not self.wide:
+            m.d.sync += self._row.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1], y))
+            return
+        # wide: the int16 window's test at stage 8 too, its result at 9
+        wide_inside = reg(1, 8, "wide_inside")
+        zeros, ones = t[_WIDE_WINDOW - 1:] == 0, ~t[_WIDE_WINDOW - 1:] == 0
+        m.d.sync += wide_inside.eq(ones | (zeros & (t[:_WIDE_WINDOW - 1] != 0xFFFF)))
+        y16 = Signal(signed(16), name=f"y16_{j}")
+        m.d.comb += y16.eq(Mux(wide_inside, low[1:_WIDE_WINDOW] + low[0],
+                               Mux(sign, -(1 << 15), (1 << 15) - 1)))
+        m.d.sync += self._row.data[j].eq(Mux(mode.raw, low[1:ACC_BITS + 1],
+                                             Mux(self.sat16, y16, y)))

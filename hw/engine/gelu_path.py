@@ -1,0 +1,124 @@
+"""The engine's output path in a ``gelu`` build (:attr:`~.config.EngineConfig.gelu`): the
+requantizer, and behind it the GELU job's i-GELU and second requantizer.
+
+Per output column ``n`` (a lane), with the semantics of
+:func:`zoforge.golden.engine_gelu.engine_gemm_gelu`::
+
+    q   = requantize(acc + bias, into, bits=16)    the requantizer (``wide``: saturating
+                                                   to int16 while ``gelu``; MULT/SHIFT or
+                                                   COL_MULT/COL_SHIFT, as for int8 jobs)
+    y   = int_gelu(q, gelu)                        C lanes of GeluUnit (GELU_* registers)
+    out = requantize(y, out)                       a second requantizer: OUT_MULT/OUT_SHIFT
+                                                   per column, no bias, no ReLU
+
+With ``gelu`` low (or ``raw`` high) the path is the requantizer alone, as in a build
+without ``gelu``: the same values and cycles. ``gelu`` and the configuration inputs must not
+change while rows are in flight (the register file changes them only while idle).
+
+The rows (``i``, :func:`row_layout`) carry the second requantizer's per-column multiplier
+and shift (``out_mult``, ``out_shift``: side reads of the output stage, like the first
+one's); they wait in a FIFO (:data:`PARAM_ROWS` rows, each row's pushed as it enters the
+requantizer, popped as its GELU values enter the second one) instead of travelling through
+the stages. Back-pressure: each stage takes it by its credits
+(:mod:`zoforge.hw.pe.credits`); the FIFO holds every row in flight between the two
+requantizers' inputs (at most the first's and the GeluUnit's buffers), so it never fills.
+Latency of a GELU job's row: :data:`GELU_EXTRA_LATENCY` cycles more than an int8 job's.
+"""
+from __future__ import annotations
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS
+from zoforge.golden.finetune.integer_ops import INPUT_BITS
+from zoforge.hw.nonlinear import gelu
+from zoforge.hw.pe import requant
+from zoforge.hw.pe.requant import RequantStream, input_layout, output_layout
+from zoforge.hw.pe.signatures import ModeSignature
+
+from .regmap import GELU_TABLES
+
+__all__ = ["GeluPath", "row_layout", "PARAM_ROWS", "GELU_EXTRA_LATENCY"]
+
+#: Rows the parameter FIFO holds: the most rows between the two requantizers' inputs.
+PARAM_ROWS = requant.BUFFER_ROWS + gelu.BUFFER_BEATS
+#: Cycles a GELU job's row takes more than an int8 job's: the GeluUnit and the second
+#: requantizer (each passes a row on after its LATENCY when the output is ready).
+GELU_EXTRA_LATENCY = gelu.LATENCY + requant.LATENCY
+
+
+def row_layout(lanes: int) -> data.StructLayout:
+    """The rows of a gelu build's output stage: the requantizer's :func:`~zoforge.hw.pe.
+    requant.input_layout` and the fields of :data:`~.regmap.GELU_TABLES`."""
+    return data.StructLayout({
+        **dict(input_layout(lanes).members),
+        **{table.field: data.ArrayLayout(table.shape, lanes) for table in GELU_TABLES.values()},
+    })
+
+
+class GeluPath(wiring.Component):
+    """Rows (``i``) -> results (``o``) of a gelu build (module docstring); ``gelu``: the
+    CTRL mode bit, ``config``: the i-GELU's constants."""
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+        super().__init__({
+            "i": In(stream.Signature(row_layout(lanes))),
+            "o": Out(stream.Signature(output_layout(lanes))),
+            "mode": In(ModeSignature()),
+            "gelu": In(1),
+            "config": In(gelu.config_signature()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        lanes, mode = self.lanes, self.mode
+        m.submodules.into = into = RequantStream(lanes, wide=True)
+        m.submodules.unit = unit = gelu.GeluUnit(lanes)
+        m.submodules.out = out = RequantStream(lanes)
+        m.submodules.params = params = SyncFIFOBuffered(
+            width=lanes * (MULT_BITS + SHIFT_BITS), depth=PARAM_ROWS)
+        active = Signal()          # a GELU job: gelu, not raw
+        m.d.comb += active.eq(self.gelu & ~mode.raw)
+
+        # rows -> the requantizer (its parameters, mode); the GELU job's OUT_* to the FIFO
+        i = self.i
+        m.d.comb += [into.i.valid.eq(i.valid), i.ready.eq(into.i.ready),
+                     into.sat16.eq(active)]
+        m.d.comb += [into.i.payload[name].eq(i.payload[name])
+                     for name in input_layout(lanes).members]
+        m.d.comb += [getattr(into.mode, name).eq(getattr(mode, name))
+                     for name in ModeSignature().members]
+        m.d.comb += [params.w_en.eq(active & i.valid & i.ready),
+                     params.w_data.eq(Cat(i.payload.out_mult, i.payload.out_shift))]
+        wiring.connect(m, wiring.flipped(self.config), unit.config)
+
+        # the requantizer -> the i-GELU (a GELU job) or the output
+        m.d.comb += [unit.i.valid.eq(into.o.valid & active),
+                     unit.i.payload.last.eq(into.o.payload.last),
+                     into.o.ready.eq(Mux(active, unit.i.ready, self.o.ready))]
+        m.d.comb += [unit.i.payload.q[j].eq(into.o.payload.data[j][:INPUT_BITS])
+                     for j in range(lanes)]
+
+        # the i-GELU -> the second requantizer (per column, from the FIFO)
+        mult = params.r_data[:lanes * MULT_BITS]
+        shift = params.r_data[lanes * MULT_BITS:]
+        m.d.comb += [out.i.valid.eq(unit.o.valid & params.r_rdy),
+                     unit.o.ready.eq(out.i.ready & params.r_rdy),
+                     params.r_en.eq(unit.o.valid & out.i.ready),
+                     out.i.payload.last.eq(unit.o.payload.last),
+                     out.mode.per_channel.eq(1)]
+        for j in range(lanes):
+            m.d.comb += [out.i.payload.acc[j].eq(unit.o.payload.y[j]),
+                         out.i.payload.mult[j].eq(mult[j * MULT_BITS:(j + 1) * MULT_BITS]),
+                         out.i.payload.shift[j].eq(
+                             shift[j * SHIFT_BITS:(j + 1) * SHIFT_BITS])]
+
+        # the output: the second requantizer's rows in a GELU job, else the first's
+        o = self.o
+        m.d.comb += [o.valid.eq(Mux(active, out.o.valid, into.o.valid)),
+                     o.payload.eq(Mux(active, out.o.payload, into.o.payload)),
+                     out.o.ready.eq(o.ready & active)]
+        return m
