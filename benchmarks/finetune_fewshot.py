@@ -5,11 +5,15 @@ A *candidate* is the few-shot configuration of ``zoforge finetune --k-shot 16 --
 (MiniLM, 6 blocks, rank 8 on query/value, q 1, the 32 few-shot examples as one batch, the
 head frozen as fitted on ``n_train``) with one ``adapted_blocks`` (adapters on the top N
 blocks, 0 = all six), ``lr`` and ``eps`` (each left out: the protocol's default,
-``FinetuneConfig(k_shot=...)``'s). Per candidate and seed, three runs from the same
-prepared model:
+``FinetuneConfig(k_shot=...)``'s), at one ``--attention`` and ``--nonlinear`` (left out: the
+product's defaults, ``FinetuneConfig``'s: ``engines`` and ``integer``). Per candidate and
+seed, three runs from the same prepared model:
 
-* ``int8``: the golden int8 run (every map in the units' integer arithmetic; golden = RTL);
-* ``float``: its float twin (the same z stream, nothing rounded);
+* ``int8``: the golden int8 run (every map in the units' integer arithmetic; golden = RTL;
+  the attention and the nonlinear functions as the candidate's ``attention`` and
+  ``nonlinear`` say);
+* ``float``: its float twin (the same z stream, nothing rounded; float attention and float
+  nonlinear functions whatever the candidate's);
 * ``control``: the int8 run with ``ZoFinetune(control="random-sign")``: each g times a
   random sign, an estimate that carries no signal.
 
@@ -19,18 +23,23 @@ its cost: ``cpu_seconds`` (``time.process_time``: building the run, the steps an
 curve's training losses, i.e. the run without its test evaluations) and
 ``eval_cpu_seconds`` (the two test evaluations). Every finished (candidate, run, seed) is
 appended to ``--results`` (JSON lines) at once and skipped when met again, so a killed
-benchmark loses at most the run it was in.
+benchmark loses at most the run it was in. A line is keyed by its candidate
+(:data:`KEY_FIELDS`), the attention and nonlinear functions included: a line written before
+those fields existed ran ``host`` and ``float`` (:data:`ADDED_WITH`, the values
+``FinetuneConfig.from_result_fields`` restores), so it is never taken for a run of other
+values, nor one of them for it.
 
 The goals (issue 33): on every seed both int8 and float reach ``L_T/L_0 <`` :data:`GOAL`
 and at least :data:`MARGIN` below the control; the mean int8 - float difference within
 :data:`TOLERANCE`; int8 + float together at most :data:`CPU_GOAL` CPU seconds. The table
 of the given candidates goes to stdout; unless ``--no-docs``, ``docs/finetune-fewshot.md``
-gets the table of every candidate in the results file and the candidate ``--doc`` (default:
-the first given) in full (per seed, the curves at every checkpoint), and
-``docs/finetune-fewshot.png`` its curves.
+gets the table of every candidate in the results file, the candidate ``--doc`` (default:
+the first given) in full (per seed, the curves at every checkpoint) and the same candidate
+under each other attention and nonlinear functions measured (per seed, each with the
+command that reproduces it), and ``docs/finetune-fewshot.png`` the first one's curves.
 
     .venv/bin/python benchmarks/finetune_fewshot.py --adapted-blocks 3 2 --lr 2e-4 4e-4 \\
-        --seeds 0 1 2 --steps 200 --threads 1
+        --seeds 0 1 2 --steps 200 --threads 1 --attention host --nonlinear float
 """
 from __future__ import annotations
 
@@ -47,6 +56,7 @@ import torch
 from result_lines import read_result_lines
 
 from zoforge.files import atomic_path, atomic_write_text
+from zoforge.golden.finetune.config import ADDED_WITH, ATTENTIONS, NONLINEARS, FinetuneConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results" / "finetune_fewshot.jsonl"
@@ -58,12 +68,15 @@ RUNS = {"int8": ("int8", "none"), "float": ("float", "none"), "control": ("int8"
 #: most CPU_GOAL CPU seconds.
 GOAL, MARGIN, TOLERANCE, CPU_GOAL = 0.5, 0.25, 0.1, 120.0
 #: What a result line of a candidate was measured with, besides the run and the seed; lines
-#: written before these fields existed ran the defaults of their day (all blocks, 2e-4, 4e-3).
-KEY_FIELDS = {"k_shot": 16, "total_steps": 200, "adapted_blocks": 0, "lr": 2e-4, "eps": 4e-3}
+#: written before these fields existed ran the defaults of their day (all blocks, 2e-4, 4e-3;
+#: host attention and float nonlinear functions: ``ADDED_WITH``, not today's defaults).
+KEY_FIELDS = {"k_shot": 16, "total_steps": 200, "adapted_blocks": 0, "lr": 2e-4, "eps": 4e-3,
+              "attention": ADDED_WITH["attention"], "nonlinear": ADDED_WITH["nonlinear"]}
 
 
 def candidate(record: dict) -> tuple:
-    """The (k_shot, total_steps, adapted_blocks, lr, eps) of a result line."""
+    """The (k_shot, total_steps, adapted_blocks, lr, eps, attention, nonlinear) of a result
+    line."""
     return tuple(record.get(name, default) for name, default in KEY_FIELDS.items())
 
 
@@ -73,16 +86,18 @@ def load_results(path: Path) -> dict:
     return {(candidate(record), record["row"], record["seed"]): record
             for record in read_result_lines(path)}
 
-def config(key: tuple, seed: int):
-    from zoforge.golden.finetune.config import FinetuneConfig
-    k_shot, steps, adapted_blocks, lr, eps = key
-    return FinetuneConfig(k_shot=k_shot, steps=steps, adapted_blocks=adapted_blocks, lr=lr,
-                          eps=eps, seed=seed)
+def config(key: tuple, seed: int) -> FinetuneConfig:
+    """The run's configuration: :meth:`FinetuneConfig.from_result_fields` of the candidate's
+    fields (``steps`` its ``total_steps``)."""
+    fields = dict(zip(KEY_FIELDS, key))
+    fields["steps"] = fields.pop("total_steps")
+    return FinetuneConfig.from_result_fields({**fields, "seed": seed})
 
 
 def label(key: tuple) -> str:
-    _, _, adapted_blocks, lr, eps = key
-    return f"adapted_blocks {adapted_blocks or 'all (6)'}, lr {lr:g}, eps {eps:g}"
+    _, _, adapted_blocks, lr, eps, attention, nonlinear = key
+    return (f"adapted_blocks {adapted_blocks or 'all (6)'}, lr {lr:g}, eps {eps:g}, "
+            f"{attention} attention, {nonlinear} nonlinear")
 
 
 def run_one(prepared, run: str, steps: int) -> dict:
@@ -259,11 +274,34 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def document(done: dict, keys: list[tuple], doc_key: tuple, seeds: list[int],
-             command: str, results: Path) -> str:
-    """``docs/finetune-fewshot.md``: the candidates, then the documented one in full."""
-    v = verdicts(done, doc_key, seeds)
-    runs = [done[(doc_key, run, s)] for run in RUNS for s in seeds if (doc_key, run, s) in done]
+def command_line(key: tuple, seeds: list[int], threads: int, adapted_blocks=None, lrs=None,
+                 epss=None, doc: tuple | None = None) -> str:
+    """The command that runs candidate ``key`` (or, given, every one of ``adapted_blocks`` x
+    ``lrs`` x ``epss`` at ``key``'s k_shot, steps, attention and nonlinear), naming every
+    field, so it reproduces the runs whatever the defaults of the day."""
+    k_shot, steps, adapted, lr, eps, attention, nonlinear = key
+    listed = lambda values, one: " ".join(f"{v:g}" for v in (values or [one]))  # noqa: E731
+    return (f"python benchmarks/finetune_fewshot.py --steps {steps} --k-shot {k_shot} "
+            f"--adapted-blocks {listed(adapted_blocks, adapted)} --lr {listed(lrs, lr)} "
+            f"--eps {listed(epss, eps)} --seeds {' '.join(map(str, seeds))} --threads "
+            f"{threads} --attention {attention} --nonlinear {nonlinear}"
+            + ("" if doc is None else " --doc " + " ".join(f"{x:g}" for x in doc)))
+
+
+def commits(records: list[dict]) -> str:
+    """The commits the records ran at ("not recorded" for lines written before the field)."""
+    named = sorted({r["commit"] for r in records if r.get("commit")})
+    unnamed = sum(1 for r in records if not r.get("commit"))
+    return ", ".join([f"commit {c}" for c in named]
+                     + ([f"{'' if named else 'commit '}not recorded"] if unnamed else []))
+
+
+def candidate_section(done: dict, keys: list[tuple], key: tuple, seeds: list[int],
+                      figure: bool) -> str:
+    """One candidate in full: per seed, the spread, the accuracies, the load and commit, the
+    curves (and the plot, ``figure``)."""
+    v = verdicts(done, key, seeds)
+    runs = [done[(key, run, s)] for run in RUNS for s in seeds if (key, run, s) in done]
     loads = [r["load_average"] for r in runs if "load_average" in r]
     load = (f"load average {min(loads):.1f} to {max(loads):.1f} at the runs' ends"
             if loads else "load not recorded")
@@ -281,6 +319,29 @@ def document(done: dict, keys: list[tuple], doc_key: tuple, seeds: list[int],
                   + "; with the issue's 0.06 "
                   + ", ".join(f"d = {d} takes {seeds_needed(0.06, d)}" for d in (0.05, 0.02))
                   + f". 3 seeds resolve about {2 * pooled / math.sqrt(3):.3f} (pooled std).")
+    return (seed_table(done, key, seeds) + spread + "\n\n" + accuracy_line(done, key, seeds)
+            + f" Runs measured with one torch thread, {load}, {commits(runs)}.\n\n"
+            + ("![few-shot curves](finetune-fewshot.png)\n\n" if figure else "")
+            + "Training loss / its start at every checkpoint (int8, float twin, control; "
+            "source: measured here):\n\n" + curves_table(done, key, seeds) + "\n")
+
+
+def variants(done_keys, key: tuple) -> list[tuple]:
+    """``key`` under every other attention and nonlinear functions in ``done_keys``, the
+    earlier values (:data:`ADDED_WITH`) first."""
+    return sorted({k for k in done_keys if k[:5] == key[:5] and k != key},
+                  key=lambda k: (ATTENTIONS.index(k[5]), NONLINEARS.index(k[6])))
+
+
+def document(done: dict, keys: list[tuple], doc_key: tuple, seeds: list[int],
+             command: str, results: Path, threads: int = 1) -> str:
+    """``docs/finetune-fewshot.md``: the candidates, then the documented one in full, then
+    the same candidate under each other attention and nonlinear functions measured."""
+    others = "".join(
+        f"\n## {label(key)}\n\nThe same candidate, {key[5]} attention and {key[6]} nonlinear "
+        f"functions in the int8 run. Produced by `{command_line(key, seeds, threads)}` "
+        f"(results in `{shown(results)}`).\n\n" + candidate_section(done, keys, key, seeds, False)
+        for key in variants({k for k, _, _ in done}, doc_key))
     return (
         "# The few-shot protocol: learning in the accelerator's arithmetic (generated)\n\n"
         "<!-- generated by benchmarks/finetune_fewshot.py: edit the script, not this file -->\n"
@@ -293,21 +354,37 @@ def document(done: dict, keys: list[tuple], doc_key: tuple, seeds: list[int],
         f"{CPU_GOAL / 60:.0f} CPU-minutes. CPU seconds are `time.process_time()` of one run "
         "with one torch thread (building it, 200 steps, the curve's 21 training losses; the "
         "two test evaluations not counted), measured on the shared 2-core machine "
-        f"(source: measured here).\n\nProduced by `{command}` (results in "
-        f"`{shown(results)}`; `--report-only` rewrites this file and "
-        "the plot from them).\n\n## Candidates\n\nEvery candidate in the results file, each run by "
-        "the same command with its `--adapted-blocks` and `--lr` (the all-blocks lines predate "
-        "the CPU timing: about 3 CPU-minutes int8 + float, issue 33).\n\n"
+        "(source: measured here).\n\n"
+        "Each candidate names its attention and nonlinear functions (`--attention`, "
+        "`--nonlinear`): they set the int8 run's and the control's (`engines`: Q·K^T and P·V "
+        "as the GEMM engine's int8 jobs; `integer`: softmax, GELU and LayerNorm as the "
+        "integer units; the product's defaults since issue 32), while the float twin keeps "
+        "float attention and float nonlinear functions either way. Results recorded before "
+        "the fields existed ran `host` and `float`.\n\n"
+        f"Produced by `{command}` (results in `{shown(results)}`; `--report-only` rewrites "
+        "this file and the plot from them).\n\n## Candidates\n\nEvery candidate in the results "
+        "file, each run by the same command with its `--adapted-blocks`, `--lr`, "
+        "`--attention` and `--nonlinear` (the all-blocks lines predate the CPU timing: about "
+        "3 CPU-minutes int8 + float, issue 33).\n\n"
         + candidates_table(done, keys, seeds)
-        + f"\n\n## {label(doc_key)}\n\n" + seed_table(done, doc_key, seeds) + spread
-        + "\n\n" + accuracy_line(done, doc_key, seeds)
-        + f" Runs measured with one torch thread, {load}.\n\n"
-        "![few-shot curves](finetune-fewshot.png)\n\n"
-        "Training loss / its start at every checkpoint (int8, float twin, control; "
-        "source: measured here):\n\n" + curves_table(done, doc_key, seeds) + "\n")
+        + f"\n\n## {label(doc_key)}\n\n" + candidate_section(done, keys, doc_key, seeds, True)
+        + others)
+
+
+def tree_commit() -> str | None:
+    """The commit of this tree (``-dirty`` with changes to tracked files), None outside git."""
+    import subprocess
+    try:
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        clean = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("" if clean == 0 else "-dirty")
 
 
 def main() -> None:
+    protocol = FinetuneConfig()                  # the product's defaults
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--k-shot", type=int, default=16)
@@ -317,6 +394,12 @@ def main() -> None:
                         help="candidates' lr (default: the protocol's)")
     parser.add_argument("--eps", type=float, nargs="+",
                         help="candidates' eps (default: the protocol's)")
+    parser.add_argument("--attention", choices=ATTENTIONS, default=protocol.attention,
+                        help="the int8 runs' attention (default: zoforge finetune's, "
+                             f"{protocol.attention})")
+    parser.add_argument("--nonlinear", choices=NONLINEARS, default=protocol.nonlinear,
+                        help="the int8 runs' softmax, GELU and LayerNorm (default: zoforge "
+                             f"finetune's, {protocol.nonlinear})")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
     parser.add_argument("--threads", type=int, default=1)
@@ -328,16 +411,15 @@ def main() -> None:
                         help="run nothing: the tables, docs and plot of the finished runs")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from zoforge.golden.finetune.config import FinetuneConfig
     protocol = FinetuneConfig(k_shot=args.k_shot)          # the protocol's defaults
     for name in ("adapted_blocks", "lr", "eps"):
         if getattr(args, name) is None:
             setattr(args, name, [getattr(protocol, name)])
-    keys = [(args.k_shot, args.steps, a, lr, eps) for a in args.adapted_blocks
-            for lr in args.lr for eps in args.eps]
+    keys = [(args.k_shot, args.steps, a, lr, eps, args.attention, args.nonlinear)
+            for a in args.adapted_blocks for lr in args.lr for eps in args.eps]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     done = load_results(args.results)
-    model = None
+    model, commit = None, tree_commit()
     for key in [] if args.report_only else keys:
         for seed in args.seeds:
             todo = [run for run in args.runs if (key, run, seed) not in done]
@@ -352,7 +434,7 @@ def main() -> None:
                   flush=True)
             for run in todo:
                 record = {"row": run, "seed": seed, **dict(zip(KEY_FIELDS, key)),
-                          **run_one(prepared, run, args.steps)}
+                          "commit": commit, **run_one(prepared, run, args.steps)}
                 with args.results.open("a") as handle:
                     handle.write(json.dumps(record) + "\n")
                 done[(key, run, seed)] = record
@@ -365,16 +447,15 @@ def main() -> None:
     if args.no_docs:
         return
     doc_key = keys[0] if args.doc is None else (args.k_shot, args.steps, int(args.doc[0]),
-                                                args.doc[1], args.doc[2])
-    command = (f"python benchmarks/finetune_fewshot.py --steps {args.steps} --k-shot "
-               f"{args.k_shot} --adapted-blocks {' '.join(map(str, args.adapted_blocks))} "
-               f"--lr {' '.join(f'{lr:g}' for lr in args.lr)} --eps "
-               f"{' '.join(f'{e:g}' for e in args.eps)} --seeds "
-               f"{' '.join(map(str, args.seeds))} --threads {args.threads}"
-               + ("" if args.doc is None else " --doc " + " ".join(f"{x:g}" for x in args.doc)))
+                                                args.doc[1], args.doc[2], args.attention,
+                                                args.nonlinear)
+    command = command_line(keys[0], args.seeds, args.threads, args.adapted_blocks, args.lr,
+                           args.eps, args.doc)
     measured = sorted({key for key, _, _ in done if key[:2] == (args.k_shot, args.steps)},
-                      key=lambda k: (-(k[2] or 99), k[3], k[4]))
-    atomic_write_text(DOC, document(done, measured, doc_key, args.seeds, command, args.results))
+                      key=lambda k: (ATTENTIONS.index(k[5]), NONLINEARS.index(k[6]),
+                                     -(k[2] or 99), k[3], k[4]))
+    atomic_write_text(DOC, document(done, measured, doc_key, args.seeds, command, args.results,
+                                    args.threads))
     plot(done, doc_key, args.seeds, PLOT)
 
 
