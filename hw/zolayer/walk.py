@@ -13,6 +13,13 @@ are registers of their own, and so are the end tests: they are set with the regi
 ``inner`` / ``outer`` (no comparison behind ``advance``), so ``inner`` and ``outer`` must
 hold from ``restart`` to the walk's end (the job's walk is set with its flags,
 :mod:`.control`).
+
+Every register is reset-less: ``restart`` alone sets the walk's state. The end tests at
+word 0 depend on ``inner`` and ``outer`` (a one-word panel ends at its first word, a
+one-panel walk at its first panel), which no init value can hold, so a reset (or a parent's
+``ResetInserter``, e.g. :class:`~.fetch.PanelFetch`'s on ``launch``) must not reach them:
+it would leave a one-word panel two words long. The walk is undefined until the first
+``restart``.
 """
 from __future__ import annotations
 
@@ -35,28 +42,34 @@ class PanelWalk(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        k_next = Signal(self.dim_bits + 1, init=1)              # k + 1
-        k_after = Signal(self.dim_bits + 2, init=2)             # k + 2 (no adder in front
-                                                                # of the end test)
+        k_next = Signal(self.dim_bits + 1, init=1, reset_less=True)      # k + 1
+        k_after = Signal(self.dim_bits + 2, init=2, reset_less=True)     # k + 2 (no adder in
+                                                                # front of the end test)
         # the first feature of the panel after the next (the next one's + step: no adder in
         # front of the end test's comparison)
-        p_after = Signal(self.dim_bits + 3, init=2 * self.step)
-        panels_end = Signal()                                    # the next panel's >= outer
-        m.d.comb += self.last.eq(self.panel_end & panels_end)
+        p_after = Signal(self.dim_bits + 3, init=2 * self.step, reset_less=True)
+        panels_end = Signal(reset_less=True)                     # the next panel's >= outer
+        # the outputs' registers, reset-less (the ports are plain signals)
+        k, panel, flat, panel_end, mid = (
+            Signal.like(getattr(self, name), name=f"{name}_reg", reset_less=True)
+            for name in ("k", "panel", "flat", "panel_end", "mid"))
+        m.d.comb += [self.k.eq(k), self.panel.eq(panel), self.flat.eq(flat),
+                     self.panel_end.eq(panel_end), self.mid.eq(mid),
+                     self.last.eq(panel_end & panels_end)]
         # the end tests for each way the registers can move, compared on registers only;
         # ``restart`` and ``advance`` just pick one
         first_end = 1 >= self.inner
         with m.If(self.restart):
-            m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2), p_after.eq(2 * self.step),
-                         self.panel.eq(0), self.flat.eq(0), self.panel_end.eq(first_end),
-                         panels_end.eq(self.step >= self.outer), self.mid.eq(0)]
+            m.d.sync += [k.eq(0), k_next.eq(1), k_after.eq(2), p_after.eq(2 * self.step),
+                         panel.eq(0), flat.eq(0), panel_end.eq(first_end),
+                         panels_end.eq(self.step >= self.outer), mid.eq(0)]
         with m.Elif(self.advance):
-            m.d.sync += [self.k.eq(k_next), k_next.eq(k_next + 1), k_after.eq(k_after + 1),
-                         self.flat.eq(self.flat + 1), self.panel_end.eq(k_after >= self.inner),
-                         self.mid.eq(1)]
-            with m.If(self.panel_end):
-                m.d.sync += [self.k.eq(0), k_next.eq(1), k_after.eq(2), self.mid.eq(0),
+            m.d.sync += [k.eq(k_next), k_next.eq(k_next + 1), k_after.eq(k_after + 1),
+                         flat.eq(flat + 1), panel_end.eq(k_after >= self.inner),
+                         mid.eq(1)]
+            with m.If(panel_end):
+                m.d.sync += [k.eq(0), k_next.eq(1), k_after.eq(2), mid.eq(0),
                              p_after.eq(p_after + self.step),
-                             self.panel.eq(self.panel + 1), self.panel_end.eq(first_end),
+                             panel.eq(panel + 1), panel_end.eq(first_end),
                              panels_end.eq(p_after >= self.outer)]
         return m
