@@ -405,8 +405,8 @@ class IntegerLinears:
                                       gelu=job)).to(torch.int8)
             self._gelu[block] = y
             # unused (bert_layer's float GELU of it): the job's result dequantized
-            out_scale = self.model.linears[f"{block}.ffn_out"].smooth \
-                * self.model.linears[f"{block}.ffn_out"].in_scale
+            ffn_out = self.model.linears[f"{block}.ffn_out"]
+            out_scale = ffn_out.smooth * ffn_out.in_scale
         else:
             y, out_scale = self._map(key, linear, xq), linear.out_scale
         return (y.double() * out_scale).float().reshape(*shape[:-1], -1)
