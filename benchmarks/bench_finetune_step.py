@@ -5,13 +5,18 @@ q 4, all blocks adapted), the few-shot default (``--k-shot 16``: 32 examples as 
 q 1) and the few-shot default with adapters on the top 1, 2 and 3 blocks only. Each is
 timed as ``time.process_time()`` (one torch thread) over ``--steps`` steps after one
 warm-up step (the frozen blocks' inputs are computed in the warm-up, once per example, as
-in a run), and the 200-step cost of int8 + float is printed beside it.
+in a run), and the 200-step cost of int8 + float is printed beside it. Every configuration
+runs ``--attention`` and ``--nonlinear`` (defaults: ``zoforge finetune``'s,
+``FinetuneConfig``'s; the float twin keeps float attention and nonlinear functions either way).
 
 ``--before REV`` measures the same steps on the tree of git revision ``REV`` (extracted
 with ``git archive`` to a temporary folder, run in a child process) side by side, with the
-ratio before/after. The figures of ``docs/finetune-speed.md``::
+ratio before/after; a tree from before the two fields runs only their earlier values
+(``ADDED_WITH``: host, float), other values show n/a there. The figures of
+``docs/finetune-speed.md`` (measured before the defaults became engines and integer)::
 
-    .venv/bin/python benchmarks/bench_finetune_step.py --before a6157df
+    .venv/bin/python benchmarks/bench_finetune_step.py --before a6157df \\
+        --attention host --nonlinear float
 
 (``a6157df``: the last commit before the speed work.)
 """
@@ -33,8 +38,10 @@ CONFIGS = [("default (batch 4, q 4)", {}), ("few-shot default (k 16)", {"k_shot"
            ("few-shot, adapted_blocks 1", {"k_shot": 16, "adapted_blocks": 1})]
 
 
-def measure(steps: int, names: list[str]) -> dict:
-    """``{config name: {"int8": s/step, "float": s/step}}`` on this process's zoforge."""
+def measure(steps: int, names: list[str], variant: dict, earlier: dict) -> dict:
+    """``{config name: {"int8": s/step, "float": s/step}}`` on this process's zoforge, each
+    configuration with ``variant``'s attention and nonlinear (a tree without those fields:
+    only where ``variant`` is ``earlier``, the values it ran; otherwise None)."""
     import torch
     torch.set_num_threads(1)
     from zoforge.golden.finetune.config import FinetuneConfig
@@ -45,8 +52,13 @@ def measure(steps: int, names: list[str]) -> dict:
         if name not in names:
             continue
         try:
-            cfg = FinetuneConfig(**fields)
-        except TypeError:              # a tree before adapted_blocks
+            cfg = FinetuneConfig(**fields, **variant)
+        except TypeError:              # a tree before attention / nonlinear (or adapted_blocks)
+            try:
+                cfg = FinetuneConfig(**fields) if variant == earlier else None
+            except TypeError:
+                cfg = None
+        if cfg is None:
             out[name] = None
             continue
         model = model or load_model(cfg)
@@ -64,7 +76,7 @@ def measure(steps: int, names: list[str]) -> dict:
     return out
 
 
-def before(rev: str, steps: int, names: list[str]) -> dict:
+def before(rev: str, steps: int, names: list[str], variant: dict, earlier: dict) -> dict:
     """:func:`measure` on the tree of ``rev`` (child process)."""
     with tempfile.TemporaryDirectory() as folder:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev], check=True,
@@ -79,23 +91,35 @@ def before(rev: str, steps: int, names: list[str]) -> dict:
         code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
                 "from bench_finetune_step import measure; import zoforge.golden.finetune.train"
                 " as t; assert t.__file__.startswith(sys.argv[4]), t.__file__; "
-                "print(json.dumps(measure(int(sys.argv[2]), json.loads(sys.argv[3]))))")
+                "print(json.dumps(measure(int(sys.argv[2]), json.loads(sys.argv[3]), "
+                "json.loads(sys.argv[5]), json.loads(sys.argv[6]))))")
         result = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent),
-                                 str(steps), json.dumps(names), folder], cwd=folder, env=env,
+                                 str(steps), json.dumps(names), folder, json.dumps(variant),
+                                 json.dumps(earlier)], cwd=folder, env=env,
                                 check=True, capture_output=True, text=True)
         return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
+    from zoforge.golden.finetune.config import (ADDED_WITH, ATTENTIONS, NONLINEARS,
+                                                FinetuneConfig)
+    product = FinetuneConfig()                  # zoforge finetune's defaults
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=3, help="timed steps per run")
     parser.add_argument("--before", help="git revision to time side by side")
     parser.add_argument("--configs", type=int, nargs="*", help="indices into CONFIGS")
+    parser.add_argument("--attention", choices=ATTENTIONS, default=product.attention,
+                        help=f"the int8 runs' attention (default: {product.attention})")
+    parser.add_argument("--nonlinear", choices=NONLINEARS, default=product.nonlinear,
+                        help="the int8 runs' softmax, GELU and LayerNorm (default: "
+                             f"{product.nonlinear})")
     args = parser.parse_args()
+    variant = {"attention": args.attention, "nonlinear": args.nonlinear}
+    print(f"attention {args.attention}, nonlinear {args.nonlinear}")
     names = [CONFIGS[i][0] for i in (args.configs or range(len(CONFIGS)))]
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
-    old = before(args.before, args.steps, names) if args.before else {}
-    new = measure(args.steps, names)
+    old = before(args.before, args.steps, names, variant, ADDED_WITH) if args.before else {}
+    new = measure(args.steps, names, variant, ADDED_WITH)
     print(f"load average at end: {os.getloadavg()[0]:.2f}")
     print("| configuration | int8 s/step | float s/step | 200 steps int8+float (CPU min) |"
           + (" before: int8 | before: float | int8 speed-up | float speed-up |"

@@ -10,13 +10,23 @@ Rotten Tomatoes (offline), the same steps and seeds for every row:
 * ``probe-demo``: ``zoforge demo``'s linear probe (a ZO-trained int8 linear classifier on
   frozen pooled features, the demo's settings) for the same steps.
 
+``int8-zo`` runs the attention and the nonlinear functions of ``--attention`` and
+``--nonlinear`` (defaults: ``zoforge finetune``'s, ``FinetuneConfig``'s); ``float-zo`` and
+``backprop`` keep float attention and float nonlinear functions, and ``probe-demo`` has
+neither, but every row's results are kept under both flags' values.
+
 Every finished (row, seed) is appended to ``RESULTS`` (JSON lines) as it completes, so a
-killed run resumes where it stopped and never repeats or loses a finished row. At the end
+killed run resumes where it stopped and never repeats or loses a finished row. A line is
+keyed by its row, seed, attention and nonlinear functions (:func:`key`): one written before
+those fields existed ran ``host`` and ``float`` (:data:`ADDED_WITH`, as
+``FinetuneConfig.from_result_fields`` restores them), so it is never taken for a run of
+other values, nor one of them for it. At the end
 the table (mean ± std over seeds) goes to stdout and, between the markers :data:`BEGIN` and
 :data:`END`, to ``docs/finetune-accuracy.md`` (the hand-written sections around them are
 kept), and the plot to ``docs/finetune-accuracy.png``.
 
-    .venv/bin/python benchmarks/finetune_accuracy.py --steps 300 --seeds 0 1 2
+    .venv/bin/python benchmarks/finetune_accuracy.py --steps 300 --seeds 0 1 2 \\
+        --attention host --nonlinear float
 """
 from __future__ import annotations
 
@@ -31,6 +41,7 @@ import torch
 from result_lines import read_result_lines
 
 from zoforge.files import atomic_path, atomic_write_text
+from zoforge.golden.finetune.config import ADDED_WITH, ATTENTIONS, NONLINEARS, FinetuneConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ("int8-zo", "float-zo", "backprop", "probe-demo")
@@ -42,10 +53,17 @@ LABELS = {"int8-zo": "ZO LoRA-FA, accelerator int8 arithmetic (golden = RTL)",
           "probe-demo": "linear-probe demo (ZO, int8 ZO layer, frozen features)"}
 
 
-def finetune_config(args, seed: int):
-    from zoforge.golden.finetune.config import FinetuneConfig
+def finetune_config(args, seed: int) -> FinetuneConfig:
     return FinetuneConfig(steps=args.steps, seed=seed, blocks=args.blocks,
-                          seq_len=args.seq_len, batch=args.batch, n_test=args.n_test)
+                          seq_len=args.seq_len, batch=args.batch, n_test=args.n_test,
+                          attention=args.attention, nonlinear=args.nonlinear)
+
+
+def key(record: dict) -> tuple:
+    """(row, seed, attention, nonlinear) of a result line; a line without the last two ran
+    the values every run had before they existed (:data:`ADDED_WITH`)."""
+    fields = {**ADDED_WITH, **record}
+    return record["row"], record["seed"], fields["attention"], fields["nonlinear"]
 
 
 def run_row(row: str, seed: int, args, cache: dict) -> dict:
@@ -85,15 +103,18 @@ def run_row(row: str, seed: int, args, cache: dict) -> dict:
             "seconds": time.time() - start}
 
 
-def load_results(path: Path) -> dict:
-    """The finished runs in ``path`` by (row, seed) (:func:`read_result_lines`: a last line
-    cut short by a kill is dropped, any other unreadable line is an error)."""
-    return {(record["row"], record["seed"]): record for record in read_result_lines(path)}
+def load_results(path: Path, attention: str, nonlinear: str) -> dict:
+    """The finished runs in ``path`` at ``attention`` and ``nonlinear`` by (row, seed)
+    (:func:`key`; :func:`read_result_lines`: a last line cut short by a kill is dropped, any
+    other unreadable line is an error)."""
+    return {key(record)[:2]: record for record in read_result_lines(path)
+            if key(record)[2:] == (attention, nonlinear)}
 
 
 def table(done: dict, args) -> str:
     lines = [f"| run | accuracy before | accuracy after {args.steps} steps (mean ± std, "
-             f"seeds {' '.join(map(str, args.seeds))}) |", "|---|---|---|"]
+             f"seeds {' '.join(map(str, args.seeds))}; {args.attention} attention, "
+             f"{args.nonlinear} nonlinear) |", "|---|---|---|"]
     for row in ROWS:
         records = [done[(row, s)] for s in args.seeds if (row, s) in done]
         if not records:
@@ -120,14 +141,18 @@ def plot(done: dict, args, path: Path) -> None:
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (batch mean, smoothed)")
     ax.set_title(f"MiniLM LoRA-FA, {args.blocks} blocks, seq {args.seq_len}, "
-                 f"{len(args.seeds)} seeds")
+                 f"{args.attention} attention, {args.nonlinear} nonlinear, "
+                 f"{len(args.seeds)} seeds", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     with atomic_path(path) as part:
         fig.savefig(part, dpi=120, format="png")
 
 
-def main() -> None:
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line (``--attention``, ``--nonlinear``: ``zoforge finetune``'s defaults,
+    ``FinetuneConfig()``'s)."""
+    product = FinetuneConfig()                  # zoforge finetune's defaults
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -137,18 +162,28 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--n-test", type=int, default=1000)
     parser.add_argument("--eval-every", type=int, default=0)
+    parser.add_argument("--attention", choices=ATTENTIONS, default=product.attention,
+                        help=f"the int8 rows' attention (default: {product.attention})")
+    parser.add_argument("--nonlinear", choices=NONLINEARS, default=product.nonlinear,
+                        help="the int8 rows' softmax, GELU and LayerNorm (default: "
+                             f"{product.nonlinear})")
     parser.add_argument("--work", type=Path, default=ROOT / "runs" / "finetune-accuracy")
     parser.add_argument("--docs", type=Path, default=ROOT / "docs")
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def main() -> None:
+    args = arguments()
     torch.set_num_threads(2)
     args.work.mkdir(parents=True, exist_ok=True)
     results = args.work / f"results-{args.steps}.jsonl"
-    done, cache = load_results(results), {}
+    done, cache = load_results(results, args.attention, args.nonlinear), {}
     for seed in args.seeds:
         for row in args.rows:
             if (row, seed) in done:
                 continue
-            record = {"row": row, "seed": seed, **run_row(row, seed, args, cache)}
+            record = {"row": row, "seed": seed, "attention": args.attention,
+                      "nonlinear": args.nonlinear, **run_row(row, seed, args, cache)}
             with results.open("a") as handle:
                 handle.write(json.dumps(record) + "\n")
             done[(row, seed)] = record
@@ -158,7 +193,8 @@ def main() -> None:
     print(text)
     command = ("python benchmarks/finetune_accuracy.py --steps "
                f"{args.steps} --seeds {' '.join(map(str, args.seeds))} --blocks {args.blocks} "
-               f"--seq-len {args.seq_len} --batch {args.batch} --n-test {args.n_test}")
+               f"--seq-len {args.seq_len} --batch {args.batch} --n-test {args.n_test} "
+               f"--attention {args.attention} --nonlinear {args.nonlinear}")
     doc = args.docs / "finetune-accuracy.md"
     atomic_write_text(doc, with_generated(
         doc.read_text() if doc.exists() else f"# Fine-tuning accuracy\n\n{BEGIN}\n{END}\n",

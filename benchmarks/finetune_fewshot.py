@@ -383,8 +383,18 @@ def tree_commit() -> str | None:
     return head + ("" if clean == 0 else "-dirty")
 
 
-def main() -> None:
-    protocol = FinetuneConfig()                  # the product's defaults
+def pending(done: dict, keys: list[tuple], seeds: list[int], runs: list[str]) -> list:
+    """``[(key, seed, [run, ...]), ...]``: the runs of ``keys`` x ``seeds`` not in ``done``
+    (:func:`load_results`), each candidate's key with its attention and nonlinear."""
+    return [(key, seed, todo) for key in keys for seed in seeds
+            if (todo := [run for run in runs if (key, run, seed) not in done])]
+
+
+def arguments(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line; an unset ``--adapted-blocks``, ``--lr``, ``--eps`` is the
+    protocol's (``FinetuneConfig(k_shot=...)``), ``--attention``, ``--nonlinear`` the
+    product's (``FinetuneConfig()``)."""
+    product = FinetuneConfig()                  # zoforge finetune's defaults
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--k-shot", type=int, default=16)
@@ -394,12 +404,12 @@ def main() -> None:
                         help="candidates' lr (default: the protocol's)")
     parser.add_argument("--eps", type=float, nargs="+",
                         help="candidates' eps (default: the protocol's)")
-    parser.add_argument("--attention", choices=ATTENTIONS, default=protocol.attention,
+    parser.add_argument("--attention", choices=ATTENTIONS, default=product.attention,
                         help="the int8 runs' attention (default: zoforge finetune's, "
-                             f"{protocol.attention})")
-    parser.add_argument("--nonlinear", choices=NONLINEARS, default=protocol.nonlinear,
+                             f"{product.attention})")
+    parser.add_argument("--nonlinear", choices=NONLINEARS, default=product.nonlinear,
                         help="the int8 runs' softmax, GELU and LayerNorm (default: zoforge "
-                             f"finetune's, {protocol.nonlinear})")
+                             f"finetune's, {product.nonlinear})")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--runs", nargs="+", default=list(RUNS), choices=list(RUNS))
     parser.add_argument("--threads", type=int, default=1)
@@ -409,38 +419,41 @@ def main() -> None:
     parser.add_argument("--no-docs", action="store_true", help="leave docs/ alone")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: the tables, docs and plot of the finished runs")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
+    args = parser.parse_args(argv)
     protocol = FinetuneConfig(k_shot=args.k_shot)          # the protocol's defaults
     for name in ("adapted_blocks", "lr", "eps"):
         if getattr(args, name) is None:
             setattr(args, name, [getattr(protocol, name)])
-    keys = [(args.k_shot, args.steps, a, lr, eps, args.attention, args.nonlinear)
-            for a in args.adapted_blocks for lr in args.lr for eps in args.eps]
+    args.keys = [(args.k_shot, args.steps, a, lr, eps, args.attention, args.nonlinear)
+                 for a in args.adapted_blocks for lr in args.lr for eps in args.eps]
+    return args
+
+
+def main() -> None:
+    args = arguments()
+    keys = args.keys
+    torch.set_num_threads(args.threads)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     done = load_results(args.results)
     model, commit = None, tree_commit()
-    for key in [] if args.report_only else keys:
-        for seed in args.seeds:
-            todo = [run for run in args.runs if (key, run, seed) not in done]
-            if not todo:
-                continue
-            from zoforge.golden.finetune.train import load_model, prepare
-            cfg = config(key, seed)
-            start = time.time()
-            model = model or load_model(cfg)
-            prepared = prepare(cfg, model)
-            print(f"{label(key)}, seed {seed}: prepared in {time.time() - start:.0f} s",
+    for key, seed, todo in [] if args.report_only else pending(done, keys, args.seeds,
+                                                                args.runs):
+        from zoforge.golden.finetune.train import load_model, prepare
+        cfg = config(key, seed)
+        start = time.time()
+        model = model or load_model(cfg)
+        prepared = prepare(cfg, model)
+        print(f"{label(key)}, seed {seed}: prepared in {time.time() - start:.0f} s",
+              flush=True)
+        for run in todo:
+            record = {"row": run, "seed": seed, **dict(zip(KEY_FIELDS, key)),
+                      "commit": commit, **run_one(prepared, run, args.steps)}
+            with args.results.open("a") as handle:
+                handle.write(json.dumps(record) + "\n")
+            done[(key, run, seed)] = record
+            print(f"{label(key)}, {run} seed {seed}: L_T/L_0 {record['ratio']:.3f} "
+                  f"({record['cpu_seconds']:.0f} CPU s, {record['seconds']:.0f} s)",
                   flush=True)
-            for run in todo:
-                record = {"row": run, "seed": seed, **dict(zip(KEY_FIELDS, key)),
-                          "commit": commit, **run_one(prepared, run, args.steps)}
-                with args.results.open("a") as handle:
-                    handle.write(json.dumps(record) + "\n")
-                done[(key, run, seed)] = record
-                print(f"{label(key)}, {run} seed {seed}: L_T/L_0 {record['ratio']:.3f} "
-                      f"({record['cpu_seconds']:.0f} CPU s, {record['seconds']:.0f} s)",
-                      flush=True)
     print(candidates_table(done, keys, args.seeds))
     for key in keys:
         print(f"\n{label(key)}\n{seed_table(done, key, args.seeds)}")
