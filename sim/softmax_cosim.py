@@ -9,7 +9,10 @@ the jobs' CYCLES. A call the unit cannot take is a one-line :class:`~zoforge.err
 ConfigError` before any job: rows longer than ``max_len`` (``length``), constants that do not
 fit the unit (``softmax_registers``: a scale finer than ``min_scale``), other ``levels``.
 
-:func:`cosim_random` is ``zoforge cosim softmax``: random calls against ``int_softmax``.
+:func:`replay_softmax_calls` plays a list of calls as one host program on either backend
+(the job server or the cocotb bench: the route of :func:`zoforge.sim.finetune_cosim.
+replay_calls`); :func:`cosim_random` is ``zoforge cosim softmax``: random calls against
+``int_softmax``.
 """
 from __future__ import annotations
 
@@ -29,7 +32,8 @@ from zoforge.sim.program import drive
 from zoforge.sim.softmax_host import SoftmaxCosimOptions, softmax_program
 
 __all__ = ["SoftmaxCosim", "SoftmaxJob", "softmax_jobs", "softmax_target", "program_inputs",
-           "unpack_output", "register_writes", "random_call", "cosim_random", "PROGRAM"]
+           "unpack_output", "register_writes", "replay_softmax_calls", "random_call",
+           "cosim_random", "PROGRAM"]
 
 #: The host program's reference (:func:`~zoforge.sim.backends.run_program`).
 PROGRAM = "zoforge.sim.softmax_host:softmax_program"
@@ -188,6 +192,32 @@ class SoftmaxCosim:
 
     def __exit__(self, kind, value, traceback) -> None:
         self.close(kill=kind is not None)
+
+
+def replay_softmax_calls(calls: list[SoftmaxCall], config: SoftmaxConfig | None = None, *,
+                         backend: str = "jobserver", simulator: str = "verilator",
+                         stalls: Stalls = Stalls(), max_cycles: int = 20_000_000
+                         ) -> tuple[list[torch.Tensor], list[dict]]:
+    """``calls`` in order as one host program (:func:`~zoforge.sim.backends.run_program`:
+    the job server, or the cocotb bench on ``simulator``): each call's RTL result (int64,
+    its scores' shape) and every job's counters. A failed run raises RuntimeError."""
+    config = config if config is not None else SoftmaxConfig()
+    per_call = [softmax_jobs(call, config) for call in calls]
+    jobs = [job for part in per_call for job in part]
+    if not jobs:
+        return [torch.zeros(c.scores.shape, dtype=torch.int64) for c in calls], []
+    args, data = program_inputs(jobs, config)
+    arrays, result = run_program(PROGRAM, args, data, softmax_target(config), backend=backend,
+                                 simulator=simulator, stalls=stalls, max_cycles=max_cycles)
+    if not result.passed:
+        raise RuntimeError(f"co-simulation failed: {'; '.join(result.failures)}")
+    results, n = [], 0
+    for call, part in zip(calls, per_call):
+        rows = [unpack_output(arrays[f"out{n + j}"], job, config) for j, job in enumerate(part)]
+        n += len(part)
+        results.append(torch.from_numpy(np.concatenate(rows)).reshape(call.scores.shape)
+                       if rows else torch.zeros(call.scores.shape, dtype=torch.int64))
+    return results, result.results["jobs"]
 
 
 # -- zoforge cosim softmax ---------------------------------------------------------------------

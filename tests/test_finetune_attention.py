@@ -1,7 +1,8 @@
 """The quantized attention on the GEMM engine (golden/finetune/attention.py, ``attention``
 ``engines``): the context equals a second derivation in numpy int64 per sequence and head
 (q, k, v saturated at +-127, P at both ends 0 and 127, masked positions); the golden units'
-batched raw product equals the per-call engine jobs (past the 32-bit wrap too); a whole
+batched raw product equals the per-call engine jobs (past the 32-bit wrap too); the integer
+softmax is one SoftmaxCall per block and forward between the two products; a whole
 ZoFinetune step with engine attention equals the same step run call by call; the host
 attention is untouched (no attention calls, float twin the same); the limits are one line."""
 from __future__ import annotations
@@ -13,9 +14,10 @@ import pytest
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.attention import (AttentionScales, EngineAttention,
+from zoforge.golden.finetune.attention import (P_LEVELS, AttentionScales, EngineAttention,
                                                quantize_probabilities)
-from zoforge.golden.finetune.calls import EngineCall, GoldenUnits, raw_jobs
+from zoforge.golden.finetune.calls import EngineCall, GoldenUnits, SoftmaxCall, raw_jobs
+from zoforge.golden.finetune.integer_ops import SoftmaxParams
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.model import check_model_limits
 from zoforge.golden.finetune.train import ZoFinetune, prepare
@@ -127,6 +129,35 @@ def test_engine_attention_keeps_leading_axes():
     assert both.shape == q.shape
     for c in range(2):
         assert torch.equal(both[c], attention("block1", q[c], k[c], v[c], mask))
+
+
+def test_integer_softmax_is_one_call_between_the_products():
+    """With the integer softmax, each forward of a block makes one ``block<b>.softmax``
+    SoftmaxCall between its scores and context jobs: the J = copies x B x heads scores
+    stacked (each the scores job's product, in j order), each job's key mask its sequence's
+    (per head), the block's constants, 127 levels; what the context jobs get as P is the
+    call's result (int8); a copy axis in front gives each copy's own calls."""
+    g = torch.Generator().manual_seed(11)
+    q, k, v = (torch.randn(2, 2, 2, 5, 4, generator=g) * 2 for _ in range(3))
+    mask = torch.tensor([[1, 1, 1, 1, 0], [1, 0, 0, 0, 0]])
+    s = AttentionScales(0.05, 0.04, 0.03)
+    params = SoftmaxParams.of(s.scores(4))
+    recorded = units(record=True)
+    attention = EngineAttention({"block2": s}, recorded, {"block2": params})
+    both = attention("block2", q, k, v, mask)
+    names = [c.name for c in recorded.log]
+    assert names == ["block2.scores"] * 8 + ["block2.softmax"] + ["block2.context"] * 8
+    call = recorded.log[8]
+    assert isinstance(call, SoftmaxCall) and call.unit == "softmax"
+    assert (call.params, call.levels) == (params, P_LEVELS)
+    assert call.scores.shape == (8, 5, 5) and call.scores.dtype == torch.int64
+    for j, scores in enumerate(recorded.log[:8]):
+        assert torch.equal(call.scores[j], scores.x.long() @ scores.w.long())
+        assert call.keep[j].tolist() == [bool(m) for m in mask[(j // 2) % 2]]
+    p8 = GoldenUnits.softmax(call)
+    assert [c.x.tolist() for c in recorded.log[9:]] == p8.tolist()
+    for c in range(2):
+        assert torch.equal(both[c], attention("block2", q[c], k[c], v[c], mask))
 
 
 # -- the batched golden product against per-call jobs -------------------------------------------

@@ -55,6 +55,12 @@ class SoftmaxConfig(Config):
         """32-bit words of an output beat (``lanes`` bytes, rounded up)."""
         return -(-self.lanes // 4)
 
+    @property
+    def length_bits(self) -> int:
+        """Bits of the LENGTH register (and the keys left of a row): ``max_len``'s, and
+        more than ``lanes + 1``'s (a beat's compare with L is never constant)."""
+        return max(self.max_len.bit_length(), (self.lanes + 1).bit_length())
+
     def beats(self, length: int) -> int:
         """Beats of a row of ``length`` keys (in and out)."""
         return -(-length // self.lanes)

@@ -40,7 +40,7 @@ class SoftmaxRegisters(wiring.Component):
         super().__init__({
             "port": In(RegisterPortSignature(ADDR_BITS)),
             "constants": Out(config_signature(config.min_scale)),
-            "length": Out(config.max_len.bit_length()), "rows": Out(ROW_BITS),
+            "length": Out(config.length_bits), "rows": Out(ROW_BITS),
             "mask": Out(config.max_len),
             "start": Out(1), "busy": Out(1),
             "job_end": In(1),      # the job's last output beat leaves (busy ends)

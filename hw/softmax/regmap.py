@@ -42,7 +42,7 @@ REGISTER_MAP: dict[str, Register] = {
     "STATUS": Register(0x04, "status", 2, "busy, done"),
     "IRQ_EN": Register(0x08, "rw", 1, "irq = done & IRQ_EN"),
     "LENGTH": Register(0x0C, "config", MAX_LEN.bit_length(), "keys a row L, 1 .. max_len "
-                                           "(bits(max_len) bits)"),
+                                           "(SoftmaxConfig.length_bits bits)"),
     "ROWS": Register(0x10, "config", ROW_BITS, "rows of the job, 1 .. 65,535 (0: the job "
                                                "ends at once, no beat)"),
     "LN2": Register(0x14, "config", 32, "the constant ln2 (the golden's L)"),

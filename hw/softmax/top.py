@@ -107,7 +107,7 @@ class SoftmaxBusUnit(wiring.Component):
         c, lanes, s = self.softmax_config, self.softmax_config.lanes, self.s_axis
         taking = Signal(name="in_taking")          # the job's rows still to come in
         rows_in = Signal(ROW_BITS, name="in_rows")
-        beat = Signal(range(c.max_beats), name="in_beat")
+        beat = Signal(max(1, (c.max_beats - 1).bit_length()), name="in_beat")
         left = Signal(len(regs.length), name="in_left")      # keys of the row not yet in
         chunks = [Cat(*(regs.mask[j * lanes + l] if j * lanes + l < c.max_len else C(0, 1)
                         for l in range(lanes))) for j in range(c.max_beats)]
