@@ -7,11 +7,16 @@ every number with its source label:
   :func:`zoforge.hw.engine.cycles.engine_job_cycles`; the ZO layer:
   :func:`zoforge.hw.zolayer.cycles.job_cycles`); a phase's cycles are its critical path,
   the busiest unit's jobs one after the other (the units work side by side); the step's
-  cycles are the phases' sum. A unit's next job starts when the last ends (no gaps: the host
+  cycles are the phases' sum. A GELU job (``gemm-gelu``) takes the engine model's cycles of
+  its shape (the GELU stages add latency, not beats); a softmax job (a softmax unit's M
+  rows of L keys) the unit's model, :func:`softmax_job_cycles`, at the softmax units' own
+  clock (their yosys-estimate Fmax, below the engines': a clock domain of their own behind
+  their streams, ``softmax_mhz``). A unit's next job starts when the last ends (no gaps: the host
   issues the next job's CTRL write ahead, the job's weights stream in while it computes).
 * **DDR bytes** (:func:`transfer_bytes`): each :class:`~zoforge.hw.accel.schedule.Transfer`
   once (broadcast), ``payload`` = the values packed (int8 X, W, A and int8 Y in bytes;
-  int32 Y and tables 4 bytes; the 24-bit master 3 bytes) and ``stream`` = as the RTL's
+  int32 Y and tables 4 bytes; the 24-bit master 3 bytes; a softmax job's int32 scores in
+  and int8 P out, streamed as they are) and ``stream`` = as the RTL's
   streams carry them today: the engine's X and W beats pack whole k-steps of int8 (a W beat
   ``max(1, R // C)`` words of ``pack`` k-steps of C columns: only tile padding) and its
   int8 Y four to a 32-bit lane (raw int32 Y one), as ``engine_stream_parts`` counts them;
@@ -26,10 +31,16 @@ every number with its source label:
   adapter's sum ``wrap32(XW + Yn)`` run on the PS's
   Cortex-A53 cores: operation counts from the shape (formulas in :data:`HOST_OPS`, by the
   phase they follow: :func:`host_stage_ops`) at the cores' peak rate (:data:`HOST`): a
-  lower bound on their time (optimistic).
+  lower bound on their time (optimistic). With ``nonlinear`` ``integer`` the host's GELU
+  and the quantization between ffn_in and ffn_out leave it where the accelerator has GELU
+  engines, and the softmax with the S dequantization and P quantization where it has
+  softmax units (and the attention is on the engines): the schedule's ``gelu`` and
+  ``softmax``. The host's integer kernels (LayerNorm, and GELU or softmax without the
+  units) are counted as the float ones (an estimate).
 * **the step** (``seconds``): the host's work pipelined against the fabric's per piece
-  of each phase (its M chunks, attention jobs, ZO-layer branch jobs), a two-resource
-  list schedule (:mod:`zoforge.reports.overlap`); ``serial_s`` keeps the fabric's and the
+  of each phase (its M chunks, attention jobs, ZO-layer branch jobs), a list schedule of
+  the engines and ZO layers, the softmax units and the host (:mod:`zoforge.reports.
+  overlap`); ``serial_s`` keeps the fabric's and the
   host's sum, the bound if nothing overlapped.
 * **energy**: the seconds times the PL's static and dynamic power (the activity model of
   today's 8x8 engine and 4x4 ZO layer, per DSP, scaled to the design's DSPs; the PS and the
@@ -42,17 +53,22 @@ from dataclasses import dataclass
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
 from zoforge.golden.finetune.config import ADAPTED
-from zoforge.hw.accel.schedule import (ADAPTED_ORDER, ENGINE, Phase, Schedule,
+from functools import lru_cache
+
+from zoforge.hw.accel.schedule import (ADAPTED_ORDER, ENGINE, SOFTMAX, Phase, Schedule,
                                        step_schedule)
 from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
+from zoforge.hw.softmax.cycles import softmax_job_cycles as _bus_softmax_cycles
+from zoforge.hw.softmax.cycles import softmax_stream_bytes
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.overlap import makespan, step_stages
 from zoforge.reports.power import dynamic_at
-from zoforge.reports.step_price import UNIT_FIGURES
+from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
+           "softmax_job_cycles", "design_clocks",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
            "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
            "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE"]
@@ -71,16 +87,20 @@ TRANSCENDENTAL = 10
 HOST_OPS = {
     "attention products": "2 B L^2 H MACs per block (Q.K^T and P.V, every head)",
     "softmax": f"B heads L^2 x {5 + TRANSCENDENTAL} (scale+mask, max, subtract, exp, sum, "
-               "times 1/sum) per block",
+               "times 1/sum) per block; none on the softmax units (nonlinear integer, "
+               "attention engines)",
     "layernorm": "2 M H x 5 (mean, variance, subtract, scale, affine) per block",
-    "gelu": f"M F x {3 + TRANSCENDENTAL} (x/sqrt2, erf, 1+, x/2 times) per block",
+    "gelu": f"M F x {3 + TRANSCENDENTAL} (x/sqrt2, erf, 1+, x/2 times) per block; none "
+            "with GELU engines (nonlinear integer)",
     "residuals": "2 M H per block",
-    "quantize": "per map 3 M K (scale, round, clamp) + M N (dequantize) ",
+    "quantize": "per map 3 M K (scale, round, clamp) + M N (dequantize); with GELU engines "
+                "not ffn_in's output nor ffn_out's input",
     "pooling": "M H per forward",
     "combine": "M N per adapted map and branch (split mapping: wrap32(XW + Yn))",
     "attention quantize": "attention engines: 3 x 3 M H (q, k, v: scale, round, clamp) + "
-                          "B heads L^2 x (1 + 3) (S dequantize, P quantize) + M H (C "
-                          "dequantize) per block, instead of the attention products",
+                          "B heads L^2 x (1 + 3) (S dequantize, P quantize; none on the "
+                          "softmax units) + M H (C dequantize) per block, instead of the "
+                          "attention products",
 }
 #: Power of today's units per DSP at 300 MHz (UNIT_FIGURES: the 8x8 engine's 80 DSP and
 #: the 4x4 ZO layer's 40), applied to the design's DSPs.
@@ -110,7 +130,9 @@ class PhaseCost:
 @dataclass(frozen=True)
 class StepPrice:
     """A priced schedule: its phases, the host's seconds, the overlapped step
-    (``seconds``, :mod:`zoforge.reports.overlap`) and the step's totals."""
+    (``seconds``, :mod:`zoforge.reports.overlap`), the accelerator's alone (``fabric_s``:
+    the same list schedule without the host's work; the softmax units' phases overlap the
+    engines') and the step's totals."""
 
     schedule: Schedule
     phases: tuple[PhaseCost, ...]
@@ -118,18 +140,20 @@ class StepPrice:
     ddr_bytes_per_s: float
     host_s: float
     seconds: float
+    fabric_s: float
 
     @property
     def cycles(self) -> int:
         return sum(p.cycles for p in self.phases)
 
     @property
-    def fabric_s(self) -> float:
+    def phases_s(self) -> float:
+        """The phases' roofline times one after the other."""
         return sum(p.time_s for p in self.phases)
 
     @property
     def serial_s(self) -> float:
-        """Fabric (roofline per phase) plus the host's work, one after the other."""
+        """The accelerator's work (``fabric_s``) and the host's, one after the other."""
         return self.fabric_s + self.host_s
 
     @property
@@ -146,16 +170,30 @@ class StepPrice:
         return sum(p.stream_bytes for p in self.phases)
 
 
+@lru_cache(maxsize=256)
+def softmax_job_cycles(config, rows: int, length: int) -> int:
+    """Cycles of one job of ``rows`` rows of ``length`` keys on the softmax unit
+    ``config`` (a :class:`~zoforge.hw.softmax.config.SoftmaxConfig`): the unit's own model
+    (:func:`zoforge.hw.softmax.cycles.softmax_job_cycles`, its CYCLES register; input always
+    valid, output always ready), kept for the step's many equal jobs."""
+    return _bus_softmax_cycles(config, rows, length)
+
+
 def job_cycles_of(accel, job) -> int:
     """Cycles of one scheduled job from its unit's own model (one source each)."""
     if job.unit == ENGINE:
         return engine_job_cycles(accel.engine_config(), job.m, job.k, job.n)
+    if job.unit == SOFTMAX:
+        return softmax_job_cycles(accel.softmax_config(), job.m, job.n)
     return job_cycles(accel.layer_config(), job.kind, job.m, job.k, job.n, job.r, job.query)
 
 
 def transfer_bytes(accel, transfer) -> tuple[int, int]:
     """``(payload, stream)`` bytes of one transfer (module docstring)."""
     t = transfer
+    if t.unit == SOFTMAX:
+        moved = softmax_stream_bytes(accel.softmax_config(), t.m, t.n)
+        return t.payload_bytes, moved["p" if t.write else "scores"]
     if t.unit == ENGINE:
         parts = engine_stream_parts(accel.engine_config(), max(t.m, 1), max(t.k, 1),
                                     max(t.n, 1), raw=t.raw, per_channel=not t.raw)
@@ -181,7 +219,8 @@ def price_phase(accel, phase: Phase, mhz: float, ddr_bytes_per_s: float) -> Phas
 
 
 def host_stage_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "split",
-                   attention: str = "host") -> dict[str, tuple[dict, dict]]:
+                   attention: str = "host", gelu: bool = False, softmax: bool = False
+                   ) -> dict[str, tuple[dict, dict]]:
     """The host's fp32 operations of one step by the phase they follow (``start``: before
     the first), each ``(row-local, per-sequence)`` by :data:`HOST_OPS` (M = tokens, B batch,
     L seq_len, H hidden, F ffn): a block below ``first_adapted`` once, the others once per
@@ -189,7 +228,9 @@ def host_stage_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "sp
     after its own; the embedding's LayerNorm once; pooling and the head's input per branch
     after the last block; with the ``split`` mapping each adapted map's sum per branch
     (every adapted map is H wide); with ``attention`` ``engines`` the attention's
-    (de)quantization instead of its products."""
+    (de)quantization instead of its products; ``gelu``: ffn_in's jobs are the engines' GELU
+    jobs (no host GELU, no (de)quantization between ffn_in and ffn_out); ``softmax``: the
+    softmax units run it (no host softmax, S dequantization or P quantization)."""
     B, L, H, F, M = shape.batch, shape.seq_len, shape.hidden, shape.ffn, shape.tokens
     S, heads = 2 * shape.queries, B * shape.heads * L * L
     adapted = ADAPTED_ORDER[:shape.adapted]
@@ -212,8 +253,9 @@ def host_stage_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "sp
         add(qkv, runs, {"quantize": 3 * M * H, **combine(("query", "key", "value"))})
         if attention == "engines":
             add(qkv, runs, {"attention quantize": 9 * M * H})
-            add(f"block{block}.scores", runs, {}, {"attention quantize": 4 * heads,
-                                                  "softmax": heads * (5 + TRANSCENDENTAL)})
+            if not softmax:
+                add(f"block{block}.scores", runs, {}, {
+                    "attention quantize": 4 * heads, "softmax": heads * (5 + TRANSCENDENTAL)})
             add(f"block{block}.context", runs, {"attention quantize": M * H, **attn_in})
         else:
             add(qkv, runs, attn_in, {"attention products": 2 * B * L * L * H,
@@ -221,8 +263,9 @@ def host_stage_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "sp
         add(f"block{block}.attn_out", runs, {"quantize": M * H + 3 * M * H,
                                              **combine(("attn_out",)), "residuals": M * H,
                                              "layernorm": M * H * 5})
-        add(f"block{block}.ffn_in", runs, {"quantize": M * F + 3 * M * F,
-                                           "gelu": M * F * (3 + TRANSCENDENTAL)})
+        if not gelu:
+            add(f"block{block}.ffn_in", runs, {"quantize": M * F + 3 * M * F,
+                                               "gelu": M * F * (3 + TRANSCENDENTAL)})
         add(f"block{block}.ffn_out", runs, {"quantize": M * H, "residuals": M * H,
                                             "layernorm": M * H * 5})
     add(f"block{shape.blocks - 1}.ffn_out", S, {}, {"pooling": M * H,
@@ -231,11 +274,13 @@ def host_stage_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "sp
 
 
 def host_ops(shape: ModelShape, first_adapted: int = 0, mapping: str = "split",
-             attention: str = "host") -> dict[str, int]:
+             attention: str = "host", gelu: bool = False, softmax: bool = False
+             ) -> dict[str, int]:
     """fp32 operations of the host's work in one step: :func:`host_stage_ops` summed by
     operation (``combine`` 0 with the ``layer`` mapping)."""
     ops = {"combine": 0}
-    for row, sequence in host_stage_ops(shape, first_adapted, mapping, attention).values():
+    for row, sequence in host_stage_ops(shape, first_adapted, mapping, attention, gelu,
+                                        softmax).values():
         for name, count in (*row.items(), *sequence.items()):
             ops[name] = ops.get(name, 0) + count
     return ops
@@ -246,29 +291,40 @@ def host_seconds(ops: dict[str, int]) -> float:
     return sum(ops.values()) / (HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"])
 
 
-def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float) -> StepPrice:
-    """The schedule priced at ``mhz`` and the DDR bandwidth, the host's work overlapped
-    with the fabric's per piece (:func:`overlapped_seconds`)."""
-    if not mhz > 0:
-        raise ConfigError("mhz", "a frequency > 0", mhz)
+def _schedule_host_ops(schedule: Schedule) -> dict[str, tuple[dict, dict]]:
+    return host_stage_ops(schedule.shape, schedule.first_adapted, schedule.mapping,
+                          schedule.attention, schedule.gelu, schedule.softmax)
+
+
+def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float,
+                   softmax_mhz: float | None = None) -> StepPrice:
+    """The schedule priced at ``mhz`` (the softmax units' phases at ``softmax_mhz``,
+    default ``mhz``) and the DDR bandwidth, the host's work overlapped with the fabric's
+    per piece (:func:`overlapped_seconds`)."""
+    softmax_mhz = mhz if softmax_mhz is None else softmax_mhz
+    for name, value in (("mhz", mhz), ("softmax_mhz", softmax_mhz)):
+        if not value > 0:
+            raise ConfigError(name, "a frequency > 0", value)
     if not ddr_bytes_per_s > 0:
         raise ConfigError("ddr_bytes_per_s", "a bandwidth > 0", ddr_bytes_per_s)
-    phases = tuple(price_phase(schedule.accel, p, mhz, ddr_bytes_per_s)
+    phases = tuple(price_phase(schedule.accel, p, softmax_mhz if all(
+        job.unit == SOFTMAX for job in p.jobs) else mhz, ddr_bytes_per_s)
                    for p in schedule.phases)
     host = host_seconds(host_ops(schedule.shape, schedule.first_adapted, schedule.mapping,
-                                 schedule.attention))
+                                 schedule.attention, schedule.gelu, schedule.softmax))
     return StepPrice(schedule, phases, mhz, ddr_bytes_per_s, host,
-                     overlapped_seconds(schedule, phases))
+                     overlapped_seconds(schedule, phases),
+                     overlapped_seconds(schedule, phases, host=False))
 
 
-def overlapped_seconds(schedule: Schedule, phases) -> float:
-    """The step with the host's work after each phase (:func:`host_stage_ops`) pipelined
-    against the fabric's pieces of ``phases`` (the schedule's, priced):
-    :mod:`zoforge.reports.overlap` (the pieces, their dependencies, the recurrence)."""
+def overlapped_seconds(schedule: Schedule, phases, host: bool = True) -> float:
+    """The step with the host's work after each phase (:func:`host_stage_ops`; none
+    without ``host``) pipelined against the fabric's pieces of ``phases`` (the schedule's,
+    priced): :mod:`zoforge.reports.overlap` (the pieces, their dependencies, the
+    recurrence)."""
     shape = schedule.shape
-    work = {name: (host_seconds(row), host_seconds(sequence)) for name, (row, sequence) in
-            host_stage_ops(shape, schedule.first_adapted, schedule.mapping,
-                           schedule.attention).items()}
+    work = {name: (host_seconds(row) * host, host_seconds(sequence) * host)
+            for name, (row, sequence) in _schedule_host_ops(schedule).items()}
     return makespan(step_stages(
         [(phase.name, phase.jobs, cost.job_cycles, cost.time_s,
           work.get(phase.name, (0.0, 0.0))) for phase, cost in zip(schedule.phases, phases)],
@@ -311,36 +367,87 @@ def _attention_on_engines(price: StepPrice) -> float:
 
 #: The ZO layer widths (columns: tokens side by side) :func:`fastest_accelerator` tries.
 LAYER_COLS_TRIED = (4, 8, 16)
+#: The softmax unit counts :func:`fastest_accelerator` tries (nonlinear integer, attention
+#: on the engines).
+SOFTMAX_UNITS_TRIED = (0, 1, 2, 3)
 
 
-def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float):
+def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, float, str]:
+    """``(mhz, softmax_mhz, source)``: the clock of ``accel``'s engines and ZO layers and
+    that of its softmax units on ``board``: ``mhz`` for both when given; else the board's
+    yosys-estimate Fmax of today's units (:data:`~zoforge.reports.step_price.UNIT_FIGURES`),
+    at most the i-GELU lanes' where the design has GELU engines, and the softmax units' own
+    (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`)."""
+    if mhz is not None:
+        return mhz, mhz, "given"
+    figures = UNIT_FIGURES.get(board)
+    if figures is None:
+        raise ConfigError("board", "one of " + ", ".join(UNIT_FIGURES) + " (or give mhz)",
+                          board)
+    fmax, source = figures["fmax_mhz"], figures["fmax_source"] + " (today's units)"
+    nonlinear = NONLINEAR_FIGURES[board]
+    if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
+        fmax = nonlinear["gelu_fmax_mhz"]
+        source = nonlinear["fmax_source"] + " (the i-GELU lanes of the GELU engines)"
+    return fmax, nonlinear["softmax_fmax_mhz"], source
+
+
+def _price(board, shape, accel, cfg, mapping: str, mhz: float | None) -> StepPrice:
+    """``cfg``'s step on ``accel`` at its clocks (:func:`design_clocks`)."""
+    engines_mhz, softmax_mhz, _ = design_clocks(board.name, accel, mhz)
+    return price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping,
+                                        cfg.attention, cfg.nonlinear),
+                          engines_mhz, board.ddr_bytes_per_s, softmax_mhz)
+
+
+def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float | None = None):
     """The planner's design (:func:`zoforge.hw.accel.plan.plan_accelerator`) with the
     shortest modelled step among one ZO layer of ``cfg.layer_rows`` rows (its rows set the
     perturbation order and one layer keeps one generator stream, so the golden step stays
     the accelerator's) and each width of :data:`LAYER_COLS_TRIED`, the engines filling the
-    rest of the budget; with the split mapping the layer's K capacity is the rank. The
-    planner sizes for resources; this picks among its answers by time (the step with
-    ``cfg.attention``), the way FINN folds to a throughput. Widths that do not fit are
-    skipped; none fitting: the planner's one-line error for the narrowest."""
+    rest of the budget; with the split mapping the layer's K capacity is the rank. With
+    ``cfg.nonlinear`` ``integer``, then, that design's arrays and layer with each count of
+    softmax units (:data:`SOFTMAX_UNITS_TRIED`, with the attention on the engines), the
+    engines re-planned around them, each without GELU engines and with every engine one
+    (the most that fit; a part of them would take ffn_in's whole map alone: MiniLM with 1
+    GELU engine of 5 is 1.8 times slower than with none, docs/accelerator-cost.md). The planner sizes for
+    resources; this picks among its answers by time (the step with ``cfg.attention`` and
+    ``cfg.nonlinear`` at ``mhz``, default each design's clocks, :func:`design_clocks`), the
+    way FINN folds to a throughput. Designs that do not fit are skipped; none fitting: the
+    planner's one-line error for the narrowest layer."""
     # the planner (Amaranth's unit designs for their memories) only when planning
     from zoforge.hw.accel.plan import plan_accelerator
     fixed = {"layers": 1, "layer_rows": cfg.layer_rows}
     if mapping == "split":
         fixed["layer_max_k"] = shape.rank
     best, best_s, first_error = None, None, None
-    for cols in LAYER_COLS_TRIED:
+
+    def consider(**fields) -> bool:
+        nonlocal best, best_s, first_error
         try:
-            accel = plan_accelerator(board, shape, layer_cols=cols, **fixed)
+            accel = plan_accelerator(board, shape, **fixed, **fields)
         except ConfigError as error:
             first_error = first_error or error
-            continue
-        seconds = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping,
-                                               cfg.attention),
-                                 mhz, board.ddr_bytes_per_s).seconds
+            return False
+        seconds = _price(board, shape, accel, cfg, mapping, mhz).seconds
         if best_s is None or seconds < best_s:
             best, best_s = accel, seconds
+        return True
+
+    for cols in LAYER_COLS_TRIED:
+        consider(layer_cols=cols)
     if best is None:
         raise first_error
+    if cfg.nonlinear == "integer":
+        arrays = {"layer_cols": best.layer_cols, "engine_rows": best.engine_rows,
+                  "engine_cols": best.engine_cols}
+        for units in SOFTMAX_UNITS_TRIED if cfg.attention == "engines" else (0,):
+            if units:
+                consider(softmax_units=units, **arrays)
+            for engines in range(best.engines, 0, -1):       # all engines GELU engines
+                if consider(engines=engines, gelu_engines=engines, softmax_units=units,
+                            **arrays):
+                    break
     return best
 
 
@@ -368,12 +475,10 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     shape = ModelShape(blocks=cfg.blocks, seq_len=cfg.seq_len, batch=cfg.batch,
                        rank=cfg.rank, adapted=len(ADAPTED), queries=cfg.queries,
                        hidden=hidden, ffn=ffn, heads=heads, classes=classes)
-    fmax, fmax_source = (mhz, "given") if mhz is not None else \
-        (figures["fmax_mhz"], figures["fmax_source"] + " (today's units)")
     if accel is None:
-        accel = fastest_accelerator(target, shape, cfg, mapping, fmax)
-    price = price_schedule(step_schedule(shape, accel, cfg.first_adapted, mapping,
-                                         cfg.attention), fmax, target.ddr_bytes_per_s)
+        accel = fastest_accelerator(target, shape, cfg, mapping, mhz)
+    fmax, _, fmax_source = design_clocks(board, accel, mhz)
+    price = _price(target, shape, accel, cfg, mapping, mhz)
     seconds, macs = price.seconds, price.schedule.macs
     static = target.static_power_w if figures is None else figures["static_w"]
     dynamic_today = (figures or UNIT_FIGURES["zcu102"])["dynamic_w"] / (

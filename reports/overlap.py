@@ -1,4 +1,4 @@
-"""The step's fabric and host work overlapped per piece: a two-resource list schedule.
+"""The step's fabric and host work overlapped per piece: a list schedule of three resources.
 
 A phase's work is cut the way the schedule cuts it (:class:`~zoforge.hw.accel.schedule.Job`
 ``rows``: the engine maps' M chunks, the attention jobs per sequence and head, the ZO
@@ -21,8 +21,11 @@ phase's piece starts once the host has finished the rows it reads.
   the dependency is every row, the phase serializes: the head (mean pooling needs every
   token of a sequence; its rows are branch x batch) and the update walks (the loss of every
   branch), :data:`SERIAL_PHASES`;
-* **the makespan** (:func:`makespan`): the fabric runs its pieces in the schedule's order,
-  the host its pieces in the same order; each starts when its resource is free and its
+* **resources**: the host, the engines and ZO layers (``fabric``) and the softmax units
+  (``softmax``: a phase whose jobs all run on them, between a block's ``scores`` and
+  ``context``; its pieces wait for the scores' pieces they read, the context's for the
+  softmax's), each running its pieces in the schedule's order;
+* **the makespan** (:func:`makespan`): each piece starts when its resource is free and its
   dependency done. Exact recurrence, no simulation.
 
 The host and the fabric share the DDR: the model counts the fabric's streams (the phase's
@@ -34,31 +37,42 @@ from dataclasses import dataclass
 
 from zoforge.errors import ConfigError
 
-__all__ = ["Stage", "makespan", "phase_stage", "step_stages", "SERIAL_PHASES"]
+from zoforge.hw.accel.schedule import SOFTMAX
+
+__all__ = ["Stage", "makespan", "phase_stage", "step_stages", "SERIAL_PHASES", "RESOURCES"]
 
 #: Phases that need all of the previous host work (module docstring).
 SERIAL_PHASES = ("head", "update")
+#: The resources a stage's (non-host) pieces run on.
+RESOURCES = ("fabric", SOFTMAX)
 
 
 @dataclass(frozen=True)
 class Stage:
     """One phase as pieces: ``fabric[c]`` and ``host[c]`` seconds of piece c (the host's
     after the fabric's), ``needs[c]``: the last host piece of the previous stage that
-    fabric piece c needs (-1: none); ``bounds[c]``: piece c's first row."""
+    fabric piece c needs (-1: none); ``bounds[c]``: piece c's first row; ``resource``: what
+    runs the ``fabric`` pieces (:data:`RESOURCES`: the engines and ZO layers, or the softmax
+    units)."""
 
     fabric: tuple[float, ...]
     host: tuple[float, ...]
     needs: tuple[int, ...]
     bounds: tuple[int, ...] = ()
+    resource: str = "fabric"
 
 
 def makespan(stages) -> float:
     """The overlapped seconds of ``stages`` (:class:`Stage`, in order): fabric piece c of
-    stage p starts at max(the fabric free, host piece ``needs[c]`` of stage p - 1 done);
+    stage p starts at max(its resource free, host piece ``needs[c]`` of stage p - 1 done);
     host piece c at max(the host free, fabric piece c done)."""
-    fabric_free = host_free = 0.0
+    free = dict.fromkeys(RESOURCES, 0.0)
+    host_free = 0.0
     previous: list[float] = []
     for index, stage in enumerate(stages):
+        if stage.resource not in free:
+            raise ConfigError("stages", "resources in " + ", ".join(RESOURCES),
+                              f"stage {index}: {stage.resource}")
         if not len(stage.fabric) == len(stage.host) == len(stage.needs) > 0:
             raise ConfigError("stages", "pieces with one fabric, host and needs entry each",
                               f"stage {index}")
@@ -68,13 +82,14 @@ def makespan(stages) -> float:
             raise ConfigError("stages", f"needs in -1..{len(previous) - 1}", f"stage {index}")
         done = []
         for seconds, need in zip(stage.fabric, stage.needs):
-            fabric_free = max(fabric_free, previous[need] if need >= 0 else 0.0) + seconds
-            done.append(fabric_free)
+            free[stage.resource] = max(free[stage.resource],
+                                       previous[need] if need >= 0 else 0.0) + seconds
+            done.append(free[stage.resource])
         previous = []
         for seconds, fabric_done in zip(stage.host, done):
             host_free = max(host_free, fabric_done) + seconds
             previous.append(host_free)
-    return max(fabric_free, host_free)
+    return max(*free.values(), host_free)
 
 
 def _piece_of(bounds, row: int) -> int:
@@ -143,8 +158,9 @@ def phase_stage(name: str, jobs, cycles, seconds: float, host: tuple[float, floa
         need = last if name in SERIAL_PHASES else _needed(job, previous, previous_span,
                                                           previous_per_sequence, seq_len)
         needs[piece] = max(needs[piece], need)
+    resource = SOFTMAX if all(job.unit == SOFTMAX for job in jobs) else "fabric"
     return Stage(tuple(fabric), tuple(_host_pieces(bounds, span, seq_len, *host)),
-                 tuple(needs), bounds), span
+                 tuple(needs), bounds, resource), span
 
 
 def _needed(job, previous: Stage, span: int, per_sequence: bool, seq_len: int) -> int:

@@ -6,8 +6,8 @@ and bytes of :mod:`zoforge.reports.unit_calls`:
 * **time and energy per step** at a given clock, static and dynamic energy apart, the
   power at the clock of the time (:func:`step_time_energy`);
 * **the units' clock and power**: the figures used when no ``zoforge build`` reports are
-  given (:data:`UNIT_FIGURES`, estimates labelled so) or read from the reports
-  (:func:`units_clock_power`).
+  given (:data:`UNIT_FIGURES`, estimates labelled so; the nonlinear units' clocks
+  :data:`NONLINEAR_FIGURES`) or read from the reports (:func:`units_clock_power`).
 """
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from zoforge.errors import ConfigError
 from zoforge.reports.power import dynamic_at
 from zoforge.reports.unit_calls import StepCost
 
-__all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "UnitsClockPower",
-           "units_clock_power"]
+__all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "NONLINEAR_FIGURES",
+           "UnitsClockPower", "units_clock_power"]
 
 @dataclass(frozen=True)
 class RooflineRow:
@@ -101,6 +101,13 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 UNIT_FIGURES = {"zcu102": {"fmax_mhz": 302.21, "fmax_source": "yosys-estimate",
                            "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
                            "power_source": "activity-model", "power_at_mhz": 300.0}}
+#: The clocks of the fabric's nonlinear units on a board (yosys-estimate,
+#: docs/nonlinear-units.md, 2026-11-27): ``gelu_fmax_mhz`` the i-GELU's 8 lanes (299 MHz at
+#: d835441), which bounds the clock of a design with GELU engines (the lanes on the
+#: engines' output path) until the GELU engine is built whole; ``softmax_fmax_mhz`` the
+#: i-softmax's 8 lanes (257 MHz at 7a90f2b), the softmax units' own clock.
+NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 299.0, "softmax_fmax_mhz": 257.0,
+                                "fmax_source": "yosys-estimate"}}
 
 
 @dataclass(frozen=True)

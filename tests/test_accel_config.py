@@ -19,8 +19,12 @@ def test_round_trip_dict_toml_json(tmp_path):
                                engine_max_m=512, engine_max_k=1536, engine_max_n=512,
                                layers=2, layer_rows=8, layer_cols=4, layer_mode="full",
                                branch_lanes=2, layer_max_m=128, layer_max_k=384,
-                               layer_max_n=64, layer_max_r=16)
+                               layer_max_n=64, layer_max_r=16, gelu_engines=2,
+                               softmax_units=3, softmax_lanes=16, softmax_max_len=256,
+                               softmax_min_scale=2.0 ** -20)
     values = config.to_dict()
+    assert (values["gelu_engines"], values["softmax_units"], values["softmax_lanes"]) == \
+        (2, 3, 16)
     assert values["kind"] == "accelerator"
     assert config_from_dict(values, [AcceleratorConfig]) == config
     for name in ("a.toml", "a.json"):
@@ -28,7 +32,10 @@ def test_round_trip_dict_toml_json(tmp_path):
 
 
 @pytest.mark.parametrize("field, low, high", [("engines", 1, 256), ("layers", 1, 256),
-                                              ("engine_cols", 1, 64), ("layer_cols", 1, 32)])
+                                              ("engine_cols", 1, 64), ("layer_cols", 1, 32),
+                                              ("softmax_units", 0, 256),
+                                              ("softmax_lanes", 1, 64),
+                                              ("softmax_max_len", 1, 1024)])
 def test_unit_counts_and_sides_at_their_bounds(field, low, high):
     assert getattr(AcceleratorConfig(**{field: low}), field) == low
     # a ZO layer's max_m is a multiple of its columns
@@ -82,3 +89,31 @@ def test_units_and_dsp_by_hand():
     assert config.dsp == 3 * per_engine + 2 * per_layer == 3 * 288 + 2 * 72
     unpaired = config.replace(paired=False)
     assert unpaired.dsp == 3 * (32 * 16 + 32) + 2 * 72
+
+
+def test_gelu_engines_at_most_the_engines():
+    assert AcceleratorConfig(engines=3, gelu_engines=3).gelu_engines == 3
+    assert AcceleratorConfig(engines=3, gelu_engines=0).gelu_engines == 0
+    for bad, engines in ((4, 3), (-1, 3), (257, 256)):
+        error = _error(engines=engines, gelu_engines=bad)
+        assert error.parameter == "gelu_engines" and str(bad) in str(error)
+
+
+def test_softmax_unit_fields_are_the_units():
+    """``softmax_X`` is SoftmaxConfig's ``X``: its defaults (8 lanes, rows of 128, MiniLM's
+    scale 2^-15) and its range (scales 2^-24 .. 2^-7), named as the accelerator's field."""
+    config = AcceleratorConfig(softmax_units=1)
+    unit = config.softmax_config()
+    assert (unit.lanes, unit.max_len, unit.min_scale) == (8, 128, 2.0 ** -15)
+    assert AcceleratorConfig(softmax_min_scale=2.0 ** -24).softmax_min_scale == 2.0 ** -24
+    for bad in (2.0 ** -25, 2.0 ** -6):
+        assert _error(softmax_min_scale=bad).parameter == "softmax_min_scale"
+
+
+def test_nonlinear_dsp_by_hand():
+    # a GELU engine: 8 columns x (3 i-GELU + 2 requantizer) = 40 more; a softmax unit of
+    # 8 lanes 3 a lane = 24; 16 lanes 48
+    base = AcceleratorConfig(engines=2)
+    assert base.replace(gelu_engines=1).dsp == base.dsp + 40
+    assert base.replace(softmax_units=2).dsp == base.dsp + 2 * 24
+    assert base.replace(softmax_units=1, softmax_lanes=16).dsp == base.dsp + 48

@@ -201,3 +201,85 @@ def test_board_step_fields_take_the_attention_from_cfg():
     assert engines["macs_per_step"] > host["macs_per_step"]
     assert engines["attention_on_fabric_seconds_saved"] == 0.0
     assert host["attention_on_fabric_seconds_saved"] != 0.0
+
+
+def test_host_ops_without_the_work_the_nonlinear_units_take_by_hand():
+    """GELU engines: no host GELU, and neither ffn_in's output dequantized (M F) nor
+    ffn_out's input quantized (3 M F); softmax units: no host softmax, S dequantize or P
+    quantize (B heads L^2 x 4): the attention's quantization is q, k, v (9 M H) and C
+    (M H) only. first_adapted 1: 9 block runs; M = 16, H = 16, F = 32, 2 x 2 x 64 heads."""
+    runs, M, H, F = 1 + 4 * 2, 16, 16, 32
+    plain = host_ops(SHAPE, 1, attention="engines")
+    gelu = host_ops(SHAPE, 1, attention="engines", gelu=True)
+    assert "gelu" not in gelu and gelu["quantize"] == plain["quantize"] - runs * 4 * M * F
+    softmax = host_ops(SHAPE, 1, attention="engines", softmax=True)
+    assert "softmax" not in softmax
+    assert softmax["attention quantize"] == runs * (9 * M * H + M * H) == \
+        plain["attention quantize"] - runs * 4 * 2 * 2 * 64
+    both = host_ops(SHAPE, 1, attention="engines", gelu=True, softmax=True)
+    assert {k: v for k, v in both.items() if k not in ("quantize", "attention quantize")} \
+        == {k: v for k, v in plain.items() if k not in ("quantize", "attention quantize",
+                                                        "gelu", "softmax")}
+
+
+def test_softmax_jobs_priced_by_the_units_model():
+    """A softmax job's cycles: the bus unit's model (hw/softmax/cycles.py); its long-stream
+    rate is a row of 128 keys every 128 / 8 = 16 cycles on 8 lanes; its bytes: 4 bytes a
+    score in, a byte a P out (streamed in beats of 8 lanes: a row of 12 keys is 2 beats)."""
+    from zoforge.hw.softmax.config import SoftmaxConfig
+    from zoforge.hw.softmax.cycles import softmax_job_cycles
+    accel = ACCEL.replace(softmax_units=1, softmax_max_len=128)
+    unit = SoftmaxConfig(lanes=8, max_len=128)
+    assert accel.softmax_config() == unit
+    job = Job("softmax", 0, "softmax", 128, 128, 128)
+    assert job_cycles_of(accel, job) == softmax_job_cycles(unit, 128, 128)
+    assert job_cycles_of(accel, job.__class__("softmax", 0, "softmax", 256, 128, 128)) \
+        - job_cycles_of(accel, job) == 128 * 16
+    assert transfer_bytes(accel, Transfer("s", "x", "softmax", 16, 12, 12, raw=True)) == \
+        (4 * 16 * 12, 16 * 2 * 32)
+    assert transfer_bytes(accel, Transfer("p", "y", "softmax", 16, 12, 12, write=True)) == \
+        (16 * 12, 16 * 2 * 8)
+
+
+def test_design_clocks():
+    from zoforge.reports.accel_cost import design_clocks
+    assert design_clocks("zcu102", ACCEL, 100.0) == (100.0, 100.0, "given")
+    engines, softmax, source = design_clocks("zcu102", ACCEL.replace(softmax_units=1))
+    assert (engines, softmax) == (302.21, 257.0) and "today's units" in source
+    engines, _, source = design_clocks("zcu102", ACCEL.replace(gelu_engines=1))
+    assert engines == 299.0 and "i-GELU" in source
+    with pytest.raises(ConfigError) as error:
+        design_clocks("ulx3s-85f", ACCEL)
+    assert error.value.parameter == "board"
+
+
+def test_price_follows_the_runs_nonlinear():
+    """On a design with 3 GELU engines and a softmax unit: nonlinear integer (attention on
+    the engines) prices the GELU jobs and the softmax phases (their cycles, their bytes in
+    the step's DDR bytes) and the host's work without them; float prices the plain step."""
+    cfg = FinetuneConfig(blocks=3, seq_len=8, batch=2, rank=4, queries=2, attention="engines")
+    accel = ACCEL.replace(gelu_engines=3, softmax_units=1)
+    integer = board_step_fields(cfg.replace(nonlinear="integer"), 16, 32, 2, 2, "zcu102",
+                                accel, mhz=100.0)
+    flt = board_step_fields(cfg.replace(nonlinear="float"), 16, 32, 2, 2, "zcu102", accel,
+                            mhz=100.0)
+    sched = step_schedule(SHAPE, accel, attention="engines", nonlinear="integer")
+    price = price_schedule(sched, 100.0, 21.3e9)
+    softmax = [p for p in price.phases if p.name.endswith(".softmax")]
+    assert len(softmax) == 3 and integer["cycles_per_step"] == price.cycles
+    assert integer["cycles_per_step"] - flt["cycles_per_step"] == sum(p.cycles for p in
+                                                                       softmax)
+    # the softmax jobs' bytes, and per block ffn_in's (one map of the S branches' rows)
+    # second requantizer's multiplier and shift: 2 x 4 bytes x F = 32 columns
+    assert sum(p.payload_bytes for p in softmax) == sum(
+        5 * j.m * 8 for p in sched.phases for j in p.jobs if j.unit == "softmax")
+    assert integer["ddr_bytes_per_step"] - flt["ddr_bytes_per_step"] == sum(
+        p.payload_bytes for p in softmax) + 3 * 2 * 4 * 32
+    rate = HOST["cores"] * HOST["mhz"] * 1e6 * HOST["lanes"]
+    assert integer["board_host_seconds_per_step"] == pytest.approx(sum(host_ops(
+        SHAPE, attention="engines", gelu=True, softmax=True).values()) / rate)
+    assert flt["board_host_seconds_per_step"] == pytest.approx(sum(host_ops(
+        SHAPE, attention="engines").values()) / rate)
+    # the softmax phases overlap the engines': the accelerator alone is under their sum
+    assert price.fabric_s < price.phases_s and price.seconds >= price.fabric_s
+    assert integer["board_fabric_seconds_per_step"] == price.fabric_s

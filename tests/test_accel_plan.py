@@ -1,7 +1,8 @@
 """The planner (hw/accel/plan.py) against a by-hand budget: the device's capacities from the
 data sheets (XCZU9EG: 2,520 DSP48E2, 274,080 LUT, 548,160 FF, 1,824 BRAM18; LFE5U-85F: 156
 multipliers, 83,640 LUT4/FF, 208 EBR) times the margins, and the units' resources from the
-per-block synthesis figures written out here."""
+per-block synthesis figures written out here (the nonlinear units' from their 8- and 16-lane
+builds, docs/nonlinear-units.md, and the requantizer's, docs/engine.md)."""
 import pytest
 
 from zoforge.errors import ConfigError
@@ -17,13 +18,21 @@ ULX3S = {"DSP": 156 * 8 // 10, "BRAM18": 208 * 8 // 10, "LUT": 83640 * 7 // 10,
 
 
 def _xcup_lut(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
-    """LUTs by hand: engine = the 8 x 8 paired build's rest 1,095 + its array's 4,416 per 64
-    PEs at 32-bit accumulators, 2 fewer a PE for each bit below (``acc_bits``: 24 for the
-    default max_k 256, |sum| <= 256 x 2^14 = 2^22) + its requantizer and output stage's 4,224
-    per 8 columns; the ZO layer 4 x 4: 2,111 + 1,040 (array) + 1,435 (update) + 1,809
-    (requant) = 6,395."""
-    per_pe = 4416 / 64 - 2 * (32 - acc_bits)
+    """LUTs by hand: engine = the 8 x 8 paired build's rest 1,095 + its array's 4,164 per 64
+    PEs at 32-bit accumulators (3,140 at 24 bits + 2 x 8 x 64, a5660eb), 2 fewer a PE for
+    each bit below (``acc_bits``: 24 for the default max_k 256, |sum| <= 256 x 2^14 = 2^22)
+    + its requantizer and output stage's 4,224 per 8 columns; the ZO layer 4 x 4: 2,111 +
+    1,040 (array) + 1,435 (update) + 1,809 (requant) = 6,395."""
+    per_pe = 4164 / 64 - 2 * (32 - acc_bits)
     return engines * (1095 + per_pe * rows * cols + 4224 * cols / 8) + 6395
+
+
+def _xcup_ff(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
+    """Flip-flops by hand: engine 1,966 + 8,267 per 64 PEs at 32 bits (2 fewer a bit
+    below) + 6,036 per 8 columns; the ZO layer 4 x 4: 3,285 + 2,777 + 2,784 + 2,161 =
+    11,007."""
+    per_pe = 8267 / 64 - 2 * (32 - acc_bits)
+    return engines * (1966 + per_pe * rows * cols + 6036 * cols / 8) + 11007
 
 
 def _fits(config, budget) -> bool:
@@ -36,18 +45,26 @@ def test_budgets_are_the_margins_of_the_data_sheet_capacities():
     assert budget(get_board("ulx3s-85f")) == ULX3S
 
 
-def test_zcu102_plan_is_lut_bound_and_maximal():
+def test_zcu102_plan_is_logic_bound_and_maximal():
     config = plan_accelerator("zcu102")
     assert config.paired and config.layers == 1
     assert (config.engines, config.engine_rows, config.engine_cols) == (5, 32, 16)
+    assert (config.gelu_engines, config.softmax_units) == (0, 0)
     # by hand: DSP 5 x (32 x 16 / 2 + 2 x 16) + (16 + 8 + 16) = 1,480 of 2,016
     assert config.dsp == 5 * 288 + 40 == 1480 <= ZCU102["DSP"]
-    assert round(_xcup_lut(5, 32, 16)) == 189790 <= ZCU102["LUT"]
-    assert estimate_resources(config)["total"]["LUT"] == 189790
-    # one engine more, a larger array of the same count, or 3,072 MACs in the cheaper shapes
-    # is over the LUT budget; with 32-bit accumulators 5 x 32 x 16 is too
+    # LUT 5 x (1,095 + 49.0625 x 512 + 8,448) + 6,395 = 5 x 34,663 + 6,395
+    assert _xcup_lut(5, 32, 16) == 5 * 34663 + 6395 == 179710 <= ZCU102["LUT"]
+    assert estimate_resources(config)["total"]["LUT"] == 179710
+    # FF 5 x round(1,966 + 113.171875 x 512 + 12,072) + 11,007 (each unit rounded)
+    assert round(_xcup_ff(1, 32, 16) - 11007) == 71982
+    assert estimate_resources(config)["total"]["FF"] == 5 * 71982 + 11007 == 370917
+    # one engine more, a larger array of the same count, or 3,072 MACs in the cheaper
+    # shapes is over the LUT or the FF budget; with 32-bit accumulators 5 x 32 x 16 is too
     assert _xcup_lut(6, 32, 16) > ZCU102["LUT"] and _xcup_lut(5, 32, 32) > ZCU102["LUT"]
-    assert min(_xcup_lut(3, 64, 16), _xcup_lut(3, 32, 32), _xcup_lut(6, 64, 8)) > ZCU102["LUT"]
+    assert _xcup_lut(3, 32, 32) > ZCU102["LUT"]
+    for engines, rows, cols in ((3, 64, 16), (6, 64, 8)):      # LUT fits, FF does not
+        assert _xcup_lut(engines, rows, cols) <= ZCU102["LUT"] < _xcup_ff(engines, rows, cols)
+        assert _xcup_ff(engines, rows, cols) > ZCU102["FF"]
     assert _xcup_lut(5, 32, 16, acc_bits=32) > ZCU102["LUT"]
     assert _fits(config, ZCU102)
     assert not _fits(config.replace(engines=6), ZCU102)
@@ -60,7 +77,7 @@ def test_engine_logic_follows_its_accumulator_width(max_k, acc_bits):
     config = AcceleratorConfig(engine_max_k=max_k)
     engine = estimate_resources(config)["engine"]
     assert engine["LUT"] == round(_xcup_lut(1, 8, 8, acc_bits) - 6395)
-    assert engine["FF"] == round(1966 + (8267 / 64 - 2 * (32 - acc_bits)) * 64 + 6036)
+    assert engine["FF"] == round(_xcup_ff(1, 8, 8, acc_bits) - 11007)
     ecp5 = estimate_resources(config.replace(board="ulx3s-85f", paired=False))["engine"]
     assert ecp5["LUT"] == round(5604 - 16 * 8715 / 48 + 8715 / 48 * 64)
 
@@ -122,3 +139,58 @@ def test_fixed_sizes_that_do_not_fit_name_the_fields_and_budget():
     with pytest.raises(ConfigError) as info:
         plan_accelerator("zcu102", engine_count=2)
     assert "engine_count" in str(info.value) and "engines" in str(info.value)
+
+
+def test_nonlinear_units_resources_by_hand():
+    """A GELU engine adds, per column, an i-GELU lane (3,133 LUT / 3,190 FF for 8 lanes,
+    6,154 / 6,310 for 16: 378 / 390 a lane, 109 / 70 fixed) and a second requantizer lane
+    (2,590 / 1,720 for 8: 323.75 / 215), 3 + 2 DSP; a softmax unit 8 lanes 7,955 / 8,556,
+    16 lanes 15,007 / 16,531 (882 / 997 a lane), 3 DSP a lane, its buffers (4 x 16 words) in
+    LUT RAM."""
+    config = AcceleratorConfig(engines=3, gelu_engines=2, softmax_units=2)
+    resources = estimate_resources(config)
+    assert resources["gelu"] == {"LUT": round(109 + 8 * (378 + 2590 / 8)),
+                                 "FF": 70 + 8 * (390 + 215), "BRAM18": 0, "DSP": 8 * 5}
+    assert resources["gelu"]["LUT"] == 5723 and resources["gelu"]["FF"] == 4910
+    assert resources["softmax"] == {"LUT": 7955, "FF": 8556, "BRAM18": 0, "DSP": 24}
+    wide = estimate_resources(config.replace(softmax_lanes=16))["softmax"]
+    assert (wide["LUT"], wide["FF"], wide["DSP"]) == (7955 + 8 * 882, 8556 + 8 * 997, 48)
+    plain = estimate_resources(config.replace(gelu_engines=0, softmax_units=0))["total"]
+    assert resources["total"]["LUT"] == plain["LUT"] + 2 * 5723 + 2 * 7955
+    assert resources["total"]["DSP"] == plain["DSP"] + 2 * 40 + 2 * 24 == config.dsp
+    assert "yosys-estimate" in resources["nonlinear_source"]
+
+
+#: MiniLM's fastest design without nonlinear units (docs/accelerator-cost.md).
+MINILM_DESIGN = AcceleratorConfig(engines=5, engine_rows=64, engine_cols=8, engine_max_m=192,
+                                  engine_max_k=1536, engine_max_n=312, layer_cols=16,
+                                  layer_max_m=512, layer_max_k=8, layer_max_n=384,
+                                  layer_max_r=8)
+
+
+def test_minilm_design_has_room_for_one_softmax_unit():
+    """5 x 64 x 8 at max_k 1,536 (26-bit accumulators): 5 x (1,095 + 53.0625 x 512 + 4,224)
+    = 162,435 LUT; the 4 x 16 ZO layer 2,111 + 65 x 64 + 1,435 + 452.25 x 16 = 14,942:
+    177,377 of 191,856, so one softmax unit fits (185,332), two do not (193,287), nor a GELU
+    path on every engine (+ 5 x 5,723)."""
+    assert round(_xcup_lut(5, 64, 8, 26) - 6395) == 162435
+    total = estimate_resources(MINILM_DESIGN)["total"]["LUT"]
+    assert total == 162435 + 14942 == 177377
+    for change, lut in (({"softmax_units": 1}, 185332), ({"softmax_units": 2}, 193287),
+                        ({"gelu_engines": 5}, 177377 + 5 * 5723)):
+        assert estimate_resources(MINILM_DESIGN.replace(**change))["total"]["LUT"] == lut
+        assert (lut <= ZCU102["LUT"]) == (change == {"softmax_units": 1})
+
+
+def test_planner_keeps_the_nonlinear_units_given():
+    config = plan_accelerator("zcu102", gelu_engines=2, softmax_units=1)
+    assert (config.gelu_engines, config.softmax_units) == (2, 1) and config.engines >= 2
+    assert _fits(config, ZCU102) and not _fits(config.replace(engines=config.engines + 1),
+                                               ZCU102)
+    with pytest.raises(ConfigError) as info:
+        plan_accelerator("zcu102", softmax_units=40)
+    assert "softmax_units" in info.value.parameter and "\n" not in str(info.value)
+    with pytest.raises(ConfigError) as info:          # no figures for the ECP5's family
+        estimate_resources(AcceleratorConfig(board="ulx3s-85f", paired=False,
+                                             softmax_units=1))
+    assert info.value.parameter == "softmax_units"

@@ -310,3 +310,70 @@ def test_job_rows_are_the_forwards_rows():
     scores = [j for p in sched.phases if p.name == "block1.scores" for j in p.jobs]
     assert [j.rows for j in scores] == [(0, 3 * M + L), (0, 3 * M + L),
                                         (L, 3 * M + 2 * L), (L, 3 * M + 2 * L)]
+
+
+def test_float_nonlinear_keeps_every_job_on_a_design_with_nonlinear_units():
+    plain = step_schedule(SHAPE, accel(), 1, attention="engines")
+    units = accel(gelu_engines=2, softmax_units=2)
+    for nonlinear in ("float",):
+        sched = step_schedule(SHAPE, units, 1, attention="engines", nonlinear=nonlinear)
+        assert not sched.gelu and not sched.softmax
+        assert [(p.name, [(j.kind, j.replica, j.m, j.k, j.n) for j in p.jobs])
+                for p in sched.phases] == [(p.name, [(j.kind, j.replica, j.m, j.k, j.n)
+                                                     for j in p.jobs]) for p in plain.phases]
+    with pytest.raises(ConfigError) as error:
+        step_schedule(SHAPE, units, nonlinear="fixed")
+    assert error.value.parameter == "nonlinear" and "float, integer" in str(error.value)
+
+
+@pytest.mark.parametrize("gelu", [1, 2, 3])
+def test_integer_ffn_in_runs_as_gelu_jobs_on_the_gelu_engines_only(gelu):
+    """nonlinear integer, ``gelu`` GELU engines of 3: every ffn_in job a ``gemm-gelu`` job on
+    engines 0 .. gelu - 1, its F = 32 columns split in ceil(32 / gelu) slices (at most
+    max_n 64), the MACs the model's; its tables 4 bytes x 5 a column (bias, multiplier,
+    shift, and the second requantizer's multiplier and shift); no other map changes."""
+    sched = step_schedule(SHAPE, accel(gelu_engines=gelu), 1, nonlinear="integer")
+    plain = step_schedule(SHAPE, accel(gelu_engines=gelu), 1)
+    assert sched.gelu and not sched.softmax and sched.macs == hand_macs(1, "split")
+    for block in range(BLOCKS):
+        phase = next(p for p in sched.phases if p.name == f"block{block}.ffn_in")
+        width = -(-F // gelu)
+        assert [(j.kind, j.replica, j.n) for j in phase.jobs] == [
+            ("gemm-gelu", i, min(width, F - i * width)) for i in range(-(-F // width))]
+        tables = [t for t in phase.transfers if t.role == "tables"]
+        assert sum(t.payload_bytes for t in tables) == 4 * F * 5
+    others = [(j.name, j.kind, j.replica) for j in sched.jobs if not j.name.endswith("ffn_in")]
+    assert others == [(j.name, j.kind, j.replica) for j in plain.jobs
+                      if not j.name.endswith("ffn_in")]
+
+
+def test_softmax_units_phase_between_scores_and_context():
+    """nonlinear integer, attention engines, 2 softmax units: ``blockN.softmax`` after each
+    ``blockN.scores``, one job per scores job (its M rows of L keys, the same rows), job i
+    on unit i mod 2; bytes per job 4 M L in (int32 S) and M L out (int8 P); with the host's
+    attention, or without units, no such phase."""
+    sched = step_schedule(SHAPE, accel(softmax_units=2), 1, attention="engines",
+                          nonlinear="integer")
+    assert sched.softmax and not sched.gelu
+    names = [p.name for p in sched.phases]
+    for block in range(BLOCKS):
+        at = names.index(f"block{block}.scores")
+        assert names[at + 1:at + 3] == [f"block{block}.softmax", f"block{block}.context"]
+        scores, softmax = sched.phases[at], sched.phases[at + 1]
+        assert [(j.unit, j.kind, j.replica, j.m, j.n, j.rows) for j in softmax.jobs] == [
+            ("softmax", "softmax", i % 2, j.m, L, j.rows) for i, j in enumerate(scores.jobs)]
+        assert sum(t.payload_bytes for t in softmax.transfers) == sum(
+            5 * j.m * L for j in scores.jobs)
+        assert softmax.jobs[0].macs == 0
+    # block 0 shared (first adapted 1): 4 jobs of L rows; block 1 (key not adapted): 4 jobs
+    # of the S branches' rows; block 2: S x 4 jobs of L rows
+    counts = [(len(p.jobs), p.jobs[0].m) for p in sched.phases if p.name.endswith("softmax")]
+    assert counts == [(B * 2, L), (B * 2, S * L), (S * B * 2, L)]
+    for units, attention in ((0, "engines"), (2, "host")):
+        other = step_schedule(SHAPE, accel(softmax_units=units), 1, attention=attention,
+                              nonlinear="integer")
+        assert not other.softmax and not any(p.name.endswith("softmax") for p in other.phases)
+    with pytest.raises(ConfigError) as error:
+        step_schedule(SHAPE, accel(softmax_units=1, softmax_max_len=L - 1), 1,
+                      attention="engines", nonlinear="integer")
+    assert error.value.parameter == "softmax_max_len" and "\n" not in str(error.value)

@@ -4,8 +4,14 @@ An accelerator is ``engines`` identical GEMM engines (:class:`~zoforge.hw.engine
 EngineConfig`, :meth:`AcceleratorConfig.engine_config`) and ``layers`` identical ZO layers
 (:class:`~zoforge.golden.zolayer.ZoLayerConfig` with the on-the-fly generator,
 :meth:`AcceleratorConfig.layer_config`) side by side; each unit keeps its own streams and
-register file. A field ``engine_X`` / ``layer_X`` is the unit's field ``X`` (same default,
-help and range: one source); the unit's own cross-field checks apply and name the
+register file. ``gelu_engines`` of the engines carry the GELU job mode on their output path
+(issue 32: a requantizer to int16, ``engine_cols`` lanes of i-GELU, a second requantizer to
+int8; the schedule puts ``ffn_in``'s jobs only on them), and ``softmax_units`` integer softmax
+units (``hw/nonlinear/softmax.py`` behind its own AXI4-Lite and AXI4-Stream ports, design
+``softmax``: :class:`~zoforge.hw.softmax.config.SoftmaxConfig`,
+:meth:`AcceleratorConfig.softmax_config`; raw int32 scores in, int8 P out) sit beside the
+engines. A field ``engine_X`` / ``layer_X`` / ``softmax_X`` is the unit's field ``X`` (same
+default, help and range: one source); the unit's own cross-field checks apply and name the
 accelerator's field. ``paired`` (two INT8 products per DSP48E2, Xilinx WP486) is allowed
 only on a board whose family has the DSP48E2 (:attr:`~zoforge.boards.registry.Board.
 packs_int8_pairs`).
@@ -16,6 +22,9 @@ paired; a layer's R·C) plus its requantizer's two per output lane (C lanes) and
 layer, the update unit's ``UPDATE_PRODUCTS`` per row (its operands in 16-bit chunks: the
 28-bit D or z times the 24-bit scaled eta or g is 2 x 2 products). Yosys' estimate agrees:
 engine 8x8 80 = 64 + 16, ZO layer 4x4 40 = 16 + 8 + 16 (docs/engine.md, docs/zo-layer.md).
+A GELU engine adds :data:`GELU_PRODUCTS` a column (its i-GELU lane's 3, the second
+requantizer's 2); a softmax unit :data:`SOFTMAX_PRODUCTS` a lane (yosys-estimate of the
+8-lane units: i-GELU 24, i-softmax 24 DSP48E2, docs/nonlinear-units.md).
 """
 from __future__ import annotations
 
@@ -28,9 +37,10 @@ from zoforge.config import Config, IntRange, NonBlank, OneOf, field_of, param
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import LAYER_CONFIGS, MODES, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.softmax.config import SoftmaxConfig
 
-__all__ = ["AcceleratorConfig", "engine_dsp", "layer_dsp", "REQUANT_PRODUCTS",
-           "UPDATE_PRODUCTS", "MAX_UNITS", "STRATEGY"]
+__all__ = ["AcceleratorConfig", "engine_dsp", "layer_dsp", "softmax_dsp", "REQUANT_PRODUCTS",
+           "UPDATE_PRODUCTS", "GELU_PRODUCTS", "SOFTMAX_PRODUCTS", "MAX_UNITS", "STRATEGY"]
 
 #: Most units of one kind (engines, ZO layers).
 MAX_UNITS = 256
@@ -40,6 +50,12 @@ STRATEGY = "onthefly"
 REQUANT_PRODUCTS = 2
 #: DSP products per row of a ZO layer's update unit (``hw/zolayer/update.py``: 2 x 2 chunks).
 UPDATE_PRODUCTS = 4
+#: DSP products a column of a GELU engine adds: its i-GELU lane (``hw/nonlinear/gelu.py``: 3
+#: a lane, yosys-estimate 24 for 8 lanes) and its second requantizer's :data:`REQUANT_PRODUCTS`.
+GELU_PRODUCTS = 3 + REQUANT_PRODUCTS
+#: DSP products a lane of a softmax unit (``hw/nonlinear/softmax.py`` at its default scale:
+#: ``rem (b - rem)`` in two, ``e R`` one; yosys-estimate 24 for 8 lanes).
+SOFTMAX_PRODUCTS = 3
 
 
 def _unit_param(config_type: type[Config], name: str, **change):
@@ -80,13 +96,26 @@ class AcceleratorConfig(Config):
     layer_max_k: int = _unit_param(_LAYER, "max_k")
     layer_max_n: int = _unit_param(_LAYER, "max_n")
     layer_max_r: int = _unit_param(_LAYER, "max_r")
+    gelu_engines: int = param(0, "engines with the GELU job mode on their output path "
+                                 "(int16 requantizer, i-GELU lanes, int8 requantizer): "
+                                 "ffn_in's jobs run on them (at most engines)",
+                              IntRange(0, MAX_UNITS))
+    softmax_units: int = param(0, "integer softmax units beside the engines (raw int32 "
+                                  "scores in, int8 P out)", IntRange(0, MAX_UNITS))
+    softmax_lanes: int = _unit_param(SoftmaxConfig, "lanes")
+    softmax_max_len: int = _unit_param(SoftmaxConfig, "max_len")
+    softmax_min_scale: float = _unit_param(SoftmaxConfig, "min_scale")
 
     def check(self) -> None:
         board = get_board(self.board)
+        if self.gelu_engines > self.engines:
+            raise ConfigError("gelu_engines", f"0..{self.engines} (at most engines)",
+                              self.gelu_engines)
         if self.paired and not board.packs_int8_pairs:
             raise ConfigError("paired", f"false on board {self.board} (family {board.family}: "
                               "no DSP48E2, so no two INT8 products per multiplier)", True)
-        for prefix, build in (("engine_", self.engine_config), ("layer_", self.layer_config)):
+        for prefix, build in (("engine_", self.engine_config), ("layer_", self.layer_config),
+                              ("softmax_", self.softmax_config)):
             try:
                 build()
             except ConfigError as error:
@@ -103,6 +132,11 @@ class AcceleratorConfig(Config):
         return EngineConfig(rows=self.engine_rows, cols=self.engine_cols,
                             max_m=self.engine_max_m, max_k=self.engine_max_k,
                             max_n=self.engine_max_n, paired=self.paired)
+
+    def softmax_config(self) -> SoftmaxConfig:
+        """The one softmax unit the accelerator replicates ``softmax_units`` times."""
+        return SoftmaxConfig(lanes=self.softmax_lanes, max_len=self.softmax_max_len,
+                             min_scale=self.softmax_min_scale)
 
     def layer_config(self) -> ZoLayerConfig:
         """The one ZO layer the accelerator replicates ``layers`` times (on-the-fly
@@ -124,9 +158,20 @@ class AcceleratorConfig(Config):
         return layer_dsp(self.layer_config())
 
     @property
+    def gelu_dsp(self) -> int:
+        """DSP blocks a GELU engine adds to a plain one (:data:`GELU_PRODUCTS` a column)."""
+        return GELU_PRODUCTS * self.engine_cols
+
+    @property
+    def softmax_dsp(self) -> int:
+        """DSP blocks of one softmax unit (:func:`softmax_dsp`)."""
+        return softmax_dsp(self.softmax_lanes)
+
+    @property
     def dsp(self) -> int:
         """DSP48E2 blocks of the whole accelerator: every unit's, counted once per unit."""
-        return self.engines * self.engine_dsp + self.layers * self.layer_dsp
+        return (self.engines * self.engine_dsp + self.layers * self.layer_dsp
+                + self.gelu_engines * self.gelu_dsp + self.softmax_units * self.softmax_dsp)
 
     @property
     def array_multipliers(self) -> int:
@@ -139,6 +184,11 @@ def engine_dsp(config: EngineConfig) -> int:
     """DSP blocks of one GEMM engine: its array's ``multipliers`` and the requantizer's
     :data:`REQUANT_PRODUCTS` per output column."""
     return config.multipliers + REQUANT_PRODUCTS * config.cols
+
+
+def softmax_dsp(lanes: int) -> int:
+    """DSP blocks of one softmax unit of ``lanes`` lanes: :data:`SOFTMAX_PRODUCTS` a lane."""
+    return SOFTMAX_PRODUCTS * lanes
 
 
 def layer_dsp(config: ZoLayerConfig) -> int:

@@ -40,9 +40,9 @@ from zoforge.hw.engine.config import EngineConfig
 
 from .config import AcceleratorConfig
 
-__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget", "MARGINS", "BRAM18_SHAPES",
-           "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "ARRAY_SIDES", "RESOURCE_SOURCE",
-           "M_STEP"]
+__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget", "MARGINS",
+           "BRAM18_SHAPES", "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "ARRAY_SIDES",
+           "RESOURCE_SOURCE", "M_STEP", "NONLINEAR_FIT", "NONLINEAR_SOURCE"]
 
 #: Fraction of each device resource the planner may use.
 MARGINS = {"DSP": 0.80, "BRAM18": 0.80, "LUT": 0.70, "FF": 0.70}
@@ -72,10 +72,10 @@ M_STEP = 64
 #: from registers), the build's `array` is 3,140 LUT / 7,243 FF / 428 CARRY4, was 3,360 /
 #: 7,177 / 512 at 93835a4 (`uptime` load 5 to 7 on 2 shared cores), so 4,164 / 8,267 at 32
 #: bits: the FF fit is the measured 8,267 (about one FF a PE more: the high field's ninth
-#: bit, forwarded and in the multiplier's operand register); the LUT fit keeps 4,416, 6 %
-#: high: the planner's zcu102 totals that tests/test_accel_plan.py pins beyond its per-PE
-#: lines (189,790 LUT; 3 x 64 x 16 over the LUT budget) would move; at 4,164 it plans the
-#: same zcu102 design, 5 x 32 x 16, and for MiniLM 5 x 32 x 16 in place of 5 x 64 x 8,
+#: bit, forwarded and in the multiplier's operand register) and the LUT fit the measured
+#: 4,164 (it kept 4,416, 6 % high, until the nonlinear units needed the room: the zcu102
+#: plan stays 5 x 32 x 16, 179,710 LUT; MiniLM's fastest design stays 5 x 64 x 8 with a
+#: 4 x 16 ZO layer, 177,377 LUT, 14,479 under the budget,
 #: docs/accelerator.md) and the ZO layer
 #: 4 x 4 (docs/zo-layer.md: `update` 1,435 / 2,784 for 4 rows, `requant` 1,809 / 2,161 for 4
 #: columns, the rest 2,111 / 3,285; `array` LUT 1,040 for 16 PEs at 6724b69, was 1,552; FF
@@ -85,7 +85,7 @@ M_STEP = 64
 #: 8 x 8 (14,319 / 13,679), a line through both in R·C; the layer's 4 x 4 (8,546 / 7,958)
 #: with the engine's slope per PE.
 LOGIC_FIT = {
-    "xilinx": {"engine": {"LUT": (1_095, 4_416 / 64, 0, 4_224 / 8),
+    "xilinx": {"engine": {"LUT": (1_095, 4_164 / 64, 0, 4_224 / 8),
                           "FF": (1_966, 8_267 / 64, 0, 6_036 / 8)},
                "layer": {"LUT": (2_111, 1_040 / 16, 1_435 / 4, 1_809 / 4),
                          "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
@@ -107,6 +107,20 @@ LOGIC_FIT = {
 #: 7,988 / 7,220: the same 4 a bit a pair and 768 a 6-bit step. ``ecp5``: not measured, none
 #: counted (the 32-bit figures, an over-estimate).
 ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
+#: LUT and FF of the fabric's nonlinear units, ``(fixed, per lane)``, the lines through
+#: Yosys' estimates (synth_xilinx -family xcup, flattened; docs/nonlinear-units.md, 2026-11-27)
+#: of the 8- and 16-lane units at their default scale (``MIN_SCALE``; a unit for MiniLM's
+#: scores' scale is smaller). ``gelu``: what a GELU engine adds to a plain one, a lane a
+#: column: the i-GELU (8 lanes 3,133 LUT / 3,190 FF, 378 / 390 a lane, so 109 / 70 fixed)
+#: and a second requantizer (docs/engine.md's `requant`, 8 lanes 2,590 LUT / 1,720 FF: 323.75
+#: / 215 a lane); ``softmax``: one i-softmax unit (``max_len`` 128; 8 lanes 7,955 LUT / 8,556
+#: FF, 882 / 997 a lane, so 899 / 580 fixed; its buffers in LUT RAM). Until the GELU job
+#: mode's engine and the softmax bus unit are built whole (their own ``zoforge build``).
+NONLINEAR_FIT = {"gelu": {"LUT": (3_133 - 8 * 378, 378 + 2_590 / 8),
+                          "FF": (3_190 - 8 * 390, 390 + 1_720 / 8)},
+                 "softmax": {"LUT": (7_955 - 8 * 882, 882), "FF": (8_556 - 8 * 997, 997)}}
+#: The label of the nonlinear units' figures in :func:`estimate_resources`.
+NONLINEAR_SOURCE = "yosys-estimate (i-GELU, i-softmax and requantizer blocks, lines per lane)"
 
 
 def _logic_group(family: str) -> str:
@@ -128,11 +142,20 @@ def _unit_resources(fit: Mapping, rows: int, cols: int, dsp: int, memories: Mapp
                 DSP=dsp)
 
 
+def _nonlinear_resources(kind: str, lanes: int, dsp: int, memories) -> dict:
+    return dict({key: round(fixed + per_lane * lanes)
+                 for key, (fixed, per_lane) in NONLINEAR_FIT[kind].items()},
+                BRAM18=sum(_bram18(words, bits) for words, bits in memories), DSP=dsp)
+
+
 def estimate_resources(config: AcceleratorConfig) -> dict:
-    """``{"engine": {...}, "layer": {...}, "total": {...}, "source": ...}``: LUT, FF,
-    BRAM18 and DSP of one engine, one ZO layer and the whole design (units x counts)."""
+    """``{"engine": {...}, "layer": {...}, "gelu": {...}, "softmax": {...}, "total": {...},
+    "source": ..., "nonlinear_source": ...}``: LUT, FF, BRAM18 and DSP of one engine, one ZO
+    layer, what a GELU engine adds to a plain one, one softmax unit (:data:`NONLINEAR_FIT`)
+    and the whole design (units x counts)."""
     # the units' design modules import their blocks (Amaranth): only when estimating
     from zoforge.hw.engine.designs import engine_memories
+    from zoforge.hw.softmax.designs import softmax_memories
     from zoforge.hw.zolayer.designs import layer_memories
 
     group = _logic_group(get_board(config.board).family)
@@ -144,8 +167,19 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
                              config.engine_dsp, engine_memories(config.engine_config()))
     layer = _unit_resources(fit["layer"], config.layer_rows, config.layer_cols,
                             config.layer_dsp, layer_memories(config.layer_config()))
-    total = {key: config.engines * engine[key] + config.layers * layer[key] for key in engine}
-    return {"engine": engine, "layer": layer, "total": total, "source": RESOURCE_SOURCE}
+    gelu = _nonlinear_resources("gelu", config.engine_cols, config.gelu_dsp, ())
+    softmax = _nonlinear_resources("softmax", config.softmax_lanes, config.softmax_dsp,
+                                   [(m.words, m.bits) for m in softmax_memories(
+                                       config.softmax_config()).values()])
+    if group == "ecp5" and (config.gelu_engines or config.softmax_units):
+        raise ConfigError("gelu_engines" if config.gelu_engines else "softmax_units",
+                          f"0 on board {config.board} (no figures of the nonlinear units "
+                          "for the ecp5 family)", config.gelu_engines or config.softmax_units)
+    total = {key: config.engines * engine[key] + config.layers * layer[key]
+             + config.gelu_engines * gelu[key] + config.softmax_units * softmax[key]
+             for key in engine}
+    return {"engine": engine, "layer": layer, "gelu": gelu, "softmax": softmax,
+            "total": total, "source": RESOURCE_SOURCE, "nonlinear_source": NONLINEAR_SOURCE}
 
 
 def budget(board: Board) -> dict[str, int]:
@@ -174,7 +208,7 @@ def _shape_fields(shape, layer_rows: int, layer_cols: int, engines: int, cols: i
     return {"layer_max_m": ceil(shape.tokens, layer_cols), "layer_max_k": shape.hidden,
             "layer_max_n": ceil(shape.hidden, layer_rows),
             "layer_max_r": ceil(shape.rank, layer_rows),
-            "engine_max_k": widest,
+            "engine_max_k": widest, "softmax_max_len": shape.seq_len,
             "engine_max_n": min(max(ceil(-(-widest // engines), cols), cols), tables)}
 
 
@@ -215,8 +249,9 @@ def _candidates(board, shape, values: dict, limits, fixed):
     rows, cols = values["engine_rows"], values["engine_cols"]
     if values["paired"] and rows % 2:
         return
-    per_engine = AcceleratorConfig(**_try(dict(values, engines=1), shape, fixed)).engine_dsp \
-        if _valid(dict(values, engines=1), shape, fixed) else None
+    one = dict(values, engines=1, gelu_engines=0)        # one plain engine: its DSP
+    per_engine = AcceleratorConfig(**_try(one, shape, fixed)).engine_dsp \
+        if _valid(one, shape, fixed) else None
     if per_engine is None:
         return
     most = max(1, limits["DSP"] // per_engine)
@@ -263,14 +298,15 @@ def _valid(values: dict, shape, fixed) -> bool:
 def _no_fit(board, shape, base, limits, fixed) -> ConfigError:
     """The one-line error for fixed fields that fit no design: the fields, and the
     smallest design with them against the budget."""
-    smallest = dict(base, engines=fixed.get("engines", 1),
+    smallest = dict(base, engines=fixed.get("engines", max(1, fixed.get("gelu_engines", 0))),
                     engine_rows=fixed.get("engine_rows", ARRAY_SIDES[0]),
                     engine_cols=fixed.get("engine_cols", ARRAY_SIDES[0]))
     config = AcceleratorConfig(**_try(smallest, shape, fixed))    # an invalid one: its error
     over = _over(config, limits) or "no fitting capacities"
     names = "/".join(key for key in ("engines", "engine_rows", "engine_cols", "engine_max_m",
                                      "engine_max_k", "engine_max_n", "layers", "layer_rows",
-                                     "layer_cols") if key in fixed) or "board"
+                                     "layer_cols", "gelu_engines", "softmax_units",
+                                     "softmax_lanes") if key in fixed) or "board"
     margins = ", ".join(f"{key} {100 * m:g} %" for key, m in MARGINS.items())
     return ConfigError(names, f"small enough to fit {board.name}'s budget ({margins} of the "
                        "device)", over)

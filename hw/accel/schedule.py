@@ -39,7 +39,15 @@ use the same masters, so they are independent; the schedule runs them side by si
   W, int32 S or C out). Each job's W is its own sequence's and head's, so jobs are never
   concatenated along M, except Q·K^T of the branches of one sequence and head in the first
   adapted block when ``key`` carries no adapter (K is then the same for every branch: one
-  job of M = S x L, ``branches`` S). A block below ``first_adapted`` runs them once.
+  job of M = S x L, ``branches`` S). A block below ``first_adapted`` runs them once;
+* **the nonlinear units** (``nonlinear`` ``integer``, :data:`~zoforge.golden.finetune.
+  config.NONLINEARS`): with ``gelu_engines`` > 0, ``ffn_in`` is a ``gemm-gelu`` map (the
+  engine's GELU job: int8 GELU(x) out, no host GELU or quantization between ffn_in and
+  ffn_out) split across the GELU engines only (engines ``0 .. gelu_engines - 1``); with
+  ``softmax_units`` > 0 and ``attention`` ``engines``, a ``blockN.softmax`` phase between
+  ``scores`` and ``context``: per scores job one ``softmax`` job of its M rows of L keys
+  (raw int32 S in, int8 P out) on softmax unit ``i mod softmax_units``. With ``float`` the
+  host keeps both (every job as before).
 
 Every :class:`Job` is a job the RTL units run: ``gemm`` / ``gemm-raw`` (the engine's int8
 or int32 job) and the ZO layer's own jobs (:data:`zoforge.hw.zolayer.registers.JOBS`).
@@ -57,12 +65,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError, check_choice, check_int_range
-from zoforge.golden.finetune.config import ATTENTION_PRODUCTS, ATTENTIONS
+from zoforge.golden.finetune.config import ATTENTION_PRODUCTS, ATTENTIONS, NONLINEARS
 
-__all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "Job", "Transfer", "Phase",
+__all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "SOFTMAX", "Job", "Transfer", "Phase",
            "Schedule", "step_schedule", "MAC_JOBS", "MAPPINGS"]
 
-ENGINE, LAYER = "engine", "zo-layer"
+ENGINE, LAYER, SOFTMAX = "engine", "zo-layer", "softmax"
 #: A BERT block's linear maps in the forward's order, with the tensor each reads
 #: (golden/models.bert_layer): x the block input, then the attention context, the first
 #: LayerNorm's output, the GELU's output.
@@ -71,7 +79,7 @@ BLOCK_MAPS = (("query", "x"), ("key", "x"), ("value", "x"), ("attn_out", "contex
 #: The maps that carry adapters, in the order ``shape.adapted`` takes them.
 ADAPTED_ORDER = ("query", "value", "key", "attn_out")
 #: Jobs that multiply: their MACs.
-MAC_JOBS = ("gemm", "gemm-raw", "frozen_w", "frozen_a", "branch")
+MAC_JOBS = ("gemm", "gemm-raw", "gemm-gelu", "frozen_w", "frozen_a", "branch")
 #: How an adapted map runs (module docstring): the split mapping (default) or all on the
 #: ZO layers.
 MAPPINGS = ("split", "layer")
@@ -83,8 +91,9 @@ def _ceil(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Job:
-    """One job on one unit: ``unit`` (engine or zo-layer) number ``replica``, ``kind``
-    (``gemm``, ``gemm-raw`` or a ZO-layer job), shape M x K x N (rank ``r``), ``branches``
+    """One job on one unit: ``unit`` (engine, zo-layer or softmax) number ``replica``,
+    ``kind`` (``gemm``, ``gemm-raw``, ``gemm-gelu``, a ZO-layer job or ``softmax``: M rows
+    of N keys), shape M x K x N (rank ``r``), ``branches``
     side by side along M (the map's), ``name`` (the map, e.g. ``block0.key``), ``query``
     (an accumulate's query within its branch job), ``rows`` (the forward's rows its output
     holds, ``(first, end)``: branch b's token t is row b x tokens + t, a job shared by the
@@ -107,7 +116,7 @@ class Job:
     def macs(self) -> int:
         """Multiply-accumulates the job computes (0 for loads and walks)."""
         return {"gemm": self.m * self.k * self.n, "gemm-raw": self.m * self.k * self.n,
-                "frozen_w": self.m * self.k * self.n, "frozen_a": self.m * self.k * self.r,
+                "gemm-gelu": self.m * self.k * self.n, "frozen_w": self.m * self.k * self.n, "frozen_a": self.m * self.k * self.r,
                 "branch": self.m * self.r * self.n}.get(self.kind, 0)
 
 
@@ -132,12 +141,15 @@ class Transfer:
     def payload_bytes(self) -> int:
         """The values at their width, packed: int8 X, W, A, Y; int32 raw or ZO-layer Y;
         the 24-bit master in 3 bytes; per column an int32 bias (and for an int8 result a
-        multiplier and a shift)."""
+        multiplier and a shift; a GELU job's, ``r`` 1, its second requantizer's multiplier
+        and shift too); a softmax job's int32 scores in, int8 P out (M x N)."""
         m, k, n, r = self.m, self.k, self.n, self.r
+        if self.unit == SOFTMAX:
+            return {"x": 4 * m * n, "y": m * n}[self.role]
         wide = self.raw or self.unit == LAYER
         return {"x": m * k, "w": k * n, "a": k * r, "master": 3 * r * n,
                 "y": m * n * (4 if wide else 1),
-                "tables": 4 * n * (1 if self.raw else 3)}[self.role]
+                "tables": 4 * n * (1 if self.raw else 3 + 2 * r)}[self.role]
 
 
 @dataclass(frozen=True)
@@ -167,6 +179,18 @@ class Schedule:
     phases: tuple[Phase, ...]
     mapping: str = "split"
     attention: str = "host"
+    nonlinear: str = "float"
+
+    @property
+    def gelu(self) -> bool:
+        """ffn_in's jobs are the GELU engines' GELU jobs (module docstring)."""
+        return self.nonlinear == "integer" and self.accel.gelu_engines > 0
+
+    @property
+    def softmax(self) -> bool:
+        """The softmax runs on the softmax units (module docstring)."""
+        return (self.nonlinear == "integer" and self.attention == "engines"
+                and self.accel.softmax_units > 0)
 
     @property
     def jobs(self) -> list[Job]:
@@ -222,25 +246,28 @@ class _Builder:
         return _ceil(self.shape.rank, self.layer.rows) * self.layer.rows
 
     def engine_map(self, name: str, m: int, k: int, n: int, branches: int,
-                   raw: bool = False) -> None:
+                   raw: bool = False, gelu: bool = False) -> None:
+        """An engine map, its N split across the engines (``gelu``: a GELU map, across the
+        GELU engines only)."""
         e = self.engine
         if k > e.max_k:
             raise ConfigError("engine_max_k", f"at least {k} ({name}'s K)", e.max_k)
-        slices = _slices(n, self.accel.engines, e.max_n)
-        kind = "gemm-raw" if raw else "gemm"
-        units = self.accel.engines
+        units = self.accel.gelu_engines if gelu else self.accel.engines
+        slices = _slices(n, units, e.max_n)
+        kind = "gemm-raw" if raw else "gemm-gelu" if gelu else "gemm"
         row = 0
         for rows in _chunks(m, e.max_m):
             for first in range(0, len(slices), units):   # X to the engines of a round
                 self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0,
                                                receivers=len(slices[first:first + units])))
             for j, cols in enumerate(slices):
-                replica = j % self.accel.engines
+                replica = j % units
                 self.jobs.append(Job(ENGINE, replica, kind, rows, k, cols, 0, branches, name,
                                      rows=(row, row + rows)))
                 self.transfers += [
                     Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
-                    Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=raw),
+                    Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, int(gelu),
+                             raw=raw),
                     Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=raw, write=True)]
             row += rows
 
@@ -254,15 +281,11 @@ class _Builder:
         e = self.engine
         if k > e.max_k:
             raise ConfigError("engine_max_k", f"at least {k} ({name}'s K)", e.max_k)
-        L, tokens = self.shape.seq_len, self.shape.tokens
-
-        def at(i: int, row: int) -> int:       # the forward's row of the job's row ``row``
-            return (row // L) * tokens + (i // self.shape.heads) * L + row % L
         for i in range(count):
             row = 0
             for rows in _chunks(m, e.max_m):
                 self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0))
-                span = (at(i, row), at(i, row + rows - 1) + 1)
+                span = self.span(i, row, rows)
                 row += rows
                 for cols in _slices(n, 1, e.max_n):
                     self.jobs.append(Job(ENGINE, i % self.accel.engines, "gemm-raw", rows, k,
@@ -272,6 +295,29 @@ class _Builder:
                         Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=True),
                         Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=True,
                                  write=True)]
+
+    def span(self, i: int, row: int, rows: int) -> tuple[int, int]:
+        """The forward's rows ``(first, end)`` of attention job ``i``'s rows ``row`` ..
+        ``row + rows - 1`` (:meth:`attention_jobs`)."""
+        L, tokens = self.shape.seq_len, self.shape.tokens
+
+        def at(row: int) -> int:
+            return (row // L) * tokens + (i // self.shape.heads) * L + row % L
+        return at(row), at(row + rows - 1) + 1
+
+    def softmax_jobs(self, name: str, count: int, m: int, branches: int) -> None:
+        """Per scores job (``count`` of ``m`` rows, as :meth:`attention_jobs` makes them)
+        one softmax job of its rows of L keys, job i on softmax unit ``i mod
+        softmax_units``; its int32 scores read, its int8 P written."""
+        L = self.shape.seq_len
+        if L > self.accel.softmax_max_len:
+            raise ConfigError("softmax_max_len", f"at least {L} (seq_len: {name}'s rows)",
+                              self.accel.softmax_max_len)
+        for i in range(count):
+            self.jobs.append(Job(SOFTMAX, i % self.accel.softmax_units, "softmax", m, L, L,
+                                 0, branches, name, rows=self.span(i, 0, m)))
+            self.transfers += [Transfer(f"{name}.x", "x", SOFTMAX, m, L, L, raw=True),
+                               Transfer(f"{name}.y", "y", SOFTMAX, m, L, L, write=True)]
 
     def layer_map(self, name: str, k: int, n: int, shared: bool, zero_w: bool = False
                   ) -> None:
@@ -348,15 +394,19 @@ class _Builder:
 
 
 def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split",
-                  attention: str = "host") -> Schedule:
+                  attention: str = "host", nonlinear: str = "float") -> Schedule:
     """The step of ``shape`` (a ``ModelShape``) on ``accel`` (an ``AcceleratorConfig``),
     adapters on blocks ``first_adapted`` and above, their maps run as ``mapping`` (one of
     :data:`MAPPINGS`), Q·K^T and P·V on the host or the engines (``attention``, one of
-    :data:`~zoforge.golden.finetune.config.ATTENTIONS`; module docstring). A map that does
+    :data:`~zoforge.golden.finetune.config.ATTENTIONS`), softmax and GELU in float on the
+    host or on the accelerator's nonlinear units where it has them (``nonlinear``, one of
+    :data:`~zoforge.golden.finetune.config.NONLINEARS`; module docstring). A map that does
     not fit a unit is a ConfigError naming the accelerator's field."""
     check_int_range("first_adapted", first_adapted, 0, shape.blocks - 1)
     check_choice("mapping", mapping, MAPPINGS)
     check_choice("attention", attention, ATTENTIONS)
+    check_choice("nonlinear", nonlinear, NONLINEARS)
+    gelu = Schedule(shape, accel, first_adapted, (), mapping, attention, nonlinear).gelu
     build = _Builder(shape, accel, first_adapted)
     h, f, S = shape.hidden, shape.ffn, build.branches
     adapted = ADAPTED_ORDER[:shape.adapted]
@@ -382,22 +432,26 @@ def step_schedule(shape, accel, first_adapted: int = 0, mapping: str = "split",
                 if lora and mapping == "layer":
                     build.layer_map(name, k, n, shared)
                     continue
-                build.engine_map(name, rows, k, n, 1 if shared else S, raw=lora)
+                build.engine_map(name, rows, k, n, 1 if shared else S, raw=lora,
+                                 gelu=gelu and name.endswith(".ffn_in"))
                 if lora:
                     build.layer_map(name, build.rank, n, shared, zero_w=True)
             build.close(f"block{block}.{group}")
             if group == "qkv" and attention == "engines":
-                _attention(build, block, adapted)
+                _attention(build, block, adapted, nonlinear == "integer"
+                           and accel.softmax_units > 0)
     build.engine_map("head", S * shape.batch, h, shape.classes, S, raw=True)
     build.close("head")
     build.updates()
-    return Schedule(shape, accel, first_adapted, tuple(build.phases), mapping, attention)
+    return Schedule(shape, accel, first_adapted, tuple(build.phases), mapping, attention,
+                    nonlinear)
 
 
-def _attention(build: _Builder, block: int, adapted: tuple[str, ...]) -> None:
+def _attention(build: _Builder, block: int, adapted: tuple[str, ...], softmax: bool) -> None:
     """Block ``block``'s Q·K^T and P·V phases (module docstring): per sequence and head, one
     job if X and W are the same for every branch, one of the branches concatenated along M
-    if only W is, else one per branch."""
+    if only W is, else one per branch; with ``softmax`` the softmax units' phase between
+    them, one job per Q·K^T job."""
     shape, S = build.shape, build.branches
     L, d = shape.seq_len, shape.hidden // shape.heads
     heads = shape.batch * shape.heads
@@ -409,9 +463,13 @@ def _attention(build: _Builder, block: int, adapted: tuple[str, ...]) -> None:
             (f"block{block}.{p}" for p in ATTENTION_PRODUCTS), (q, q and k), (k, v),
             ((L, d, L), (L, L, d))):
         if x_shared and w_shared:
-            build.attention_jobs(name, heads, m, depth, n, 1)
+            jobs = (heads, m, 1)
         elif w_shared:
-            build.attention_jobs(name, heads, S * m, depth, n, S)
+            jobs = (heads, S * m, S)
         else:
-            build.attention_jobs(name, S * heads, m, depth, n, 1)
+            jobs = (S * heads, m, 1)
+        build.attention_jobs(name, jobs[0], jobs[1], depth, n, jobs[2])
         build.close(name)
+        if softmax and name.endswith(".scores"):
+            build.softmax_jobs(f"block{block}.softmax", *jobs)
+            build.close(f"block{block}.softmax")

@@ -1,16 +1,20 @@
-"""Design ``accelerator``: ``engines`` GEMM engines and ``layers`` ZO layers in one Verilog top.
+"""Design ``accelerator``: ``engines`` GEMM engines, ``layers`` ZO layers and
+``softmax_units`` softmax units in one Verilog top.
 
-:class:`Accelerator` instantiates each unit (``engine_0`` ... and ``layer_0`` ...) and passes
-its ports through unchanged (``wiring.connect`` of the unit with the flipped top port): the
-top's ports are two arrays of the units' own interfaces, ``engines[i]`` and ``layers[i]``,
-each with its AXI4-Lite target (``s_axil``), its AXI4-Stream input and output and its
-``irq`` (Verilog ``engines__0__s_axis__tdata`` ...). The host drives each unit as it drives
+:class:`Accelerator` instantiates each unit (``engine_0`` ..., ``layer_0`` ... and
+``softmax_0`` ..., the bus softmax unit :class:`~zoforge.hw.softmax.top.SoftmaxBusUnit`) and
+passes its ports through unchanged (``wiring.connect`` of the unit with the flipped top
+port): the top's ports are arrays of the units' own interfaces, ``engines[i]``,
+``layers[i]`` and (with softmax units) ``softmax[i]``, each with its AXI4-Lite target
+(``s_axil``), its AXI4-Stream input and output and its ``irq`` (Verilog
+``engines__0__s_axis__tdata`` ...). One clock domain (``sync``) for all: the price's
+softmax units at their own clock (``reports/accel_cost.design_clocks``) are not built yet. The host drives each unit as it drives
 one alone (its register map, its stream protocol): the schedule (:mod:`.schedule`) splits
 the work into jobs each unit already runs, so every unit's co-simulation still holds.
 
 :func:`accelerator_units` declares the units to ``zoforge build`` (``Design.units``): one
-engine x ``engines`` and one ZO layer x ``layers``, with the planner's margins; the top adds
-no logic of its own.
+engine x ``engines``, one ZO layer x ``layers`` and one softmax unit x ``softmax_units``,
+with the planner's margins; the top adds no logic of its own.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from amaranth.lib.wiring import Out
 
 from zoforge.hw.designs import Elaborated, MemorySize, Unit, Units
 from zoforge.hw.engine.designs import elaborate_engine, engine_memories
+from zoforge.hw.softmax.designs import elaborate_softmax, softmax_memories
 from zoforge.hw.zolayer.designs import elaborate_layer, layer_memories
 
 from .config import AcceleratorConfig
@@ -32,7 +37,8 @@ __all__ = ["Accelerator", "elaborate_accelerator", "accelerator_memories",
 class Accelerator(wiring.Component):
     """The units of an :class:`AcceleratorConfig`, side by side (see the module docstring).
 
-    ``units``: submodule name -> the unit (``engine_0``, ..., ``layer_0``, ...).
+    ``units``: submodule name -> the unit (``engine_0``, ..., ``layer_0``, ...,
+    ``softmax_0``, ...).
     """
 
     def __init__(self, config: AcceleratorConfig):
@@ -42,21 +48,28 @@ class Accelerator(wiring.Component):
         layers = [elaborate_layer(layer) for _ in range(config.layers)]
         self.layer_units = [design.top for design in layers]
         self.memory_files = layers[0].memory_files
+        self.softmax_units = [elaborate_softmax(config.softmax_config()).top
+                              for _ in range(config.softmax_units)]
         self.units = {**{f"engine_{i}": unit for i, unit in enumerate(self.engine_units)},
-                      **{f"layer_{i}": unit for i, unit in enumerate(self.layer_units)}}
-        super().__init__({
-            "engines": Out(self.engine_units[0].signature).array(config.engines),
-            "layers": Out(self.layer_units[0].signature).array(config.layers),
-        })
+                      **{f"layer_{i}": unit for i, unit in enumerate(self.layer_units)},
+                      **{f"softmax_{i}": unit for i, unit in enumerate(self.softmax_units)}}
+        ports = {"engines": Out(self.engine_units[0].signature).array(config.engines),
+                 "layers": Out(self.layer_units[0].signature).array(config.layers)}
+        if self.softmax_units:
+            ports["softmax"] = Out(self.softmax_units[0].signature).array(config.softmax_units)
+        super().__init__(ports)
 
     @property
     def facts(self) -> dict:
         """The units' counts, each unit's facts and the DSP count (:attr:`AcceleratorConfig.
         dsp`)."""
         config = self.config
-        return {"dsp": config.dsp, "engine_dsp": config.engine_dsp,
-                "layer_dsp": config.layer_dsp, "array_multipliers": config.array_multipliers,
-                "engine": self.engine_units[0].facts, "layer": self.layer_units[0].facts}
+        facts = {"dsp": config.dsp, "engine_dsp": config.engine_dsp,
+                 "layer_dsp": config.layer_dsp, "array_multipliers": config.array_multipliers,
+                 "engine": self.engine_units[0].facts, "layer": self.layer_units[0].facts}
+        if self.softmax_units:
+            facts.update(softmax_dsp=config.softmax_dsp, softmax=self.softmax_units[0].facts)
+        return facts
 
     def elaborate(self, platform):
         m = Module()
@@ -66,20 +79,24 @@ class Accelerator(wiring.Component):
             wiring.connect(m, wiring.flipped(port), unit)
         for port, unit in zip(self.layers, self.layer_units):
             wiring.connect(m, wiring.flipped(port), unit)
+        for port, unit in zip(getattr(self, "softmax", ()), self.softmax_units):
+            wiring.connect(m, wiring.flipped(port), unit)
         return m
 
 
 def accelerator_name(config: AcceleratorConfig) -> str:
-    """The Verilog top name: ``accel_<E>x<R>x<C>[p]_<L>x<R>x<C>``."""
+    """The Verilog top name: ``accel_<E>x<R>x<C>[p]_<L>x<R>x<C>[_<S>s<lanes>]``."""
     pairs = "p" if config.paired else ""
+    softmax = (f"_{config.softmax_units}s{config.softmax_lanes}" if config.softmax_units
+               else "")
     return (f"accel_{config.engines}x{config.engine_rows}x{config.engine_cols}{pairs}_"
-            f"{config.layers}x{config.layer_rows}x{config.layer_cols}")
+            f"{config.layers}x{config.layer_rows}x{config.layer_cols}{softmax}")
 
 
 def elaborate_accelerator(config: AcceleratorConfig) -> Elaborated:
     top = Accelerator(config)
-    blocks = {name: ("GEMM engine" if name.startswith("engine") else "ZO layer")
-              for name in top.units}
+    kinds = {"engine": "GEMM engine", "layer": "ZO layer", "softmax": "softmax unit"}
+    blocks = {name: kinds[name.rsplit("_", 1)[0]] for name in top.units}
     return Elaborated(top=top, name=accelerator_name(config), config=config,
                       facts=top.facts, blocks=blocks, memory_files=dict(top.memory_files))
 
@@ -91,18 +108,24 @@ def accelerator_memories(config: AcceleratorConfig) -> dict[str, MemorySize]:
     for prefix, count, memories in (("engine", config.engines,
                                      engine_memories(config.engine_config())),
                                     ("layer", config.layers,
-                                     layer_memories(config.layer_config()))):
+                                     layer_memories(config.layer_config())),
+                                    ("softmax", config.softmax_units,
+                                     softmax_memories(config.softmax_config()))):
         for index in range(count):
             for name, size in memories.items():
                 sized_by = tuple(f"{prefix}_{field}" for field in size.sized_by)
+                count_field = "softmax_units" if prefix == "softmax" else f"{prefix}s"
                 out[f"{prefix}_{index}.{name}"] = MemorySize(
-                    size.words, size.bits, sized_by + (f"{prefix}s",))
+                    size.words, size.bits, sized_by + (count_field,))
     return out
 
 
 def accelerator_units(config: AcceleratorConfig) -> Units:
-    """The distinct units (design ``engine`` x ``engines``, ``zo-layer`` x ``layers``) and
-    the planner's margins (:data:`~zoforge.hw.accel.plan.MARGINS`)."""
-    return Units(units=(Unit("engine", config.engine_config(), config.engines),
-                        Unit("zo-layer", config.layer_config(), config.layers)),
-                 margins=dict(MARGINS))
+    """The distinct units (design ``engine`` x ``engines``, ``zo-layer`` x ``layers``,
+    ``softmax`` x ``softmax_units`` where there are any) and the planner's margins
+    (:data:`~zoforge.hw.accel.plan.MARGINS`)."""
+    units = [Unit("engine", config.engine_config(), config.engines),
+             Unit("zo-layer", config.layer_config(), config.layers)]
+    if config.softmax_units:
+        units.append(Unit("softmax", config.softmax_config(), config.softmax_units))
+    return Units(units=tuple(units), margins=dict(MARGINS))
