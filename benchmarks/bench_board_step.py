@@ -2,10 +2,13 @@
 
 Prints TOPS, GOPS/DSP, seconds and joules per step, forward tokens per second and DDR bytes
 per step for the board-sized design (reports/accel_cost.py on the planned or given
-accelerator; the host's work overlapped per piece, reports/overlap.py, and serial) with both adapter mappings (split: X·W and U on the engines, the ZO layers
-only U·Tp; layer: all on the ZO layers) and both attentions (host: Q·K^T and P·V in float32
-on the ARM cores; engines: raw int8 engine jobs per sequence and head,
-golden/finetune/attention.py), host included and fabric only; today's two units
+accelerator; the host's work overlapped per piece, reports/overlap.py, and serial) with
+both adapter mappings (split: X·W and U on the engines, the ZO layers only U·Tp; layer: all
+on the ZO layers), both attentions (host: Q·K^T and P·V in float32 on the ARM cores;
+engines: raw int8 engine jobs per sequence and head, golden/finetune/attention.py) and both
+nonlinears (float: softmax and GELU on the host; integer: on the accelerator's softmax units
+and GELU engines where the design has them, the planner's fastest choosing), host included
+and fabric only; today's two units
 (reports/unit_calls.predicted_step_cycles), the anchors beside them (labelled as
 theirs), the phases' roofline, hand-chosen designs (unless --no-candidates) and (unless
 --no-check) the cycle model's error against co-simulation for every job kind on
@@ -21,14 +24,15 @@ import os
 
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.config import ATTENTIONS, FinetuneConfig
+from zoforge.golden.finetune.config import ATTENTIONS, NONLINEARS, FinetuneConfig
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
 from zoforge.hw.accel.schedule import MAPPINGS, step_schedule
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.cycles import engine_job_cycles
 from zoforge.hw.zolayer.cycles import job_cycles
-from zoforge.reports.accel_cost import board_step_fields, fastest_accelerator, price_schedule
+from zoforge.reports.accel_cost import (board_step_fields, design_clocks, fastest_accelerator,
+                                        price_schedule)
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.rtl_jobs import measure_adapter_jobs, measure_engine_jobs
 from zoforge.reports.step_price import UNIT_FIGURES, step_time_energy
@@ -60,6 +64,16 @@ def _check() -> None:
             kind = "gemm-raw" if raw else "gemm"
             print(f"| engine {rows}x{cols} paired | {kind} | {m}x{k}x{n} | {predicted} | "
                   f"{cycles} | {predicted / cycles - 1:+.2%} |")
+    # the softmax unit (4 lanes, rows up to 16 keys): random jobs on Verilator
+    from zoforge.hw.softmax.config import SoftmaxConfig
+    from zoforge.sim.softmax_host import SoftmaxCosimOptions, cosim_softmax
+    unit = SoftmaxConfig(lanes=4, max_len=16)
+    result = cosim_softmax(unit, SoftmaxCosimOptions(jobs=3, max_rows=8))
+    if not result["bit_exact"]:
+        raise RuntimeError(f"softmax unit: not bit-exact ({result})")
+    for predicted, cycles in zip(result["model_cycles"], result["cycles"]):
+        print(f"| softmax 4 lanes x 16 | softmax | (random rows, keys) | {predicted} | "
+              f"{cycles} | {predicted / cycles - 1:+.2%} |")
     shape = ModelShape(blocks=1, seq_len=8, batch=2, rank=8, hidden=32, ffn=64, heads=2)
     layer = model_layer_config(shape)
     # the layer mapping's adapter (K = the map's), the split mapping's narrow one (K = r)
@@ -106,10 +120,11 @@ def _design_rows(label: str, fields: dict, with_energy: bool = True) -> None:
 
 
 def _attention_rows(label: str, cfg, accel) -> None:
-    """:func:`_design_rows` of ``accel`` (split mapping) with each attention."""
+    """:func:`_design_rows` of ``accel`` (split mapping, float nonlinear: no nonlinear
+    units) with each attention."""
     for attention in ATTENTIONS:
-        fields = board_step_fields(cfg.replace(attention=attention), 384, 1536, 12, 2,
-                                   "zcu102", accel)
+        fields = board_step_fields(cfg.replace(attention=attention, nonlinear="float"), 384,
+                                   1536, 12, 2, "zcu102", accel)
         _design_rows(f"{label}, {attention} attention", fields)
 
 
@@ -136,9 +151,12 @@ def _today(shape, board) -> None:
 
 
 def _brief(accel) -> str:
+    units = (f", {accel.gelu_engines} GELU engines" if accel.gelu_engines else "") + (
+        f", {accel.softmax_units} x {accel.softmax_lanes}-lane softmax units"
+        if accel.softmax_units else "")
     return (f"{accel.engines} x {accel.engine_rows}x{accel.engine_cols} engines, "
             f"{accel.layers} x {accel.layer_rows}x{accel.layer_cols} ZO layers "
-            f"(layer_max_k {accel.layer_max_k}, layer_max_m {accel.layer_max_m}), "
+            f"(layer_max_k {accel.layer_max_k}, layer_max_m {accel.layer_max_m}){units}, "
             f"{accel.dsp} DSP")
 
 
@@ -155,33 +173,37 @@ def main() -> None:
     cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
     shape = ModelShape(blocks=6, batch=4, seq_len=128, queries=2)
     fixed = {k: int(v) for k, v in (item.split("=", 1) for item in args.fix)}
+    runs = [(attention, nonlinear) for attention in ATTENTIONS for nonlinear in NONLINEARS]
     # the design zoforge finetune --design accelerator reports: the planner's fastest (for
-    # each attention: the search prices the step with it)
-    designs = {attention: plan_accelerator(board, shape, **fixed) if fixed else
-               fastest_accelerator(board, shape, cfg.replace(attention=attention), "split",
-                                   UNIT_FIGURES["zcu102"]["fmax_mhz"])
-               for attention in ATTENTIONS}
-    accel = designs["host"]
+    # each attention and nonlinear: the search prices the step with them)
+    designs = {run: plan_accelerator(board, shape, **fixed) if fixed else
+               fastest_accelerator(board, shape, cfg.replace(attention=run[0],
+                                                             nonlinear=run[1]), "split")
+               for run in runs}
+    accel = designs["host", "float"]
     step, unfit = {}, {}
     for mapping in MAPPINGS:
-        for attention in ATTENTIONS:
+        for attention, nonlinear in runs:
             try:
-                step[mapping, attention] = board_step_fields(
-                    cfg.replace(attention=attention), 384, 1536, 12, 2, "zcu102",
-                    designs[attention], mapping=mapping)
+                step[mapping, attention, nonlinear] = board_step_fields(
+                    cfg.replace(attention=attention, nonlinear=nonlinear), 384, 1536, 12, 2,
+                    "zcu102", designs[attention, nonlinear], mapping=mapping)
             except ConfigError as error:          # e.g. layer_max_k = r: the layer mapping
                 unfit[mapping] = str(error)
-    fields = step["split", "host"]
+    fields = step["split", "host", "float"]
     label = "given" if fixed else "planned"
     print(f"\n{label} design: {_brief(accel)}: {accel.to_dict()}")
-    if designs["engines"] != accel:
-        print(f"{label} design for engine attention: {_brief(designs['engines'])}: "
-              f"{designs['engines'].to_dict()}")
-    print(f"clock {fields['fmax_mhz']} MHz ({fields['fmax_source']}); host "
+    for run in runs[1:]:
+        if designs[run] != accel:
+            print(f"{label} design for {run[0]} attention, {run[1]} nonlinear: "
+                  f"{_brief(designs[run])}: {designs[run].to_dict()}")
+    print(f"clock {fields['fmax_mhz']} MHz ({fields['fmax_source']}); softmax units at "
+          f"{design_clocks('zcu102', accel)[1]} MHz (their own); host "
           f"{fields['board_host_source']}")
     _header()
-    for (mapping, attention), f in step.items():
-        _design_rows(f"{label}, {mapping} mapping, {attention} attention", f)
+    for (mapping, attention, nonlinear), f in step.items():
+        _design_rows(f"{label}, {mapping} mapping, {attention} attention, {nonlinear} "
+                     "nonlinear", f)
     _today(shape, board)
     for name, source, tops, gops in ANCHORS:
         _row(name, source + " (theirs)", tops, gops, None, None, None, None)
@@ -189,9 +211,9 @@ def main() -> None:
           "is packed)")
     for mapping, reason in unfit.items():
         print(f"{mapping} mapping: does not fit this design ({reason})")
-    for (mapping, attention), f in step.items():
+    for (mapping, attention, nonlinear), f in step.items():
         saved = f["attention_on_fabric_seconds_saved"]
-        print(f"{mapping}, {attention} attention: step "
+        print(f"{mapping}, {attention} attention, {nonlinear} nonlinear: step "
               f"{f['seconds_per_step_at_fmax'] * 1e3:.2f} ms (serial "
               f"{f['board_serial_seconds_per_step'] * 1e3:.2f}): fabric alone "
               f"{f['board_fabric_seconds_per_step'] * 1e3:.2f} ms, host alone "
@@ -199,23 +221,57 @@ def main() -> None:
               f"{f['board_host_exposed_seconds_per_step'] * 1e3:.2f} ms"
               + (f"; the rough model of Q.K^T, P.V on the engines (no quantization, no DDR) "
                  f"would save {saved * 1e3:.2f} ms" if attention == "host" else ""))
-    for attention in ATTENTIONS:
-        price = price_schedule(step_schedule(shape, designs[attention], cfg.first_adapted,
-                                             attention=attention),
-                               fields["fmax_mhz"], board.ddr_bytes_per_s)
-        print(f"\n| phase (split mapping, {attention} attention) | cycles | busiest unit | "
-              "compute ms | DDR ms (packed) | bound |")
+    for attention, nonlinear in runs:
+        design = designs[attention, nonlinear]
+        engines_mhz, softmax_mhz, _ = design_clocks("zcu102", design)
+        price = price_schedule(step_schedule(shape, design, cfg.first_adapted,
+                                             attention=attention, nonlinear=nonlinear),
+                               engines_mhz, board.ddr_bytes_per_s, softmax_mhz)
+        print(f"\n| phase (split mapping, {attention} attention, {nonlinear} nonlinear) | "
+              "cycles | busiest unit | compute ms | DDR ms (packed) | bound |")
         print("|---|---|---|---|---|---|")
-        for phase in price.phases[:6] + price.phases[-2:]:
+        for phase in price.phases[:7] + price.phases[-2:]:
             busiest = max(phase.unit_cycles, key=phase.unit_cycles.get)
             print(f"| {phase.name} | {phase.cycles:,} | {busiest[0]} {busiest[1]} | "
                   f"{phase.compute_s * 1e3:.3f} | {phase.memory_s * 1e3:.3f} | "
                   f"{phase.bound} |")
     if not args.no_candidates:
+        _nonlinear_options(cfg, shape, board, designs["engines", "integer"])
         _candidates(cfg, shape, board)
     if not args.no_check:
         _check()
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+
+
+#: The nonlinear units priced beside the search's choice (gelu_engines, softmax_units): on
+#: the planned integer design's arrays and layer, the engines re-planned around them.
+NONLINEAR_OPTIONS = ((0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 1), (4, 1), (4, 0))
+
+
+def _nonlinear_options(cfg, shape, board, design) -> None:
+    print("\n## nonlinear units on the integer design's arrays (split mapping, engine "
+          "attention, nonlinear integer; the engines re-planned around the units)\n")
+    print("| GELU engines | softmax units | design | LUT (of 191,856) | step ms | fabric ms | "
+          "host ms | host exposed ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    keep = {"layers": 1, "layer_rows": design.layer_rows, "layer_cols": design.layer_cols,
+            "layer_max_k": design.layer_max_k, "engine_rows": design.engine_rows,
+            "engine_cols": design.engine_cols}
+    run = cfg.replace(attention="engines", nonlinear="integer")
+    for gelu, units in NONLINEAR_OPTIONS:
+        try:
+            accel = plan_accelerator(board, shape, gelu_engines=gelu, softmax_units=units,
+                                     **keep)
+        except ConfigError as error:
+            print(f"| {gelu} | {units} | does not fit ({error}) | | | | | |")
+            continue
+        f = board_step_fields(run, 384, 1536, 12, 2, "zcu102", accel)
+        lut = estimate_resources(accel)["total"]["LUT"]
+        print(f"| {gelu} | {units} | {_brief(accel)} | {lut:,} | "
+              f"{f['seconds_per_step_at_fmax'] * 1e3:.2f} | "
+              f"{f['board_fabric_seconds_per_step'] * 1e3:.2f} | "
+              f"{f['board_host_seconds_per_step'] * 1e3:.2f} | "
+              f"{f['board_host_exposed_seconds_per_step'] * 1e3:.2f} |")
 
 
 def _candidates(cfg, shape, board) -> None:

@@ -74,3 +74,43 @@ def test_cosim_runs_each_unit_bit_exact():
     assert result["engine"]["bit_exact"] is True and result["layer"]["bit_exact"] is True
     assert result["bit_exact"] is True
     assert (result["engines"], result["layers"]) == (SMALL.engines, SMALL.layers)
+
+
+#: SMALL with two softmax units (4 lanes, rows of up to 8 keys).
+WITH_SOFTMAX = SMALL.replace(engines=1, softmax_units=2, softmax_lanes=4, softmax_max_len=8)
+
+
+def test_softmax_units_declared_and_their_memories():
+    from zoforge.hw.accel.top import accelerator_units
+    from zoforge.hw.softmax.designs import softmax_memories
+    units = accelerator_units(WITH_SOFTMAX)
+    assert [(u.design, u.count) for u in units.units] == [("engine", 1), ("zo-layer", 1),
+                                                          ("softmax", 2)]
+    assert units.units[2].config == WITH_SOFTMAX.softmax_config()
+    assert [u.design for u in accelerator_units(SMALL).units] == ["engine", "zo-layer"]
+    memories = accelerator_memories(WITH_SOFTMAX)
+    own = softmax_memories(WITH_SOFTMAX.softmax_config())
+    for index in range(2):
+        for name, size in own.items():
+            got = memories[f"softmax_{index}.{name}"]
+            assert (got.words, got.bits) == (size.words, size.bits)
+            assert got.sized_by == ("softmax_lanes", "softmax_max_len", "softmax_units")
+    assert not any(name.startswith("softmax_2.") for name in memories)
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_softmax_units_ports_and_lint():         # generating the Verilog: ~5-15 s
+    from zoforge.sim.lint import lint_verilog
+    design = elaborate_accelerator(WITH_SOFTMAX)
+    text = to_verilog(design.top, design.name)
+    assert design.name == "accel_1x4x4p_1x4x4_2s4"
+    assert design.facts["dsp"] == WITH_SOFTMAX.dsp == (8 + 8) + (16 + 8 + 16) + 2 * 12
+    modules = re.findall(r"^module \\?(\S+)", text, re.M)
+    for unit in ("softmax_0", "softmax_1"):
+        assert any(name.endswith("." + unit) for name in modules)
+    for port in ("softmax__0__s_axil__awaddr", "softmax__1__s_axis__tdata",
+                 "softmax__1__m_axis__tlast", "softmax__0__irq"):
+        assert re.search(rf"\b(input|output)\b[^;]*\b{port}\b", text)
+    result = lint_verilog(text, design.name)
+    assert result.clean, str(result)

@@ -16,14 +16,20 @@ count)``, never a measurement of the whole design):
   xcup`` of a few sizes, recorded in docs/accelerator.md), a fixed part plus a part per
   processing element (one per multiplier product: R·C), the engine's less
   :data:`ACC_BIT_SAVING` per accumulator bit below 32 (its accumulators are
-  :func:`~zoforge.golden.engine_widths.accumulator_bits` of ``engine_max_k`` wide).
+  :func:`~zoforge.golden.engine_widths.accumulator_bits` of ``engine_max_k`` wide);
+* the nonlinear units (:data:`NONLINEAR_FIT`, xcup only): a GELU engine's i-GELU lanes and
+  second requantizer (a lane a column) over a plain engine's, a softmax unit's fixed part
+  and lanes; their DSPs from :mod:`.config`, the softmax unit's buffers from its own sizing
+  function (``softmax_memories``).
 
 The rule, in order: the ZO layer first (one, 4 x 4: the proven unit; the adapters' own
 products are a small share of a step); then for every engine array R x C of
 :data:`ARRAY_SIDES` the most engines that fit, and with a ``shape`` the largest X buffer
 (``engine_max_m``, a multiple of 64 rows up to all branches' tokens 2q·M) that still fits;
 the largest ``engines x R x C`` wins (ties: the larger X buffer, the squarer array, fewer
-engines). Fields
+engines). The nonlinear units are as given (``gelu_engines``, ``softmax_units``: none by
+default; the engines fill the rest): which counts give the fastest step is the price's
+question (:func:`zoforge.reports.accel_cost.fastest_accelerator`). Fields
 given in ``fixed`` are kept; one that cannot fit is a one-line error naming it and the budget.
 """
 from __future__ import annotations
