@@ -23,7 +23,7 @@ from zoforge.errors import ConfigError
 from zoforge.golden.finetune.calls import GoldenUnits, SoftmaxCall
 from zoforge.golden.finetune.integer_ops import MAX_SCALE, SoftmaxParams
 from zoforge.hw.nonlinear.softmax import LEVELS, softmax_registers
-from zoforge.hw.softmax.config import ROW_BITS, SoftmaxConfig
+from zoforge.hw.softmax.config import ROW_BITS, SCALES, SoftmaxConfig
 from zoforge.hw.softmax.cycles import softmax_job_cycles
 from zoforge.hw.softmax.regmap import ADDR_BITS, CONSTANT_WORDS, KEY_MASK, REGISTERS
 from zoforge.sim.backends import BusTarget, Stalls, run_program
@@ -32,6 +32,7 @@ from zoforge.sim.program import drive
 from zoforge.sim.softmax_host import SoftmaxCosimOptions, softmax_program
 
 __all__ = ["SoftmaxCosim", "SoftmaxJob", "softmax_jobs", "softmax_target", "program_inputs",
+           "cosim_design",
            "unpack_output", "register_writes", "replay_softmax_calls", "random_call",
            "cosim_random", "PROGRAM"]
 
@@ -63,6 +64,14 @@ def softmax_target(config: SoftmaxConfig) -> BusTarget:
     design = elaborate_softmax(config)
     return BusTarget(verilog.convert(design.top, name=design.name), design.name,
                      lanes=config.out_words, addr_bits=ADDR_BITS, in_bits=32 * config.lanes)
+
+
+def cosim_design(seq_len: int, lanes: int = 8) -> SoftmaxConfig:
+    """The unit a fine-tuning step's co-simulation runs its SoftmaxCalls on: rows of up to
+    ``seq_len`` keys, made for every scale the golden has (``min_scale`` 2^-24: the tiny
+    test models' scores are near 2e-6, MiniLM's 1.5e-4 to 1.5e-3; the values are the same
+    on any unit that holds the constants)."""
+    return SoftmaxConfig(lanes=lanes, max_len=seq_len, min_scale=SCALES[0])
 
 
 def register_writes(params: SoftmaxParams, config: SoftmaxConfig) -> dict[str, int]:

@@ -386,3 +386,33 @@ def test_replay_on_the_cocotb_bench():
     assert len(jobs) == 5
     for call, got in zip(calls, results):
         assert torch.equal(got, GoldenUnits.softmax(call))
+
+
+@pytest.mark.slow
+def test_a_fine_tuning_steps_softmax_calls_replay_on_the_rtl():
+    """A ZoFinetune step of the tiny model with engine attention and the integer nonlinear
+    functions, recorded on the golden units: each of its SoftmaxCalls (per block and forward)
+    on the RTL unit of cosim_design equals the golden result the step used, and the P the
+    context jobs got."""
+    from zoforge.golden.finetune.config import FinetuneConfig
+    from zoforge.golden.finetune.train import ZoFinetune, prepare
+    from zoforge.golden.models import tiny_encoder
+    from zoforge.sim.softmax_cosim import SoftmaxCosim, cosim_design
+    cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=1, n_train=8,
+                         n_test=4, calibration=4, rank=4, engine_rows=4, engine_cols=4,
+                         nonlinear="integer", attention="engines")
+    prepared = prepare(cfg, tiny_encoder(hidden=32, layers=2, heads=2, intermediate=64))
+    units = GoldenUnits(cfg.generator().golden(), cfg.layer_rows, record=True)
+    ZoFinetune(prepared, "int8", units=units).step()
+    log = units.log
+    calls = [(n, c) for n, c in enumerate(log) if isinstance(c, SoftmaxCall)]
+    assert len(calls) == 2 * 2 * cfg.queries                 # blocks x (+, -) forwards
+    with SoftmaxCosim(cosim_design(cfg.seq_len, lanes=4)) as sim:
+        for n, call in calls:
+            got = sim(call)
+            assert torch.equal(got, GoldenUnits.softmax(call)), call.name
+            context = [c for c in log[n + 1:n + 1 + got.shape[0]]]
+            assert [c.x.tolist() for c in context] == got.tolist()
+        # a job per run of sequences with one key mask: whole sequences of 2 heads x L rows
+        assert all(job["rows"] % (2 * cfg.seq_len) == 0 for job in sim.jobs)
+        assert len(sim.jobs) >= len(calls)
