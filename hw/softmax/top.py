@@ -13,8 +13,9 @@ Host interface (what a Zynq PS sees; the register map :mod:`.regmap`):
   ``32 l .. 32 l + 31``) of the row's beat ``j`` is key ``j lanes + l``; the last beat's
   lanes past L are ignored (any value). This is the GEMM engine's raw output of a
   ``scores = Q·K^T`` job (a row of int32 a beat, column j in lane j) where ``L <= C = lanes``
-  (one column tile); for ``L > C`` the engine's tiles (column tiles outer) give each row
-  in pieces, and the host puts them in row order. Beats are taken only while a job runs
+  (one column tile; its zero rows past L in the last row tile, where R does not divide L,
+  are rows too: count them in ROWS or drop them); for ``L > C`` the engine's tiles (column
+  tiles outer) give each row in pieces, and the host puts them in row order. Beats are taken only while a job runs
   (from the cycle after the start) and until its ROWS rows are in.
 * AXI4-Stream out (``m_axis``, ``32 ceil(lanes / 4)`` bits): the int8 probabilities, the
   same beats as the input (a row in ``ceil(L / lanes)`` beats): byte ``l`` of beat ``j`` is
