@@ -416,3 +416,19 @@ def test_a_fine_tuning_steps_softmax_calls_replay_on_the_rtl():
         # a job per run of sequences with one key mask: whole sequences of 2 heads x L rows
         assert all(job["rows"] % (2 * cfg.seq_len) == 0 for job in sim.jobs)
         assert len(sim.jobs) >= len(calls)
+
+
+def test_the_documented_register_table_is_the_register_map():
+    """docs/nonlinear-units.md's register table: the names and addresses of REGISTER_MAP and
+    the key mask's region, in order."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "docs" / "nonlinear-units.md").read_text()
+    section = text[text.index("**Registers** (`hw/softmax/regmap.py`"):]
+    section = section[:section.index("\n\n", section.index("| address |"))]
+    rows = []
+    for line in [l for l in section.splitlines() if l.startswith("| 0x")]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        addresses = [int(a.strip(". "), 16) for a in cells[0].split(",")]
+        rows += list(zip(addresses, cells[1].replace(" ", "").split(",")))
+    assert rows == [(r.address, name) for name, r in REGISTER_MAP.items()] + \
+        [(KEY_MASK, "KEY_MASK")]
