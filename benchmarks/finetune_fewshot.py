@@ -333,6 +333,19 @@ def variants(done_keys, key: tuple) -> list[tuple]:
                   key=lambda k: (ATTENTIONS.index(k[5]), NONLINEARS.index(k[6])))
 
 
+def compared(done: dict, key: tuple, base: tuple, seeds: list[int]) -> str:
+    """A line: per run, ``key``'s L_T/L_0 minus ``base``'s, per seed where both ran."""
+    parts = []
+    for run in RUNS:
+        pairs = [(s, done[(key, run, s)]["ratio"] - done[(base, run, s)]["ratio"])
+                 for s in seeds if (key, run, s) in done and (base, run, s) in done]
+        if pairs:
+            parts.append(f"{run} " + ", ".join(f"{d:+.3f}" for _, d in pairs)
+                         + f" (seeds {' '.join(str(s) for s, _ in pairs)})")
+    return ("" if not parts else f"L_T/L_0 minus {base[5]} attention, {base[6]} nonlinear's "
+            "(the section above), per seed: " + "; ".join(parts) + ".\n\n")
+
+
 def document(done: dict, keys: list[tuple], doc_key: tuple, seeds: list[int],
              command: str, results: Path, threads: int = 1) -> str:
     """``docs/finetune-fewshot.md``: the candidates, then the documented one in full, then
@@ -340,7 +353,8 @@ def document(done: dict, keys: list[tuple], doc_key: tuple, seeds: list[int],
     others = "".join(
         f"\n## {label(key)}\n\nThe same candidate, {key[5]} attention and {key[6]} nonlinear "
         f"functions in the int8 run. Produced by `{command_line(key, seeds, threads)}` "
-        f"(results in `{shown(results)}`).\n\n" + candidate_section(done, keys, key, seeds, False)
+        f"(results in `{shown(results)}`).\n\n" + compared(done, key, doc_key, seeds)
+        + candidate_section(done, keys, key, seeds, False)
         for key in variants({k for k, _, _ in done}, doc_key))
     return (
         "# The few-shot protocol: learning in the accelerator's arithmetic (generated)\n\n"

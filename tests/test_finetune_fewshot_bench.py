@@ -115,3 +115,9 @@ def test_both_kinds_side_by_side_and_each_produced_by_line_names_its_flags(bench
                                                     "host"))
     assert "| 0 | 0.500 |" in engines and "| 0 | 0.300 |" in host      # each its own lines
     assert "commit abc1234" in engines and "commit not recorded" in host
+    # the documented candidate (the flags': engines, integer) first with the plot, then the
+    # same under host, float, compared with it seed by seed
+    assert "finetune-fewshot.png" in engines and "finetune-fewshot.png" not in host
+    assert text.index(engines) < text.index(host)
+    assert "minus engines attention, integer nonlinear's" in host
+    assert "int8 -0.200, -0.200 (seeds 0 1); float -0.200, -0.200" in host
