@@ -104,9 +104,10 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": 302.21, "fmax_source": "yosys-estimate",
 #: The clocks of the fabric's nonlinear units on a board (yosys-estimate,
 #: docs/nonlinear-units.md, 2026-11-27): ``gelu_fmax_mhz`` the i-GELU's 8 lanes (299 MHz at
 #: d835441), which bounds the clock of a design with GELU engines (the lanes on the
-#: engines' output path) until the GELU engine is built whole; ``softmax_fmax_mhz`` the
-#: i-softmax's 8 lanes (257 MHz at 7a90f2b), the softmax units' own clock.
-NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 299.0, "softmax_fmax_mhz": 257.0,
+#: engines' output path) until the GELU engine is built whole; ``softmax_fmax_mhz`` the bus
+#: softmax unit's (``zoforge build --design softmax``, 8 lanes x 128 at 2^-15: 249 MHz at
+#: e91707a, f00076b), the softmax units' own clock.
+NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 299.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
 
 

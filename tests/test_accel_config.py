@@ -111,9 +111,13 @@ def test_softmax_unit_fields_are_the_units():
 
 
 def test_nonlinear_dsp_by_hand():
-    # a GELU engine: 8 columns x (3 i-GELU + 2 requantizer) = 40 more; a softmax unit of
-    # 8 lanes 3 a lane = 24; 16 lanes 48
+    # a GELU engine: 8 columns x (3 i-GELU + 2 requantizer) = 40 more; a softmax unit at
+    # MiniLM's scale 2^-15 (the default) 2 a lane: 16 for 8 lanes, 32 for 16; made for
+    # finer scores (2^-16 .. 2^-24) 3 a lane
     base = AcceleratorConfig(engines=2)
     assert base.replace(gelu_engines=1).dsp == base.dsp + 40
-    assert base.replace(softmax_units=2).dsp == base.dsp + 2 * 24
-    assert base.replace(softmax_units=1, softmax_lanes=16).dsp == base.dsp + 48
+    assert base.replace(softmax_units=2).dsp == base.dsp + 2 * 16
+    assert base.replace(softmax_units=1, softmax_lanes=16).dsp == base.dsp + 32
+    for scale, per_lane in ((2.0 ** -15, 2), (2.0 ** -14, 2), (2.0 ** -16, 3), (2.0 ** -24, 3)):
+        assert base.replace(softmax_units=1, softmax_min_scale=scale).dsp == \
+            base.dsp + 8 * per_lane

@@ -105,7 +105,7 @@ def test_softmax_units_ports_and_lint():         # generating the Verilog: ~5-15
     design = elaborate_accelerator(WITH_SOFTMAX)
     text = to_verilog(design.top, design.name)
     assert design.name == "accel_1x4x4p_1x4x4_2s4"
-    assert design.facts["dsp"] == WITH_SOFTMAX.dsp == (8 + 8) + (16 + 8 + 16) + 2 * 12
+    assert design.facts["dsp"] == WITH_SOFTMAX.dsp == (8 + 8) + (16 + 8 + 16) + 2 * 8
     modules = re.findall(r"^module \\?(\S+)", text, re.M)
     for unit in ("softmax_0", "softmax_1"):
         assert any(name.endswith("." + unit) for name in modules)

@@ -23,8 +23,9 @@ layer, the update unit's ``UPDATE_PRODUCTS`` per row (its operands in 16-bit chu
 28-bit D or z times the 24-bit scaled eta or g is 2 x 2 products). Yosys' estimate agrees:
 engine 8x8 80 = 64 + 16, ZO layer 4x4 40 = 16 + 8 + 16 (docs/engine.md, docs/zo-layer.md).
 A GELU engine adds :data:`GELU_PRODUCTS` a column (its i-GELU lane's 3, the second
-requantizer's 2); a softmax unit :data:`SOFTMAX_PRODUCTS` a lane (yosys-estimate of the
-8-lane units: i-GELU 24, i-softmax 24 DSP48E2, docs/nonlinear-units.md).
+requantizer's 2); a softmax unit :data:`SOFTMAX_PRODUCTS` a lane (:func:`softmax_dsp`;
+yosys-estimate, docs/nonlinear-units.md: the i-GELU's 8 lanes 24 DSP48E2, the bus softmax
+unit's 8 lanes 16 at MiniLM's scale 2^-15, the i-softmax's 24 at 2^-24).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from zoforge.config import Config, IntRange, NonBlank, OneOf, field_of, param
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import LAYER_CONFIGS, MODES, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import EngineConfig
-from zoforge.hw.softmax.config import SoftmaxConfig
+from zoforge.hw.softmax.config import MINILM_MIN_SCALE, SoftmaxConfig
 
 __all__ = ["AcceleratorConfig", "engine_dsp", "layer_dsp", "softmax_dsp", "REQUANT_PRODUCTS",
            "UPDATE_PRODUCTS", "GELU_PRODUCTS", "SOFTMAX_PRODUCTS", "MAX_UNITS", "STRATEGY"]
@@ -53,9 +54,10 @@ UPDATE_PRODUCTS = 4
 #: DSP products a column of a GELU engine adds: its i-GELU lane (``hw/nonlinear/gelu.py``: 3
 #: a lane, yosys-estimate 24 for 8 lanes) and its second requantizer's :data:`REQUANT_PRODUCTS`.
 GELU_PRODUCTS = 3 + REQUANT_PRODUCTS
-#: DSP products a lane of a softmax unit (``hw/nonlinear/softmax.py`` at its default scale:
-#: ``rem (b - rem)`` in two, ``e R`` one; yosys-estimate 24 for 8 lanes).
-SOFTMAX_PRODUCTS = 3
+#: DSP products a lane of a softmax unit (``hw/nonlinear/softmax.py``): ``e R`` one and
+#: ``rem (b - rem)`` one for a unit made for scales of MiniLM's 2^-15 or coarser (``b`` 17
+#: bits: one 18 x 18 product), two for finer ones (yosys-estimate: 16 and 24 for 8 lanes).
+SOFTMAX_PRODUCTS = {"coarse": 2, "fine": 3}
 
 
 def _unit_param(config_type: type[Config], name: str, **change):
@@ -165,7 +167,7 @@ class AcceleratorConfig(Config):
     @property
     def softmax_dsp(self) -> int:
         """DSP blocks of one softmax unit (:func:`softmax_dsp`)."""
-        return softmax_dsp(self.softmax_lanes)
+        return softmax_dsp(self.softmax_lanes, self.softmax_min_scale)
 
     @property
     def dsp(self) -> int:
@@ -186,9 +188,10 @@ def engine_dsp(config: EngineConfig) -> int:
     return config.multipliers + REQUANT_PRODUCTS * config.cols
 
 
-def softmax_dsp(lanes: int) -> int:
-    """DSP blocks of one softmax unit of ``lanes`` lanes: :data:`SOFTMAX_PRODUCTS` a lane."""
-    return SOFTMAX_PRODUCTS * lanes
+def softmax_dsp(lanes: int, min_scale: float = MINILM_MIN_SCALE) -> int:
+    """DSP blocks of one softmax unit of ``lanes`` lanes made for scales from ``min_scale``:
+    :data:`SOFTMAX_PRODUCTS` a lane (``coarse`` from MiniLM's 2^-15 up)."""
+    return SOFTMAX_PRODUCTS["coarse" if min_scale >= MINILM_MIN_SCALE else "fine"] * lanes
 
 
 def layer_dsp(config: ZoLayerConfig) -> int:
