@@ -243,31 +243,34 @@ def main() -> None:
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
-#: The nonlinear units priced beside the search's choice (gelu_engines, softmax_units): on
-#: the planned integer design's arrays and layer, the engines re-planned around them.
-NONLINEAR_OPTIONS = ((0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 1), (4, 1), (4, 0))
+#: The nonlinear units priced beside the search's choice (gelu_engines, softmax_units,
+#: softmax_lanes): on the planned integer design's arrays and layer, the engines re-planned
+#: around them.
+NONLINEAR_OPTIONS = ((0, 0, 8), (0, 1, 8), (0, 1, 16), (0, 2, 8), (0, 2, 16), (1, 0, 8),
+                     (1, 1, 8), (2, 1, 8), (4, 1, 8), (4, 0, 8))
 
 
 def _nonlinear_options(cfg, shape, board, design) -> None:
     print("\n## nonlinear units on the integer design's arrays (split mapping, engine "
           "attention, nonlinear integer; the engines re-planned around the units)\n")
-    print("| GELU engines | softmax units | design | LUT (of 191,856) | step ms | fabric ms | "
-          "host ms | host exposed ms |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| GELU engines | softmax units x lanes | design | LUT (of 191,856) | FF (of 383,712) "
+          "| step ms | fabric ms | host ms | host exposed ms |")
+    print("|---|---|---|---|---|---|---|---|---|")
     keep = {"layers": 1, "layer_rows": design.layer_rows, "layer_cols": design.layer_cols,
             "layer_max_k": design.layer_max_k, "engine_rows": design.engine_rows,
             "engine_cols": design.engine_cols}
     run = cfg.replace(attention="engines", nonlinear="integer")
-    for gelu, units in NONLINEAR_OPTIONS:
+    for gelu, units, lanes in NONLINEAR_OPTIONS:
         try:
             accel = plan_accelerator(board, shape, gelu_engines=gelu, softmax_units=units,
-                                     **keep)
+                                     softmax_lanes=lanes, **keep)
         except ConfigError as error:
-            print(f"| {gelu} | {units} | does not fit ({error}) | | | | | |")
+            print(f"| {gelu} | {units} x {lanes} | does not fit ({error}) | | | | | | |")
             continue
         f = board_step_fields(run, 384, 1536, 12, 2, "zcu102", accel)
-        lut = estimate_resources(accel)["total"]["LUT"]
-        print(f"| {gelu} | {units} | {_brief(accel)} | {lut:,} | "
+        total = estimate_resources(accel)["total"]
+        print(f"| {gelu} | {units} x {lanes} | {_brief(accel)} | {total['LUT']:,} | "
+              f"{total['FF']:,} | "
               f"{f['seconds_per_step_at_fmax'] * 1e3:.2f} | "
               f"{f['board_fabric_seconds_per_step'] * 1e3:.2f} | "
               f"{f['board_host_seconds_per_step'] * 1e3:.2f} | "

@@ -68,7 +68,8 @@ from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
-           "softmax_job_cycles", "design_clocks",
+           "softmax_job_cycles", "design_clocks", "fastest_accelerator", "LAYER_COLS_TRIED",
+           "SOFTMAX_UNITS_TRIED", "SOFTMAX_LANES_TRIED",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
            "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
            "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE"]
@@ -367,9 +368,10 @@ def _attention_on_engines(price: StepPrice) -> float:
 
 #: The ZO layer widths (columns: tokens side by side) :func:`fastest_accelerator` tries.
 LAYER_COLS_TRIED = (4, 8, 16)
-#: The softmax unit counts :func:`fastest_accelerator` tries (nonlinear integer, attention
-#: on the engines).
+#: The softmax unit counts and lanes :func:`fastest_accelerator` tries (nonlinear integer,
+#: attention on the engines).
 SOFTMAX_UNITS_TRIED = (0, 1, 2, 3)
+SOFTMAX_LANES_TRIED = (8, 16)
 
 
 def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, float, str]:
@@ -406,8 +408,9 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     perturbation order and one layer keeps one generator stream, so the golden step stays
     the accelerator's) and each width of :data:`LAYER_COLS_TRIED`, the engines filling the
     rest of the budget; with the split mapping the layer's K capacity is the rank. With
-    ``cfg.nonlinear`` ``integer``, then, that design's arrays and layer with each count of
-    softmax units (:data:`SOFTMAX_UNITS_TRIED`, with the attention on the engines), the
+    ``cfg.nonlinear`` ``integer``, then, that design's arrays and layer with each count and
+    width of softmax units (:data:`SOFTMAX_UNITS_TRIED`, :data:`SOFTMAX_LANES_TRIED`, with
+    the attention on the engines), the
     engines re-planned around them, each without GELU engines and with every engine one
     (the most that fit; a part of them would take ffn_in's whole map alone: MiniLM with 1
     GELU engine of 5 is 1.8 times slower than with none, docs/accelerator-cost.md). The planner sizes for
@@ -441,12 +444,15 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     if cfg.nonlinear == "integer":
         arrays = {"layer_cols": best.layer_cols, "engine_rows": best.engine_rows,
                   "engine_cols": best.engine_cols}
-        for units in SOFTMAX_UNITS_TRIED if cfg.attention == "engines" else (0,):
+        softmax = [(units, lanes) for units in SOFTMAX_UNITS_TRIED
+                   for lanes in (SOFTMAX_LANES_TRIED if units else (8,))
+                   if units == 0 or cfg.attention == "engines"]
+        for units, lanes in softmax:
             if units:
-                consider(softmax_units=units, **arrays)
+                consider(softmax_units=units, softmax_lanes=lanes, **arrays)
             for engines in range(best.engines, 0, -1):       # all engines GELU engines
                 if consider(engines=engines, gelu_engines=engines, softmax_units=units,
-                            **arrays):
+                            softmax_lanes=lanes, **arrays):
                     break
     return best
 

@@ -283,3 +283,29 @@ def test_price_follows_the_runs_nonlinear():
     # the softmax phases overlap the engines': the accelerator alone is under their sum
     assert price.fabric_s < price.phases_s and price.seconds >= price.fabric_s
     assert integer["board_fabric_seconds_per_step"] == price.fabric_s
+
+
+def test_the_integer_design_is_no_slower_than_the_plain_or_one_softmax_unit():
+    """With nonlinear integer and engine attention the search also prices softmax units
+    (and GELU engines) on the fastest plain design's arrays: its choice is no slower than
+    that plain design, nor than the same arrays with one 8-lane softmax unit (each planned
+    and priced again here), and fits the board's budget."""
+    from zoforge.boards.registry import get_board
+    from zoforge.config import config_from_dict
+    from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
+    cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=2,
+                         attention="engines", nonlinear="integer")
+    shape = ModelShape(blocks=2, seq_len=8, batch=2, rank=8, adapted=2, queries=2, hidden=32,
+                       ffn=64, heads=2, classes=2)
+    board = get_board("zcu102")
+    fields = board_step_fields(cfg, 32, 64, 2, 2, "zcu102", mhz=100.0)
+    keep = {k: fields["accelerator"][k] for k in ("layer_cols", "engine_rows", "engine_cols")}
+    for extra in ({}, {"softmax_units": 1}):
+        accel = plan_accelerator(board, shape, layers=1, layer_rows=4, layer_max_k=8,
+                                 **keep, **extra)
+        other = price_schedule(step_schedule(shape, accel, 0, "split", "engines", "integer"),
+                               100.0, board.ddr_bytes_per_s).seconds
+        assert fields["seconds_per_step_at_fmax"] <= other * (1 + 1e-12)
+    chosen = config_from_dict(fields["accelerator"], [AcceleratorConfig])
+    total = estimate_resources(chosen)["total"]
+    assert all(total[key] <= limit for key, limit in budget(board).items())
