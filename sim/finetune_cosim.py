@@ -5,11 +5,16 @@
 :class:`UpdateCall`) always run on one persistent ZO layer
 (:class:`~zoforge.sim.zolayer_jobserver.LayerServer`, jobs of
 :mod:`zoforge.sim.finetune_host`), the engine calls (:class:`EngineCall`) on one persistent
-GEMM engine when ``rtl == "all"`` (else on the golden model). Every RTL result is compared
+GEMM engine when ``rtl == "all"`` (else on the golden model); other calls (a
+``SoftmaxCall``) run on the golden model. Every RTL result is compared
 with an internal :class:`GoldenUnits` whose generator starts in the reset state, as the
 layer's does, and walks exactly as it does; the first difference raises
 :class:`CallMismatch`. The jobs' CYCLES counters are summed per call (:meth:`RtlUnits.take_cycles`,
 :attr:`RtlUnits.cycles_by_name`).
+
+An engine call with a ``gelu`` stage (``nonlinear`` integer: ``ffn_in``'s) runs as a GELU
+job (``engine gelu``; :mod:`zoforge.hw.engine.gelu_path`) on an engine built with
+``gelu`` (:func:`engine_design`).
 
 Shapes: a layer call's M is padded with zero rows to a multiple of the layer's columns (and
 the result cut); an engine call's N above the engine's ``max_n`` is split into equal column
@@ -31,6 +36,8 @@ import numpy as np
 import torch
 
 from zoforge.errors import ConfigError, check_choice
+from zoforge.golden.engine import RequantParams
+from zoforge.golden.engine_gelu import GeluStage
 from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, UpdateCall
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.hw.designs import MAX_BITS, MAX_WORDS
@@ -38,7 +45,7 @@ from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.designs import engine_memories
 from zoforge.hw.zolayer.designs import layer_memories
 from zoforge.sim.backends import Stalls, run_program
-from zoforge.sim.engine_cosim import EngineCosim, EngineJob, unpack_output
+from zoforge.sim.engine_cosim import EngineCosim, EngineJob, gelu_job, unpack_output
 from zoforge.sim.engine_host import engine_program
 from zoforge.sim.finetune_host import layer_call
 from zoforge.sim.jobserver import JobServer
@@ -67,14 +74,22 @@ class CallMismatch(RuntimeError):
                          f"RTL {rtl}, golden {golden}")
 
 
+#: The calls the ZO layer runs; others than these and engine calls (a SoftmaxCall) are left
+#: to the golden model.
+LAYER_CALLS = (AdapterCall, UpdateCall)
+
+
 def call_kind(call) -> str:
-    """``engine int8`` / ``engine raw`` / ``adapter +|-|plain`` (with ``save``/``restore``) /
-    ``update`` (with ``restore``)."""
+    """``engine int8`` / ``engine raw`` / ``engine gelu`` / ``adapter +|-|plain`` (with
+    ``save``/``restore``) / ``update`` (with ``restore``)."""
     if isinstance(call, EngineCall):
-        return "engine raw" if call.raw else "engine int8"
-    flags = [flag for flag in ("save", "restore") if getattr(call, flag)]
+        return ("engine gelu" if call.gelu is not None else "engine raw" if call.raw
+                else "engine int8")
+    flags = [flag for flag in ("save", "restore") if getattr(call, flag, False)]
     if isinstance(call, UpdateCall):
         return " ".join(["update", *flags])
+    if not isinstance(call, AdapterCall):
+        return getattr(call, "unit", type(call).__name__)
     sign = {1: "+", -1: "-", 0: "plain"}[call.sign]
     return " ".join(["adapter", sign, *flags])
 
@@ -97,11 +112,13 @@ def check_call(call, index: int, rtl: torch.Tensor, golden: torch.Tensor) -> Non
 
 def engine_design(cfg: FinetuneConfig, hidden: int, ffn: int) -> EngineConfig:
     """The GEMM engine sized for every engine call of the model (``max_n``: its limit;
-    wider calls are split)."""
+    wider calls are split), with the GELU job mode where the model's GELU is an engine
+    job (``nonlinear`` integer: ``ffn_in``'s call has a ``gelu`` stage)."""
     rows, cols = cfg.engine_rows, cfg.engine_cols
     widest = EngineConfig(rows=rows, cols=cols, pack=2)
     return EngineConfig(rows=rows, cols=cols, pack=2, max_m=max(cfg.tokens, rows),
-                        max_k=max(hidden, ffn), max_n=widest.max_n_limit)
+                        max_k=max(hidden, ffn), max_n=widest.max_n_limit,
+                        gelu=cfg.nonlinear == "integer")
 
 
 def engine_jobs(call: EngineCall, max_n: int) -> list[EngineJob]:
@@ -113,12 +130,23 @@ def engine_jobs(call: EngineCall, max_n: int) -> list[EngineJob]:
     jobs = []
     for start in range(0, n, width):
         part = slice(start, start + width)
-        if call.raw:
+        if call.gelu is not None:
+            jobs.append(gelu_job(x, np.ascontiguousarray(w[:, part]), bias[part],
+                                 _stage_columns(call.gelu, part)))
+        elif call.raw:
             jobs.append(EngineJob(x, np.ascontiguousarray(w[:, part]), bias[part]))
         else:
             jobs.append(EngineJob(x, np.ascontiguousarray(w[:, part]), bias[part],
                                   call.multiplier.numpy()[part], call.shift.numpy()[part]))
     return jobs
+
+
+def _stage_columns(stage: GeluStage, part: slice) -> GeluStage:
+    """A GELU stage's parameters of the columns ``part`` (per-tensor ones as they are)."""
+    def cut(params: RequantParams) -> RequantParams:
+        return RequantParams(*(value[part] if torch.is_tensor(value) and value.numel() > 1
+                               else value for value in (params.multiplier, params.shift)))
+    return dataclasses.replace(stage, into=cut(stage.into), out=cut(stage.out))
 
 
 def _engine_result(jobs: list[EngineJob], words: list[np.ndarray], rows: int, cols: int
@@ -273,6 +301,8 @@ class RtlUnits:
                 return golden
             result, cycles = self._engine_call(call)
             unit = "engine"
+        elif not isinstance(call, LAYER_CALLS):       # a unit not on the RTL here (softmax)
+            return golden
         else:
             result, cycles = self._layer_call(call)
             unit = "update" if isinstance(call, UpdateCall) else "adapter"
@@ -328,14 +358,14 @@ def replay_calls(cfg: FinetuneConfig, hidden: int, ffn: int, calls: list, *,
                  ) -> tuple[list[torch.Tensor | None], dict]:
     """Play the recorded ``calls`` in order on the RTL: the ZO-layer calls as one host
     program on the layer, the engine calls (``rtl == "all"``) as one on the engine. Returns
-    each call's RTL result (None for an engine call left to the golden model) and
+    each call's RTL result (None for a call left to the golden model) and
     ``{"layer_jobs", "engine_jobs"}`` (the jobs' counters)."""
     check_rtl_limits(cfg, rtl, hidden, ffn)
     max_cycles = job_cycle_bound(cfg, rtl, hidden, ffn)
     layer = cfg.layer_design(hidden, ffn)
     results: list[torch.Tensor | None] = [None] * len(calls)
     info = {"layer_jobs": [], "engine_jobs": []}
-    layer_indices = [i for i, call in enumerate(calls) if not isinstance(call, EngineCall)]
+    layer_indices = [i for i, call in enumerate(calls) if isinstance(call, LAYER_CALLS)]
     if layer_indices:
         target = layer_target(layer)
         specs, data = [], {}

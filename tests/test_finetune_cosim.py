@@ -14,8 +14,8 @@ from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, 
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.train import ZoFinetune, prepare
 from zoforge.golden.models import tiny_encoder
-from zoforge.sim.finetune_cosim import (CallMismatch, RtlUnits, check_call, check_rtl_limits,
-                                        replay_calls)
+from zoforge.sim.finetune_cosim import (LAYER_CALLS, CallMismatch, RtlUnits, call_kind,
+                                        check_call, check_rtl_limits, replay_calls)
 
 CFG = FinetuneConfig(blocks=1, seq_len=8, batch=2, queries=2, n_train=40, n_test=20,
                      calibration=8, rank=4, engine_rows=4, engine_cols=4)
@@ -51,16 +51,48 @@ def test_step_on_verilator_is_bit_exact(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "all") as units:
         rtl_step(prepared, units, record)
-        assert units.rtl_calls == len(calls)
+        # every engine and ZO-layer call on the RTL (a SoftmaxCall: the golden model's)
+        assert units.rtl_calls == sum(isinstance(call, (EngineCall, *LAYER_CALLS))
+                                      for call in calls)
         by_name = dict(units.cycles_by_name)
         cycles = units.take_cycles()
         assert units.take_cycles() == 0
     assert any(m.abs().sum() > 0 for m in record.masters.values())   # the step moved
     kinds = {type(call) for call in calls}
-    assert kinds == {EngineCall, AdapterCall, UpdateCall}
+    assert kinds >= {EngineCall, AdapterCall, UpdateCall}
     assert cycles == sum(by_name.values()) > 0
     assert {"block0.query adapter", "block0.value update", "head engine"} <= set(by_name)
     print(f"cycles of one step: {cycles}; per call: {by_name}")
+
+
+@pytest.fixture(scope="module")
+def integer_step():
+    """``nonlinear`` integer: ffn_in's call is the engine's GELU job; the golden step and
+    its calls."""
+    cfg = dataclasses.replace(CFG, nonlinear="integer")
+    model = tiny_encoder(hidden=HIDDEN, layers=1, heads=2, intermediate=FFN)
+    prepared = prepare(cfg, model_and_tokenizer=model)
+    units = GoldenUnits(cfg.generator().golden(), cfg.layer_rows, record=True)
+    return cfg, prepared, ZoFinetune(prepared, "int8", units=units).step(), units.log
+
+
+@pytest.mark.slow
+def test_integer_nonlinear_step_with_gelu_jobs_on_verilator_is_bit_exact(integer_step):
+    """``--rtl all`` with ``nonlinear`` integer: the GELU jobs (``engine gelu``) run on the
+    engine's GELU path, and the whole step equals the golden one."""
+    cfg, prepared, record, calls = integer_step
+    gelu_calls = [call for call in calls if isinstance(call, EngineCall) and call.gelu]
+    assert gelu_calls and {call_kind(call) for call in gelu_calls} == {"engine gelu"}
+    with RtlUnits(cfg, HIDDEN, FFN, "all") as units:
+        assert units.engine_cosim.config.gelu
+        rtl = ZoFinetune(prepared, "int8", units=units).step()
+        on_rtl = [call for call in calls if isinstance(call, (EngineCall, *LAYER_CALLS))]
+        assert units.rtl_calls == len(on_rtl)        # a SoftmaxCall: the golden model's
+        by_name = dict(units.cycles_by_name)
+    assert rtl.grads == record.grads and rtl.losses == record.losses
+    for name, master in record.masters.items():
+        assert torch.equal(rtl.masters[name], master), name
+    assert by_name[f"{gelu_calls[0].name} engine"] > 0
 
 
 @pytest.mark.slow
@@ -69,7 +101,7 @@ def test_adapters_only_leaves_the_engine_to_the_golden(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "adapters") as units:
         rtl_step(prepared, units, record)
-        assert units.rtl_calls == sum(not isinstance(c, EngineCall) for c in calls)
+        assert units.rtl_calls == sum(isinstance(c, LAYER_CALLS) for c in calls)
         assert units.engine is None
 
 
@@ -122,5 +154,8 @@ def test_step_replayed_on_icarus_is_bit_exact(golden_step):
     outputs, info = replay_calls(CFG, HIDDEN, FFN, calls, simulator="icarus")
     golden = GoldenUnits(CFG.generator().golden(), CFG.layer_rows)
     for index, (call, rtl) in enumerate(zip(calls, outputs)):
+        if rtl is None:          # a SoftmaxCall: not on the RTL here
+            assert not isinstance(call, (EngineCall, *LAYER_CALLS)), index
+            continue
         check_call(call, index, rtl, golden(call))
     assert len(info["layer_jobs"]) > 0 and len(info["engine_jobs"]) > 0
