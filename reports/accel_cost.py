@@ -7,8 +7,8 @@ every number with its source label:
   :func:`zoforge.hw.engine.cycles.engine_job_cycles`; the ZO layer:
   :func:`zoforge.hw.zolayer.cycles.job_cycles`); a phase's cycles are its critical path,
   the busiest unit's jobs one after the other (the units work side by side); the step's
-  cycles are the phases' sum. A GELU job (``gemm-gelu``) takes the engine model's cycles of
-  its shape (the GELU stages add latency, not beats); a softmax job (a softmax unit's M
+  cycles are the phases' sum. A GELU job (``gemm-gelu``) takes the engine model's cycles
+  with its GELU latency (``engine_job_cycles(..., gelu=True)``); a softmax job (a softmax unit's M
   rows of L keys) the unit's model, :func:`softmax_job_cycles`, at the softmax units' own
   clock (their yosys-estimate Fmax, below the engines': a clock domain of their own behind
   their streams, ``softmax_mhz``). A unit's next job starts when the last ends (no gaps: the host
@@ -183,7 +183,8 @@ def softmax_job_cycles(config, rows: int, length: int) -> int:
 def job_cycles_of(accel, job) -> int:
     """Cycles of one scheduled job from its unit's own model (one source each)."""
     if job.unit == ENGINE:
-        return engine_job_cycles(accel.engine_config(), job.m, job.k, job.n)
+        gelu = job.kind == "gemm-gelu"
+        return engine_job_cycles(accel.engine_config(gelu), job.m, job.k, job.n, gelu)
     if job.unit == SOFTMAX:
         return softmax_job_cycles(accel.softmax_config(), job.m, job.n)
     return job_cycles(accel.layer_config(), job.kind, job.m, job.k, job.n, job.r, job.query)
@@ -196,8 +197,9 @@ def transfer_bytes(accel, transfer) -> tuple[int, int]:
         moved = softmax_stream_bytes(accel.softmax_config(), t.m, t.n)
         return t.payload_bytes, moved["p" if t.write else "scores"]
     if t.unit == ENGINE:
-        parts = engine_stream_parts(accel.engine_config(), max(t.m, 1), max(t.k, 1),
-                                    max(t.n, 1), raw=t.raw, per_channel=not t.raw)
+        parts = engine_stream_parts(accel.engine_config(t.gelu), max(t.m, 1), max(t.k, 1),
+                                    max(t.n, 1), raw=t.raw, per_channel=not t.raw,
+                                    gelu=t.gelu)
         return t.payload_bytes, parts[t.role]
     job = {"x": "load_x", "w": "load_w", "a": "load_a", "master": "load_master",
            "y": "branch"}[t.role]

@@ -76,17 +76,26 @@ def test_cosim_runs_each_unit_bit_exact():
     assert (result["engines"], result["layers"]) == (SMALL.engines, SMALL.layers)
 
 
-#: SMALL with two softmax units (4 lanes, rows of up to 8 keys).
-WITH_SOFTMAX = SMALL.replace(engines=1, softmax_units=2, softmax_lanes=4, softmax_max_len=8)
+#: SMALL with its first engine a GELU engine and two softmax units (4 lanes, rows of up to
+#: 8 keys).
+WITH_SOFTMAX = SMALL.replace(gelu_engines=1, softmax_units=2, softmax_lanes=4,
+                             softmax_max_len=8)
 
 
-def test_softmax_units_declared_and_their_memories():
+def test_nonlinear_units_declared_and_their_memories():
     from zoforge.hw.accel.top import accelerator_units
+    from zoforge.hw.engine.designs import engine_memories
     from zoforge.hw.softmax.designs import softmax_memories
     units = accelerator_units(WITH_SOFTMAX)
-    assert [(u.design, u.count) for u in units.units] == [("engine", 1), ("zo-layer", 1),
-                                                          ("softmax", 2)]
-    assert units.units[2].config == WITH_SOFTMAX.softmax_config()
+    assert [(u.design, u.count) for u in units.units] == [
+        ("engine", 1), ("engine", 1), ("zo-layer", 1), ("softmax", 2)]
+    assert [u.config.gelu for u in units.units[:2]] == [False, True]
+    assert units.units[3].config == WITH_SOFTMAX.softmax_config()
+    memories = accelerator_memories(WITH_SOFTMAX)
+    for index, gelu in ((0, True), (1, False)):           # engine 0 the GELU engine
+        own = engine_memories(WITH_SOFTMAX.engine_config(gelu))
+        assert {name.split(".", 1)[1] for name in memories
+                if name.startswith(f"engine_{index}.")} == set(own)
     assert [u.design for u in accelerator_units(SMALL).units] == ["engine", "zo-layer"]
     memories = accelerator_memories(WITH_SOFTMAX)
     own = softmax_memories(WITH_SOFTMAX.softmax_config())
@@ -104,8 +113,10 @@ def test_softmax_units_ports_and_lint():         # generating the Verilog: ~5-15
     from zoforge.sim.lint import lint_verilog
     design = elaborate_accelerator(WITH_SOFTMAX)
     text = to_verilog(design.top, design.name)
-    assert design.name == "accel_1x4x4p_1x4x4_2s4"
-    assert design.facts["dsp"] == WITH_SOFTMAX.dsp == (8 + 8) + (16 + 8 + 16) + 2 * 8
+    assert design.name == "accel_2x4x4p_1x4x4_1g_2s4"
+    # 2 engines x (8 pairs + 8 requantizer), the GELU one 4 x (3 + 2) more, the layer 40,
+    # 2 softmax units x 4 lanes x 2
+    assert design.facts["dsp"] == WITH_SOFTMAX.dsp == 2 * 16 + 20 + 40 + 2 * 8
     modules = re.findall(r"^module \\?(\S+)", text, re.M)
     for unit in ("softmax_0", "softmax_1"):
         assert any(name.endswith("." + unit) for name in modules)

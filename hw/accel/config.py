@@ -116,8 +116,9 @@ class AcceleratorConfig(Config):
         if self.paired and not board.packs_int8_pairs:
             raise ConfigError("paired", f"false on board {self.board} (family {board.family}: "
                               "no DSP48E2, so no two INT8 products per multiplier)", True)
-        for prefix, build in (("engine_", self.engine_config), ("layer_", self.layer_config),
-                              ("softmax_", self.softmax_config)):
+        for prefix, build in (("engine_", self.engine_config),
+                              ("engine_", lambda: self.engine_config(self.gelu_engines > 0)),
+                              ("layer_", self.layer_config), ("softmax_", self.softmax_config)):
             try:
                 build()
             except ConfigError as error:
@@ -129,11 +130,12 @@ class AcceleratorConfig(Config):
                   "n_rng": "layer_rows"}
         return shared.get(unit_field, prefix + unit_field)
 
-    def engine_config(self) -> EngineConfig:
-        """The one GEMM engine the accelerator replicates ``engines`` times."""
+    def engine_config(self, gelu: bool = False) -> EngineConfig:
+        """The GEMM engine the accelerator replicates ``engines`` times, with the GELU job
+        mode (``gelu``: the first ``gelu_engines`` of them) or without."""
         return EngineConfig(rows=self.engine_rows, cols=self.engine_cols,
                             max_m=self.engine_max_m, max_k=self.engine_max_k,
-                            max_n=self.engine_max_n, paired=self.paired)
+                            max_n=self.engine_max_n, paired=self.paired, gelu=gelu)
 
     def softmax_config(self) -> SoftmaxConfig:
         """The one softmax unit the accelerator replicates ``softmax_units`` times."""
@@ -162,7 +164,7 @@ class AcceleratorConfig(Config):
     @property
     def gelu_dsp(self) -> int:
         """DSP blocks a GELU engine adds to a plain one (:data:`GELU_PRODUCTS` a column)."""
-        return GELU_PRODUCTS * self.engine_cols
+        return engine_dsp(self.engine_config(gelu=True)) - self.engine_dsp
 
     @property
     def softmax_dsp(self) -> int:
@@ -184,8 +186,10 @@ class AcceleratorConfig(Config):
 
 def engine_dsp(config: EngineConfig) -> int:
     """DSP blocks of one GEMM engine: its array's ``multipliers`` and the requantizer's
-    :data:`REQUANT_PRODUCTS` per output column."""
-    return config.multipliers + REQUANT_PRODUCTS * config.cols
+    :data:`REQUANT_PRODUCTS` per output column (with the GELU job mode
+    :data:`GELU_PRODUCTS` more a column)."""
+    return (config.multipliers + REQUANT_PRODUCTS * config.cols
+            + (GELU_PRODUCTS * config.cols if config.gelu else 0))
 
 
 def softmax_dsp(lanes: int, min_scale: float = MINILM_MIN_SCALE) -> int:

@@ -177,6 +177,8 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
     layer = _unit_resources(fit["layer"], config.layer_rows, config.layer_cols,
                             config.layer_dsp, layer_memories(config.layer_config()))
     gelu = _nonlinear_resources("gelu", config.engine_cols, config.gelu_dsp, ())
+    gelu["BRAM18"] = sum(_bram18(m.words, m.bits) for m in engine_memories(
+        config.engine_config(gelu=True)).values()) - engine["BRAM18"]
     softmax = _nonlinear_resources("softmax", config.softmax_lanes, config.softmax_dsp,
                                    [(m.words, m.bits) for m in softmax_memories(
                                        config.softmax_config()).values()])

@@ -123,8 +123,9 @@ class Job:
 @dataclass(frozen=True)
 class Transfer:
     """One operand moved between DDR and the units, once: ``role`` (x, w, a, master, y,
-    tables) of a ``unit`` job of shape ``m, k, n, r`` (``raw``: int32 results),
-    ``write`` (to DDR) or read, taken by ``receivers`` units from the same beats."""
+    tables) of a ``unit`` job of shape ``m, k, n, r`` (``raw``: int32 results; ``gelu``: a
+    GELU job's), ``write`` (to DDR) or read, taken by ``receivers`` units from the same
+    beats."""
 
     name: str
     role: str
@@ -136,20 +137,21 @@ class Transfer:
     raw: bool = False
     write: bool = False
     receivers: int = 1
+    gelu: bool = False
 
     @property
     def payload_bytes(self) -> int:
         """The values at their width, packed: int8 X, W, A, Y; int32 raw or ZO-layer Y;
         the 24-bit master in 3 bytes; per column an int32 bias (and for an int8 result a
-        multiplier and a shift; a GELU job's, ``r`` 1, its second requantizer's multiplier
-        and shift too); a softmax job's int32 scores in, int8 P out (M x N)."""
+        multiplier and a shift; a GELU job's its second requantizer's multiplier and shift
+        too); a softmax job's int32 scores in, int8 P out (M x N)."""
         m, k, n, r = self.m, self.k, self.n, self.r
         if self.unit == SOFTMAX:
             return {"x": 4 * m * n, "y": m * n}[self.role]
         wide = self.raw or self.unit == LAYER
         return {"x": m * k, "w": k * n, "a": k * r, "master": 3 * r * n,
                 "y": m * n * (4 if wide else 1),
-                "tables": 4 * n * (1 if self.raw else 3 + 2 * r)}[self.role]
+                "tables": 4 * n * (1 if self.raw else 3 + 2 * self.gelu)}[self.role]
 
 
 @dataclass(frozen=True)
@@ -265,10 +267,11 @@ class _Builder:
                 self.jobs.append(Job(ENGINE, replica, kind, rows, k, cols, 0, branches, name,
                                      rows=(row, row + rows)))
                 self.transfers += [
-                    Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
-                    Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, int(gelu),
-                             raw=raw),
-                    Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=raw, write=True)]
+                    Transfer(f"{name}.w", "w", ENGINE, rows, k, cols, gelu=gelu),
+                    Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=raw,
+                             gelu=gelu),
+                    Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=raw, write=True,
+                             gelu=gelu)]
             row += rows
 
     def attention_jobs(self, name: str, count: int, m: int, k: int, n: int,

@@ -8,13 +8,16 @@ port): the top's ports are arrays of the units' own interfaces, ``engines[i]``,
 ``layers[i]`` and (with softmax units) ``softmax[i]``, each with its AXI4-Lite target
 (``s_axil``), its AXI4-Stream input and output and its ``irq`` (Verilog
 ``engines__0__s_axis__tdata`` ...). One clock domain (``sync``) for all: the price's
-softmax units at their own clock (``reports/accel_cost.design_clocks``) are not built yet. The host drives each unit as it drives
+softmax units at their own clock (``reports/accel_cost.design_clocks``) are not built yet.
+Engines ``0 .. gelu_engines - 1`` are built with the GELU job mode (``EngineConfig.gelu``: the
+same ports, more registers). The host drives each unit as it drives
 one alone (its register map, its stream protocol): the schedule (:mod:`.schedule`) splits
 the work into jobs each unit already runs, so every unit's co-simulation still holds.
 
 :func:`accelerator_units` declares the units to ``zoforge build`` (``Design.units``): one
-engine x ``engines``, one ZO layer x ``layers`` and one softmax unit x ``softmax_units``,
-with the planner's margins; the top adds no logic of its own.
+engine x ``engines`` (a GELU engine x ``gelu_engines`` of them), one ZO layer x ``layers``
+and one softmax unit x ``softmax_units``, with the planner's margins; the top adds no logic
+of its own.
 """
 from __future__ import annotations
 
@@ -43,8 +46,9 @@ class Accelerator(wiring.Component):
 
     def __init__(self, config: AcceleratorConfig):
         self.config = config
-        engine, layer = config.engine_config(), config.layer_config()
-        self.engine_units = [elaborate_engine(engine).top for _ in range(config.engines)]
+        layer = config.layer_config()
+        self.engine_units = [elaborate_engine(config.engine_config(i < config.gelu_engines)).top
+                             for i in range(config.engines)]
         layers = [elaborate_layer(layer) for _ in range(config.layers)]
         self.layer_units = [design.top for design in layers]
         self.memory_files = layers[0].memory_files
@@ -65,6 +69,7 @@ class Accelerator(wiring.Component):
         dsp`)."""
         config = self.config
         facts = {"dsp": config.dsp, "engine_dsp": config.engine_dsp,
+                 "gelu_engines": config.gelu_engines,
                  "layer_dsp": config.layer_dsp, "array_multipliers": config.array_multipliers,
                  "engine": self.engine_units[0].facts, "layer": self.layer_units[0].facts}
         if self.softmax_units:
@@ -85,12 +90,14 @@ class Accelerator(wiring.Component):
 
 
 def accelerator_name(config: AcceleratorConfig) -> str:
-    """The Verilog top name: ``accel_<E>x<R>x<C>[p]_<L>x<R>x<C>[_<S>s<lanes>]``."""
+    """The Verilog top name: ``accel_<E>x<R>x<C>[p]_<L>x<R>x<C>[_<G>g][_<S>s<lanes>]`` (G
+    GELU engines, S softmax units)."""
     pairs = "p" if config.paired else ""
+    gelu = f"_{config.gelu_engines}g" if config.gelu_engines else ""
     softmax = (f"_{config.softmax_units}s{config.softmax_lanes}" if config.softmax_units
                else "")
     return (f"accel_{config.engines}x{config.engine_rows}x{config.engine_cols}{pairs}_"
-            f"{config.layers}x{config.layer_rows}x{config.layer_cols}{softmax}")
+            f"{config.layers}x{config.layer_rows}x{config.layer_cols}{gelu}{softmax}")
 
 
 def elaborate_accelerator(config: AcceleratorConfig) -> Elaborated:
@@ -105,13 +112,13 @@ def accelerator_memories(config: AcceleratorConfig) -> dict[str, MemorySize]:
     """Every unit's memories (``engine_0.x_buffer`` ...), sized from the configuration; the
     fields sizing each are the accelerator's (``engine_max_m`` ...), and the unit count."""
     out = {}
-    for prefix, count, memories in (("engine", config.engines,
-                                     engine_memories(config.engine_config())),
-                                    ("layer", config.layers,
-                                     layer_memories(config.layer_config())),
-                                    ("softmax", config.softmax_units,
-                                     softmax_memories(config.softmax_config()))):
-        for index in range(count):
+    engines = [engine_memories(config.engine_config(i < config.gelu_engines))
+               for i in range(config.engines)]
+    for prefix, units in (("engine", engines),
+                          ("layer", [layer_memories(config.layer_config())] * config.layers),
+                          ("softmax", [softmax_memories(config.softmax_config())]
+                           * config.softmax_units)):
+        for index, memories in enumerate(units):
             for name, size in memories.items():
                 sized_by = tuple(f"{prefix}_{field}" for field in size.sized_by)
                 count_field = "softmax_units" if prefix == "softmax" else f"{prefix}s"
@@ -124,8 +131,10 @@ def accelerator_units(config: AcceleratorConfig) -> Units:
     """The distinct units (design ``engine`` x ``engines``, ``zo-layer`` x ``layers``,
     ``softmax`` x ``softmax_units`` where there are any) and the planner's margins
     (:data:`~zoforge.hw.accel.plan.MARGINS`)."""
-    units = [Unit("engine", config.engine_config(), config.engines),
-             Unit("zo-layer", config.layer_config(), config.layers)]
+    plain = config.engines - config.gelu_engines
+    units = [Unit("engine", config.engine_config(gelu), count)
+             for gelu, count in ((False, plain), (True, config.gelu_engines)) if count]
+    units.append(Unit("zo-layer", config.layer_config(), config.layers))
     if config.softmax_units:
         units.append(Unit("softmax", config.softmax_config(), config.softmax_units))
     return Units(units=tuple(units), margins=dict(MARGINS))
