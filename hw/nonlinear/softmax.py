@@ -104,7 +104,7 @@ import math
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from amaranth import Array, C, Cat, Module, Mux, Signal, signed, unsigned
+from amaranth import C, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -197,6 +197,14 @@ def _greater(a, b):
     with a LUT between)."""
     top = len(a) - 1
     return Cat(a[:top], ~a[top]) > Cat(b[:top], ~b[top])
+
+
+def _pick(values: list, index):
+    """``values[index]`` (signals of one shape) as a shift of their concatenation: a
+    continuous assignment in the Verilog, not an ``always @*`` case, which Icarus leaves at
+    X where none of its inputs changes after time 0 (the slots' flags of an idle unit)."""
+    word = Cat(*values).word_select(index, len(values[0]))
+    return word.as_signed() if values[0].shape().signed else word
 
 
 def sum_levels(lanes: int) -> int:
@@ -366,7 +374,7 @@ class SoftmaxUnit(wiring.Component):
         i, ptr = self.i, Signal(_SLOT_BITS, name="in_slot")
         index = Signal(self.index_bits, name="in_index")
         free = Signal(name="in_free")
-        m.d.comb += [free.eq(~Array(self.loaded)[ptr]), i.ready.eq(free)]
+        m.d.comb += [free.eq(~_pick(self.loaded, ptr)), i.ready.eq(free)]
         taken = i.valid & free
         end = i.payload.last | (index == self.max_beats - 1)
         word = Cat(*(Cat(i.payload.q[l], i.payload.keep[l]) for l in range(lanes)))
@@ -471,8 +479,8 @@ class SoftmaxUnit(wiring.Component):
         lanes, w, cfg = self.lanes, self.widths, self.config
         slot = Signal(_SLOT_BITS, name="exp_slot")
         index = Signal(self.index_bits, name="exp_index")
-        ready = Array(self.reduced)[slot] & (Array(self.estate)[slot] == 0)
-        final = Array(self.q_last)[slot]
+        ready = _pick(self.reduced, slot) & (_pick(self.estate, slot) == 0)
+        final = _pick(self.q_last, slot)
         last = index == final
         issue = Signal(name="exp_issue")
         m.d.comb += [issue.eq(ready), self._rows_r.addr.eq(Cat(index, slot))]
@@ -499,7 +507,7 @@ class SoftmaxUnit(wiring.Component):
         m.d.sync += [d.eq(s) for d, s in zip(valid[1:] + tags[1:], valid[:-1] + tags[:-1])]
         top = Signal(signed(self.q_bits), name="exp_top_s1", reset_less=True)
         top2 = Signal(signed(self.q_bits), name="exp_top_s2", reset_less=True)
-        m.d.sync += [top.eq(Array(self.top)[slot]), top2.eq(top)]
+        m.d.sync += [top.eq(_pick(self.top, slot)), top2.eq(top)]
         es = []
         for lane in range(lanes):
             es.append(self._exp_lane(m, lane, top2, clamp))
@@ -605,7 +613,7 @@ class SoftmaxUnit(wiring.Component):
         rem = Signal(w.sum, name="div_rem", reset_less=True)
         quotient = Signal(bits, name="quotient", reset_less=True)
         zero = Signal(name="div_zero", reset_less=True)
-        state, total = Array(self.estate)[ptr], Array(self.sums)[ptr]
+        state, total = _pick(self.estate, ptr), _pick(self.sums, ptr)
         # the dividend's bits below the quotient's are 0 (bits <= SOFTMAX_FRAC), and its
         # top part levels 2^(30 - bits) < 2^14 <= sum: the quotient fits ``bits`` bits
         assert bits <= SOFTMAX_FRAC
@@ -639,9 +647,9 @@ class SoftmaxUnit(wiring.Component):
         ptr = Signal(_SLOT_BITS, name="out_slot")
         index = Signal(self.index_bits, name="out_index")
         issue = SimpleNamespace(valid=Signal(name="out_want"), ready=Signal(name="out_credit"))
-        m.d.comb += issue.valid.eq(Array(self.estate)[ptr] == 3)
+        m.d.comb += issue.valid.eq(_pick(self.estate, ptr) == 3)
         taken = add_credits(m, issue, self.o, BUFFER_BEATS)
-        last = index == Array(self.e_last)[ptr]
+        last = index == _pick(self.e_last, ptr)
         m.d.comb += self._exps_r.addr.eq(Cat(index, ptr))
         with m.If(taken):
             m.d.sync += [index.eq(Mux(last, 0, index + 1)), ptr.eq(ptr + last)]
@@ -654,7 +662,7 @@ class SoftmaxUnit(wiring.Component):
         m.d.sync += [d.eq(s) for d, s in zip(valid[1:] + lasts[1:], valid[:-1] + lasts[:-1])]
         recip1 = Signal(w.recip, name="out_recip_s1", reset_less=True)
         recip = Signal(w.recip, name="out_recip_s2", reset_less=True)
-        m.d.sync += [recip1.eq(Array(self.recips)[ptr]), recip.eq(recip1)]
+        m.d.sync += [recip1.eq(_pick(self.recips, ptr)), recip.eq(recip1)]
         row = Signal(output_layout(lanes, self.levels), name="out_row")
         m.d.comb += row.last.eq(lasts[-1])
         half = 1 << (SOFTMAX_FRAC - 1)

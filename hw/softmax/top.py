@@ -45,7 +45,7 @@ the streams and the unit (a beat's ``keep`` and ``last`` from the key mask and L
 """
 from __future__ import annotations
 
-from amaranth import Array, C, Cat, Module, Signal
+from amaranth import C, Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -112,7 +112,8 @@ class SoftmaxBusUnit(wiring.Component):
         left = Signal(len(regs.length), name="in_left")      # keys of the row not yet in
         chunks = [Cat(*(regs.mask[j * lanes + l] if j * lanes + l < c.max_len else C(0, 1)
                         for l in range(lanes))) for j in range(c.max_beats)]
-        chunk = Array(chunks)[beat]
+        # a shift, not an Array (Icarus: zoforge.hw.nonlinear.softmax._pick)
+        chunk = Cat(*chunks).word_select(beat, lanes)
         last = (left <= lanes) | (beat == c.max_beats - 1)
         i = unit.i
         m.d.comb += [i.valid.eq(s.tvalid & taking), s.tready.eq(i.ready & taking),
