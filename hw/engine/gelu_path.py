@@ -13,7 +13,8 @@ Per output column ``n`` (a lane), with the semantics of
 
 With ``gelu`` low (or ``raw`` high) the path is the requantizer alone, as in a build
 without ``gelu``: the same values and cycles. ``gelu`` and the configuration inputs must not
-change while rows are in flight (the register file changes them only while idle).
+change while rows are in flight (the register file changes them only while idle); the path
+follows ``gelu`` and ``raw`` a cycle later (a register).
 
 The rows (``i``, :func:`row_layout`) carry the second requantizer's per-column multiplier
 and shift (``out_mult``, ``out_shift``: side reads of the output stage, like the first
@@ -80,8 +81,10 @@ class GeluPath(wiring.Component):
         m.submodules.out = out = RequantStream(lanes)
         m.submodules.params = params = SyncFIFOBuffered(
             width=lanes * (MULT_BITS + SHIFT_BITS), depth=PARAM_ROWS)
-        active = Signal()          # a GELU job: gelu, not raw
-        m.d.comb += active.eq(self.gelu & ~mode.raw)
+        # a GELU job: gelu, not raw; a register (the mode bits change only while idle, rows
+        # come many cycles after a job's start), so no logic between them and the muxes
+        active = Signal()
+        m.d.sync += active.eq(self.gelu & ~mode.raw)
 
         # rows -> the requantizer (its parameters, mode); the GELU job's OUT_* to the FIFO
         i = self.i
