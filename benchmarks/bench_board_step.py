@@ -246,8 +246,8 @@ def main() -> None:
 #: The nonlinear units priced beside the search's choice (gelu_engines, softmax_units,
 #: softmax_lanes): on the planned integer design's arrays and layer, the engines re-planned
 #: around them.
-NONLINEAR_OPTIONS = ((0, 0, 8), (0, 1, 8), (0, 1, 16), (0, 2, 8), (0, 2, 16), (1, 0, 8),
-                     (1, 1, 8), (2, 1, 8), (4, 1, 8), (4, 0, 8))
+NONLINEAR_OPTIONS = ((0, 0, 8), (0, 1, 8), (0, 1, 16), (0, 2, 7), (0, 2, 8), (0, 2, 16),
+                     (0, 3, 5), (1, 0, 8), (1, 1, 8), (2, 1, 8), (4, 1, 8), (4, 0, 8))
 
 
 def _nonlinear_options(cfg, shape, board, design) -> None:

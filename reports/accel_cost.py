@@ -69,7 +69,7 @@ from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
            "softmax_job_cycles", "design_clocks", "fastest_accelerator", "LAYER_COLS_TRIED",
-           "SOFTMAX_UNITS_TRIED", "SOFTMAX_LANES_TRIED",
+           "SOFTMAX_UNITS_TRIED", "SOFTMAX_LANES_TRIED", "MOST_SOFTMAX_LANES",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
            "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
            "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE"]
@@ -371,9 +371,11 @@ def _attention_on_engines(price: StepPrice) -> float:
 #: The ZO layer widths (columns: tokens side by side) :func:`fastest_accelerator` tries.
 LAYER_COLS_TRIED = (4, 8, 16)
 #: The softmax unit counts and lanes :func:`fastest_accelerator` tries (nonlinear integer,
-#: attention on the engines).
+#: attention on the engines), and the most lanes of its widest units beside the plain
+#: design's engines.
 SOFTMAX_UNITS_TRIED = (0, 1, 2, 3)
 SOFTMAX_LANES_TRIED = (8, 16)
+MOST_SOFTMAX_LANES = 16
 
 
 def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, float, str]:
@@ -413,7 +415,9 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     ``cfg.nonlinear`` ``integer``, then, that design's arrays and layer with each count and
     width of softmax units (:data:`SOFTMAX_UNITS_TRIED`, :data:`SOFTMAX_LANES_TRIED`, with
     the attention on the engines), the
-    engines re-planned around them, each without GELU engines and with every engine one
+    engines re-planned around them, and for each count the widest units (at most
+    :data:`MOST_SOFTMAX_LANES` lanes) that fit beside the plain design's engines as they
+    are; each without GELU engines and with every engine one
     (the most that fit; a part of them would take ffn_in's whole map alone: MiniLM with 1
     GELU engine of 5 is 1.8 times slower than with none, docs/accelerator-cost.md). The planner sizes for
     resources; this picks among its answers by time (the step with ``cfg.attention`` and
@@ -421,16 +425,16 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     way FINN folds to a throughput. Designs that do not fit are skipped; none fitting: the
     planner's one-line error for the narrowest layer."""
     # the planner (Amaranth's unit designs for their memories) only when planning
-    from zoforge.hw.accel.plan import plan_accelerator
+    from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
     fixed = {"layers": 1, "layer_rows": cfg.layer_rows}
     if mapping == "split":
         fixed["layer_max_k"] = shape.rank
     best, best_s, first_error = None, None, None
 
-    def consider(**fields) -> bool:
+    def consider(accel=None, **fields) -> bool:
         nonlocal best, best_s, first_error
         try:
-            accel = plan_accelerator(board, shape, **fixed, **fields)
+            accel = accel or plan_accelerator(board, shape, **fixed, **fields)
         except ConfigError as error:
             first_error = first_error or error
             return False
@@ -449,6 +453,15 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
         softmax = [(units, lanes) for units in SOFTMAX_UNITS_TRIED
                    for lanes in (SOFTMAX_LANES_TRIED if units else (8,))
                    if units == 0 or cfg.attention == "engines"]
+        plain, limits = best, budget(board)
+
+        def fits(accel) -> bool:
+            total = estimate_resources(accel)["total"]
+            return all(total[key] <= limit for key, limit in limits.items())
+        for units in SOFTMAX_UNITS_TRIED[1:] if cfg.attention == "engines" else ():
+            widest = [plain.replace(softmax_units=units, softmax_lanes=lanes)
+                      for lanes in range(MOST_SOFTMAX_LANES, 0, -1)]
+            consider(next((accel for accel in widest if fits(accel)), None) or plain)
         for units, lanes in softmax:
             if units:
                 consider(softmax_units=units, softmax_lanes=lanes, **arrays)
