@@ -342,7 +342,8 @@ SERIAL_SOURCE = "cycle-model + arm-estimate, host serial"
 BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax",
                    "seconds_source", "board_serial_seconds_per_step", "serial_source",
                    "board_fabric_seconds_per_step", "board_host_seconds_per_step",
-                   "board_host_exposed_seconds_per_step", "board_host_source", "fmax_mhz", "fmax_source", "dsp", "gops_per_dsp",
+                   "board_host_exposed_seconds_per_step", "board_host_source", "fmax_mhz",
+                   "fmax_source", "dsp", "gops_per_dsp",
                    "ddr_bytes_per_step", "ddr_stream_bytes_per_step", "ddr_source", "tops",
                    "joules_per_step", "power_source", "tokens_per_second", "macs_per_step",
                    "accelerator", "attention_on_fabric_seconds_saved", "adapter_mapping")
@@ -417,10 +418,10 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     the attention on the engines), the
     engines re-planned around them, and for each count the widest units (at most
     :data:`MOST_SOFTMAX_LANES` lanes) that fit beside the plain design's engines as they
-    are; each without GELU engines and with every engine one
-    (the most that fit; a part of them would take ffn_in's whole map alone: MiniLM with 1
-    GELU engine of 5 is 1.8 times slower than with none, docs/accelerator-cost.md). The planner sizes for
-    resources; this picks among its answers by time (the step with ``cfg.attention`` and
+    are; each without GELU engines and with every engine one (the most that fit; a part of
+    them would take ffn_in's whole map alone: MiniLM with 1 GELU engine of 5 is 1.8 times
+    slower than with none, docs/accelerator-cost.md). The planner sizes for resources; this
+    picks among its answers by time (the step with ``cfg.attention`` and
     ``cfg.nonlinear`` at ``mhz``, default each design's clocks, :func:`design_clocks`), the
     way FINN folds to a throughput. Designs that do not fit are skipped; none fitting: the
     planner's one-line error for the narrowest layer."""

@@ -67,8 +67,8 @@ from dataclasses import dataclass
 from zoforge.errors import ConfigError, check_choice, check_int_range
 from zoforge.golden.finetune.config import ATTENTION_PRODUCTS, ATTENTIONS, NONLINEARS
 
-__all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "SOFTMAX", "Job", "Transfer", "Phase",
-           "Schedule", "step_schedule", "MAC_JOBS", "MAPPINGS"]
+__all__ = ["BLOCK_MAPS", "ADAPTED_ORDER", "ENGINE", "LAYER", "SOFTMAX", "Job", "Transfer",
+           "Phase", "Schedule", "step_schedule", "MAC_JOBS", "MAPPINGS"]
 
 ENGINE, LAYER, SOFTMAX = "engine", "zo-layer", "softmax"
 #: A BERT block's linear maps in the forward's order, with the tensor each reads
@@ -115,8 +115,9 @@ class Job:
     @property
     def macs(self) -> int:
         """Multiply-accumulates the job computes (0 for loads and walks)."""
-        return {"gemm": self.m * self.k * self.n, "gemm-raw": self.m * self.k * self.n,
-                "gemm-gelu": self.m * self.k * self.n, "frozen_w": self.m * self.k * self.n, "frozen_a": self.m * self.k * self.r,
+        mkn = self.m * self.k * self.n
+        return {"gemm": mkn, "gemm-raw": mkn, "gemm-gelu": mkn, "frozen_w": mkn,
+                "frozen_a": self.m * self.k * self.r,
                 "branch": self.m * self.r * self.n}.get(self.kind, 0)
 
 
