@@ -384,7 +384,8 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     that of its softmax units on ``board``: ``mhz`` for both when given; else the board's
     yosys-estimate Fmax of today's units (:data:`~zoforge.reports.step_price.UNIT_FIGURES`),
     at most the i-GELU lanes' where the design has GELU engines, and the softmax units' own
-    (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`)."""
+    (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`; the source names it where the
+    design has them)."""
     if mhz is not None:
         return mhz, mhz, "given"
     figures = UNIT_FIGURES.get(board)
@@ -396,7 +397,11 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]
         source = nonlinear["fmax_source"] + " (the i-GELU lanes of the GELU engines)"
-    return fmax, nonlinear["softmax_fmax_mhz"], source
+    softmax = nonlinear["softmax_fmax_mhz"]
+    if accel.softmax_units:
+        source += (f"; the softmax units at {softmax:g} MHz, their own clock "
+                   f"({nonlinear['fmax_source']})")
+    return fmax, softmax, source
 
 
 def _price(board, shape, accel, cfg, mapping: str, mhz: float | None) -> StepPrice:

@@ -246,6 +246,8 @@ def test_design_clocks():
     assert design_clocks("zcu102", ACCEL, 100.0) == (100.0, 100.0, "given")
     engines, softmax, source = design_clocks("zcu102", ACCEL.replace(softmax_units=1))
     assert (engines, softmax) == (302.21, 249.0) and "today's units" in source
+    assert "softmax units at 249 MHz, their own clock (yosys-estimate)" in source
+    assert "softmax" not in design_clocks("zcu102", ACCEL)[2]
     engines, _, source = design_clocks("zcu102", ACCEL.replace(gelu_engines=1))
     assert engines == 299.0 and "i-GELU" in source
     with pytest.raises(ConfigError) as error:
