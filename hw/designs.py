@@ -218,12 +218,7 @@ BUILTIN = (
                       "(AXI4-Lite/Stream)",
            configs="zoforge.hw.softmax.config:SoftmaxConfig",
            elaborate="zoforge.hw.softmax.designs:elaborate_softmax",
-           memories="zoforge.hw.softmax.designs:softmax_memories",
-           cosim="zoforge.sim.softmax_host:cosim_softmax",
-           cosim_options="zoforge.sim.softmax_host:SoftmaxCosimOptions",
-           cosim_help="random jobs (row lengths, rows, key masks, scales) through the "
-                      "softmax unit's RTL, checked bit-exact against int_softmax; prints "
-                      "JSON"),
+           memories="zoforge.hw.softmax.designs:softmax_memories"),
     Design("accelerator", "board-sized accelerator: GEMM engines and ZO layers side by side, "
                           "sized to the board (--board) or as given",
            configs="zoforge.hw.accel.config:AcceleratorConfig",

@@ -33,6 +33,11 @@ COSIMS: dict[str, dict] = {
         cosim_help="the board-sized accelerator's units (one GEMM engine with random GEMMs, "
                    "one ZO layer with ZO steps; the top passes their ports through), each "
                    "checked bit-exact against its golden model; prints JSON"),
+    "softmax": dict(
+        cosim="zoforge.sim.softmax_host:cosim_softmax",
+        cosim_options="zoforge.sim.softmax_host:SoftmaxCosimOptions",
+        cosim_help="random jobs (row lengths, rows, key masks, scales) through the softmax "
+                   "unit's RTL, checked bit-exact against int_softmax; prints JSON"),
     "zo-layer": dict(
         cosim="zoforge.sim.zolayer_cosim:cosim_layer",
         cosim_options="zoforge.sim.zolayer_cosim:ZoCosimOptions",

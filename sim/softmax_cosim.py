@@ -21,7 +21,7 @@ import torch
 
 from zoforge.errors import ConfigError
 from zoforge.golden.finetune.calls import GoldenUnits, SoftmaxCall
-from zoforge.golden.finetune.integer_ops import MAX_SCALE, SoftmaxParams
+from zoforge.golden.finetune.integer_params import MAX_SCALE, SoftmaxParams
 from zoforge.hw.nonlinear.softmax import LEVELS, softmax_registers
 from zoforge.hw.softmax.config import ROW_BITS, SCALES, SoftmaxConfig
 from zoforge.hw.softmax.cycles import softmax_job_cycles

@@ -46,6 +46,7 @@ import torch
 from zoforge.golden.finetune.calls import SoftmaxCall, run_raw_jobs
 from zoforge.golden.finetune.config import ATTENTION_PRODUCTS
 from zoforge.golden.finetune.integer_ops import INPUT_BITS, SoftmaxParams, int_softmax
+from zoforge.golden.finetune.integer_params import P_LEVELS
 from zoforge.golden.models import attention_bias
 
 __all__ = ["AttentionScales", "EngineAttention", "HostIntegerAttention",
@@ -54,8 +55,6 @@ __all__ = ["AttentionScales", "EngineAttention", "HostIntegerAttention",
 
 #: The softmax's call name in a block: ``block<b>.softmax``.
 SOFTMAX_CALL = "softmax"
-#: P's int8 levels: ``p8 = round(P * P_LEVELS)``, scale ``1 / P_LEVELS``.
-P_LEVELS = 127
 #: The integer units' wide inputs (:func:`quantize_wide`): ``|q| <= 2^15 - 1``.
 WIDE_LEVELS = 2 ** (INPUT_BITS - 1) - 1
 

@@ -52,50 +52,27 @@ along the last axis, per-channel ``weight``, ``bias``)::
 
 ``y`` in scale ``2^-(LN_FRAC + g)`` (:attr:`LayerNormParams.out_scale`); a constant row
 (D = 0) gives ``y = b_i``, as the float LayerNorm's ``bias``. (``round``: half to even.)
+
+The constants and the per-scale parameters of i-GELU and the softmax live in
+:mod:`.integer_params` (plain Python, for the RTL units), re-exported here.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 
-from zoforge.errors import ConfigError
+from zoforge.golden.finetune.integer_params import (ERF_A, ERF_B, ERF_BITS, EXP_BITS,
+                                                    EXP_COEFFS, EXP_SHIFTS, INPUT_BITS,
+                                                    ISQRT_STEPS, LN_FRAC, LN_RECIP,
+                                                    LN_WEIGHT_BITS, MAX_SCALE, MIN_SCALE,
+                                                    SOFTMAX_FRAC, GeluParams, SoftmaxParams,
+                                                    check_scale)
 
 __all__ = ["GeluParams", "SoftmaxParams", "LayerNormParams", "int_gelu", "int_softmax",
            "int_layernorm", "isqrt", "bit_length", "ERF_A", "ERF_B", "ERF_BITS",
            "EXP_COEFFS", "EXP_BITS", "EXP_SHIFTS", "SOFTMAX_FRAC", "LN_FRAC", "LN_RECIP",
            "LN_WEIGHT_BITS", "ISQRT_STEPS", "INPUT_BITS", "MIN_SCALE", "MAX_SCALE"]
-
-#: I-BERT's erf fit on [0, B]: ``erf(u) ~ 1 - A (u - B)^2``.
-ERF_A, ERF_B = 0.2888, 1.769
-#: Bits of the erf's "1" (``one`` of :class:`GeluParams`).
-ERF_BITS = 14
-#: I-BERT's exp fit on (-ln 2, 0]: ``exp(p) ~ a p^2 + b p + c``.
-EXP_COEFFS = (0.35815147, 0.96963238, 1.0)
-#: Bits of i-exp's ``exp(0)``; ``e`` is 0 past EXP_SHIFTS halvings.
-EXP_BITS = 15
-EXP_SHIFTS = EXP_BITS
-#: Fraction bits of the softmax's row reciprocal.
-SOFTMAX_FRAC = 30
-#: LayerNorm: fraction bits of the normalized value ``z``, of its row reciprocal ``f``, and
-#: the width of the quantized weight ``w_i``.
-LN_FRAC, LN_RECIP, LN_WEIGHT_BITS = 10, 42, 16
-#: Newton steps of :func:`isqrt`: exact below 2^62 (from a start at most twice the root,
-#: the relative error is at most 1, 1/4, 1/40, 3e-4, 5e-8, 1e-15, 6e-31: the last below
-#: half the gap 1/2^32 between a root below 2^31 and the next integer, over the root).
-ISQRT_STEPS = 6
-#: The width of i-GELU's and LayerNorm's input ``q`` (``|q| < 2^(INPUT_BITS-1)``).
-INPUT_BITS = 16
-#: The input scales i-GELU's and i-exp's constants are made for: finer ones need wider
-#: registers; coarser ones cost accuracy (``L = floor(ln 2 / s)`` is ln 2 to 1 %).
-MIN_SCALE, MAX_SCALE = 2.0 ** -24, 2.0 ** -7
-
-
-def _check_scale(scale: float, high: float = MAX_SCALE) -> None:
-    if not (isinstance(scale, (int, float)) and MIN_SCALE <= scale <= high):
-        raise ConfigError("scale", f"a number with {MIN_SCALE:g} <= value <= {high:g} "
-                          "(an integer unit's input scale)", scale)
 
 
 def bit_length(n: torch.Tensor) -> torch.Tensor:
@@ -117,55 +94,11 @@ def isqrt(n: torch.Tensor) -> torch.Tensor:
     return x
 
 
-@dataclass(frozen=True)
-class GeluParams:
-    """i-GELU's constants for inputs of scale ``scale`` (module docstring)."""
-
-    scale: float
-    beta: int
-    gamma: int
-    shift: int
-    one: int
-
-    @classmethod
-    def of(cls, scale: float) -> "GeluParams":
-        _check_scale(scale)
-        s_e = scale / math.sqrt(2)
-        beta = math.floor(ERF_B / s_e)
-        gamma = math.floor(1 / (ERF_A * s_e * s_e))
-        shift = max(0, gamma.bit_length() - ERF_BITS)
-        return cls(scale, beta, gamma, shift, gamma >> shift)
-
-    @property
-    def out_scale(self) -> float:
-        """The scale of :func:`int_gelu`'s output, ``s / (2 one)``."""
-        return self.scale / (2 * self.one)
-
-
 def int_gelu(q: torch.Tensor, p: GeluParams) -> torch.Tensor:
     """i-GELU of the int64 tensor ``q`` (elementwise; module docstring)."""
     t = torch.clamp(q.abs(), max=p.beta) - p.beta
     erf = torch.sign(q) * ((p.gamma - t * t) >> p.shift)
     return q * (erf + p.one)
-
-
-@dataclass(frozen=True)
-class SoftmaxParams:
-    """The integer softmax's constants for inputs of scale ``scale`` (module docstring)."""
-
-    scale: float
-    ln2: int
-    b: int
-    c: int
-    shift: int
-
-    @classmethod
-    def of(cls, scale: float) -> "SoftmaxParams":
-        _check_scale(scale)
-        a, b, c = EXP_COEFFS
-        c_int = math.floor(c / (a * scale * scale))
-        return cls(scale, math.floor(math.log(2) / scale), math.floor(b / (a * scale)),
-                   c_int, max(0, c_int.bit_length() - EXP_BITS))
 
 
 def int_softmax(q: torch.Tensor, keep: torch.Tensor, p: SoftmaxParams,
@@ -200,7 +133,7 @@ class LayerNormParams:
     @classmethod
     def of(cls, scale: float, weight: torch.Tensor, bias: torch.Tensor,
            eps: float) -> "LayerNormParams":
-        _check_scale(scale, 2.0 ** 10)      # s only sets eps_i
+        check_scale(scale, 2.0 ** 10)      # s only sets eps_i
         w, b = weight.detach().double(), bias.detach().double()
         peak, g = float(w.abs().max()), 0
         limit = 2 ** (LN_WEIGHT_BITS - 1) - 1

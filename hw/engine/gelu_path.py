@@ -33,7 +33,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS
-from zoforge.golden.finetune.integer_ops import INPUT_BITS
+from zoforge.golden.finetune.integer_params import INPUT_BITS
 from zoforge.hw.nonlinear import gelu
 from zoforge.hw.pe import requant
 from zoforge.hw.pe.requant import RequantStream, input_layout, output_layout

@@ -17,7 +17,7 @@ from amaranth import signed, unsigned
 from amaranth.hdl import Shape
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
-from zoforge.golden.finetune.integer_ops import ERF_BITS
+from zoforge.golden.finetune.integer_params import ERF_BITS
 from zoforge.hw.nonlinear import gelu
 from zoforge.hw.pe.regmap import Register, addresses
 

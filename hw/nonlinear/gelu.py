@@ -57,8 +57,8 @@ from amaranth import C, Cat, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.golden.finetune.integer_ops import (ERF_BITS, INPUT_BITS, MIN_SCALE,
-                                                 GeluParams)
+from zoforge.golden.finetune.integer_params import (ERF_BITS, INPUT_BITS, MIN_SCALE,
+                                                    GeluParams)
 
 from ..pe import multiply
 from ..pe.credits import add_credits, buffer_depth, output_buffer

@@ -110,9 +110,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.golden.finetune.attention import P_LEVELS
-from zoforge.golden.finetune.integer_ops import (EXP_BITS, EXP_SHIFTS, MAX_SCALE, MIN_SCALE,
-                                                 SOFTMAX_FRAC, SoftmaxParams)
+from zoforge.golden.finetune.integer_params import (EXP_BITS, EXP_SHIFTS, MAX_SCALE, MIN_SCALE,
+                                                    P_LEVELS, SOFTMAX_FRAC, SoftmaxParams)
 
 from ..pe import multiply
 from ..pe.credits import add_credits, buffer_depth, output_buffer
