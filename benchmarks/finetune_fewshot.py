@@ -258,8 +258,8 @@ def plot(done: dict, key: tuple, seeds: list[int], path: Path) -> None:
                     if n == 0 else None)
     ax.axhline(GOAL, color="grey", lw=0.8)
     ax.set(xlabel="step", ylabel="training loss / its start (few-shot set, unperturbed)",
-           title=f"Few-shot ZO on MiniLM's adapters ({label(key)}), "
-                 f"seeds {' '.join(map(str, seeds))}")
+           title=f"Few-shot ZO on MiniLM's adapters, seeds {' '.join(map(str, seeds))}\n"
+                 f"({label(key)})")
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
     fig.tight_layout()
