@@ -151,14 +151,19 @@ class Recomputed(ZoFinetune):
 
 
 class Counting:
-    """Golden units that count the rows the block-0 maps (the frozen block) computed."""
+    """Golden units that count the rows the block-0 maps (the frozen block) computed, and
+    the score rows its integer softmax calls (``SoftmaxCall``, no ``x``) took."""
 
     def __init__(self, cfg):
         self.units = calls.GoldenUnits(cfg.generator().golden(), cfg.layer_rows)
-        self.frozen_rows = 0
+        self.frozen_rows = self.softmax_rows = 0
 
     def __call__(self, call):
-        self.frozen_rows += call.x.shape[0] if call.name.startswith("block0.") else 0
+        if call.name.startswith("block0."):
+            if isinstance(call, calls.SoftmaxCall):
+                self.softmax_rows += call.scores.shape[:-1].numel()
+            else:
+                self.frozen_rows += call.x.shape[0]
         return self.units(call)
 
 
@@ -180,6 +185,8 @@ def test_frozen_blocks_once_per_example_equal_recomputing_them(top_only, arithme
         assert TWO_BLOCKS_TOP.attention == "engines"
         heads = top_only.model.blocks[0].attention.self.num_attention_heads
         assert counting.frozen_rows == (6 + 2 * heads) * TWO_BLOCKS_TOP.seq_len * len(seen)
+        assert TWO_BLOCKS_TOP.nonlinear == "integer"     # its softmax: each score row once
+        assert counting.softmax_rows == heads * TWO_BLOCKS_TOP.seq_len * len(seen)
     assert torch.equal(fast.logits("test"), slow.logits("test"))
     assert fast.train_loss() == slow.train_loss()
 
