@@ -1,12 +1,12 @@
 """The GELU and the LayerNorms as integer units (``nonlinear`` ``integer``): the boundary a
 fabric unit would see (issue 32, item 4; the softmax is in :mod:`.attention`).
 
-**The LayerNorms** (host-side units on float32 values). Per block, per-tensor 16-bit input
-scales ``s = peak / WIDE_LEVELS``, ``peak`` the calibration examples' largest ``|x|``
+**The LayerNorms** (units on the host's float32 values). Per block, per-tensor 16-bit
+input scales ``s = peak / WIDE_LEVELS``, ``peak`` the calibration examples' largest ``|x|``
 through the float model (percentile 100: 16 bits leave room, and a saturated LayerNorm input
-would move its row's mean and variance): the two LayerNorms' inputs (the residual sums), and
-with ``attention`` ``host`` the scores ``q·k^T / sqrt(d)`` likewise. A LayerNorm's float32
-input ``x``::
+would move its row's mean and variance): the two LayerNorms' inputs (the residual sums); the
+GELU's input and, with ``attention`` ``host``, the softmax's scores ``q·k^T / sqrt(d)`` get
+their scales the same way. A LayerNorm's float32 input ``x``::
 
     q = quantize_wide(x, s)                                   int64, |q| <= 2^15 - 1
     y = int_layernorm(q, LayerNormParams)                     (the LayerNorm's weight, bias,
@@ -30,14 +30,13 @@ largest ``|ffn_in output|`` of the float model on the calibration examples, as a
 ``m[n]``, ``s'`` ``ffn_out``'s SmoothQuant factor of channel ``n`` and per-tensor int8 input
 scale (its :class:`~.model.QuantLinear` ``smooth``, ``in_scale``, calibrated on the float
 model's GELU output as before): the host's ``quantize_activation(gelu / m, s')`` is folded
-into the second requantizer. Both requantizers round half up and saturate (``q`` to
-``[-2^15, 2^15 - 1]``, ``x'`` to ``[-128, 127]``: ``-128`` is reachable here where the
-host's quantizer stops at ``-127``, only where GELU's least value, -0.17, is below
-``-127.5 m[n] s'``);
-every constant (``into``, ``out``, i-GELU's) is made once at calibration; a multiplier
-``quantize_multiplier`` refuses (a scale of 2^16 or more) is refused there in one line
-naming ``nonlinear``, as a scale the units are not made for (i-GELU takes
-``2^-24 <= s <= 2^-7``, GELU inputs up to 256).
+into the second requantizer. Both requantizers round half up (the host's quantizer: half to
+even) and saturate (``q`` to ``[-2^15, 2^15 - 1]``, ``x'`` to ``[-128, 127]``: ``-128`` is
+reachable here where the host's quantizer stops at ``-127``, only where GELU's least value,
+about -0.17, is below ``-127.5 m[n] s'``); every constant (``into``, ``out``, i-GELU's) is
+made once at calibration; a ratio ``quantize_multiplier`` refuses (``2^16 - 1/2`` or more)
+is refused there in one line naming ``nonlinear``, as is a scale the units are not made for
+(i-GELU takes ``2^-24 <= s <= 2^-7``, GELU inputs up to 256).
 
 (:mod:`.integer_ops` states the kernels.) :meth:`IntegerNonlinear.layer` is the view of a
 ``BertLayer`` that :func:`zoforge.golden.models.bert_layer` takes with the two LayerNorms
