@@ -121,7 +121,9 @@ class GeluPath(wiring.Component):
 
         # the output: the second requantizer's rows in a GELU job, else the first's
         o = self.o
-        m.d.comb += [o.valid.eq(Mux(active, out.o.valid, into.o.valid)),
+        # (valid: an OR, the second requantizer's rows only come in a GELU job; one LUT
+        # with the requantizers' buffers' registers in front of the packer)
+        m.d.comb += [o.valid.eq(out.o.valid | (into.o.valid & ~active)),
                      o.payload.eq(Mux(active, out.o.payload, into.o.payload)),
                      out.o.ready.eq(o.ready & active)]
         return m
