@@ -199,11 +199,11 @@ def test_predicted_cycles_by_hand():
     16/4 beats of 4 k-steps + 1 + 1 = 18; frozen X*W 16 tiles of depth 16: 15 * 16 + 16 + 43
     = 299 + 1 = 300, X*A 4 tiles: 3 * 16 + 59 = 107 + 1 = 108; a branch 16 tiles of depth
     r = 4, 6 apart: 15 * 6 + 4 + 43 = 137 + 1 = 138; accumulate 16/4 * 4 words - 1 + 7 (its
-    latency) + 2 + 1 = 25, apply 16 + 10 (its latency) + 1 + 1 = 28."""
+    latency) + 2 + 1 = 25, apply 16 + 11 (its latency) + 1 + 1 = 29."""
     config, shape = layer_config(**SMALL), LayerShape(16, 16, 16, 4)
     batch, branch = 18 + 300 + 108, 138
-    assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 25 + 28
-    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 25 + 28
+    assert predicted_cycles(config, shape, 2) == batch + 4 * branch + 2 * 25 + 29
+    assert predicted_cycles(config, shape, 2, sequential=True) == 4 * (batch + branch) + 2 * 25 + 29
 
 
 # -- RTL against the golden model ---------------------------------------------------------

@@ -28,16 +28,16 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
         the operand registers of the multipliers of their 16-bit chunks, one DSP each
         (:class:`~zoforge.hw.pe.multiply.PipelinedMultiplier`)
     2-3 the products
-                            4-5 the products;  5: read T
+                            4-5 the products
     3   read D
-    4   per chunk of b, the products summed                 6
+    4   per chunk of b, the products summed                 6;  6: read T
     5   prod = a * b (their sum)                             7
-                            7   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s,
-                                from the sum prod registers
-    6   D + prod            8   2T - t, and whether it is past -/+ 2^24 (its upper bits)
-    7   D written           9   n = (2T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
+                            8   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s,
+                                from the prod register
+    6   D + prod            9   2T - t, and whether it is past -/+ 2^24 (its upper bits)
+    7   D written           10  n = (2T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
                                 saturated to 24 bits (as the compares say)
-                            10  T and D = 0 written
+                            11  T and D = 0 written
 
 (b is one register for all lanes.)
 (The multiplier pre-scaled by ``2^(7 - s % 8)`` leaves a shift by a multiple of 8, as in
@@ -47,9 +47,10 @@ Every operand reaches a multiplier from a register (``a`` is picked between D an
 front of its register, not behind it: the multipliers sit at DSP sites across the chip, so
 the route into them is a path of its own), and the words written are registers too (the
 saturation and D's zero in front of them), so no logic is behind the long routes to the
-DSP sites or to the memories' write ports; apply's t is shifted from the products' sum in
-the stage that registers the product, which leaves a stage for the saturation, so neither
-adds a cycle.
+DSP sites or to the memories' write ports. Apply's t is shifted from the registered
+product in a stage of its own (the products' 52-bit sum and the shift by multiples of 8 in
+one stage were the ECP5's critical path: a carry chain, then the shift's multiplexers), which
+costs an apply one cycle; the saturation has a stage of its own too.
 """
 from __future__ import annotations
 
@@ -71,10 +72,9 @@ READ_LATENCY = 3
 _SUMS = 2                   # register stages summing the partial products
 #: Cycles from a word's issue to its write, per job: accumulate's operand z a cycle after
 #: the issue, apply's D READ_LATENCY cycles; the products, their sums; then D + prod
-#: (accumulate); t (from the products' sum, beside the product), 2T - t, and n saturated
-#: (apply).
+#: (accumulate); t (from the registered product), 2T - t, and n saturated (apply).
 ACCUMULATE_LATENCY = 1 + MULTIPLY_LATENCY + _SUMS + 1
-APPLY_LATENCY = READ_LATENCY + MULTIPLY_LATENCY + _SUMS + 2
+APPLY_LATENCY = READ_LATENCY + MULTIPLY_LATENCY + _SUMS + 3
 _CHUNK = 16                 # bits of the operands' chunks (one DSP product each)
 _SCALE = 7                  # the multiplier is pre-scaled by up to 2^7
 
@@ -138,7 +138,7 @@ class UpdateUnit(wiring.Component):
             return Mux(apply, applying, accumulate)
 
         # reads, READ_LATENCY cycles before the stage that uses them: D at the issue
-        # (apply) or in cycle 3 (accumulate), T in cycle 5 (apply)
+        # (apply) or in cycle 3 (accumulate), T in cycle 6 (apply)
         used_d, used_t = ACCUMULATE_LATENCY - 1, APPLY_LATENCY - 2
         m.d.comb += [self.d_rd.addr.eq(at(addr[used_d - READ_LATENCY], addr[0])),
                      self.t_rd.addr.eq(addr[used_t - READ_LATENCY]),
@@ -197,12 +197,13 @@ class UpdateUnit(wiring.Component):
         product = Signal(signed(acc + len(b)), name=f"product_{i}")
         prod = reg(product.shape(), 6, "prod")
         m.d.comb += product.eq(total)
-        # apply 7, from the same sum: t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s
+        # apply 8, from the product's register: t = (prod >> 6) >> (s & ~7)
+        # = (2 * D * eta_mult) >> s
         t = reg(signed(len(product) - (_SCALE - 1)), 4, "t")
         m.d.sync += [prod.eq(product),
-                     t.eq(product[_SCALE - 1:].as_signed()
+                     t.eq(prod[_SCALE - 1:].as_signed()
                           >> Cat(Const(0, 3), self.eta_shift[3:]))]
-        # 6: accumulate D + prod (apply: D = 0); apply 8: 2T - t (n = (2T - t) >> 1 = T -
+        # 6: accumulate D + prod (apply: D = 0); apply 9: 2T - t (n = (2T - t) >> 1 = T -
         # ((t + 1) >> 1)) and whether n is past T's 24 bits: n > 2^23 - 1 iff 2T - t >=
         # 2^24, and n < -2^23 iff 2T - t < -2^24 (floor halving)
         bits = Formats.MASTER_BITS
@@ -219,7 +220,7 @@ class UpdateUnit(wiring.Component):
         m.d.sync += [new_d.eq(Mux(apply, 0, d_word + prod)),
                      twice_n.eq(diff[:bits + 1]),
                      above.eq(~diff[-1] & high.any()), below.eq(diff[-1] & ~high.all())]
-        # apply 9: n saturated, into the register the write port takes (one LUT per bit)
+        # apply 10: n saturated, into the register the write port takes (one LUT per bit)
         top = (1 << (bits - 1)) - 1
         new_t = reg(signed(bits), 6, "t_new")
         m.d.sync += new_t.eq(Mux(above, top, Mux(below, -top - 1, twice_n[1:])))
