@@ -12,7 +12,10 @@ Q transfers) into B k-steps of every branch's rows before the unit. A panel star
 while a bank is free (at most two panels staged or being staged); ``panels.w_banks`` counts
 the ones the feeder may start: a panel counts (a cycle later) once its k-step :data:`LEAD`
 is staged (the rest arrive one per cycle, ahead of the feeder's reads, so the first tile of
-a panel computes while the panel is fetched), the feeder releases them (``panels.w_release``). A
+a panel computes while the panel is fetched), the feeder releases them (``panels.w_release``;
+the fetch's own count of banks in use, which gates its issue, takes the release a cycle
+later, from a register: the feeder's tile-start logic behind ``w_release`` is then not in
+front of the fetch's issue, and a bank is only ever freed late, never early). A
 word is read in two stages, the memory and a register behind it (the block RAM's output
 register; the master copy's is :class:`~.share.MasterPorts`'), which move together with the
 read ports' ``en``: both wait while the unit does not take the word. The ``job``
@@ -77,6 +80,7 @@ class PanelFetch(wiring.Component):
         panels, job = self.panels, self.job
         active = job.computing
         occupied = Signal(2)                 # banks holding a panel, complete or being filled
+        released = Signal()                  # w_release, a cycle later (for ``occupied``)
         fetched_all, pending = Signal(), Signal()
         if B > 1:      # a word of B k-steps to the rows' B branches, k-step by k-step
             m.submodules.spread = spread = BranchSpread(R, B, self.z_lanes, self.z_width)
@@ -118,7 +122,8 @@ class PanelFetch(wiring.Component):
                                        written.panel_end))
         m.d.sync += [
             panels.w_banks.eq(panels.w_banks + ready - panels.w_release),
-            occupied.eq(occupied + (issue & ~walk.mid) - panels.w_release)]
+            released.eq(panels.w_release),
+            occupied.eq(occupied + (issue & ~walk.mid) - released)]
 
         # the word: read in the issue cycle, in the register behind the memory two
         # advances later (top: the registers behind the block RAMs have no reset)
