@@ -37,7 +37,7 @@ from zoforge.golden.zolayer import layer_config
 from zoforge.hw.pe.axil import OKAY, SLVERR, AxiLiteTarget
 from zoforge.hw.pe.bus import AxiLiteSignature
 from zoforge.hw.zolayer.control import LayerControl
-from zoforge.hw.zolayer.registers import ADDR_BITS
+from zoforge.hw.zolayer.registers import ADDR_BITS, WRITTEN
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "zo-layer.md"
 
@@ -115,7 +115,7 @@ class Harness(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS)
+        m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS, WRITTEN)
         m.submodules.control = control = self.control
         wiring.connect(m, wiring.flipped(self.bus), axil.bus)
         wiring.connect(m, axil.regs, control.port)

@@ -8,7 +8,11 @@ write reaches the register file (``regs``, :class:`RegisterPortSignature`) as a 
 SLVERR: AXI4-Lite lets a target either use the strobes, or ignore them and write the whole
 word, or reject the strobe patterns it does not support with an error response; this target
 does the last (the register file has no byte lanes, and an OKAY for a write that did nothing
-would hide the host's mistake). Reads: ``rd_addr`` follows ``araddr`` and ``rd_data`` (from
+would hide the host's mistake). With ``write_addresses`` the target also decodes the write
+address itself: ``wr_hit[i]`` is the same pulse as ``wr_en``, set only when the address is
+``write_addresses[i]``, from a register of its own (the AXI side's compare and the
+handshake in front of it, not in the register file's logic behind it: a register file
+that tests ``wr_hit`` has no bus decode between the target's registers and its own). Reads: ``rd_addr`` follows ``araddr`` and ``rd_data`` (from
 the register file) is taken into a register of its own every cycle, then into ``rdata`` (the
 register file's decode and the response's enable are not one path): a read's data comes
 :data:`READ_CYCLES` + 1 cycles after its address; read responses are OKAY.
@@ -33,18 +37,30 @@ class RegisterPortSignature(wiring.Signature):
     """A register file's port (the bus target's view): single-cycle writes ``wr_en`` /
     ``wr_addr`` / ``wr_data`` (from registers), reads: ``rd_addr`` (a register) holds for
     :data:`READ_CYCLES` cycles and ``rd_data`` is taken in the last (a register file may
-    register its read decode once)."""
+    register its read decode once). With ``write_addresses`` (byte addresses), ``wr_hit``:
+    one flag each, ``wr_en`` at that address, decoded by the target (a register)."""
 
-    def __init__(self, addr_bits: int):
+    def __init__(self, addr_bits: int, write_addresses: tuple[int, ...] = ()):
         self.addr_bits = addr_bits
+        self.write_addresses = tuple(write_addresses)
+        for address in self.write_addresses:
+            if not 0 <= address < 1 << addr_bits:
+                raise ValueError(f"write address {address:#x} outside {addr_bits} bits")
+        hits = {"wr_hit": Out(len(self.write_addresses))} if self.write_addresses else {}
         super().__init__({"wr_en": Out(1), "wr_addr": Out(addr_bits), "wr_data": Out(32),
-                          "rd_addr": Out(addr_bits), "rd_data": In(32)})
+                          **hits, "rd_addr": Out(addr_bits), "rd_data": In(32)})
+
+    def hit(self, port, address: int):
+        """``port``'s write flag for ``address`` (one of ``write_addresses``)."""
+        return port.wr_hit[self.write_addresses.index(address)]
 
     def __eq__(self, other):
-        return type(other) is type(self) and other.addr_bits == self.addr_bits
+        return (type(other) is type(self) and other.addr_bits == self.addr_bits
+                and other.write_addresses == self.write_addresses)
 
     def __repr__(self):
-        return f"RegisterPortSignature({self.addr_bits})"
+        extra = f", {self.write_addresses}" if self.write_addresses else ""
+        return f"RegisterPortSignature({self.addr_bits}{extra})"
 
 
 def read_select(m: Module, rd_addr: Value, words: dict[str, tuple[int, Value]]) -> Value:
@@ -61,13 +77,13 @@ def read_select(m: Module, rd_addr: Value, words: dict[str, tuple[int, Value]]) 
 
 class AxiLiteTarget(wiring.Component):
     """``bus`` (AXI4-Lite, 32-bit data) on one side, the register file's port ``regs`` on
-    the other."""
+    the other (``write_addresses``: the writes it decodes, :class:`RegisterPortSignature`)."""
 
-    def __init__(self, addr_bits: int):
+    def __init__(self, addr_bits: int, write_addresses: tuple[int, ...] = ()):
         self.addr_bits = addr_bits
         super().__init__({
             "bus": In(AxiLiteSignature(addr_bits)),
-            "regs": Out(RegisterPortSignature(addr_bits)),
+            "regs": Out(RegisterPortSignature(addr_bits, write_addresses)),
         })
 
     def elaborate(self, platform):
@@ -80,6 +96,8 @@ class AxiLiteTarget(wiring.Component):
         m.d.comb += [bus.awready.eq(take_write), bus.wready.eq(take_write)]
         m.d.sync += [regs.wr_en.eq(take_write & full_word), regs.wr_addr.eq(bus.awaddr),
                      regs.wr_data.eq(bus.wdata)]
+        for i, address in enumerate(regs.signature.write_addresses):
+            m.d.sync += regs.wr_hit[i].eq(take_write & full_word & (bus.awaddr == address))
         with m.If(take_write):
             m.d.sync += [bus.bvalid.eq(1), bus.bresp.eq(Mux(full_word, OKAY, SLVERR))]
         with m.Elif(bus.bready):

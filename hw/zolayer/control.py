@@ -1,7 +1,8 @@
 """The ZO layer's control: its register file (:mod:`.registers`) and the job in flight.
 
 The register side is ``port`` (:class:`~zoforge.hw.pe.axil.RegisterPortSignature`,
-from the AXI4-Lite target). A CTRL write with the start bit while idle starts a job:
+from the AXI4-Lite target, which decodes the write addresses, :data:`~.registers.WRITTEN`:
+each write is a flag from a register there, ``wr_hit``, no address compare here). A CTRL write with the start bit while idle starts a job:
 ``busy`` rises, and the job (one bit per job code, its flags ``minus``, ``plain``,
 ``query``, ``zero_w``) is registered from the written word. The cycle after the write is
 ``launch`` (a register): the units clear their state and the generator gets its
@@ -44,7 +45,7 @@ from zoforge.hw.rng.source import SnapshotSignature
 from zoforge.hw.pe.axil import RegisterPortSignature, read_select
 from zoforge.hw.pe.signatures import JobSignature, ModeSignature
 
-from .registers import ADDR_BITS, CTRL_FIELDS, DIM_BITS, JOBS, LORA_JOBS, REGISTERS
+from .registers import ADDR_BITS, CTRL_FIELDS, DIM_BITS, JOBS, LORA_JOBS, REGISTERS, WRITTEN
 
 __all__ = ["LayerControl", "LayerJobSignature", "settings_layout", "COMPUTE_JOBS"]
 
@@ -84,7 +85,7 @@ class LayerControl(wiring.Component):
         self.config = config
         self.lora = config.mode == "lora-fa"
         super().__init__({
-            "port": In(RegisterPortSignature(ADDR_BITS)),
+            "port": In(RegisterPortSignature(ADDR_BITS, WRITTEN)),
             "irq": Out(1),
             "job": Out(LayerJobSignature()),
             "tiles": Out(JobSignature(DIM_BITS)),
@@ -130,7 +131,8 @@ class LayerControl(wiring.Component):
         written = field(wdata, "job")
 
         def write(name):
-            return port.wr_en & (port.wr_addr == REGISTERS[name].address)
+            """The write of register ``name``: the target's decoded flag (a register)."""
+            return port.wr_hit[WRITTEN.index(REGISTERS[name].address)]
 
         start_request = write("CTRL") & field(wdata, "start")
         clear_done = write("STATUS") & wdata[1]
@@ -143,14 +145,11 @@ class LayerControl(wiring.Component):
             m.d.sync += [getattr(job, name).eq(written == value)
                          for name, value in JOBS.items()]
             m.d.sync += job.perturbing.eq((written == JOBS["branch"]) & ~field(wdata, "plain"))
-        with m.If(port.wr_en):
-            with m.Switch(port.wr_addr):
-                with m.Case(REGISTERS["STEP_CYCLES"].address):
-                    m.d.sync += counters["STEP_CYCLES"].eq(0)
-                for name, target in stored.items():
-                    with m.Case(REGISTERS[name].address):
-                        with m.If(~busy):
-                            m.d.sync += target.eq(wdata[:REGISTERS[name].width])
+        with m.If(write("STEP_CYCLES")):
+            m.d.sync += counters["STEP_CYCLES"].eq(0)
+        for name, target in stored.items():
+            with m.If(write(name) & ~busy):
+                m.d.sync += target.eq(wdata[:REGISTERS[name].width])
         read_values = {**stored, **counters,
                        **{name: Const(value, 32) for name, value in self.info.items()},
                        "STATUS": Cat(busy, done, unavailable),

@@ -71,7 +71,7 @@ from .control import LayerControl
 from .fetch import PanelFetch
 from .loader import LayerLoader
 from .reader import MasterReader
-from .registers import ADDR_BITS, DIM_BITS
+from .registers import ADDR_BITS, DIM_BITS, WRITTEN
 from .share import MasterPorts, ZSwitch
 from .sink import ResultSink
 from .token_buffer import TokenReader
@@ -119,7 +119,7 @@ class ZoLayer(wiring.Component):
             m.submodules[name] = memory
         acts = {"x_rd": cfg.max_k, **({"u_rd": cfg.max_r} if self.lora else {})}
         side = {"init_rd": SideRead("bias", buffers[Memory.INIT], "row")} if self.lora else {}
-        m.submodules.regs = axil = AxiLiteTarget(ADDR_BITS)
+        m.submodules.regs = axil = AxiLiteTarget(ADDR_BITS, WRITTEN)
         m.submodules.control = control = LayerControl(cfg)
         F = cfg.features_per_word
         m.submodules.loader = loader = LayerLoader(tiling, buffers, self.lanes, cfg.max_k, F)

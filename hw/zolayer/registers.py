@@ -12,7 +12,7 @@ from zoforge.golden.zolayer.config import Formats
 from zoforge.hw.pe.regmap import Register
 
 __all__ = ["REGISTERS", "KINDS", "JOBS", "LORA_JOBS", "CTRL_FIELDS", "ADDR_BITS", "DIM_BITS",
-           "address", "ctrl_word"]
+           "WRITTEN", "address", "ctrl_word"]
 
 ADDR_BITS = 8
 DIM_BITS = 16            # width of the M, K, N and RANK registers
@@ -59,6 +59,10 @@ REGISTERS = {
     "MAX_N": Register(0x4C, "r", 32, "output feature capacity"),
     "MAX_R": Register(0x50, "r", 32, "rank capacity"),
 }
+
+#: Addresses of the registers a write acts on (all but the read-only ones): the writes the
+#: AXI4-Lite target decodes (:class:`~zoforge.hw.pe.axil.RegisterPortSignature`'s ``wr_hit``).
+WRITTEN = tuple(reg.address for reg in REGISTERS.values() if reg.kind != "r")
 
 #: Job codes (CTRL bits 1-4). Loads take words from the input stream, compute jobs read the
 #: on-chip buffers; see :mod:`zoforge.hw.zolayer.layer` for the word orders.
