@@ -5,8 +5,11 @@
 :class:`UpdateCall`) always run on one persistent ZO layer
 (:class:`~zoforge.sim.zolayer_jobserver.LayerServer`, jobs of
 :mod:`zoforge.sim.finetune_host`), the engine calls (:class:`EngineCall`) on one persistent
-GEMM engine when ``rtl == "all"`` (else on the golden model); other calls (a
-``SoftmaxCall``) run on the golden model. Every RTL result is compared
+GEMM engine when ``rtl == "all"`` (else on the golden model), and with ``rtl == "all"``,
+engine attention and integer nonlinear functions the softmax calls (:class:`SoftmaxCall`)
+on one persistent softmax unit (:class:`~zoforge.sim.softmax_cosim.SoftmaxCosim`, the unit
+:func:`~zoforge.sim.softmax_cosim.cosim_design` sizes for rows of ``seq_len`` keys; else on
+the golden model). Every RTL result is compared
 with an internal :class:`GoldenUnits` whose generator starts in the reset state, as the
 layer's does, and walks exactly as it does; the first difference raises
 :class:`CallMismatch`. The jobs' CYCLES counters are summed per call (:meth:`RtlUnits.take_cycles`,
@@ -38,7 +41,8 @@ import torch
 from zoforge.errors import ConfigError, check_choice
 from zoforge.golden.engine import RequantParams
 from zoforge.golden.engine_gelu import GeluStage
-from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, UpdateCall
+from zoforge.golden.finetune.calls import (AdapterCall, EngineCall, GoldenUnits, SoftmaxCall,
+                                          UpdateCall)
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.hw.designs import MAX_BITS, MAX_WORDS
 from zoforge.hw.engine.config import EngineConfig
@@ -50,6 +54,7 @@ from zoforge.sim.engine_host import engine_program
 from zoforge.sim.finetune_host import layer_call
 from zoforge.sim.jobserver import JobServer
 from zoforge.sim.program import drive
+from zoforge.sim.softmax_cosim import SoftmaxCosim, cosim_design, replay_softmax_calls
 from zoforge.sim.zolayer_jobserver import LayerServer, layer_target
 
 __all__ = ["RtlUnits", "CallMismatch", "check_rtl_limits", "check_call", "replay_calls",
@@ -74,14 +79,13 @@ class CallMismatch(RuntimeError):
                          f"RTL {rtl}, golden {golden}")
 
 
-#: The calls the ZO layer runs; others than these and engine calls (a SoftmaxCall) are left
-#: to the golden model.
+#: The calls the ZO layer runs (the engine runs EngineCalls, the softmax unit SoftmaxCalls).
 LAYER_CALLS = (AdapterCall, UpdateCall)
 
 
 def call_kind(call) -> str:
     """``engine int8`` / ``engine raw`` / ``engine gelu`` / ``adapter +|-|plain`` (with
-    ``save``/``restore``) / ``update`` (with ``restore``)."""
+    ``save``/``restore``) / ``update`` (with ``restore``) / ``softmax``."""
     if isinstance(call, EngineCall):
         return ("engine gelu" if call.gelu is not None else "engine raw" if call.raw
                 else "engine int8")
@@ -279,7 +283,7 @@ class RtlUnits:
         self.rtl_calls, self.calls = 0, 0
         self.cycles, self.total_cycles = 0, 0
         self.cycles_by_name: dict[str, int] = {}
-        self.layer = self.engine = None
+        self.layer = self.engine = self.softmax = None
         try:
             self.layer = LayerServer(cfg.layer_design(hidden, ffn), **server_options)
             if rtl == "all":
@@ -288,6 +292,8 @@ class RtlUnits:
                 self.engine = JobServer(target.verilog, target.top, lanes=target.lanes,
                                         addr_bits=target.addr_bits, in_bits=target.in_bits,
                                         memory_files=target.memory_files, **server_options)
+                if cfg.attention == "engines" and cfg.nonlinear == "integer":
+                    self.softmax = SoftmaxCosim(cosim_design(cfg.seq_len), **server_options)
         except BaseException:
             self.close(kill=True)
             raise
@@ -301,8 +307,11 @@ class RtlUnits:
                 return golden
             result, cycles = self._engine_call(call)
             unit = "engine"
-        elif not isinstance(call, LAYER_CALLS):       # a unit not on the RTL here (softmax)
-            return golden
+        elif isinstance(call, SoftmaxCall):
+            if self.softmax is None:
+                return golden
+            result, cycles = self.softmax.run(call)
+            unit = "softmax"
         else:
             result, cycles = self._layer_call(call)
             unit = "update" if isinstance(call, UpdateCall) else "adapter"
@@ -340,7 +349,7 @@ class RtlUnits:
 
     def close(self, kill: bool = False) -> None:
         """Stop both servers."""
-        for server in (self.layer, self.engine):
+        for server in (self.layer, self.engine, self.softmax):
             if server is not None:
                 server.close(kill)
 
@@ -396,6 +405,13 @@ def replay_calls(cfg: FinetuneConfig, hidden: int, ffn: int, calls: list, *,
             results[index] = _engine_result(jobs, words, design.rows, design.cols)
             position += len(jobs)
         info["engine_jobs"] = result.results["jobs"]
+    softmax_indices = [i for i, call in enumerate(calls) if isinstance(call, SoftmaxCall)]
+    if rtl == "all" and softmax_indices:
+        outs, info["softmax_jobs"] = replay_softmax_calls(
+            [calls[i] for i in softmax_indices], cosim_design(cfg.seq_len), backend=backend,
+            simulator=simulator, max_cycles=max_cycles)
+        for index, out in zip(softmax_indices, outs):
+            results[index] = out
     return results, info
 
 

@@ -156,8 +156,10 @@ def test_backprop_trains_for_the_steps(tmp_path):
 @pytest.mark.slow
 @pytest.mark.ci
 def test_a_run_on_the_rtl_is_bit_exact_and_measures_its_cycles(tmp_path):
-    """Every call of two steps on Verilator (q = 2: per step 4 forwards of 2 adapter calls
-    and 5 engine calls, and 2 update walks of 2 adapters)."""
+    """Every call of two steps on Verilator (q = 2: per step 4 forwards of 2 adapter calls,
+    5 engine calls, with the default engine attention a scores and a context job per
+    sequence (batch 2) and head (2) and one softmax call, and 2 update walks of 2
+    adapters)."""
     path = tmp_path / "rtl.json"
     code = main(["finetune", "--model", "tiny", "--blocks", "1", "--seq-len", "8", "--batch",
                  "2", "--queries", "2", "--rank", "4", "--engine-rows", "4", "--engine-cols",
@@ -166,7 +168,7 @@ def test_a_run_on_the_rtl_is_bit_exact_and_measures_its_cycles(tmp_path):
                  "--json", str(path), "--design", "units"])
     result = json.loads(path.read_text())
     assert code == 0 and result["bit_exact"] is True and result["error"] is None
-    assert result["rtl_calls"] == 2 * (4 * (2 + 5) + 2 * 2)
+    assert result["rtl_calls"] == 2 * (4 * (2 + 5 + 2 * 2 * 2 + 1) + 2 * 2)
     assert result["cycles_per_step"] > 0 and result["predicted_cycles_per_step"] > 0
 
 
@@ -236,13 +238,14 @@ def fake_rtl(monkeypatch):
 
 # calls per step with blocks 1, q 4: 8 forwards x (2 adapter calls + key, attn_out, ffn_in,
 # ffn_out, head on the engine, and with the default engine attention a scores and a context
-# job per sequence (batch 2) and head (the tiny model's 2)) + 4 update walks x 2 adapters
+# job per sequence (batch 2) and head (the tiny model's 2) and the block's softmax call)
+# + 4 update walks x 2 adapters
 ADAPTER_CALLS = 8 * 2 + 4 * 2
-ENGINE_CALLS = 8 * (5 + 2 * 2 * 2)
+ENGINE_AND_SOFTMAX_CALLS = 8 * (5 + 2 * 2 * 2 + 1)
 
 
 @pytest.mark.parametrize("rtl, per_step", [("adapters", ADAPTER_CALLS),
-                                           ("all", ADAPTER_CALLS + ENGINE_CALLS)])
+                                           ("all", ADAPTER_CALLS + ENGINE_AND_SOFTMAX_CALLS)])
 def test_rtl_calls_and_measured_cycles(tmp_path, fake_rtl, rtl, per_step):
     code, _, result = _run(tmp_path, "--rtl", rtl, "--no-float")
     assert code == 0 and fake_rtl.entered == fake_rtl.exited == 1
@@ -354,7 +357,8 @@ def test_rtl_all_with_the_accelerators_mapping_is_bit_exact(tmp_path):
     code_direct, _, direct = _run(tmp_path, "--design", "units", name="direct")
     assert code == code_direct == 0 and split["bit_exact"] is True
     # per step (q 4, one block): 2q forwards of 2 adapters (each X·W, U and the narrow
-    # call) and 5 engine calls, and q update walks of 2 adapters
-    assert split["rtl_calls"] == 2 * (2 * 4 * (2 * 3 + 5) + 4 * 2)
+    # call), 5 engine calls, 2 x 2 x 2 attention jobs and a softmax call, and q update
+    # walks of 2 adapters
+    assert split["rtl_calls"] == 2 * (2 * 4 * (2 * 3 + 5 + 2 * 2 * 2 + 1) + 4 * 2)
     assert split["loss"] == direct["loss"]
     assert split["cycles_source"].startswith("co-simulation")

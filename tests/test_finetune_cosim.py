@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.calls import AdapterCall, EngineCall, GoldenUnits, UpdateCall
+from zoforge.golden.finetune.calls import (AdapterCall, EngineCall, GoldenUnits, SoftmaxCall,
+                                          UpdateCall)
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.golden.finetune.train import ZoFinetune, prepare
 from zoforge.golden.models import tiny_encoder
@@ -51,25 +52,30 @@ def test_step_on_verilator_is_bit_exact(prepared, golden_step):
     record, calls = golden_step
     with RtlUnits(CFG, HIDDEN, FFN, "all") as units:
         rtl_step(prepared, units, record)
-        # every engine and ZO-layer call on the RTL (a SoftmaxCall: the golden model's)
-        assert units.rtl_calls == sum(isinstance(call, (EngineCall, *LAYER_CALLS))
-                                      for call in calls)
+        # the defaults (engine attention, integer nonlinear functions): every call on the
+        # RTL, the GELU jobs on the engine's GELU path and the softmax calls on the unit
+        assert (CFG.attention, CFG.nonlinear) == ("engines", "integer")
+        assert units.engine_cosim.config.gelu and units.softmax is not None
+        assert units.rtl_calls == len(calls)
         by_name = dict(units.cycles_by_name)
         cycles = units.take_cycles()
         assert units.take_cycles() == 0
     assert any(m.abs().sum() > 0 for m in record.masters.values())   # the step moved
-    kinds = {type(call) for call in calls}
-    assert kinds >= {EngineCall, AdapterCall, UpdateCall}
+    kinds = {call_kind(call) if isinstance(call, EngineCall) else call_kind(call).split()[0]
+             for call in calls}
+    assert kinds >= {"engine int8", "engine raw", "engine gelu", "adapter", "update",
+                     "softmax"}
     assert cycles == sum(by_name.values()) > 0
-    assert {"block0.query adapter", "block0.value update", "head engine"} <= set(by_name)
+    assert {"block0.query adapter", "block0.value update", "head engine",
+            "block0.softmax softmax"} <= set(by_name)
     print(f"cycles of one step: {cycles}; per call: {by_name}")
 
 
 @pytest.fixture(scope="module")
 def integer_step():
-    """``nonlinear`` integer: ffn_in's call is the engine's GELU job; the golden step and
-    its calls."""
-    cfg = dataclasses.replace(CFG, nonlinear="integer")
+    """``nonlinear`` integer with host attention: ffn_in's call is the engine's GELU job, the
+    softmax the host's; the golden step and its calls."""
+    cfg = dataclasses.replace(CFG, attention="host")
     model = tiny_encoder(hidden=HIDDEN, layers=1, heads=2, intermediate=FFN)
     prepared = prepare(cfg, model_and_tokenizer=model)
     units = GoldenUnits(cfg.generator().golden(), cfg.layer_rows, record=True)
@@ -77,17 +83,18 @@ def integer_step():
 
 
 @pytest.mark.slow
-def test_integer_nonlinear_step_with_gelu_jobs_on_verilator_is_bit_exact(integer_step):
-    """``--rtl all`` with ``nonlinear`` integer: the GELU jobs (``engine gelu``) run on the
-    engine's GELU path, and the whole step equals the golden one."""
+def test_host_attention_step_with_gelu_jobs_on_verilator_is_bit_exact(integer_step):
+    """``--rtl all`` with ``nonlinear`` integer and host attention: the GELU jobs (``engine
+    gelu``) run on the engine's GELU path, no softmax call (the host's softmax), no softmax
+    unit, every call on the RTL, and the whole step equals the golden one."""
     cfg, prepared, record, calls = integer_step
     gelu_calls = [call for call in calls if isinstance(call, EngineCall) and call.gelu]
     assert gelu_calls and {call_kind(call) for call in gelu_calls} == {"engine gelu"}
+    assert not any(isinstance(call, SoftmaxCall) for call in calls)
     with RtlUnits(cfg, HIDDEN, FFN, "all") as units:
-        assert units.engine_cosim.config.gelu
+        assert units.engine_cosim.config.gelu and units.softmax is None
         rtl = ZoFinetune(prepared, "int8", units=units).step()
-        on_rtl = [call for call in calls if isinstance(call, (EngineCall, *LAYER_CALLS))]
-        assert units.rtl_calls == len(on_rtl)        # a SoftmaxCall: the golden model's
+        assert units.rtl_calls == len(calls)
         by_name = dict(units.cycles_by_name)
     assert rtl.grads == record.grads and rtl.losses == record.losses
     for name, master in record.masters.items():
