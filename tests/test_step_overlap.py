@@ -203,3 +203,29 @@ def test_planned_design_overlap(attention):
     # with it: between the larger resource and the serial sum, strictly inside both here
     assert max(price.fabric_s, price.host_s) < price.seconds < price.serial_s
     assert price.host_exposed_s == pytest.approx(price.seconds - price.fabric_s)
+
+
+def test_planned_design_overlap_with_softmax_units():
+    """The planned design with two 7-lane softmax units, nonlinear integer: the softmax
+    phases run on the units (a resource of their own), so the accelerator alone (no host
+    work) is under its phases one after the other and at least the engines' part; the host's
+    pieces add up to its whole work; the step between max(accelerator, host) and their
+    sum."""
+    accel = PLANNED.replace(softmax_units=2, softmax_lanes=7)
+    schedule = step_schedule(MINILM, accel, 0, "split", "engines", "integer")
+    price = price_schedule(schedule, 252.0, 21.3e9, 249.0)
+    phases = [(p.name, p.jobs, c.job_cycles, c.time_s) for p, c in
+              zip(schedule.phases, price.phases)]
+    idle = step_stages([(*p, (0.0, 0.0)) for p in phases], 0.0, MINILM.seq_len)
+    assert {s.resource for s in idle} == {"fabric", "softmax"}
+    assert makespan(idle) == pytest.approx(price.fabric_s, rel=1e-12)
+    engines = sum(c.time_s for c in price.phases if not c.name.endswith(".softmax"))
+    assert engines < price.fabric_s < price.phases_s
+    assert sum(sum(s.fabric) for s in idle) == pytest.approx(price.phases_s, rel=1e-12)
+    work = host_stage_ops(MINILM, 0, "split", "engines", softmax=True)
+    stages = step_stages([(*p, (host_seconds(work.get(p[0], ({}, {}))[0]),
+                                host_seconds(work.get(p[0], ({}, {}))[1]))) for p in phases],
+                         host_seconds(work["start"][0]), MINILM.seq_len)
+    assert sum(sum(s.host) for s in stages) == pytest.approx(price.host_s, rel=1e-12)
+    assert makespan(stages) == price.seconds
+    assert max(price.fabric_s, price.host_s) < price.seconds < price.serial_s
