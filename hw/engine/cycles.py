@@ -8,8 +8,9 @@ Beside the unit (issue 32, item 7); ``zoforge.reports.unit_calls`` prices the fi
   ceil(K/pack)`` k-steps but at least ``2R + C`` apart (the later panels stream in
   meanwhile: a word carries ``pack`` k-steps, the array takes one per cycle), then the last
   tile drains and leaves (:func:`engine_job_extra`); a GELU job (``gelu``, a ``gelu``
-  build's CTRL bit) leaves ``GELU_EXTRA_LATENCY`` = 22 cycles later (the i-GELU's 13 stages
-  and the second requantizer's 9: :mod:`~zoforge.hw.engine.gelu_path`), the rest the same;
+  build's CTRL bit) leaves ``GELU_EXTRA_LATENCY`` = 23 cycles later (the i-GELU's 13
+  stages, a register slice's 1 and the second requantizer's 9:
+  :mod:`~zoforge.hw.engine.gelu_path`), the rest the same;
 * :func:`engine_stream_parts` / :func:`engine_job_bytes`: the bytes of its streams as the
   RTL builds them (input beats of ``pack * max(R, C)`` int8: an X beat ``pack`` k-steps of
   R rows, a W beat ``max(1, R // C)`` times ``pack`` k-steps of C columns; output beats of

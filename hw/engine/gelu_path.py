@@ -20,9 +20,11 @@ The rows (``i``, :func:`row_layout`) carry the second requantizer's per-column m
 and shift (``out_mult``, ``out_shift``: side reads of the output stage, like the first
 one's); they wait in a FIFO (:data:`PARAM_ROWS` rows, each row's pushed as it enters the
 requantizer, popped as its GELU values enter the second one) instead of travelling through
-the stages. Back-pressure: each stage takes it by its credits
-(:mod:`zoforge.hw.pe.credits`); the FIFO holds every row in flight between the two
-requantizers' inputs (at most the first's and the GeluUnit's buffers), so it never fills.
+the stages. Between the GeluUnit and the second requantizer a register slice (two rows,
+:class:`_Slice`) puts registers in front of the FIFO's read. Back-pressure: each stage takes
+it by its credits (:mod:`zoforge.hw.pe.credits`), the slice by its ready (a register); the
+FIFO holds every row in flight between the two requantizers' inputs (at most the first's
+and the GeluUnit's buffers and the slice), so it never fills.
 Latency of a GELU job's row: :data:`GELU_EXTRA_LATENCY` cycles more than an int8 job's.
 """
 from __future__ import annotations
@@ -43,11 +45,13 @@ from .regmap import GELU_TABLES
 
 __all__ = ["GeluPath", "row_layout", "PARAM_ROWS", "GELU_EXTRA_LATENCY"]
 
+#: Rows the register slice between the GeluUnit and the second requantizer holds.
+SLICE_ROWS = 2
 #: Rows the parameter FIFO holds: the most rows between the two requantizers' inputs.
-PARAM_ROWS = requant.BUFFER_ROWS + gelu.BUFFER_BEATS
-#: Cycles a GELU job's row takes more than an int8 job's: the GeluUnit and the second
-#: requantizer (each passes a row on after its LATENCY when the output is ready).
-GELU_EXTRA_LATENCY = gelu.LATENCY + requant.LATENCY
+PARAM_ROWS = requant.BUFFER_ROWS + gelu.BUFFER_BEATS + SLICE_ROWS
+#: Cycles a GELU job's row takes more than an int8 job's: the GeluUnit, the slice and the
+#: second requantizer (each passes a row on after its latency when the output is ready).
+GELU_EXTRA_LATENCY = gelu.LATENCY + 1 + requant.LATENCY
 
 
 def row_layout(lanes: int) -> data.StructLayout:
@@ -105,16 +109,20 @@ class GeluPath(wiring.Component):
         m.d.comb += [unit.i.payload.q[j].eq(into.o.payload.data[j][:INPUT_BITS])
                      for j in range(lanes)]
 
-        # the i-GELU -> the second requantizer (per column, from the FIFO)
+        # the i-GELU -> a register slice -> the second requantizer (per column, from the
+        # FIFO): the FIFO's read follows registers only (the slice's valid, the
+        # requantizer's credits), not the GeluUnit's output buffer
+        m.submodules.slice = skid = _Slice(gelu.output_layout(lanes))
+        wiring.connect(m, unit.o, skid.i)
         mult = params.r_data[:lanes * MULT_BITS]
         shift = params.r_data[lanes * MULT_BITS:]
-        m.d.comb += [out.i.valid.eq(unit.o.valid & params.r_rdy),
-                     unit.o.ready.eq(out.i.ready & params.r_rdy),
-                     params.r_en.eq(unit.o.valid & out.i.ready),
-                     out.i.payload.last.eq(unit.o.payload.last),
+        m.d.comb += [out.i.valid.eq(skid.o.valid),
+                     skid.o.ready.eq(out.i.ready),
+                     params.r_en.eq(skid.o.valid & out.i.ready),
+                     out.i.payload.last.eq(skid.o.payload.last),
                      out.mode.per_channel.eq(1)]
         for j in range(lanes):
-            m.d.comb += [out.i.payload.acc[j].eq(unit.o.payload.y[j]),
+            m.d.comb += [out.i.payload.acc[j].eq(skid.o.payload.y[j]),
                          out.i.payload.mult[j].eq(mult[j * MULT_BITS:(j + 1) * MULT_BITS]),
                          out.i.payload.shift[j].eq(
                              shift[j * SHIFT_BITS:(j + 1) * SHIFT_BITS])]
@@ -126,4 +134,35 @@ class GeluPath(wiring.Component):
         m.d.comb += [o.valid.eq(out.o.valid | (into.o.valid & ~active)),
                      o.payload.eq(Mux(active, out.o.payload, into.o.payload)),
                      out.o.ready.eq(o.ready & active)]
+        return m
+
+
+class _Slice(wiring.Component):
+    """A two-row register slice (a skid buffer): ``o.valid`` and ``i.ready`` are registers,
+    a row passes in one cycle, one a cycle while ``o.ready`` is high."""
+
+    def __init__(self, layout):
+        self.layout = layout
+        super().__init__({"i": In(stream.Signature(layout)),
+                          "o": Out(stream.Signature(layout))})
+
+    def elaborate(self, platform):
+        m = Module()
+        i, o = self.i, self.o
+        main, spare = Signal(self.layout, name="main"), Signal(self.layout, name="spare")
+        main_valid, spare_valid = Signal(), Signal()
+        m.d.comb += [o.valid.eq(main_valid), o.payload.eq(main), i.ready.eq(~spare_valid)]
+        take_in, take_out = i.valid & ~spare_valid, main_valid & o.ready
+        with m.If(take_out):
+            with m.If(spare_valid):
+                m.d.sync += [main.eq(spare), spare_valid.eq(0)]
+            with m.Elif(take_in):
+                m.d.sync += main.eq(i.payload)
+            with m.Else():
+                m.d.sync += main_valid.eq(0)
+        with m.Elif(take_in):
+            with m.If(main_valid):
+                m.d.sync += [spare.eq(i.payload), spare_valid.eq(1)]
+            with m.Else():
+                m.d.sync += [main.eq(i.payload), main_valid.eq(1)]
         return m
