@@ -69,8 +69,8 @@ FINISH = 1                        # every job: the layer's register before the c
 LOAD_EXTRA = 1                    # a load: the CTRL write to its first beat
 READ_EXTRA = 3                    # read_master beyond its words
 #: the update unit's pipelines: accumulate 1 (z a cycle after the issue) + 3 (multiply) +
-#: 2 (sums) + 1 (D + prod); apply 3 (D's read) + 3 + 2 + 2 (t and n)
-ACCUMULATE_LATENCY, APPLY_LATENCY = 1 + 3 + 2 + 1, 3 + 3 + 2 + 2
+#: 2 (sums) + 1 (D + prod); apply 3 (D's read) + 3 + 2 + 3 (t, 2T - t, n)
+ACCUMULATE_LATENCY, APPLY_LATENCY = 1 + 3 + 2 + 1, 3 + 3 + 2 + 3
 FILL, FILL_PER_ROW, FILL_PER_COL = 27, 3, 1           # a compute job's fill and drain
 FREE, FREE_PER_ROW, FREE_PER_COL = 4.5, 3, 1          # a result bank read out
 SPREAD_EXTRA = 2                  # a branch: side by side (B > 1)

@@ -39,42 +39,42 @@ def test_layer_lora_jobs_on_a_4x2_array_by_hand():
     """LoRA-FA, R 4, C 2 (lanes 4, a load_x beat 16/2 = 8 k-steps), M 6, K 16, N 8, r 4; every
     job + 1 (FINISH); loads + 1: load_x 3 tiles x 2 beats = 8, load_w 2 panels x 16 + 2 = 34,
     load_a 16 + 2 = 18, load_master (T: r N / R = 8 words) 10; read_master 8 + 3 + 1 = 12,
-    apply 8 + 10 + 2 = 20, accumulate 7 + 7 + 2 + 1 = 17. Compute tiles max(depth, the
+    apply 8 + 11 + 2 = 21, accumulate 7 + 7 + 2 + 1 = 17. Compute tiles max(depth, the
     skewed drain's 2R - 2 = 6, (depth + 4.5 + 3R + C = 18.5) / 8 banks) apart (at K 16: 16,
     the k-steps), fill and drain 27 + 3R + C = 41: frozen_w 6 tiles: 5 x 16 + 16 + 41 = 137
     + 1 = 138; frozen_a 3 tiles: 2 x 16 + 57 = 89 + 1 = 90; a branch, depth r = 4 and tiles
     6 apart (the array), 6 tiles, its bias hidden: 30 + 4 + 41 = 75 + 1 = 76."""
     config = _layer(4, 2, "lora-fa")
     expected = {"load_x": 8, "load_w": 34, "load_a": 18, "frozen_w": 138, "frozen_a": 90,
-                "branch": 76, "load_master": 10, "accumulate": 17, "apply": 20,
+                "branch": 76, "load_master": 10, "accumulate": 17, "apply": 21,
                 "read_master": 12}
     assert {job: job_cycles(config, job, 6, 16, 8, 4) for job in LORA_JOBS} == expected
     # a step, q 2: the batch (load_x, frozen_w, frozen_a) once, 4 branch jobs, 2 accumulates
-    assert step_cycles(config, 6, 16, 8, 4, 2) == 236 + 4 * 76 + 2 * 17 + 20 == 594
-    assert step_cycles(config, 6, 16, 8, 4, 2, sequential=True) == 4 * 236 + 304 + 54 == 1302
+    assert step_cycles(config, 6, 16, 8, 4, 2) == 236 + 4 * 76 + 2 * 17 + 21 == 595
+    assert step_cycles(config, 6, 16, 8, 4, 2, sequential=True) == 4 * 236 + 304 + 55 == 1303
 
 
 @pytest.mark.parametrize("rows, cols, branch_lanes, m, n, q, jobs, step, sequential", [
     # B 1, R 4, C 2, N 4 (one panel of 4 features): load_x 3 x 2 + 2 = 8; a branch 3 tiles
     # 16 apart (K; 2R - 2 = 6, (16 + 18.5) / 8 banks = 4.3): 32 + 16 + 41 = 89 + 1 = 90; T 16 x 4 / 4 = 16 words:
-    # accumulate 15 + 7 + 3 = 25, apply 16 + 12 = 28, load_master 18, read_master 20;
+    # accumulate 15 + 7 + 3 = 25, apply 16 + 13 = 29, load_master 18, read_master 20;
     # q 2: 2q = 4 branch jobs, q accumulates
     (4, 2, 1, 6, 4, 2, {"load_x": 8, "branch": 90, "load_master": 18, "accumulate": [25],
-                        "apply": 28, "read_master": 20}, 8 + 4 * 90 + 2 * 25 + 28,
-     4 * 8 + 4 * 90 + 2 * 25 + 28),
+                        "apply": 29, "read_master": 20}, 8 + 4 * 90 + 2 * 25 + 29,
+     4 * 8 + 4 * 90 + 2 * 25 + 29),
     # B 2 (F = 2 features a word, Q = 1 query a job), R 4, C 2: a branch 3 tiles x 2 panels,
     # 5 x 16 + 16 + 41 + 2 (spread) = 139 + 1 = 140; q 2: q / Q = 2 branch jobs
     (4, 2, 2, 6, 4, 2, {"load_x": 8, "branch": 140, "load_master": 18, "accumulate": [25],
-                        "apply": 28, "read_master": 20}, 8 + 2 * 140 + 2 * 25 + 28,
-     2 * 8 + 2 * 140 + 2 * 25 + 28),
+                        "apply": 29, "read_master": 20}, 8 + 2 * 140 + 2 * 25 + 29,
+     2 * 8 + 2 * 140 + 2 * 25 + 29),
     # B 4 (F 2, Q 2), R 8, C 4 (lanes 8, a load_x beat 8 k-steps): load_x 2 x 2 + 2 = 6; a
     # branch 2 tiles x 2 panels (16 apart: K; 2R - 2 = 14, (16 + 4.5 + 24 + 4) / 4 banks =
     # 12.1), fill 27 + 24 + 4: 48 + 16 + 55 + 2 = 121 + 1 = 122; T 16 x 4 / 8 = 8 words: accumulate of query
-    # j: 7 x 2 + j + 7 + 3 = 24 + j, apply 8 + 12, load_master 10, read_master 12; q 4:
+    # j: 7 x 2 + j + 7 + 3 = 24 + j, apply 8 + 13, load_master 10, read_master 12; q 4:
     # q / Q = 2 branch jobs, each followed by Q accumulates
     (8, 4, 4, 8, 4, 4, {"load_x": 6, "branch": 122, "load_master": 10, "accumulate": [24, 25],
-                        "apply": 20, "read_master": 12}, 6 + 2 * 122 + 2 * (24 + 25) + 20,
-     2 * 6 + 2 * 122 + 2 * (24 + 25) + 20)])
+                        "apply": 21, "read_master": 12}, 6 + 2 * 122 + 2 * (24 + 25) + 21,
+     2 * 6 + 2 * 122 + 2 * (24 + 25) + 21)])
 def test_layer_branch_lanes_by_hand(rows, cols, branch_lanes, m, n, q, jobs, step,
                                     sequential):
     """Full mode, K 16: every job's CYCLES and a step's (both schedules) at branch_lanes 1,
