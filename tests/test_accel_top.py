@@ -123,5 +123,13 @@ def test_softmax_units_ports_and_lint():         # generating the Verilog: ~5-15
     for port in ("softmax__0__s_axil__awaddr", "softmax__1__s_axis__tdata",
                  "softmax__1__m_axis__tlast", "softmax__0__irq"):
         assert re.search(rf"\b(input|output)\b[^;]*\b{port}\b", text)
+    # two clocks: the engines and the layer on clk, the softmax units on softmax_clk
+    start = re.search(rf"^module \\?{re.escape(design.name)}\s*\(", text, re.M).start()
+    top = text[start:text.index("endmodule", start)]
+    assert set(re.findall(r"^\s*input\s+(\w*(?:clk|rst))\s*;", top, re.M)) == {
+        "clk", "rst", "softmax_clk", "softmax_rst"}
+    clocks = re.findall(r"\.(\w*clk)\((\w+)\)", top)
+    assert clocks.count(("clk", "clk")) == 3            # 2 engines, 1 layer
+    assert clocks.count(("softmax_clk", "softmax_clk")) == 2
     result = lint_verilog(text, design.name)
     assert result.clean, str(result)

@@ -7,8 +7,13 @@ passes its ports through unchanged (``wiring.connect`` of the unit with the flip
 port): the top's ports are arrays of the units' own interfaces, ``engines[i]``,
 ``layers[i]`` and (with softmax units) ``softmax[i]``, each with its AXI4-Lite target
 (``s_axil``), its AXI4-Stream input and output and its ``irq`` (Verilog
-``engines__0__s_axis__tdata`` ...). One clock domain (``sync``) for all: the price's
-softmax units at their own clock (``reports/accel_cost.design_clocks``) are not built yet.
+``engines__0__s_axis__tdata`` ...). Two clock domains: ``sync`` (``clk``, ``rst``) for the
+engines and ZO layers, and with softmax units :data:`SOFTMAX_DOMAIN` (``softmax_clk``,
+``softmax_rst``) for those, so they run at their own clock, as the price runs them
+(``reports/accel_cost.design_clocks``: their own Fmax). Each unit's bus ports are
+synchronous to its unit's clock; the top crosses no clock domain itself (the SoC's AXI
+interconnect and DMA bridge to each port at its clock, e.g. with AXI clock converters, as
+a Zynq PL takes several PS clocks).
 Engines ``0 .. gelu_engines - 1`` are built with the GELU job mode (``EngineConfig.gelu``: the
 same ports, more registers). The host drives each unit as it drives
 one alone (its register map, its stream protocol): the schedule (:mod:`.schedule`) splits
@@ -21,7 +26,7 @@ of its own.
 """
 from __future__ import annotations
 
-from amaranth import Module
+from amaranth import DomainRenamer, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -34,7 +39,10 @@ from .config import AcceleratorConfig
 from .plan import MARGINS
 
 __all__ = ["Accelerator", "elaborate_accelerator", "accelerator_memories",
-           "accelerator_units", "accelerator_name"]
+           "accelerator_units", "accelerator_name", "SOFTMAX_DOMAIN"]
+
+#: The softmax units' clock domain (Verilog ports ``softmax_clk``, ``softmax_rst``).
+SOFTMAX_DOMAIN = "softmax"
 
 
 class Accelerator(wiring.Component):
@@ -79,6 +87,8 @@ class Accelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         for name, unit in self.units.items():
+            if name.startswith("softmax_"):
+                unit = DomainRenamer(SOFTMAX_DOMAIN)(unit)
             m.submodules[name] = unit
         for port, unit in zip(self.engines, self.engine_units):
             wiring.connect(m, wiring.flipped(port), unit)
