@@ -20,7 +20,8 @@ The rows (``i``, :func:`row_layout`) carry the second requantizer's per-column m
 and shift (``out_mult``, ``out_shift``: side reads of the output stage, like the first
 one's); they wait in a FIFO (:data:`PARAM_ROWS` rows, each row's pushed as it enters the
 requantizer, popped as its GELU values enter the second one) instead of travelling through
-the stages. Between the GeluUnit and the second requantizer a register slice (two rows,
+the stages: a LUT RAM with two pointers and no level (:class:`_ParamFifo`; a row's entry is
+written more than 20 cycles before the row reaches the slice, so it is never read empty). Between the GeluUnit and the second requantizer a register slice (two rows,
 :class:`_Slice`) puts registers in front of the FIFO's read. Back-pressure: each stage takes
 it by its credits (:mod:`zoforge.hw.pe.credits`), the slice by its ready (a register); the
 FIFO holds every row in flight between the two requantizers' inputs (at most the first's
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS
@@ -47,7 +48,8 @@ __all__ = ["GeluPath", "row_layout", "PARAM_ROWS", "GELU_EXTRA_LATENCY"]
 
 #: Rows the register slice between the GeluUnit and the second requantizer holds.
 SLICE_ROWS = 2
-#: Rows the parameter FIFO holds: the most rows between the two requantizers' inputs.
+#: The most rows between the two requantizers' inputs (the first's and the GeluUnit's
+#: buffers and the slice): the parameter FIFO holds as many (its depth: the next power of 2).
 PARAM_ROWS = requant.BUFFER_ROWS + gelu.BUFFER_BEATS + SLICE_ROWS
 #: Cycles a GELU job's row takes more than an int8 job's: the GeluUnit, the slice and the
 #: second requantizer (each passes a row on after its latency when the output is ready).
@@ -83,8 +85,7 @@ class GeluPath(wiring.Component):
         m.submodules.into = into = RequantStream(lanes, wide=True)
         m.submodules.unit = unit = gelu.GeluUnit(lanes)
         m.submodules.out = out = RequantStream(lanes)
-        m.submodules.params = params = SyncFIFOBuffered(
-            width=lanes * (MULT_BITS + SHIFT_BITS), depth=PARAM_ROWS)
+        m.submodules.params = params = _ParamFifo(lanes * (MULT_BITS + SHIFT_BITS))
         # a GELU job: gelu, not raw; a register (the mode bits change only while idle, rows
         # come many cycles after a job's start), so no logic between them and the muxes
         active = Signal()
@@ -165,4 +166,33 @@ class _Slice(wiring.Component):
                 m.d.sync += [spare.eq(i.payload), spare_valid.eq(1)]
             with m.Else():
                 m.d.sync += [main.eq(i.payload), main_valid.eq(1)]
+        return m
+
+
+class _ParamFifo(wiring.Component):
+    """The second requantizer's parameters of the rows in flight: a memory of
+    ``2^ceil(log2 PARAM_ROWS)`` words, written at ``w_en`` (a row enters the first
+    requantizer), read (``r_data``, combinational: LUT RAM) at the read pointer, which
+    ``r_en`` moves on. No level: it never holds more than PARAM_ROWS entries (the credits in
+    front of it) and is never read empty (an entry is written more than 20 cycles before
+    its row reaches the slice), so ``r_en`` reaches only the read pointer."""
+
+    def __init__(self, width: int):
+        self.width = width
+        super().__init__({"w_en": In(1), "w_data": In(width), "r_en": In(1),
+                          "r_data": Out(width)})
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = 1 << (PARAM_ROWS - 1).bit_length()
+        m.submodules.storage = storage = Memory(shape=self.width, depth=depth, init=[])
+        write, read = storage.write_port(), storage.read_port(domain="comb")
+        produce, consume = Signal(range(depth)), Signal(range(depth))   # wrap at depth
+        m.d.comb += [write.addr.eq(produce), write.data.eq(self.w_data),
+                     write.en.eq(self.w_en), read.addr.eq(consume),
+                     self.r_data.eq(read.data)]
+        with m.If(self.w_en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(self.r_en):
+            m.d.sync += consume.eq(consume + 1)
         return m
