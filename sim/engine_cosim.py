@@ -103,9 +103,9 @@ class EngineJob:
         """The engine's expected result (int32 raw, else int8), from the golden model."""
         import torch   # torch only to compute expected results (keeps `zoforge --help` fast)
         from zoforge.golden.engine import RequantParams, engine_gemm
+        from zoforge.golden.engine_gelu import engine_gemm_gelu
         bias = None if self.bias is None else torch.from_numpy(np.asarray(self.bias, np.int64))
         if self.gelu is not None:
-            from zoforge.golden.engine_gelu import engine_gemm_gelu
             return engine_gemm_gelu(torch.from_numpy(self.x), torch.from_numpy(self.w), bias,
                                     self.gelu).numpy()
         params = None if self.raw else RequantParams(
@@ -429,7 +429,7 @@ class EngineCosim:
 def gelu_writes(stage) -> dict[str, int]:
     """The GELU registers' values for ``stage``'s i-GELU constants (:func:`~zoforge.hw.
     nonlinear.gelu.gelu_registers`; a constant the unit cannot take: one-line ConfigError)."""
-    from zoforge.hw.nonlinear.gelu import gelu_registers
+    from zoforge.hw.nonlinear.gelu import gelu_registers   # Amaranth: only for a GELU job
     try:
         values = gelu_registers(stage.gelu)
     except ValueError as error:

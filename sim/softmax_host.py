@@ -79,5 +79,5 @@ def cosim_softmax(config, options: SoftmaxCosimOptions | None = None) -> dict:
     """Random jobs (:func:`zoforge.sim.softmax_cosim.random_call`) on the RTL, compared value
     by value with ``int_softmax``; JSON-able: ``bit_exact``, the jobs' cycles and the cycle
     model's (equal where nothing stalls)."""
-    from zoforge.sim.softmax_cosim import cosim_random
+    from zoforge.sim.softmax_cosim import cosim_random   # torch: only when a cosim runs
     return cosim_random(config, options or SoftmaxCosimOptions())
