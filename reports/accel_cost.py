@@ -396,7 +396,7 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     nonlinear = NONLINEAR_FIGURES[board]
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]
-        source = nonlinear["fmax_source"] + " (the i-GELU lanes of the GELU engines)"
+        source = nonlinear["fmax_source"] + " (the GELU engines)"
     softmax = nonlinear["softmax_fmax_mhz"]
     if accel.softmax_units:
         source += (f"; the softmax units at {softmax:g} MHz, their own clock "

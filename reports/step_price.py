@@ -102,12 +102,12 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": 302.21, "fmax_source": "yosys-estimate",
                            "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
                            "power_source": "activity-model", "power_at_mhz": 300.0}}
 #: The clocks of the fabric's nonlinear units on a board (yosys-estimate,
-#: docs/nonlinear-units.md, 2026-11-27): ``gelu_fmax_mhz`` the i-GELU's 8 lanes (299 MHz at
-#: d835441), which bounds the clock of a design with GELU engines (the lanes on the
-#: engines' output path) until the GELU engine is built whole; ``softmax_fmax_mhz`` the bus
+#: docs/nonlinear-units.md, docs/engine.md, 2026-11-27): ``gelu_fmax_mhz`` the 8x8 paired
+#: GELU engine's (``zoforge build --design engine --paired --gelu``: 278 MHz at 17c1b3f),
+#: which bounds the clock of a design with GELU engines; ``softmax_fmax_mhz`` the bus
 #: softmax unit's (``zoforge build --design softmax``, 8 lanes x 128 at 2^-15: 249 MHz at
 #: e91707a, f00076b), the softmax units' own clock.
-NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 299.0, "softmax_fmax_mhz": 249.0,
+NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
 
 

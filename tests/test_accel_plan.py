@@ -142,21 +142,21 @@ def test_fixed_sizes_that_do_not_fit_name_the_fields_and_budget():
 
 
 def test_nonlinear_units_resources_by_hand():
-    """A GELU engine adds, per column, an i-GELU lane (3,133 LUT / 3,190 FF for 8 lanes,
-    6,154 / 6,310 for 16: 378 / 390 a lane, 109 / 70 fixed) and a second requantizer lane
-    (2,590 / 1,720 for 8: 323.75 / 215), 3 + 2 DSP; a softmax unit is the bus unit's build
+    """A GELU engine adds what the 8x8 paired engine's --gelu build adds (+6,769 LUT /
+    +8,594 FF for 8 lanes: the i-GELU's fixed 109 / 70 and 832.5 / 1,065.5 a lane), 3 + 2
+    DSP a lane; a softmax unit is the bus unit's build
     (8 lanes: 6,422 LUT, 9,047 FF, 16 DSP, no BRAM: its buffers, 4 x 16 words, in LUT RAM)
     and the i-softmax's 705 LUT / 751 FF / 2 DSP a lane more at 2^-15."""
     config = AcceleratorConfig(engines=3, gelu_engines=2, softmax_units=2)
     resources = estimate_resources(config)
-    assert resources["gelu"] == {"LUT": round(109 + 8 * (378 + 2590 / 8)),
-                                 "FF": 70 + 8 * (390 + 215), "BRAM18": 0, "DSP": 8 * 5}
-    assert resources["gelu"]["LUT"] == 5723 and resources["gelu"]["FF"] == 4910
+    assert resources["gelu"] == {"LUT": 109 + 8 * 832.5, "FF": 70 + 8 * 1065.5, "BRAM18": 0,
+                                 "DSP": 8 * 5}
+    assert resources["gelu"]["LUT"] == 6769 and resources["gelu"]["FF"] == 8594
     assert resources["softmax"] == {"LUT": 6422, "FF": 9047, "BRAM18": 0, "DSP": 16}
     wide = estimate_resources(config.replace(softmax_lanes=16))["softmax"]
     assert (wide["LUT"], wide["FF"], wide["DSP"]) == (6422 + 8 * 705, 9047 + 8 * 751, 32)
     plain = estimate_resources(config.replace(gelu_engines=0, softmax_units=0))["total"]
-    assert resources["total"]["LUT"] == plain["LUT"] + 2 * 5723 + 2 * 6422
+    assert resources["total"]["LUT"] == plain["LUT"] + 2 * 6769 + 2 * 6422
     assert resources["total"]["DSP"] == plain["DSP"] + 2 * 40 + 2 * 16 == config.dsp
     assert "yosys-estimate" in resources["nonlinear_source"]
 
@@ -172,13 +172,13 @@ def test_minilm_design_has_room_for_two_softmax_units():
     """5 x 64 x 8 at max_k 1,536 (26-bit accumulators): 5 x (1,095 + 53.0625 x 512 + 4,224)
     = 162,435 LUT; the 4 x 16 ZO layer 2,111 + 65 x 64 + 1,435 + 452.25 x 16 = 14,942:
     177,377 of 191,856, so two softmax units fit (190,221), three do not (196,643), nor a
-    GELU path on every engine (+ 5 x 5,723)."""
+    GELU path on every engine (+ 5 x 6,769)."""
     assert round(_xcup_lut(5, 64, 8, 26) - 6395) == 162435
     total = estimate_resources(MINILM_DESIGN)["total"]["LUT"]
     assert total == 162435 + 14942 == 177377
     for change, lut, fits in (({"softmax_units": 2}, 177377 + 2 * 6422, True),
                               ({"softmax_units": 3}, 177377 + 3 * 6422, False),
-                              ({"gelu_engines": 5}, 177377 + 5 * 5723, False)):
+                              ({"gelu_engines": 5}, 177377 + 5 * 6769, False)):
         assert estimate_resources(MINILM_DESIGN.replace(**change))["total"]["LUT"] == lut
         assert (lut <= ZCU102["LUT"]) == fits
 

@@ -114,22 +114,22 @@ LOGIC_FIT = {
 #: counted (the 32-bit figures, an over-estimate).
 ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
 #: LUT and FF of the fabric's nonlinear units, ``(fixed, per lane)``, from Yosys' estimates
-#: (synth_xilinx -family xcup; docs/nonlinear-units.md, 2026-11-27). ``gelu``: what a GELU
-#: engine adds to a plain one, a lane a column: the i-GELU (flattened, its default scale;
-#: 8 lanes 3,133 LUT / 3,190 FF, 16 lanes 6,154 / 6,310: 378 / 390 a lane, 109 / 70 fixed)
-#: and a second requantizer (docs/engine.md's `requant`, 8 lanes 2,590 LUT / 1,720 FF:
-#: 323.75 / 215 a lane). ``softmax``: one bus softmax unit, ``zoforge build --design
+#: (synth_xilinx -family xcup; docs/nonlinear-units.md, docs/engine.md, 2026-11-27).
+#: ``gelu``: what a GELU engine adds to a plain one, a lane a column: the whole GELU engine
+#: built (``zoforge build --board zcu102 --design engine --rows 8 --cols 8 --paired
+#: [--gelu] --no-power``: 8,508 LUT / 14,784 FF at d8dba67, 15,277 / 23,378 with ``--gelu``
+#: at 17c1b3f: +6,769 / +8,594 for 8 lanes; the i-GELU's fixed part, 109 / 70 of its own
+#: 8- and 16-lane builds, and the rest a lane). ``softmax``: one bus softmax unit, ``zoforge build --design
 #: softmax`` of the default 8 lanes x 128 at MiniLM's 2^-15 (f00076b, at e91707a, blocks
 #: kept: 6,422 LUT / 9,047 FF / 16 DSP48E2, no BRAM18, 249 MHz) with the i-softmax's slope a
 #: lane at that scale (flattened, 8 and 16 lanes: 705 LUT / 751 FF), so 782 / 3,039 fixed;
 #: a unit for finer scales is larger (the i-softmax at 2^-24: 882 / 997 a lane), not
-#: modelled but for its DSPs. Until the GELU engine is built whole.
-NONLINEAR_FIT = {"gelu": {"LUT": (3_133 - 8 * 378, 378 + 2_590 / 8),
-                          "FF": (3_190 - 8 * 390, 390 + 1_720 / 8)},
+#: modelled but for its DSPs.
+NONLINEAR_FIT = {"gelu": {"LUT": (109, (6_769 - 109) / 8), "FF": (70, (8_594 - 70) / 8)},
                  "softmax": {"LUT": (6_422 - 8 * 705, 705), "FF": (9_047 - 8 * 751, 751)}}
 #: The label of the nonlinear units' figures in :func:`estimate_resources`.
-NONLINEAR_SOURCE = ("yosys-estimate (the bus softmax unit's build; the i-GELU and requantizer "
-                    "blocks; lines per lane)")
+NONLINEAR_SOURCE = ("yosys-estimate (the GELU engine's and the bus softmax unit's builds; "
+                    "lines per lane)")
 
 
 def _logic_group(family: str) -> str:
