@@ -116,8 +116,8 @@ class Engine(wiring.Component):
                     for name, buffer in buffers.items()}
         for name, memory in memories.items():
             m.submodules[name] = memory
-        m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS)
         m.submodules.regs = regs = RegisterFile(config)
+        m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS, regs.write_addresses)
         m.submodules.loader = loader = Loader(config)
         m.submodules.array = array = SystolicArray(config.rows, config.cols,
                                                    paired=config.paired,

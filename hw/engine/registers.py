@@ -36,10 +36,13 @@ class RegisterFile(wiring.Component):
         self.registers = register_map(config.gelu)
         self.tables = param_tables(config.gelu)
         self.ctrl_bits = ctrl_bits(config.gelu)
+        #: the registers a write acts on, decoded by the AXI4-Lite target (``port.wr_hit``)
+        self.write_addresses = tuple(register.address for register in self.registers.values()
+                                     if register.kind in ("ctrl", "status", "rw", "config"))
         gelu_ports = ({"gelu": Out(1), "gelu_config": Out(config_signature())}
                       if config.gelu else {})
         super().__init__({
-            "port": In(RegisterPortSignature(ADDR_BITS)),
+            "port": In(RegisterPortSignature(ADDR_BITS, self.write_addresses)),
             "job": Out(JobSignature(DIM_BITS)), "mode": Out(ModeSignature()),
             "array_step": In(1),   # the array takes a k-step (counted in ARRAY_CYCLES)
             "job_end": In(1),      # the job's last output beat leaves (busy ends)
@@ -78,22 +81,22 @@ class RegisterFile(wiring.Component):
 
         port = self.port
         data = port.wr_data
-        with m.If(port.wr_en):
-            with m.Switch(port.wr_addr):
-                for name, register in registers.items():
-                    with m.Case(register.address):
-                        if register.kind == "ctrl":
-                            with m.If(~busy):
-                                m.d.sync += [f.eq(data[bits[n]]) for n, f in ctrl.items()]
-                                m.d.comb += start.eq(data[bits["start"]])
-                        elif register.kind == "status":
-                            with m.If(data[STATUS_BITS["done"]]):
-                                m.d.sync += done.eq(0)
-                        elif register.kind == "rw":
-                            m.d.sync += stored[name].eq(data)
-                        elif register.kind == "config":
-                            with m.If(~busy):
-                                m.d.sync += stored[name].eq(data)
+        for name, register in registers.items():
+            if register.address not in self.write_addresses:
+                continue
+            with m.If(port.wr_hit[self.write_addresses.index(register.address)]):
+                if register.kind == "ctrl":
+                    with m.If(~busy):
+                        m.d.sync += [f.eq(data[bits[n]]) for n, f in ctrl.items()]
+                        m.d.comb += start.eq(data[bits["start"]])
+                elif register.kind == "status":
+                    with m.If(data[STATUS_BITS["done"]]):
+                        m.d.sync += done.eq(0)
+                elif register.kind == "rw":
+                    m.d.sync += stored[name].eq(data)
+                elif register.kind == "config":
+                    with m.If(~busy):
+                        m.d.sync += stored[name].eq(data)
         # reads: the address decode registered, then the selected word (READ_CYCLES)
         m.d.comb += port.rd_data.eq(read_select(m, port.rd_addr, {
             name: (register.address, words.get(register.kind, values.get(name)))
