@@ -239,6 +239,32 @@ def test_update_unit_saturates_exactly_at_both_ends(eta_shift):
     _simulate(harness, bench)
 
 
+def test_update_unit_saturates_where_t_leaves_26_bits():
+    """The apply's bounds where its t = (2 * D * eta_mult) >> eta_shift (here D: eta_mult 1,
+    eta_shift 1) is one inside, on and one past +/-2^25 (the 27-bit difference 2T - t and
+    t's own range test meet there), against T at both ends and 0: T is
+    min(max(T - ((D + 1) >> 1), -2^23), 2^23 - 1) by hand and the golden model's value."""
+    rng = random.Random(29)
+    edges = [(1 << 25) - 1, 1 << 25, (1 << 25) + 1, -(1 << 25) + 1, -(1 << 25), -(1 << 25) - 1]
+    pairs = [(t, d) for t in (M_MAX, M_MIN, 0) for d in edges]
+    master, accum = ([pair[j] for pair in pairs] for j in (0, 1))
+    words = len(pairs) // ROWS
+    harness = _UpdateHarness(*([values[w * ROWS:(w + 1) * ROWS] for w in range(words)]
+                               for values in (master, accum)))
+    u = harness.unit
+
+    async def bench(ctx):
+        ctx.set(u.eta_mult, 1)
+        ctx.set(u.eta_shift, 1)
+        await _update_job(ctx, u, 1, rng)
+        got = [v for w in range(words) for v in _word_lanes(ctx, harness.t_mem, w)]
+        assert got == [min(max(t - ((d + 1) >> 1), M_MIN), M_MAX) for t, d in pairs]
+        golden = applied_update(torch.tensor(master), torch.tensor(accum), 1, 1)
+        assert got == golden.tolist()
+
+    _simulate(harness, bench)
+
+
 def _lanes(value, width, count):
     """``count`` signed ``width``-bit lanes of an integer."""
     lanes = [(value >> (width * i)) & ((1 << width) - 1) for i in range(count)]

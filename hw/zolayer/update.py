@@ -34,7 +34,8 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
     5   prod = a * b (their sum)                             7
                             8   t = (prod >> 6) >> (s & ~7) = (2 * D * eta_mult) >> s,
                                 from the prod register
-    6   D + prod            9   2T - t, and whether it is past -/+ 2^24 (its upper bits)
+    6   D + prod            9   2T - t (on 27 bits), whether it is past -/+ 2^24 (its upper
+                                bits, or t past 26 bits)
     7   D written           10  n = (2T - t) >> 1 = T - round_half_up(D * eta_mult / 2^s),
                                 saturated to 24 bits (as the compares say)
                             11  T and D = 0 written
@@ -210,16 +211,23 @@ class UpdateUnit(wiring.Component):
         new_d = reg(signed(acc), 4, "d")
         twice_n = reg(bits + 1, 5, "twice_n")             # the bits n keeps, and one below
         above, below = reg(1, 5, "above"), reg(1, 5, "below")
-        # 2T - t whole (t's width and one more), and both compares read from its bits from
-        # 24 up (sign included) after the subtraction: >= 2^24 iff not negative and not all
-        # zeros, < -2^24 iff negative and not all ones (no compare of t beside the
-        # subtraction of the same operands, which the synthesis shared into one long path)
-        diff = Signal(signed(len(t) + 1), name=f"diff_{i}")
-        high = diff[bits:]
-        m.d.comb += diff.eq(Cat(Const(0, 1), t_word).as_signed() - t)
+        # 2T - t on 27 bits only (2T has 25, t is taken on 26: a short carry chain), the
+        # bounds read from its bits 24-26 and, beside the subtraction (t's own bits, no
+        # carry), from whether t is past 26 bits: t >= 2^25 makes 2T - t < -2^24 (below),
+        # t < -2^25 makes it > 2^24 (above); within 26 bits the 27-bit difference is exact
+        # (|2T - t| < 2^26): >= 2^24 iff not negative and bit 24 or 25 set, < -2^24 iff
+        # negative and not both set
+        narrow = bits + 2
+        t_high = t[narrow - 1:]
+        t_above = ~t[-1] & t_high.any()               # t >= 2^25
+        t_below = t[-1] & ~t_high.all()               # t < -2^25
+        diff = Signal(signed(narrow + 1), name=f"diff_{i}")
+        m.d.comb += diff.eq(Cat(Const(0, 1), t_word).as_signed() - t[:narrow].as_signed())
+        sign, high = diff[-1], diff[bits:narrow]
         m.d.sync += [new_d.eq(Mux(apply, 0, d_word + prod)),
                      twice_n.eq(diff[:bits + 1]),
-                     above.eq(~diff[-1] & high.any()), below.eq(diff[-1] & ~high.all())]
+                     above.eq(t_below | (~t_above & ~sign & high.any())),
+                     below.eq(t_above | (~t_below & sign & ~high.all()))]
         # apply 10: n saturated, into the register the write port takes (one LUT per bit)
         top = (1 << (bits - 1)) - 1
         new_t = reg(signed(bits), 6, "t_new")
