@@ -5,7 +5,8 @@ registers and the per-column tables over AXI4-Lite, queue the job's input frame,
 engine (CTRL), collect the output frame (up to TLAST, which must fall on the job's last
 output beat: :func:`~zoforge.sim.program.check_frame`), wait two cycles (done and irq follow
 the last beat), sample irq, read STATUS and the cycle counters, clear done and read STATUS
-again. Each job is one batch. ``args``: ``lanes`` (32-bit words of an output beat),
+again (:func:`~zoforge.sim.program.streamed_job`, the softmax unit's too). Each job is one
+batch. ``args``: ``lanes`` (32-bit words of an output beat),
 ``registers``, ``regions`` (the engine's address map) and ``jobs`` (per job: ``m, k, n,
 ctrl, mult, shift, tables, out_beats`` and ``writes``, more registers by name: a GELU job's
 constants);
@@ -14,11 +15,9 @@ Returns the arrays ``out<i>`` (output words) and the results ``jobs`` (per-job c
 """
 from __future__ import annotations
 
-from zoforge.sim.program import HostCheckFailed, Idle, Read, Receive, Send, Write, check_frame
+from zoforge.sim.program import Write, streamed_job
 
 __all__ = ["engine_program"]
-
-DONE = 0b10          # STATUS bit 1 (write 1 to clear)
 
 
 def engine_program(args: dict, data: dict):
@@ -32,20 +31,8 @@ def engine_program(args: dict, data: dict):
         for name in spec["tables"]:
             batch += [Write(regions[name] + 4 * i, word)
                       for i, word in enumerate(data[f"job{index}_{name}"])]
-        batch += [Send(data[f"job{index}_frame"]), Write(reg["CTRL"], spec["ctrl"] | 1),
-                  Receive(), Idle(2), Read(reg["STATUS"]), Read(reg["CYCLES"]),
-                  Read(reg["ARRAY_CYCLES"]), Write(reg["STATUS"], DONE), Read(reg["STATUS"])]
-        replies = yield batch
-        frame, settled = replies[-7], replies[-6]
-        check_frame(f"job {index}", frame.words, args["lanes"], spec["out_beats"])
-        status, cycles, array_cycles, _, cleared = (reply.value for reply in replies[-5:])
-        if status & 0b11 != DONE:
-            raise HostCheckFailed(f"job {index}: STATUS {status:#x} after its output frame")
-        if cleared & 0b11:
-            raise HostCheckFailed(f"job {index}: done did not clear (STATUS {cleared:#x})")
-        if not settled.irq:
-            raise HostCheckFailed(f"job {index}: irq not raised at completion")
-        arrays[f"out{index}"] = frame.words
-        stats.append({"cycles": cycles, "array_cycles": array_cycles, "status": status,
-                      "status_after_clear": cleared, "irq": settled.irq})
+        arrays[f"out{index}"], job = yield from streamed_job(
+            f"job {index}", reg, batch, data[f"job{index}_frame"], spec["ctrl"],
+            args["lanes"], spec["out_beats"], ("CYCLES", "ARRAY_CYCLES"))
+        stats.append(job)
     return arrays, {"jobs": stats}

@@ -31,7 +31,7 @@ import numpy as np
 
 __all__ = ["Write", "Read", "Send", "Receive", "Poll", "Idle", "Operation", "Reply",
            "HostProgram", "HostCheckFailed", "drive", "drive_async", "load_program",
-           "stream_words", "check_frame"]
+           "stream_words", "check_frame", "streamed_job", "STATUS_DONE"]
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,37 @@ def check_frame(what: str, words: np.ndarray, lanes: int, beats: int) -> None:
     if words.size != beats * lanes:
         raise HostCheckFailed(f"{what}: TLAST after {words.size / lanes:g} beats, expected "
                               f"on beat {beats} (the frame's last)")
+
+
+#: STATUS's done bit (bit 1, write 1 to clear) of every unit with a job's protocol.
+STATUS_DONE = 0b10
+
+
+def streamed_job(what: str, registers: dict, setup: list, frame, ctrl: int, lanes: int,
+                 out_beats: int, counters: tuple[str, ...] = ("CYCLES",)):
+    """One job of a unit with the GEMM engine's job protocol, as a host program's part
+    (``yield from``): the ``setup`` writes, the input ``frame``, CTRL's start (``ctrl | 1``),
+    the output frame (``out_beats`` beats of ``lanes`` words), STATUS (done, not busy), the
+    ``counters``, done cleared (W1C) and STATUS read again; the irq raised at completion.
+    Returns ``(words, stats)``: the output words and ``status``, each counter (its name in
+    lower case), ``status_after_clear`` and ``irq``. A broken protocol: HostCheckFailed
+    naming ``what``."""
+    replies = yield [*setup, Send(frame), Write(registers["CTRL"], ctrl | 1), Receive(),
+                     Idle(2), Read(registers["STATUS"]),
+                     *(Read(registers[name]) for name in counters),
+                     Write(registers["STATUS"], STATUS_DONE), Read(registers["STATUS"])]
+    tail = replies[-(len(counters) + 5):]
+    received, settled, status, *values = tail[0], tail[1], *(r.value for r in tail[2:])
+    counted, cleared = values[:len(counters)], values[-1]
+    check_frame(what, received.words, lanes, out_beats)
+    if status & 0b11 != STATUS_DONE:
+        raise HostCheckFailed(f"{what}: STATUS {status:#x} after its output frame")
+    if cleared & 0b11:
+        raise HostCheckFailed(f"{what}: done did not clear (STATUS {cleared:#x})")
+    if not settled.irq:
+        raise HostCheckFailed(f"{what}: irq not raised at completion")
+    return received.words, {"status": status, **dict(zip(map(str.lower, counters), counted)),
+                            "status_after_clear": cleared, "irq": settled.irq}
 
 
 def stream_words(words) -> np.ndarray:

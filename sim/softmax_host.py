@@ -21,11 +21,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
-from zoforge.sim.program import HostCheckFailed, Idle, Read, Receive, Send, Write, check_frame
+from zoforge.sim.program import Write, streamed_job
 
-__all__ = ["softmax_program", "SoftmaxCosimOptions", "cosim_softmax", "DONE"]
-
-DONE = 0b10          # STATUS bit 1 (write 1 to clear)
+__all__ = ["softmax_program", "SoftmaxCosimOptions", "cosim_softmax"]
 
 
 def softmax_program(args: dict, data: dict):
@@ -36,21 +34,10 @@ def softmax_program(args: dict, data: dict):
         batch = [Write(reg[name], value) for name, value in spec["writes"].items()]
         batch += [Write(mask_base + 4 * i, word)
                   for i, word in enumerate(data[f"job{index}_mask"])]
-        batch += [Send(data[f"job{index}_frame"]), Write(reg["CTRL"], 1), Receive(), Idle(2),
-                  Read(reg["STATUS"]), Read(reg["CYCLES"]), Write(reg["STATUS"], DONE),
-                  Read(reg["STATUS"])]
-        replies = yield batch
-        frame, settled = replies[-6], replies[-5]
-        check_frame(f"job {index}", frame.words, args["lanes"], spec["out_beats"])
-        status, cycles, _, cleared = (reply.value for reply in replies[-4:])
-        if status & 0b11 != DONE:
-            raise HostCheckFailed(f"job {index}: STATUS {status:#x} after its output frame")
-        if cleared & 0b11:
-            raise HostCheckFailed(f"job {index}: done did not clear (STATUS {cleared:#x})")
-        if not settled.irq:
-            raise HostCheckFailed(f"job {index}: irq not raised at completion")
-        arrays[f"out{index}"] = frame.words
-        stats.append({"cycles": cycles, "status": status, "irq": settled.irq})
+        arrays[f"out{index}"], job = yield from streamed_job(
+            f"job {index}", reg, batch, data[f"job{index}_frame"], 0, args["lanes"],
+            spec["out_beats"])
+        stats.append(job)
     return arrays, {"jobs": stats}
 
 

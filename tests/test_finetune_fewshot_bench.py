@@ -5,16 +5,14 @@ those for it; the flags default to ``zoforge finetune``'s; every "Produced by" l
 generated doc names both flags. No model is loaded (made-up records)."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import benchmark_script
 
 from zoforge.golden.finetune.config import FinetuneConfig
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 #: A line as the results file kept it before attention and nonlinear existed (the fields
 #: of benchmarks/results/finetune_fewshot.jsonl's adapted_blocks 3, lr 4e-4 lines).
 OLD = {"k_shot": 16, "total_steps": 200, "adapted_blocks": 3, "lr": 0.0004, "eps": 0.004}
@@ -23,16 +21,8 @@ RUNS = ("int8", "float", "control")
 
 @pytest.fixture(scope="module")
 def bench():
-    # the benchmark is a script beside its own helpers (result_lines), not a package
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("finetune_fewshot",
-                                                      BENCHMARKS / "finetune_fewshot.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    with benchmark_script("finetune_fewshot") as module:
         yield module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
 
 
 def record(run: str, seed: int, ratio: float, **fields) -> dict:

@@ -3,29 +3,19 @@ docs/finetune-accuracy.md (between its markers) and keeps the hand-written secti
 keeps its stored runs apart by attention and nonlinear functions."""
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import benchmark_script
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCHMARKS = ROOT / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    # the benchmark is a script beside its own helpers (result_lines), not a package
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("finetune_accuracy",
-                                                      BENCHMARKS / "finetune_accuracy.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+    with benchmark_script("finetune_accuracy") as module:
         yield module
-    finally:
-        sys.path.remove(str(BENCHMARKS))
 
 
 def test_only_the_generated_part_is_replaced(bench):
