@@ -58,6 +58,7 @@ The constants and the per-scale parameters of i-GELU and the softmax live in
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -70,17 +71,19 @@ from zoforge.golden.finetune.integer_params import (ERF_A, ERF_B, ERF_BITS, EXP_
                                                     check_scale)
 
 __all__ = ["GeluParams", "SoftmaxParams", "LayerNormParams", "int_gelu", "int_softmax",
-           "int_layernorm", "isqrt", "bit_length", "ERF_A", "ERF_B", "ERF_BITS",
+           "int_layernorm", "int_gelu_formula", "gelu_table", "isqrt", "bit_length",
+           "GELU_TABLE_OFFSET", "ERF_A", "ERF_B", "ERF_BITS",
            "EXP_COEFFS", "EXP_BITS", "EXP_SHIFTS", "SOFTMAX_FRAC", "LN_FRAC", "LN_RECIP",
            "LN_WEIGHT_BITS", "ISQRT_STEPS", "INPUT_BITS", "MIN_SCALE", "MAX_SCALE"]
 
 
 def bit_length(n: torch.Tensor) -> torch.Tensor:
-    """``int.bit_length`` of each element of the int64 tensor ``n >= 0``."""
-    bits = torch.zeros_like(n)
-    for k in range(63):
-        bits += (n >> k) > 0
-    return bits
+    """``int.bit_length`` of each element of the int64 tensor ``n >= 0``: the exponent of
+    ``float64(n)`` (``frexp``), one too large where the rounding reached the next power of
+    two (``n >= 2^53``, e.g. ``2^63 - 1``), corrected by ``n >> (b - 1) == 0`` (exact:
+    ``float64(n)`` is never below ``2^(bits(n) - 1)``, a power of two it holds)."""
+    bits = torch.frexp(n.double()).exponent.to(torch.int64)
+    return bits - ((n >> (bits - 1).clamp_min(0)) == 0).to(torch.int64) * (bits > 0)
 
 
 def isqrt(n: torch.Tensor) -> torch.Tensor:
@@ -95,10 +98,36 @@ def isqrt(n: torch.Tensor) -> torch.Tensor:
 
 
 def int_gelu(q: torch.Tensor, p: GeluParams) -> torch.Tensor:
-    """i-GELU of the int64 tensor ``q`` (elementwise; module docstring)."""
+    """i-GELU of the int64 tensor ``q`` (elementwise; module docstring). A large ``q``
+    within ``[-2^15, 2^15 - 1]`` (a GELU job's int16 input) is looked up in
+    :func:`gelu_table`, the same formula's values over that whole range."""
+    if q.dtype == torch.int64 and q.numel() >= _TABLE_MIN:
+        low, high = torch.aminmax(q)
+        if -GELU_TABLE_OFFSET <= int(low) and int(high) < GELU_TABLE_OFFSET:
+            index = (q + GELU_TABLE_OFFSET).reshape(-1)
+            return torch.index_select(gelu_table(p), 0, index).reshape(q.shape)
+    return int_gelu_formula(q, p)
+
+
+def int_gelu_formula(q: torch.Tensor, p: GeluParams) -> torch.Tensor:
+    """i-GELU of the int64 tensor ``q`` by the module docstring's formula, elementwise."""
     t = torch.clamp(q.abs(), max=p.beta) - p.beta
     erf = torch.sign(q) * ((p.gamma - t * t) >> p.shift)
     return q * (erf + p.one)
+
+
+#: :func:`gelu_table`'s inputs: ``[-GELU_TABLE_OFFSET, GELU_TABLE_OFFSET)`` (16 bits).
+GELU_TABLE_OFFSET = 1 << (INPUT_BITS - 1)
+#: The least number of elements :func:`int_gelu` looks up rather than computes.
+_TABLE_MIN = 1 << 14
+
+
+@functools.lru_cache(maxsize=64)
+def gelu_table(p: GeluParams) -> torch.Tensor:
+    """``int_gelu_formula(q, p)`` for every ``q`` in ``[-2^15, 2^15 - 1]``, int64, at index
+    ``q + 2^15`` (made once per constants)."""
+    q = torch.arange(-GELU_TABLE_OFFSET, GELU_TABLE_OFFSET, dtype=torch.int64)
+    return int_gelu_formula(q, p)
 
 
 def int_softmax(q: torch.Tensor, keep: torch.Tensor, p: SoftmaxParams,

@@ -1,0 +1,59 @@
+"""The golden step's fast paths equal their plain formulations, value for value, over the
+whole range they take (docs/finetune-speed.md): ``bit_length`` by float64 ``frexp``
+against Python's ``int.bit_length`` over the int64 range, and i-GELU by table against its
+formula over every 16-bit input at the extreme scales."""
+import random
+
+import pytest
+import torch
+
+from zoforge.golden.finetune.integer_ops import (GELU_TABLE_OFFSET, GeluParams, bit_length,
+                                                 gelu_table, int_gelu, int_gelu_formula,
+                                                 isqrt)
+from zoforge.golden.finetune.integer_params import MAX_SCALE, MIN_SCALE
+
+
+def _int64_corners() -> list[int]:
+    values = {0, 1, 2, 3, (1 << 63) - 1, (1 << 63) - 2}
+    for k in range(1, 63):
+        for delta in (-2, -1, 0, 1):
+            values.add((1 << k) + delta)
+    rng = random.Random(5)
+    for _ in range(4000):
+        values.add(rng.getrandbits(rng.randint(1, 63)))
+    return sorted(v for v in values if 0 <= v < 1 << 63)
+
+
+def test_bit_length_equals_python_over_int64():
+    values = _int64_corners()
+    got = bit_length(torch.tensor(values, dtype=torch.int64)).tolist()
+    assert got == [v.bit_length() for v in values]
+
+
+def test_isqrt_equals_python_below_2_62():
+    import math
+    values = [v for v in _int64_corners() if v < 1 << 62] + [(1 << 62) - 1]
+    values += [k * k + d for k in (1 << 31, (1 << 31) - 1, 3037000499 // 2)
+               for d in (-1, 0, 1) if 0 <= k * k + d < 1 << 62]
+    got = isqrt(torch.tensor(values, dtype=torch.int64)).tolist()
+    assert got == [math.isqrt(v) for v in values]
+
+
+@pytest.mark.parametrize("scale", [MIN_SCALE, 2.0 ** -20, 3.1e-5, 2.0 ** -10, MAX_SCALE])
+def test_gelu_table_equals_formula_over_16_bits(scale):
+    p = GeluParams.of(scale)
+    q = torch.arange(-GELU_TABLE_OFFSET, GELU_TABLE_OFFSET, dtype=torch.int64)
+    want = int_gelu_formula(q, p)
+    assert torch.equal(gelu_table(p), want)
+    # by the dispatch: a shuffled, repeated 2-D stack (the table route) and small ones
+    order = torch.randperm(q.numel(), generator=torch.Generator().manual_seed(1))
+    stack = torch.cat([q[order], q]).reshape(4, -1)
+    assert torch.equal(int_gelu(stack, p), torch.cat([want[order], want]).reshape(4, -1))
+    assert torch.equal(int_gelu(q[:100], p), want[:100])
+
+
+def test_gelu_out_of_table_range_takes_formula():
+    p = GeluParams.of(2.0 ** -10)
+    q = torch.arange(-GELU_TABLE_OFFSET, GELU_TABLE_OFFSET + 1, dtype=torch.int64)
+    assert torch.equal(int_gelu(q, p), int_gelu_formula(q, p))
+    assert int_gelu(q.to(torch.int32)[:1 << 15], p).dtype == torch.int32
