@@ -57,3 +57,23 @@ def test_gelu_out_of_table_range_takes_formula():
     q = torch.arange(-GELU_TABLE_OFFSET, GELU_TABLE_OFFSET + 1, dtype=torch.int64)
     assert torch.equal(int_gelu(q, p), int_gelu_formula(q, p))
     assert int_gelu(q.to(torch.int32)[:1 << 15], p).dtype == torch.int32
+
+
+@pytest.mark.parametrize("scale", [MIN_SCALE, 2.0 ** -16, 1e-3, MAX_SCALE])
+def test_softmax_equals_formula(scale):
+    from zoforge.golden.finetune.integer_ops import SoftmaxParams, int_softmax, \
+        int_softmax_formula
+    p = SoftmaxParams.of(scale)
+    gen = torch.Generator().manual_seed(3)
+    q = torch.randint(-(1 << 15), 1 << 15, (6, 9, 17), generator=gen, dtype=torch.int64)
+    q[0] = 1 << 15                                        # constant rows
+    q[1, :, ::2] = -(1 << 15)                             # both rails in one row
+    q[1, :, 1::2] = (1 << 15) - 1
+    q[2] = torch.randint(-3, 3, (9, 17), generator=gen)   # near-ties
+    keep = torch.rand(6, 1, 17, generator=gen) < 0.6
+    keep[0], keep[3] = True, False                        # all kept; none kept (zeros)
+    keep[4, 0, :16], keep[4, 0, 16] = False, True         # one kept key
+    want = int_softmax_formula(q, keep, p, 127)
+    assert torch.equal(int_softmax(q, keep, p, 127), want)
+    assert torch.equal(want[3], torch.zeros_like(want[3]))
+    assert int(want.max()) <= 127 and int(want[4].max()) == 127

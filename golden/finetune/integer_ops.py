@@ -71,8 +71,8 @@ from zoforge.golden.finetune.integer_params import (ERF_A, ERF_B, ERF_BITS, EXP_
                                                     check_scale)
 
 __all__ = ["GeluParams", "SoftmaxParams", "LayerNormParams", "int_gelu", "int_softmax",
-           "int_layernorm", "int_gelu_formula", "gelu_table", "isqrt", "bit_length",
-           "GELU_TABLE_OFFSET", "ERF_A", "ERF_B", "ERF_BITS",
+           "int_layernorm", "int_gelu_formula", "int_softmax_formula", "gelu_table", "isqrt",
+           "bit_length", "GELU_TABLE_OFFSET", "ERF_A", "ERF_B", "ERF_BITS",
            "EXP_COEFFS", "EXP_BITS", "EXP_SHIFTS", "SOFTMAX_FRAC", "LN_FRAC", "LN_RECIP",
            "LN_WEIGHT_BITS", "ISQRT_STEPS", "INPUT_BITS", "MIN_SCALE", "MAX_SCALE"]
 
@@ -134,7 +134,28 @@ def int_softmax(q: torch.Tensor, keep: torch.Tensor, p: SoftmaxParams,
                 levels: int) -> torch.Tensor:
     """The integer softmax of the int64 scores ``q`` along the last axis, entries where the
     bool ``keep`` (broadcast to ``q``) is False left out: int64 in ``[0, levels]``, scale
-    ``1 / levels`` (module docstring)."""
+    ``1 / levels`` (module docstring). (A left-out entry's ``d`` is clamped into the kept
+    entries' range too, so that every step is defined, and its ``e`` set to 0; the kept
+    entries' values are the docstring's. :func:`int_softmax_formula` states it plainly.)"""
+    keep = keep.expand(q.shape)
+    low = torch.iinfo(torch.int64).min
+    top = q.masked_fill(~keep, low).amax(-1, keepdim=True)
+    top.masked_fill_(top == low, 0)                       # a row with no kept entry
+    d = torch.sub(q, top).clamp_(-EXP_SHIFTS * p.ln2, 0)  # kept entries: d <= 0 already
+    z = torch.div(d, -p.ln2, rounding_mode="floor")       # (-d) // ln2
+    e = z * p.ln2
+    e.add_(d)                                             # r
+    e = (e + p.b).mul_(e).add_(p.c)
+    e.bitwise_right_shift_(z.add_(p.shift)).masked_fill_(~keep, 0)
+    total = e.sum(-1, keepdim=True)
+    recip = torch.where(total > 0, (levels << SOFTMAX_FRAC) // total.clamp_min(1), 0)
+    return e.mul_(recip).add_(1 << (SOFTMAX_FRAC - 1)).bitwise_right_shift_(SOFTMAX_FRAC)
+
+
+def int_softmax_formula(q: torch.Tensor, keep: torch.Tensor, p: SoftmaxParams,
+                        levels: int) -> torch.Tensor:
+    """:func:`int_softmax` as the module docstring writes it, one tensor a line (the
+    reference of the faster, in-place :func:`int_softmax`)."""
     keep = keep.expand(q.shape)
     low = torch.iinfo(torch.int64).min
     top = torch.where(keep, q, low).amax(-1, keepdim=True)
@@ -188,5 +209,5 @@ def int_layernorm(q: torch.Tensor, p: LayerNormParams) -> torch.Tensor:
     std = isqrt(var)
     recip = torch.where(std > 0, (1 << LN_RECIP) // std.clamp_min(1), 0)
     cut = LN_RECIP - LN_FRAC
-    z = ((width * q - total) * recip + (1 << (cut - 1))) >> cut
-    return z * p.weight + p.bias
+    z = (width * q).sub_(total).mul_(recip).add_(1 << (cut - 1)).bitwise_right_shift_(cut)
+    return z.mul_(p.weight).add_(p.bias)
