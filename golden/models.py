@@ -118,13 +118,15 @@ def attention_bias(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def bert_layer(layer, x: torch.Tensor, mask: torch.Tensor, linear,
-               attention=None) -> torch.Tensor:
+               attention=None, gelu=torch.nn.functional.gelu) -> torch.Tensor:
     """One BertLayer on ``x`` (``(..., B, L, H)``) with ``mask`` (``(B, L)``).
 
     ``linear(name, x)`` computes the layer's linear map ``name`` (a key of
     :data:`LAYER_LINEARS`) including its bias; LayerNorms and GELU use the layer's modules.
     ``attention(q, k, v, mask)`` (heads split: ``(..., B, heads, L, d)``) returns the
-    context in that shape; None: float softmax attention in ``x``'s dtype.
+    context in that shape; None: float softmax attention in ``x``'s dtype. ``gelu``: the
+    FFN's activation between ``ffn_in`` and ``ffn_out`` (torch's GELU; a ``linear`` whose
+    ``ffn_in`` call applies the GELU itself passes the identity).
     """
     heads = layer.attention.self.num_attention_heads
     size = x.shape[-1] // heads
@@ -140,5 +142,5 @@ def bert_layer(layer, x: torch.Tensor, mask: torch.Tensor, linear,
         context = attention(q, k, v, mask)
     context = context.transpose(-3, -2).flatten(-2)
     attn = layer.attention.output.LayerNorm(linear("attn_out", context) + x)
-    inner = torch.nn.functional.gelu(linear("ffn_in", attn))
+    inner = gelu(linear("ffn_in", attn))
     return layer.output.LayerNorm(linear("ffn_out", inner) + attn)

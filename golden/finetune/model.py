@@ -82,6 +82,12 @@ __all__ = ["ACT_PERCENTILE", "QuantLinear", "Adapter", "QuantModel", "IntegerLin
            "FloatLinears", "quantize_activation", "smoothing", "SMOOTH_ALPHA", "check_model_limits", "adapter_names"]
 
 ACT_PERCENTILE = 99.99
+
+
+def _identity(x: torch.Tensor) -> torch.Tensor:
+    """``bert_layer``'s ``gelu`` where ``ffn_in``'s call is the engine's GELU job."""
+    return x
+
 SMOOTH_ALPHA = 0.5      # SmoothQuant's migration strength (Xiao et al., 2023)
 
 
@@ -337,7 +343,8 @@ class QuantModel:
             h = bert_layer(layer, h, mask,
                            lambda name, x, b=b: linears(f"block{b}.{name}", x),
                            None if attention is None else
-                           lambda q, k, v, m, b=b: attention(f"block{b}", q, k, v, m))
+                           lambda q, k, v, m, b=b: attention(f"block{b}", q, k, v, m),
+                           torch.nn.functional.gelu if nonlinear is None else _identity)
         return h
 
     def frozen_input(self, ids, mask, linears) -> torch.Tensor:
@@ -374,7 +381,8 @@ class IntegerLinears:
     block's GELU job (``EngineCall(..., None, None, gelu=...)``), its int8 result is kept
     and ``ffn_out``'s call takes it as its ``x`` (:mod:`.nonlinear`); what ``ffn_in``
     returns to ``bert_layer`` (the result in ``ffn_out``'s input scale ``m[n] s'``, float32)
-    only feeds ``bert_layer``'s float GELU, which is unused. (``ffn_in`` and ``ffn_out`` are
+    comes back, through ``bert_layer``'s identity ``gelu``, as ``ffn_out``'s ``x``, unused
+    but for its shape. (``ffn_in`` and ``ffn_out`` are
     engine maps: :data:`~.config.ADAPTED` has neither.)"""
 
     def __init__(self, model: QuantModel, units, masters: dict[str, torch.Tensor],
@@ -404,7 +412,7 @@ class IntegerLinears:
             y = self.units(EngineCall(key, xq, linear.weight, linear.bias, None, None,
                                       gelu=job)).to(torch.int8)
             self._gelu[block] = y
-            # unused (bert_layer's float GELU of it): the job's result dequantized
+            # unused but for its shape (ffn_out's x): the job's result dequantized
             ffn_out = self.model.linears[f"{block}.ffn_out"]
             out_scale = ffn_out.smooth * ffn_out.in_scale
         else:
