@@ -379,10 +379,10 @@ class IntegerLinears:
     (host, ``nonlinear`` ``integer``), or None (float attention). ``nonlinear``: the model's
     :class:`~.nonlinear.IntegerNonlinear` or None; with one, ``ffn_in``'s call is the
     block's GELU job (``EngineCall(..., None, None, gelu=...)``), its int8 result is kept
-    and ``ffn_out``'s call takes it as its ``x`` (:mod:`.nonlinear`); what ``ffn_in``
-    returns to ``bert_layer`` (the result in ``ffn_out``'s input scale ``m[n] s'``, float32)
-    comes back, through ``bert_layer``'s identity ``gelu``, as ``ffn_out``'s ``x``, unused
-    but for its shape. (``ffn_in`` and ``ffn_out`` are
+    and ``ffn_out``'s call takes it as its ``x`` (:mod:`.nonlinear`); ``ffn_in`` returns to
+    ``bert_layer`` that int8 result itself (not dequantized: the fabric does not either),
+    which comes back, through ``bert_layer``'s identity ``gelu``, as ``ffn_out``'s ``x``,
+    unused but for its shape. (``ffn_in`` and ``ffn_out`` are
     engine maps: :data:`~.config.ADAPTED` has neither.)"""
 
     def __init__(self, model: QuantModel, units, masters: dict[str, torch.Tensor],
@@ -412,12 +412,9 @@ class IntegerLinears:
             y = self.units(EngineCall(key, xq, linear.weight, linear.bias, None, None,
                                       gelu=job)).to(torch.int8)
             self._gelu[block] = y
-            # unused but for its shape (ffn_out's x): the job's result dequantized
-            ffn_out = self.model.linears[f"{block}.ffn_out"]
-            out_scale = ffn_out.smooth * ffn_out.in_scale
-        else:
-            y, out_scale = self._map(key, linear, xq), linear.out_scale
-        return (y.double() * out_scale).float().reshape(*shape[:-1], -1)
+            return y.reshape(*shape[:-1], -1)           # ffn_out's x: unused but its shape
+        y = self._map(key, linear, xq)
+        return (y.double() * linear.out_scale).float().reshape(*shape[:-1], -1)
 
     def _map(self, key: str, linear: QuantLinear, xq: torch.Tensor) -> torch.Tensor:
         """The int8 result of map ``key`` on the int8 input ``xq``: an engine job, or a

@@ -42,8 +42,8 @@ is refused there in one line naming ``nonlinear``, as is a scale the units are n
 ``BertLayer`` that :func:`zoforge.golden.models.bert_layer` takes with the two LayerNorms
 so replaced. The GELU job sits in :class:`~.model.IntegerLinears`: ``ffn_in``'s call keeps
 the job's int8 result and ``ffn_out``'s call takes it as its int8 input (the fabric's order),
-and ``bert_layer`` runs with the identity for its ``gelu`` (``ffn_in``'s float return value
-is passed on as ``ffn_out``'s ``x``, unused but for its shape).
+and ``bert_layer`` runs with the identity for its ``gelu`` (``ffn_in``'s return value, the
+job's int8 result, is passed on as ``ffn_out``'s ``x``, unused but for its shape).
 """
 from __future__ import annotations
 
