@@ -100,24 +100,15 @@ class Feeder(wiring.Component):
         settled = Signal(2)         # cycles since the start (2: the ``short`` are valid)
 
         mt1 = Signal(t.tile_bits + 1, init=1)             # mt + 1
-        # Whether a tile may begin, but for the job's busy and the weight panel (the
-        # supplier's ``w_banks``): a register, its next value computed from this cycle's
-        # (so that ``begin`` is one LUT of three registers and ``w_banks``, not a
-        # comparison and a tree of the feeder's state in front of every step enable)
-        may_begin = Signal()
-        begin = job.busy & may_begin & (panels.w_banks != 0)
+        tile_end = Signal()                                # at this edge
+        acts_loaded = (self._acts_loaded(m, mt, mt1, tile_end, tiles_end) if t.acts_arrive
+                       else 1)
+        begin = (job.busy & settled[1] & ~finished & ~active & acts_loaded
+                 & (panels.w_banks != 0) & ~in_flight[-1] & gap_ok)
         step = active | begin
         is_first = first_word & (lane == 0)
         is_last = word_last & (lane == P - 1)
-        tile_end = step & is_last
-        finish = tile_end & tiles_end & panels_end
-        gap_ok_next = Mux(begin, min_gap <= 1, gap_ok | (gap + 1 >= min_gap))
-        in_flight_next = in_flight + begin - self.tile_done
-        loaded_next = (self._acts_loaded_next(mt, mt1, tile_end, tiles_end) if t.acts_arrive
-                       else 1)
-        active_next = Mux(step, ~is_last, active)
-        m.d.sync += may_begin.eq(settled[0] & ~(finished | finish) & ~active_next & loaded_next
-                                 & ~in_flight_next[t.bank_bits] & gap_ok_next)
+        m.d.comb += tile_end.eq(step & is_last)
         # The buffers are read every cycle at the current word (registers only: no logic
         # in front of the block RAMs' enables and addresses): a word's address holds for
         # its ``pack`` k-steps, and the word being read is never written meanwhile
@@ -126,7 +117,8 @@ class Feeder(wiring.Component):
             m.d.comb += [port.addr.eq(Cat(word[:address_bits(words)], mt)), port.en.eq(1)]
         m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(1)]
         m.d.sync += [gap.eq(Mux(begin, 1, Mux(gap == min_gap, gap, gap + 1))),
-                     gap_ok.eq(gap_ok_next), in_flight.eq(in_flight_next),
+                     gap_ok.eq(Mux(begin, min_gap <= 1, gap_ok | (gap + 1 >= min_gap))),
+                     in_flight.eq(in_flight + begin - self.tile_done),
                      settled.eq(Cat(1, settled[0]))]
         with m.If(step):
             m.d.sync += active.eq(1)
@@ -194,10 +186,15 @@ class Feeder(wiring.Component):
                        self.w.payload.eq(w_word[word_lane])]
         return top
 
-    def _acts_loaded_next(self, mt, mt1, tile_end, panel_end):
-        """Whether activation tile ``mt`` is loaded in the next cycle, as seen from this
-        one: ``x_panels > mt``, ``> mt + 1`` or ``> 0``, picked by what happens at this edge
-        (no tile ends, one ends, the last of a panel ends). A cycle old when used, so never
-        true too early (``x_panels`` only grows)."""
+    def _acts_loaded(self, m: Module, mt, mt1, tile_end, panel_end):
+        """Whether activation tile ``mt`` is loaded, from registers only (no comparison in
+        front of a tile's begin): ``x_panels > mt``, ``> mt + 1`` and ``> 0`` registered, the
+        one for the tile ``mt`` is now picked by what happened at the last edge (no tile
+        ended, one ended, the last of a panel ended). A cycle old, so never true too early
+        (``x_panels`` only grows)."""
         x_panels = self.panels.x_panels
-        return Mux(tile_end, Mux(panel_end, x_panels != 0, x_panels > mt1), x_panels > mt)
+        now, after, first, ended, wrapped = (Signal(name=name) for name in (
+            "loaded", "next_loaded", "first_loaded", "tile_ended", "panel_ended"))
+        m.d.sync += [now.eq(x_panels > mt), after.eq(x_panels > mt1), first.eq(x_panels != 0)]
+        m.d.sync += [ended.eq(tile_end), wrapped.eq(tile_end & panel_end)]
+        return Mux(ended, Mux(wrapped, first, after), now)
