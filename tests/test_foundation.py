@@ -1,7 +1,9 @@
 """The foundation: namespace layout, CLI tree, one-line errors, co-simulation harness, lint."""
 import importlib.util
+import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,14 +15,21 @@ from zoforge.sim.lint import lint_verilog
 from zoforge.sim.selftest import Counter
 
 
-def test_everything_lives_under_the_zoforge_namespace():
+def test_everything_lives_under_the_zoforge_namespace(tmp_path):
     for name in ("zoforge.hw", "zoforge.hw.rng", "zoforge.hw.engine", "zoforge.sim",
                  "zoforge.golden", "zoforge.boards", "zoforge.reports", "zoforge.cli"):
         assert importlib.util.find_spec(name) is not None, name
-    # Installing zoforge must not shadow generically named top-level packages.
-    for name in ("hw", "sim", "golden", "boards", "reports"):
-        spec = importlib.util.find_spec(name)
-        assert spec is None or "zoforge" not in (spec.origin or ""), name
+    # Installing zoforge must not shadow generically named top-level packages: asked from
+    # outside the checkout (whose own folders a Python started in it would find, whatever
+    # the folder's name), none of them resolves to a file of the checkout.
+    probe = ("import importlib.util, json; print(json.dumps({n: getattr(importlib.util."
+             "find_spec(n), 'origin', None) for n in ('hw', 'sim', 'golden', 'boards', "
+             "'reports')}))")
+    found = json.loads(subprocess.run([sys.executable, "-c", probe], cwd=tmp_path,
+                                      capture_output=True, text=True, check=True).stdout)
+    root = str(Path(__file__).resolve().parent.parent)
+    assert not {name: origin for name, origin in found.items()
+                if origin and origin.startswith(root)}
 
 
 @pytest.mark.parametrize("check, args, fragment", [
