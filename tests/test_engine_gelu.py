@@ -163,6 +163,8 @@ def test_refused_gelu_constants_and_jobs_give_one_line():
     assert info.value.parameter == "gelu" and "\n" not in str(info.value)
 
 
+@pytest.mark.slow          # two engine builds' Verilog linted (~6 s): CI's -m ci runs it
+@pytest.mark.ci
 def test_gelu_build_is_lint_clean_and_the_plain_build_has_no_gelu_path():
     top = "engine_4x4"
     result = lint_verilog(to_verilog(Engine(CONFIG), top), top)

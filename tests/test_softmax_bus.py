@@ -314,6 +314,8 @@ def test_register_map_is_well_formed():
     assert all(a % 4 == 0 for a in addresses)
 
 
+@pytest.mark.slow          # three Verilog lints (~6 s): CI's -m ci runs them
+@pytest.mark.ci
 def test_lint_clean():
     for config in (SMALL, SoftmaxConfig(), SoftmaxConfig(lanes=1, max_len=1)):
         design = elaborate_softmax(config)
