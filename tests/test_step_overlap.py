@@ -195,15 +195,19 @@ def test_planned_design_overlap(attention):
     assert sum(sum(s.fabric) for s in idle) == pytest.approx(price.fabric_s, rel=1e-12)
     # the host's pieces add up to its whole work
     work = host_stage_ops(MINILM, 0, "split", attention)
-    stages = step_stages([(*p, (host_seconds(work.get(p[0], ({}, {}))[0]),
-                                host_seconds(work.get(p[0], ({}, {}))[1]))) for p in phases],
-                         host_seconds(work["start"][0]), MINILM.seq_len)
+    stages = _host_stages(phases, work)
     assert sum(sum(s.host) for s in stages) == pytest.approx(price.host_s, rel=1e-12)
     assert makespan(stages) == price.seconds
     # with it: between the larger resource and the serial sum, strictly inside both here
     assert max(price.fabric_s, price.host_s) < price.seconds < price.serial_s
     assert price.host_exposed_s == pytest.approx(price.seconds - price.fabric_s)
 
+
+def _host_stages(phases: list, work: dict) -> list:
+    """The step's stages with the host's work of ``work`` (host_stage_ops') per phase."""
+    return step_stages([(*p, (host_seconds(work.get(p[0], ({}, {}))[0]),
+                              host_seconds(work.get(p[0], ({}, {}))[1]))) for p in phases],
+                       host_seconds(work["start"][0]), MINILM.seq_len)
 
 def test_planned_design_overlap_with_softmax_units():
     """The planned design with two 7-lane softmax units, nonlinear integer: the softmax
@@ -223,9 +227,7 @@ def test_planned_design_overlap_with_softmax_units():
     assert engines < price.fabric_s < price.phases_s
     assert sum(sum(s.fabric) for s in idle) == pytest.approx(price.phases_s, rel=1e-12)
     work = host_stage_ops(MINILM, 0, "split", "engines", softmax=True)
-    stages = step_stages([(*p, (host_seconds(work.get(p[0], ({}, {}))[0]),
-                                host_seconds(work.get(p[0], ({}, {}))[1]))) for p in phases],
-                         host_seconds(work["start"][0]), MINILM.seq_len)
+    stages = _host_stages(phases, work)
     assert sum(sum(s.host) for s in stages) == pytest.approx(price.host_s, rel=1e-12)
     assert makespan(stages) == price.seconds
     assert max(price.fabric_s, price.host_s) < price.seconds < price.serial_s
