@@ -431,7 +431,7 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     way FINN folds to a throughput. Designs that do not fit are skipped; none fitting: the
     planner's one-line error for the narrowest layer."""
     # the planner (Amaranth's unit designs for their memories) only when planning
-    from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
+    from zoforge.hw.accel.plan import budget, over_budget, plan_accelerator
     fixed = {"layers": 1, "layer_rows": cfg.layer_rows}
     if mapping == "split":
         fixed["layer_max_k"] = shape.rank
@@ -462,8 +462,7 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
         plain, limits = best, budget(board)
 
         def fits(accel) -> bool:
-            total = estimate_resources(accel)["total"]
-            return all(total[key] <= limit for key, limit in limits.items())
+            return over_budget(accel, limits) is None
         for units in SOFTMAX_UNITS_TRIED[1:] if cfg.attention == "engines" else ():
             widest = [plain.replace(softmax_units=units, softmax_lanes=lanes)
                       for lanes in range(MOST_SOFTMAX_LANES, 0, -1)]

@@ -328,3 +328,21 @@ def test_gelu_jobs_priced_by_the_engines_gelu_model():
     assert transfer_bytes(accel, Transfer("t", "tables", "engine", 16, 16, 8, gelu=True)) == \
         (160, 160)
     assert accel.engine_config(True).gelu and not accel.engine_config().gelu
+
+
+def test_softmax_phases_run_at_the_softmax_units_own_clock():
+    """A softmax phase's compute time is its cycles at ``softmax_mhz`` (the units' clock
+    domain), every other phase's at ``mhz``; a clock <= 0 is a one-line error naming it."""
+    accel = ACCEL.replace(softmax_units=1)
+    sched = step_schedule(SHAPE, accel, attention="engines", nonlinear="integer")
+    price = price_schedule(sched, 100.0, 21.3e9, softmax_mhz=40.0)
+    softmax = [p for p in price.phases if p.name.endswith(".softmax")]
+    assert softmax and all(p.compute_s == p.cycles / 40e6 for p in softmax)
+    assert all(p.compute_s == p.cycles / 100e6 for p in price.phases if p not in softmax)
+    same = price_schedule(sched, 100.0, 21.3e9)
+    assert [p.compute_s * 100 for p in same.phases if p.name.endswith(".softmax")] == \
+        pytest.approx([p.compute_s * 40 for p in softmax], rel=1e-12)
+    for mhz, softmax_mhz, name in ((0.0, 40.0, "mhz"), (100.0, -1.0, "softmax_mhz")):
+        with pytest.raises(ConfigError) as error:
+            price_schedule(sched, mhz, 21.3e9, softmax_mhz=softmax_mhz)
+        assert error.value.parameter == name

@@ -3,12 +3,15 @@ data sheets (XCZU9EG: 2,520 DSP48E2, 274,080 LUT, 548,160 FF, 1,824 BRAM18; LFE5
 multipliers, 83,640 LUT4/FF, 208 EBR) times the margins, and the units' resources from the
 per-block synthesis figures written out here (the nonlinear units' from their 8- and 16-lane
 builds, docs/nonlinear-units.md, and the requantizer's, docs/engine.md)."""
+import dataclasses
+
 import pytest
 
 from zoforge.errors import ConfigError
 from zoforge.hw.accel import AcceleratorConfig
 from zoforge.boards.registry import get_board
-from zoforge.hw.accel.plan import budget, estimate_resources, plan_accelerator
+from zoforge.hw.accel.plan import (MARGINS, budget, estimate_resources, over_budget,
+                                   plan_accelerator)
 from zoforge.reports.model_shape import ModelShape
 
 ZCU102 = {"DSP": 2520 * 8 // 10, "BRAM18": 1824 * 8 // 10, "LUT": 274080 * 7 // 10,
@@ -195,3 +198,33 @@ def test_planner_keeps_the_nonlinear_units_given():
         estimate_resources(AcceleratorConfig(board="ulx3s-85f", paired=False,
                                              softmax_units=1))
     assert info.value.parameter == "softmax_units"
+
+
+def _board_with_budget(limits: dict):
+    """The zcu102 with capacities whose budget (each times its margin, rounded down) is
+    exactly ``limits``: the smallest capacity c with c x margin // 100 = the limit."""
+    board = get_board("zcu102")
+    capacities = dict(board.capacities)
+    for key, limit in limits.items():
+        percent = round(100 * MARGINS[key])
+        capacities[key] = -(-limit * 100 // percent)
+        assert capacities[key] * percent // 100 == limit
+    return dataclasses.replace(board, capacities=capacities)
+
+
+@pytest.mark.parametrize("resource", ["LUT", "FF", "BRAM18", "DSP"])
+def test_a_design_at_exactly_the_budget_fits_and_one_over_does_not(resource):
+    """The fit test at its boundary, for each resource: a budget equal to the design's
+    total keeps it (the planner returns it with every field fixed); one less in one
+    resource refuses it, naming that resource and both figures."""
+    config = plan_accelerator("zcu102", ModelShape(blocks=6, batch=4, seq_len=128, queries=2),
+                              softmax_units=2, softmax_lanes=7)
+    total = estimate_resources(config)["total"]
+    limits = {key: total[key] for key in MARGINS}
+    assert over_budget(config, limits) is None
+    fields = {k: v for k, v in config.to_dict().items() if k not in ("kind", "board")}
+    assert plan_accelerator(_board_with_budget(limits), **fields) == config
+    short = dict(limits, **{resource: total[resource] - 1})
+    assert over_budget(config, short) == f"{resource} {total[resource]:,} > {total[resource] - 1:,}"
+    with pytest.raises(ConfigError, match=resource):
+        plan_accelerator(_board_with_budget(short), **fields)

@@ -46,7 +46,8 @@ from zoforge.hw.engine.config import EngineConfig
 
 from .config import AcceleratorConfig
 
-__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget", "MARGINS",
+__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget",
+           "over_budget", "MARGINS",
            "BRAM18_SHAPES", "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "ARRAY_SIDES",
            "RESOURCE_SOURCE", "M_STEP", "NONLINEAR_FIT", "NONLINEAR_SOURCE"]
 
@@ -200,8 +201,10 @@ def budget(board: Board) -> dict[str, int]:
             for key, margin in MARGINS.items()}
 
 
-def _over(config: AcceleratorConfig, limits: Mapping[str, int]) -> str | None:
-    """The first resource ``config`` exceeds (with its figures), or None when it fits."""
+def over_budget(config: AcceleratorConfig, limits: Mapping[str, int]) -> str | None:
+    """The first resource ``config`` exceeds (with its figures), or None when it fits: a
+    design at exactly a limit fits (the one fit test of the planner and of the price's
+    search, :func:`zoforge.reports.accel_cost.fastest_accelerator`)."""
     total = estimate_resources(config)["total"]
     for key, limit in limits.items():
         if total[key] > limit:
@@ -272,7 +275,7 @@ def _candidates(board, shape, values: dict, limits, fixed):
             if not _valid(values_m, shape, fixed):
                 continue
             config = AcceleratorConfig(**_try(values_m, shape, fixed))
-            if _over(config, limits) is None:
+            if over_budget(config, limits) is None:
                 yield config
                 return
 
@@ -313,7 +316,7 @@ def _no_fit(board, shape, base, limits, fixed) -> ConfigError:
                     engine_rows=fixed.get("engine_rows", ARRAY_SIDES[0]),
                     engine_cols=fixed.get("engine_cols", ARRAY_SIDES[0]))
     config = AcceleratorConfig(**_try(smallest, shape, fixed))    # an invalid one: its error
-    over = _over(config, limits) or "no fitting capacities"
+    over = over_budget(config, limits) or "no fitting capacities"
     names = "/".join(key for key in ("engines", "engine_rows", "engine_cols", "engine_max_m",
                                      "engine_max_k", "engine_max_n", "layers", "layer_rows",
                                      "layer_cols", "gelu_engines", "softmax_units",
