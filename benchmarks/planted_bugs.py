@@ -291,6 +291,17 @@ BUGS = (
         (("    if not stat.S_ISREG(os.fstat(fd).st_mode):\n        os.close(fd)\n",
           "    if False:\n        os.close(fd)\n"),),
         ("tests/test_cache_faults.py",)),
+    Bug("budget-exclusive-plan", "the planner refuses a design at exactly its budget",
+        "hw/accel/plan.py",
+        (("if total[key] > limit:", "if total[key] >= limit:"),),
+        ("tests/test_accel_plan.py::"
+         "test_a_design_at_exactly_the_budget_fits_and_one_over_does_not",)),
+    Bug("softmax-at-engine-clock", "the price runs the softmax units' phases at the engines' "
+        "clock, not their own",
+        "reports/accel_cost.py",
+        (("phases = tuple(price_phase(schedule.accel, p, softmax_mhz if all(",
+          "phases = tuple(price_phase(schedule.accel, p, mhz if all("),),
+        ("tests/test_accel_cost.py::test_softmax_phases_run_at_the_softmax_units_own_clock",)),
 
 )
 
