@@ -235,12 +235,49 @@ def main() -> None:
             print(f"| {phase.name} | {phase.cycles:,} | {busiest[0]} {busiest[1]} | "
                   f"{phase.compute_s * 1e3:.3f} | {phase.memory_s * 1e3:.3f} | "
                   f"{phase.bound} |")
+    _where_the_time_goes(cfg, shape, board, designs["engines", "integer"])
     if not args.no_candidates:
         _nonlinear_options(cfg, shape, board, designs["engines", "integer"])
         _candidates(cfg, shape, board)
     if not args.no_check:
         _check()
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
+
+
+def _where_the_time_goes(cfg, shape, board, design) -> None:
+    """The default run's step (engine attention, integer nonlinear) on its planned design:
+    each resource alone (the engines' jobs back to back, split evenly; the DDR's bytes at
+    its peak; the host's work) and the engines' use by job kind: useful MACs (M·K·N) over
+    the array's MACs a cycle (R·C) times the jobs' modelled cycles."""
+    engines_mhz, softmax_mhz, _ = design_clocks("zcu102", design)
+    schedule = step_schedule(shape, design, cfg.first_adapted, attention="engines",
+                             nonlinear="integer")
+    price = price_schedule(schedule, engines_mhz, board.ddr_bytes_per_s, softmax_mhz)
+    per_mac = design.engine_rows * design.engine_cols
+    kinds: dict = {}
+    for phase, cost in zip(schedule.phases, price.phases):
+        for job, cycles in zip(phase.jobs, cost.job_cycles):
+            if job.unit == "engine":
+                row = kinds.setdefault((job.kind, job.k), [0, 0, 0])
+                row[0], row[1], row[2] = row[0] + 1, row[1] + cycles, row[2] + job.macs
+    busy = sum(cycles for _, cycles, _ in kinds.values()) / design.engines
+    engine_macs = sum(macs for _, _, macs in kinds.values())
+    print(f"\n## where the step's time goes (engines attention, integer nonlinear, "
+          f"{_brief(design)})\n")
+    print(f"- the step, host overlapped: {price.seconds * 1e3:.2f} ms; the accelerator "
+          f"alone {price.fabric_s * 1e3:.2f} ms")
+    print(f"- the engines' jobs alone (evenly split): {busy / engines_mhz / 1e3:.2f} ms; at "
+          f"100 % use {engine_macs / per_mac / design.engines / engines_mhz / 1e3:.2f} ms")
+    print(f"- the DDR's bytes alone at its peak ({board.ddr_bytes_per_s / 1e9:.1f} GB/s): "
+          f"{price.payload_bytes / board.ddr_bytes_per_s * 1e3:.2f} ms")
+    print(f"- the host's work alone: {price.host_s * 1e3:.2f} ms, "
+          f"{price.host_exposed_s * 1e3:.2f} ms of it exposed\n")
+    print("| engine job kind | K | jobs | cycles (all engines) | use | ms lost (evenly split) |")
+    print("|---|---|---|---|---|---|")
+    for (kind, k), (jobs, cycles, macs) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
+        ideal = macs / per_mac
+        print(f"| {kind} | {k} | {jobs:,} | {cycles:,} | {ideal / cycles:.2f} | "
+              f"{(cycles - ideal) / design.engines / engines_mhz / 1e3:.2f} |")
 
 
 #: The nonlinear units priced beside the search's choice (gelu_engines, softmax_units,
