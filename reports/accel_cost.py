@@ -9,7 +9,7 @@ every number with its source label:
   the busiest unit's jobs one after the other (the units work side by side); the step's
   cycles are the phases' sum. A GELU job (``gemm-gelu``) takes the engine model's cycles
   with its GELU latency (``engine_job_cycles(..., gelu=True)``); a softmax job (a softmax unit's M
-  rows of L keys) the unit's model, :func:`softmax_job_cycles`, at the softmax units' own
+  rows of L keys) the unit's model, :func:`cached_softmax_job_cycles`, at the softmax units' own
   clock (their yosys-estimate Fmax, below the engines': a clock domain of their own behind
   their streams, ``softmax_mhz``). A unit's next job starts when the last ends (no gaps: the host
   issues the next job's CTRL write ahead, the job's weights stream in while it computes).
@@ -58,7 +58,7 @@ from functools import lru_cache
 from zoforge.hw.accel.schedule import (ADAPTED_ORDER, ENGINE, SOFTMAX, Phase, Schedule,
                                        step_schedule)
 from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
-from zoforge.hw.softmax.cycles import softmax_job_cycles as _bus_softmax_cycles
+from zoforge.hw.softmax.cycles import softmax_job_cycles
 from zoforge.hw.softmax.cycles import softmax_stream_bytes
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
@@ -68,7 +68,7 @@ from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
-           "softmax_job_cycles", "design_clocks", "fastest_accelerator", "LAYER_COLS_TRIED",
+           "cached_softmax_job_cycles", "design_clocks", "fastest_accelerator", "LAYER_COLS_TRIED",
            "SOFTMAX_UNITS_TRIED", "SOFTMAX_LANES_TRIED", "MOST_SOFTMAX_LANES",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
            "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
@@ -172,12 +172,12 @@ class StepPrice:
 
 
 @lru_cache(maxsize=256)
-def softmax_job_cycles(config, rows: int, length: int) -> int:
+def cached_softmax_job_cycles(config, rows: int, length: int) -> int:
     """Cycles of one job of ``rows`` rows of ``length`` keys on the softmax unit
     ``config`` (a :class:`~zoforge.hw.softmax.config.SoftmaxConfig`): the unit's own model
     (:func:`zoforge.hw.softmax.cycles.softmax_job_cycles`, its CYCLES register; input always
     valid, output always ready), kept for the step's many equal jobs."""
-    return _bus_softmax_cycles(config, rows, length)
+    return softmax_job_cycles(config, rows, length)
 
 
 def job_cycles_of(accel, job) -> int:
@@ -186,7 +186,7 @@ def job_cycles_of(accel, job) -> int:
         gelu = job.kind == "gemm-gelu"
         return engine_job_cycles(accel.engine_config(gelu), job.m, job.k, job.n, gelu)
     if job.unit == SOFTMAX:
-        return softmax_job_cycles(accel.softmax_config(), job.m, job.n)
+        return cached_softmax_job_cycles(accel.softmax_config(), job.m, job.n)
     return job_cycles(accel.layer_config(), job.kind, job.m, job.k, job.n, job.r, job.query)
 
 

@@ -4,7 +4,8 @@ arithmetic (docs/finetune.md).
 One flag per :class:`~zoforge.golden.finetune.config.FinetuneConfig` field (generated,
 :mod:`zoforge.cli._options`; ``--config FILE`` gives any of them), plus what the run does:
 ``--rtl`` (which calls go to the RTL: ``none``, the ZO layer's ``adapters``, or ``all``, the
-GEMM engine's too; :class:`zoforge.sim.finetune_cosim.RtlUnits` compares every call with
+GEMM engine's too, its GELU jobs included, and the softmax unit's calls;
+:class:`zoforge.sim.finetune_cosim.RtlUnits` compares every call with
 the golden model, so a run that finishes is bit-exact), ``--float`` (the float twin beside
 the int8 run), ``--backprop`` (the first-order ceiling), ``--out DIR`` and ``--json FILE``.
 The run is :class:`zoforge.sim.finetune_run.FinetuneRun` (the steps, the result's keys, the
@@ -66,7 +67,8 @@ def register(tree) -> None:
     run_flags.add_argument("--rtl", choices=RTL_CHOICES, default="none",
                            help="calls co-simulated on the RTL, each compared with the golden "
                                 "model: none, the ZO layer's adapter calls and updates "
-                                "(adapters), or those and the GEMM engine's (all); with "
+                                "(adapters), or those, the GEMM engine's (its GELU jobs "
+                                "included) and the softmax unit's (all); with "
                                 "--design accelerator each adapter call as the accelerator "
                                 "maps it: X·W and U = X·A on the engine, the ZO layer's "
                                 "call narrowed to K = r (default none)")
