@@ -244,6 +244,22 @@ def main() -> None:
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
 
+def ddr_floor_bytes(shape) -> int:
+    """The DDR bytes a step with engine attention and the integer softmax cannot do
+    without, by hand from the model's shape (a floor: no branch shares work, no unit keeps
+    a tensor on chip across maps): each frozen int8 weight read once a step (per block the
+    Q, K, V and output maps H x H and the FFN's two H x F), and per forward (2q) and block
+    each tensor written once and read once where it crosses DDR: int8 x, q, k, v, the
+    context, attn_out's and ffn_out's y (12 T x H bytes: qkv reads x and writes q, k, v;
+    scores read q, k; context reads v and writes; attn_out reads and writes; ffn_in reads;
+    ffn_out writes), ffn_in's y (T x F, written and read), the int32 scores (4 bytes,
+    written and read) and the int8 probabilities (written and read), T x L x heads each."""
+    T, H, F, L = shape.tokens, shape.hidden, shape.ffn, shape.seq_len
+    weights = shape.blocks * (4 * H * H + 2 * H * F)
+    per_forward = 12 * T * H + 2 * T * F + (4 + 4 + 1 + 1) * T * L * shape.heads
+    return weights + 2 * shape.queries * shape.blocks * per_forward
+
+
 def _where_the_time_goes(cfg, shape, board, design) -> None:
     """The default run's step (engine attention, integer nonlinear) on its planned design:
     each resource alone (the engines' jobs back to back, split evenly; the DDR's bytes at
@@ -271,7 +287,11 @@ def _where_the_time_goes(cfg, shape, board, design) -> None:
     print(f"- the DDR's bytes alone at its peak ({board.ddr_bytes_per_s / 1e9:.1f} GB/s): "
           f"{price.payload_bytes / board.ddr_bytes_per_s * 1e3:.2f} ms")
     print(f"- the host's work alone: {price.host_s * 1e3:.2f} ms, "
-          f"{price.host_exposed_s * 1e3:.2f} ms of it exposed\n")
+          f"{price.host_exposed_s * 1e3:.2f} ms of it exposed")
+    floor = ddr_floor_bytes(shape)
+    print(f"- DDR bytes per step {price.payload_bytes / 1e6:.1f} MB (packed payload), "
+          f"{price.payload_bytes / floor:.2f} x the floor of {floor / 1e6:.1f} MB "
+          f"(ddr_floor_bytes: each tensor of the step once)\n")
     print("| engine job kind | K | jobs | cycles (all engines) | use | ms lost (evenly split) |")
     print("|---|---|---|---|---|---|")
     for (kind, k), (jobs, cycles, macs) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):
