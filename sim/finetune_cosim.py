@@ -27,9 +27,10 @@ whose designs would not fit the generator's memory limits
 :data:`MAX_JOB_CYCLES` (the 32-bit cycle counters).
 
 :func:`replay_calls` plays a recorded list of calls (``GoldenUnits(record=True).log``) on
-either backend in two host programs, one per unit (the ZO layer's
+either backend in a host program per unit (the ZO layer's
 :func:`~zoforge.sim.finetune_host.layer_calls_program`, the engine's
-:func:`~zoforge.sim.engine_host.engine_program`): the cocotb route of the same check.
+:func:`~zoforge.sim.engine_host.engine_program`, the softmax unit's
+:func:`~zoforge.sim.softmax_host.softmax_program`): the cocotb route of the same check.
 """
 from __future__ import annotations
 
@@ -366,9 +367,14 @@ def replay_calls(cfg: FinetuneConfig, hidden: int, ffn: int, calls: list, *,
                  simulator: str = "icarus", backend: str = "cocotb", rtl: str = "all"
                  ) -> tuple[list[torch.Tensor | None], dict]:
     """Play the recorded ``calls`` in order on the RTL: the ZO-layer calls as one host
-    program on the layer, the engine calls (``rtl == "all"``) as one on the engine. Returns
-    each call's RTL result (None for a call left to the golden model) and
-    ``{"layer_jobs", "engine_jobs"}`` (the jobs' counters)."""
+    program on the layer; with ``rtl == "all"`` the engine calls (GELU jobs included) as one
+    on the engine and the softmax calls as one on the softmax unit
+    (:func:`~zoforge.sim.softmax_cosim.replay_softmax_calls` on :func:`~zoforge.sim.
+    softmax_cosim.cosim_design`'s unit). Returns each call's RTL result (None for a call
+    left to the golden model: with ``rtl == "adapters"`` the engine and softmax calls) and
+    ``{"layer_jobs", "engine_jobs", "softmax_jobs"}`` (the jobs' counters; ``softmax_jobs``
+    only where softmax calls ran). A unit's run that returns fewer or more results than its
+    calls raises ValueError (never a call silently left without one)."""
     check_rtl_limits(cfg, rtl, hidden, ffn)
     max_cycles = job_cycle_bound(cfg, rtl, hidden, ffn)
     layer = cfg.layer_design(hidden, ffn)
@@ -400,7 +406,7 @@ def replay_calls(cfg: FinetuneConfig, hidden: int, ffn: int, calls: list, *,
                                      max_cycles=max_cycles)
         _passed(result)
         position = 0
-        for index, jobs in zip(engine_indices, per_call):
+        for index, jobs in zip(engine_indices, per_call, strict=True):
             words = [arrays[f"out{position + j}"] for j in range(len(jobs))]
             results[index] = _engine_result(jobs, words, design.rows, design.cols)
             position += len(jobs)
@@ -410,7 +416,7 @@ def replay_calls(cfg: FinetuneConfig, hidden: int, ffn: int, calls: list, *,
         outs, info["softmax_jobs"] = replay_softmax_calls(
             [calls[i] for i in softmax_indices], cosim_design(cfg.seq_len), backend=backend,
             simulator=simulator, max_cycles=max_cycles)
-        for index, out in zip(softmax_indices, outs):
+        for index, out in zip(softmax_indices, outs, strict=True):
             results[index] = out
     return results, info
 
