@@ -77,3 +77,19 @@ def test_softmax_equals_formula(scale):
     assert torch.equal(int_softmax(q, keep, p, 127), want)
     assert torch.equal(want[3], torch.zeros_like(want[3]))
     assert int(want.max()) <= 127 and int(want[4].max()) == 127
+    # both ends of int32 (the engine's raw scores): a row constant at -2^31, rows of
+    # -2^31 and 2^31 - 1 in turn (a difference of 2^32 - 1), rows just below 2^31 - 1 with
+    # a key at -2^31, and a row constant at 2^31 - 1
+    low, high = -(1 << 31), (1 << 31) - 1
+    ends = torch.full((2, 9, 17), low, dtype=torch.int64)
+    ends[0, 1:, 1::2] = high
+    ends[1] = high - torch.randint(0, 20 * p.ln2, (9, 17), generator=gen)
+    ends[1, :, 0], ends[1, 0] = low, high
+    kept = torch.ones(2, 1, 17, dtype=torch.bool)
+    kept[1, 0, 3::4] = False
+    want = int_softmax_formula(ends, kept, p, 127)
+    assert torch.equal(int_softmax(ends, kept, p, 127), want)
+    assert torch.equal(want[0, 0], torch.full_like(want[0, 0], int(want[0, 0, 0])))
+    assert int(want[0, 0, 0]) > 0 and int(want[1, 0, 1]) > 0   # constant rows: spread evenly
+    assert int(want[0, 1:, ::2].abs().sum()) == 0 and bool((want[0, 1:, 1::2] > 0).all())
+    assert int(want[1, 1:, 0].abs().sum()) == 0                 # -2^31 beside 2^31 - 1
