@@ -100,15 +100,31 @@ class Feeder(wiring.Component):
         settled = Signal(2)         # cycles since the start (2: the ``short`` are valid)
 
         mt1 = Signal(t.tile_bits + 1, init=1)             # mt + 1
-        tile_end = Signal()                                # at this edge
-        acts_loaded = (self._acts_loaded(m, mt, mt1, tile_end, tiles_end) if t.acts_arrive
-                       else 1)
-        begin = (job.busy & settled[1] & ~finished & ~active & acts_loaded
-                 & (panels.w_banks != 0) & ~in_flight[-1] & gap_ok)
+        # Whether a tile may begin but for the job's busy, the weight panel (the supplier's
+        # ``w_banks``) and a free result bank (``in_flight``'s top bit clear): a register,
+        # so that ``begin`` is one LUT of it, busy, the bank count's top bit and
+        # ``w_banks``, not a tree of the feeder's state in front of every step enable. Its
+        # next value is ``Mux(begin, if_begun, if_not)``, each from registers and
+        # ``x_panels`` alone: ``begin`` is only the last select in front of it (no deeper
+        # after ``w_banks`` than the old ``begin``, also on 6-input LUTs), and the output
+        # stage's ``tile_done`` reaches only ``in_flight``
+        may_begin = Signal()
+        begin = job.busy & may_begin & ~in_flight[-1] & (panels.w_banks != 0)
         step = active | begin
         is_first = first_word & (lane == 0)
         is_last = word_last & (lane == P - 1)
-        m.d.comb += tile_end.eq(step & is_last)
+        x_panels = self.panels.x_panels if t.acts_arrive else None
+        # a tile ends here and the job goes on with a loaded tile (the next one, or the
+        # first of the next panel): ``x_panels`` only grows, so a cycle old is never too
+        # early
+        end_ok = is_last & ~(tiles_end & panels_end)
+        if t.acts_arrive:
+            end_ok &= Mux(tiles_end, x_panels != 0, x_panels > mt1)
+        idle_ok = (x_panels > mt) if t.acts_arrive else 1
+        if_begun = end_ok if min_gap <= 1 else 0             # a one-step tile begun and ended
+        if_not = (settled[0] & ~finished & (gap_ok | (gap + 1 >= min_gap))
+                  & Mux(active, end_ok, idle_ok))
+        m.d.sync += may_begin.eq(Mux(begin, if_begun, if_not))
         # The buffers are read every cycle at the current word (registers only: no logic
         # in front of the block RAMs' enables and addresses): a word's address holds for
         # its ``pack`` k-steps, and the word being read is never written meanwhile
@@ -185,16 +201,3 @@ class Feeder(wiring.Component):
         top.d.comb += [self.x.eq(acts[word_lane]), self.w.valid.eq(self.valid),
                        self.w.payload.eq(w_word[word_lane])]
         return top
-
-    def _acts_loaded(self, m: Module, mt, mt1, tile_end, panel_end):
-        """Whether activation tile ``mt`` is loaded, from registers only (no comparison in
-        front of a tile's begin): ``x_panels > mt``, ``> mt + 1`` and ``> 0`` registered, the
-        one for the tile ``mt`` is now picked by what happened at the last edge (no tile
-        ended, one ended, the last of a panel ended). A cycle old, so never true too early
-        (``x_panels`` only grows)."""
-        x_panels = self.panels.x_panels
-        now, after, first, ended, wrapped = (Signal(name=name) for name in (
-            "loaded", "next_loaded", "first_loaded", "tile_ended", "panel_ended"))
-        m.d.sync += [now.eq(x_panels > mt), after.eq(x_panels > mt1), first.eq(x_panels != 0)]
-        m.d.sync += [ended.eq(tile_end), wrapped.eq(tile_end & panel_end)]
-        return Mux(ended, Mux(wrapped, first, after), now)
