@@ -1,6 +1,7 @@
 """Formal proofs of the bus protocols (zoforge.sim.formal, docs/verification.md): the AXI4-Lite
-and AXI4-Stream handshake rules on two small engines (1 x 1, 2 x 2) and two small ZO layers
-(lora-fa, full), proved with SymbiYosys (yowasp-sby, yices) from the generated Verilog.
+and AXI4-Stream handshake rules on two small engines (1 x 1, 2 x 2), two small ZO layers
+(lora-fa, full) and a small softmax bus unit (1 lane), proved with SymbiYosys (yowasp-sby,
+yices) from the generated Verilog.
 
 Per design: a bounded model check of every rule (the environment's side assumed, the
 design's asserted), k-induction on the AXI4-Lite rules (they close; the streams' do not, the
@@ -16,6 +17,7 @@ from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import layer_config
 from zoforge.hw.designs import get_design
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.softmax.config import SoftmaxConfig
 from zoforge.sim.formal import (Bus, buses, check_protocols, cover_depths, harness_verilog,
                                 parse_log)
 
@@ -32,11 +34,15 @@ CONFIGS = {
                                           max_r=1), 30),
     "zo-layer-full": ("zo-layer", layer_config(mode="full", rows=1, cols=1, max_m=1, max_k=1,
                                                max_n=1, max_r=1), 30),
+    # the softmax bus unit (1 lane, rows of up to 2 keys): its first P beat can leave in
+    # cycle 51 (register writes, the row in, the exp pass, the sum, the reciprocal's
+    # division, the out pass)
+    "softmax": ("softmax", SoftmaxConfig(lanes=1, max_len=2), 53),
 }
 proof = (pytest.mark.slow, pytest.mark.ci)
 #: The configurations whose every proof CI runs (-m ci); of the other two CI runs the bounded
 #: check of the 2 x 2 engine and the induction proofs, the rest runs with -m slow.
-IN_CI = ("engine", "zo-layer")
+IN_CI = ("engine", "zo-layer", "softmax")
 # the harness tests elaborate a design only to read its signature
 pytestmark = pytest.mark.filterwarnings("ignore::amaranth.hdl.UnusedElaboratable")
 
@@ -52,7 +58,7 @@ def _params(names):
 
 # -- the harness (no tools needed) ---------------------------------------------------------
 
-@pytest.mark.parametrize("design", ["engine", "zo-layer"])
+@pytest.mark.parametrize("design", ["engine", "zo-layer", "softmax"])
 def test_the_buses_come_from_the_signature(design):
     found = buses(_elaborate(design).top)
     assert [(b.name, b.kind, b.receiver) for b in found] == [
@@ -100,7 +106,8 @@ def test_the_log_gives_status_failures_and_covers():
 
 # -- the proofs ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("design", _params(["engine", "zo-layer", "zo-layer-full"])
+@pytest.mark.parametrize("design", _params(["engine", "zo-layer", "zo-layer-full",
+                                             "softmax"])
                          + [pytest.param("engine-2x2", marks=proof)])
 def test_every_rule_holds_to_the_bounded_depth(design):
     elaborated = _elaborate(design)
@@ -130,7 +137,8 @@ def test_the_bounded_depth_reaches_every_channel(design):
     pytest.param("engine", "m_axis", {"m_axis_tvalid_held"}, marks=proof),
     pytest.param("engine", "s_axil", {"s_axil_bvalid_held", "s_axil_rvalid_held",
                                       "s_axil_b_while_open"}, marks=proof),
-    pytest.param("zo-layer", "m_axis", {"m_axis_tvalid_held"}, marks=proof)])
+    pytest.param("zo-layer", "m_axis", {"m_axis_tvalid_held"}, marks=proof),
+    pytest.param("softmax", "m_axis", {"m_axis_tvalid_held"}, marks=proof)])
 def test_a_stage_dropping_valid_is_caught(design, bus, caught):
     elaborated = _elaborate(design)
     result = check_protocols(elaborated.top, elaborated.name, "bmc", CONFIGS[design][2],
