@@ -13,7 +13,9 @@ ZO steps of the int8 run (golden units, or :class:`~zoforge.sim.finetune_cosim.R
 with ``rtl``) and of the float twin beside, with a progress bar, the few-shot training-loss
 curve at :func:`~zoforge.golden.finetune.train.curve_steps` (``cfg.k_shot``), the
 accuracies after, the backprop ceiling (``backprop``), and writes ``finetune.json``,
-``config.toml`` and ``finetune.png`` into ``out`` (and the JSON to ``json``). It returns
+``config.toml`` and ``finetune.png`` into ``out`` (and the JSON to ``json``), and, priced on
+a board-sized accelerator, that design as ``accelerator.toml`` (``zoforge generate
+accelerator --config out/accelerator.toml`` writes its Verilog). It returns
 the result (:attr:`FinetuneRun.result`): the keys of ``docs/finetune.md``, among them
 :data:`COST_KEYS` (:func:`cost_fields`) and :data:`TRAIN_LOSS_KEYS`.
 
@@ -49,7 +51,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from zoforge.config import config_text
+from zoforge.config import config_from_dict, config_text
 from zoforge.errors import ConfigError, check_choice, check_int_range
 from zoforge.golden.zo.config import MAX_THREADS
 from zoforge.outputs import (check_out_dir, check_out_file, check_targets, make_out_dir,
@@ -79,8 +81,12 @@ ADAPTER_MAPPINGS = ("direct", "split")   # (a golden run's values are the same e
 TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
                    "float_train_loss_after", "curve_steps", "train_loss_curve",
                    "float_train_loss_curve")
-#: What ``out`` gets (and ``checkpoint.json`` while the run is unfinished).
-OUT_FILES = ("finetune.json", "finetune.png", "config.toml")
+#: What ``out`` gets (and ``checkpoint.json`` while the run is unfinished); the last only
+#: from a run priced on a board-sized accelerator (:data:`ACCELERATOR_FILE`).
+OUT_FILES = ("finetune.json", "finetune.png", "config.toml", "accelerator.toml")
+#: The accelerator the run was priced on (the result's ``accelerator``), as the
+#: configuration ``zoforge generate accelerator --config`` reads: the design a user builds.
+ACCELERATOR_FILE = "accelerator.toml"
 #: Steps between checkpoints, by default, and at most.
 CHECKPOINT_EVERY = 10
 MAX_CHECKPOINT_EVERY = 1_000_000
@@ -356,13 +362,20 @@ class FinetuneRun:
                 result["float_train_loss_curve"].append(twin.train_loss())
 
     def _write(self) -> None:
-        """``finetune.json``, ``config.toml`` and ``finetune.png`` into ``out``; the JSON to
-        ``json`` too."""
+        """``finetune.json``, ``config.toml``, ``finetune.png`` and (priced on a board-sized
+        accelerator) ``accelerator.toml`` into ``out``; the JSON to ``json`` too."""
         from zoforge.sim.finetune_plot import plot_run    # matplotlib: only when written
         out = self.out
         text = json.dumps(self.result, indent=1) + "\n"
         write_text(out / "finetune.json", text, root=out)
         write_text(out / "config.toml", config_text(self.cfg), root=out)
+        design = self.result.get("accelerator")
+        if isinstance(design, dict) and design.get("kind") == "accelerator":
+            from zoforge.hw.accel.config import AcceleratorConfig     # only when priced on one
+            accelerator = config_from_dict(design, [AcceleratorConfig])
+            write_text(out / ACCELERATOR_FILE, config_text(accelerator), root=out)
+        elif (out / ACCELERATOR_FILE).is_file():    # an earlier run's, not this one's design
+            (out / ACCELERATOR_FILE).unlink()
         plot_run(out / "finetune.png", self.result)
         if self.json_path is not None:
             write_text(self.json_path, text, flag="--json")

@@ -79,7 +79,9 @@ def register(tree) -> None:
                            default=False, help="also train the first-order ceiling (Adam, "
                                                "the same adapters and batches) (default off)")
     run_flags.add_argument("--out", default="runs/finetune", metavar="DIR",
-                           help="folder for " + ", ".join(OUT_FILES) + ", and "
+                           help="folder for " + ", ".join(OUT_FILES[:-1]) + ", with a "
+                                "board-sized accelerator " + OUT_FILES[-1] + " (the design "
+                                "priced: zoforge generate accelerator --config it), and "
                                 f"{CHECKPOINT} while the run is unfinished: a run started "
                                 "again on it continues from there (default runs/finetune)")
     run_flags.add_argument("--json", metavar="FILE", help="also write the results here")
@@ -165,5 +167,6 @@ def _print(r: dict, out: Path, json_path: Path | None) -> None:
               f"{_number(r['board_host_exposed_seconds_per_step'], '.4f')} s of it exposed; "
               f"{r['dsp']:,} DSP, {_number(r['gops_per_dsp'], '.3f')} GOPS per DSP")
     print(f"host, this CPU     {_number(r['host_seconds_per_step'], '.2f')} s per int8 step")
-    print(f"files              {out}/ ({', '.join(OUT_FILES)})"
+    written = [name for name in OUT_FILES if (Path(out) / name).is_file()]
+    print(f"files              {out}/ ({', '.join(written)})"
           + (f", {json_path}" if json_path else ""))
