@@ -18,19 +18,29 @@ from math import ceil
 #: Cycles after the last tile's k-steps: 3R + C + 21 (skew, drain, result banks, the
 #: requantizer's stages, the last tile's R output rows; measured on the RTL).
 ENGINE_DRAIN_PER_ROW, ENGINE_DRAIN_PER_COL, ENGINE_DRAIN = 3, 1, 21
+#: Two result banks: a tile takes the bank of the tile two before it, free once that
+#: tile's results have left it, 3R + C + 5 cycles after that tile's last k-step (the drain's
+#: 3R + C + 21 less the 16 cycles from its last row's read to the job's end; measured on
+#: the RTL, 2x3 to 4x4 and 8x8).
+ENGINE_RESULT_BANKS = 2
+ENGINE_BANK_PER_ROW, ENGINE_BANK_PER_COL, ENGINE_BANK = 3, 1, 5
 
 
 def engine_cycles(rows: int, cols: int, pack: int, m: int, k: int, n: int) -> int:
     """An engine job's CYCLES: W panel 0 and X panel 0 stream in (ceil(K/pack) beats each),
-    then ceil(M/R) x ceil(N/C) tiles of pack x ceil(K/pack) k-steps, at least 2R + C apart,
-    then the drain."""
+    then ceil(M/R) x ceil(N/C) tiles of pack x ceil(K/pack) k-steps, at least 2R + C apart
+    and each once its result bank is free, then the drain."""
     beats = ceil(k / pack)
     k_steps = pack * beats
     spacing = max(k_steps, 2 * rows + cols)
+    bank_free = (k_steps + ENGINE_BANK_PER_ROW * rows + ENGINE_BANK_PER_COL * cols
+                 + ENGINE_BANK)
     t = beats + beats                          # W panel 0, X panel 0
     starts = []
     for _ in range(ceil(m / rows)):
         for _ in range(ceil(n / cols)):
+            if len(starts) >= ENGINE_RESULT_BANKS:
+                t = max(t, starts[-ENGINE_RESULT_BANKS] + bank_free)
             starts.append(t)
             t += spacing
     last_end = starts[-1] + k_steps

@@ -151,21 +151,32 @@ def test_layer_grid_reaches_every_tile_spacing_regime():
 # -- the engine, by hand -------------------------------------------------------------------
 
 @pytest.mark.parametrize("rows, cols, pack, m, k, n, cycles", [
-    # 4 x 3, pack 3: ceil(10/3) = 4 beats a panel, 12 k-steps a tile (> 2R + C = 11); 3 x 3
-    # tiles: 2 x 4 + 8 x 12 + 12 + (3R + C + 21 = 36) = 152
-    (4, 3, 3, 9, 10, 7, 152),
-    # K 2: 1 beat, 3 k-steps, tiles 11 apart (2R + C); 2 x 2 tiles: 2 + 3 x 11 + 3 + 36 = 74
-    (4, 3, 3, 5, 2, 4, 74),
-    # 2 x 5, pack 2: 4 beats, 8 k-steps, tiles 2R + C = 9 apart; 2 x 3 tiles:
-    # 8 + 5 x 9 + 8 + (6 + 5 + 21 = 32) = 93
-    (2, 5, 2, 3, 7, 11, 93),
+    # 4 x 3, pack 3: ceil(10/3) = 4 beats a panel, 12 k-steps a tile (> 2R + C = 11); a
+    # result bank free 12 + (3R + C + 5 = 20) = 32 after its tile's begin (> 2 x 12): 3 x 3
+    # tiles begin at 8, 20, then in pairs 32 apart: 8 + 4 x 32 = 136; + 12 + (3R + C + 21 =
+    # 36) = 184
+    (4, 3, 3, 9, 10, 7, 184),
+    # K 30: 10 beats, 30 k-steps, the bank free after 30 + 20 = 50 (< 2 x 30): the tiles
+    # 30 apart, 2 x 10 + 8 x 30 + 30 + 36 = 326
+    (4, 3, 3, 9, 30, 7, 326),
+    # K 2: 1 beat, 3 k-steps, tiles 11 apart (2R + C), the bank free after 3 + 20 = 23
+    # (> 22); 2 x 2 tiles begin at 2, 13, 25, 36: 36 + 3 + 36 = 75
+    (4, 3, 3, 5, 2, 4, 75),
+    # 2 x 5, pack 2: 4 beats, 8 k-steps, tiles 2R + C = 9 apart, the bank free after
+    # 8 + (6 + 5 + 5 = 16) = 24 (> 18); 2 x 3 tiles begin at 8, 17, 32, 41, 56, 65:
+    # 65 + 8 + (6 + 5 + 21 = 32) = 105
+    (2, 5, 2, 3, 7, 11, 105),
+    # K 1: 2 k-steps, the bank free after 2 + 16 = 18 (= 2 x 9): 2 + 5 x 9 + 2 + 32 = 81
+    (2, 5, 2, 3, 1, 11, 81),
     (2, 5, 2, 1, 1, 1, 2 + 2 + 32),                   # one tile, one beat
-    # the model's 8 x 8, pack 2: 15 beats, 30 k-steps (> 24); 3 x 2 tiles:
-    # 30 + 5 x 30 + 30 + (24 + 8 + 21 = 53) = 263
-    (8, 8, 2, 20, 30, 12, 263)])
+    # the model's 8 x 8, pack 2: 15 beats, 30 k-steps (> 24), the bank free after
+    # 30 + (24 + 8 + 5 = 37) = 67 (> 60); 3 x 2 tiles begin at 30, 60, 97, 127, 164, 194:
+    # 194 + 30 + (24 + 8 + 21 = 53) = 277
+    (8, 8, 2, 20, 30, 12, 277)])
 def test_engine_job_cycles_by_hand(rows, cols, pack, m, k, n, cycles):
     """CYCLES of engine jobs with M, K, N all different, on three array sizes (R > C, R < C,
-    square), worked in the parameters' comments; raw or not is the same."""
+    square), worked in the parameters' comments; raw or not is the same. Every value is
+    also the RTL's (2026-11-27: Verilator job server, raw and int8 jobs alike)."""
     config = EngineConfig(rows=rows, cols=cols, pack=pack, max_m=32, max_k=32, max_n=32)
     assert engine_job_cycles(config, m, k, n) == cycles
     assert engine_cycles(rows, cols, pack, m, k, n) == cycles
@@ -224,11 +235,12 @@ def test_layer_job_bytes_match_the_second_derivation():
 # -- against the RTL, in the default run --------------------------------------------------
 
 # the engines tests/test_engine_cosim.py builds (CONFIG_A, CONFIG_B), cached: (M, K, N, raw)
-# jobs of several tiles long enough for the model to be exact (tiles shorter than the
-# results' way out are not modelled: hw/engine/cycles.py engine_job_extra)
+# jobs of several tiles, long ones (spaced by their k-steps) and short ones (by 2R + C, or
+# by their result banks: 12 x 8 x 8 on 3 x 2, 8 x 3 x 12 on 2 x 3)
 ENGINE_RTL = {(3, 2, 2): [(5, 20, 9, False), (11, 32, 3, False), (6, 30, 4, True),
-                          (3, 1, 2, True), (2, 5, 1, True)],
-              (2, 3, 1): [(5, 16, 7, False), (3, 16, 4, True), (1, 1, 1, True)]}
+                          (3, 1, 2, True), (2, 5, 1, True), (12, 8, 8, True)],
+              (2, 3, 1): [(5, 16, 7, False), (3, 16, 4, True), (1, 1, 1, True),
+                          (8, 3, 12, False)]}
 
 
 @pytest.mark.parametrize("rows, cols, pack", list(ENGINE_RTL))

@@ -36,10 +36,12 @@ TINY_LAYER = layer_config("onthefly", rows=4, cols=4, mode="lora-fa", max_m=8, m
 
 
 def test_tiny_step_cycles_by_hand():
-    # engine, 4 x 4: tiles >= 2R + C = 12 apart; a job ends 3R + C + 21 = 37 cycles after
-    # its last tile. (M, K, N) = (8, 16, 16): 8 beats per panel, 2 x 4 tiles of 16 k-steps
-    key = 2 * 8 + 7 * 16 + 16 + 37                       # 181 (key, attn_out, ffn_in chunk)
-    ffn_out = 2 * 16 + 7 * 32 + 32 + 37                  # (8, 32, 16): 325
+    # engine, 4 x 4: tiles >= 2R + C = 12 apart, and a tile's result bank free for the tile
+    # two later 3R + C + 5 = 21 cycles after its k-steps; a job ends 3R + C + 21 = 37 cycles
+    # after its last tile. (M, K, N) = (8, 16, 16): 8 beats per panel, 2 x 4 tiles of 16
+    # k-steps, in pairs 16 + 21 = 37 apart (> 2 x 16): the RTL's 196 (2026-11-27)
+    key = 2 * 8 + 3 * 37 + 16 + 16 + 37                  # 196 (key, attn_out, ffn_in chunk)
+    ffn_out = 2 * 16 + 7 * 32 + 32 + 37                  # (8, 32, 16), 32 + 21 < 64: 325
     head = 2 * 8 + 16 + 37                               # (2, 16, 2), one tile: 69
     # ZO layer (hw/zolayer/cycles.py), M = 8, K = N = 16, r = 4; every job + 1 (FINISH):
     # loads one cycle per beat (+1), X packed 4 k-steps a beat; compute tiles max(depth, the
@@ -56,7 +58,7 @@ def test_tiny_step_cycles_by_hand():
     total = (forwards * 2 * call + forwards * 2 * key + forwards * 2 * key
              + forwards * ffn_out + forwards * head + 1 * 2 * walk)
     step = predicted_step_cycles(TINY, TINY_ENGINE, TINY_LAYER)
-    assert step.cycles == total == 4220
+    assert step.cycles == total == 4340
     by_name = {c.name: c for c in step.calls}
     assert by_name["query/value adapter call"].cycles == call
     assert by_name["ffn_in chunk (1/2)"].count == 4 and by_name["ffn_in chunk (1/2)"].shape \
@@ -375,10 +377,10 @@ def test_roofline_and_time():
     assert row.time_s == row.memory_s == next(c for c in step.calls
                                               if c.name == "head").stream_bytes
     timing = step_time_energy(step, 100.0, 0.5, 1.5, ddr_bytes_per_s=1e15)
-    assert timing["compute_s"] == pytest.approx(4220 / 100e6)
-    assert timing["compute_static_j"] == pytest.approx(0.5 * 4220 / 100e6)
-    assert timing["compute_dynamic_j"] == pytest.approx(1.5 * 4220 / 100e6)
-    assert timing["compute_j"] == pytest.approx(2 * 4220 / 100e6)
+    assert timing["compute_s"] == pytest.approx(4340 / 100e6)
+    assert timing["compute_static_j"] == pytest.approx(0.5 * 4340 / 100e6)
+    assert timing["compute_dynamic_j"] == pytest.approx(1.5 * 4340 / 100e6)
+    assert timing["compute_j"] == pytest.approx(2 * 4340 / 100e6)
     # dynamic power estimated at 50 MHz is taken to the step's 100 MHz; static stays
     scaled = step_time_energy(step, 100.0, 0.5, 0.75, power_mhz=50.0)
     assert scaled["compute_dynamic_j"] == pytest.approx(timing["compute_dynamic_j"])
