@@ -13,7 +13,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from zoforge.hw.pe.axil import RegisterPortSignature, read_select
+from zoforge.hw.pe.axil import RegisterPortSignature, field_word, read_select
 from zoforge.hw.pe.signatures import JobSignature, ModeSignature
 
 from .buffers import engine_buffers
@@ -75,7 +75,7 @@ class RegisterFile(wiring.Component):
         counters = {name: Signal(COUNTER_BITS, name=name.lower())
                     for name, register in registers.items() if register.kind == "counter"}
         events = {"CYCLES": busy, "ARRAY_CYCLES": self.array_step}
-        words = {"ctrl": _fields(bits, ctrl), "status": _fields(STATUS_BITS, status)}
+        words = {"ctrl": field_word(bits, ctrl), "status": field_word(STATUS_BITS, status)}
         values = {**stored, **counters,
                   **{name: Const(value, 32) for name, value in self.info.items()}}
 
@@ -137,9 +137,3 @@ class RegisterFile(wiring.Component):
                          port.data.eq(Cat([wr_data[:table.shape.width]] * self.config.cols))]
             for j in range(self.config.cols):
                 m.d.sync += port.en[j].eq(hit & (lane == j))
-
-
-def _fields(bits: dict[str, int], values: dict) -> Cat:
-    """A register word with ``values[name]`` at bit ``bits[name]`` (0 elsewhere)."""
-    at = {bits[name]: value for name, value in values.items()}
-    return Cat(*(at.get(position, Const(0, 1)) for position in range(max(bits.values()) + 1)))

@@ -19,7 +19,7 @@ from amaranth.hdl import Shape
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, SHIFT_BITS, SHIFT_MAX
 from zoforge.golden.finetune.integer_params import ERF_BITS
 from zoforge.hw.nonlinear import gelu
-from zoforge.hw.pe.regmap import Register, addresses
+from zoforge.hw.pe.regmap import COUNTER_BITS, START_BIT, STATUS_BITS, Register, addresses
 
 from .config import DIM_BITS
 
@@ -29,7 +29,6 @@ __all__ = ["Register", "ParamTable", "REGISTER_MAP", "PARAM_TABLES", "CTRL_BITS"
            "GELU_CONSTANTS", "register_map", "param_tables", "ctrl_bits", "host_map"]
 
 ADDR_BITS = 16
-COUNTER_BITS = 32
 REGION_SHIFT = 12          # a parameter table's region is wr_addr[REGION_SHIFT:]
 
 #: Kinds of register: what the register file does on a write and what a read returns.
@@ -84,8 +83,7 @@ PARAM_TABLES: dict[str, ParamTable] = {
     "COL_SHIFT": ParamTable(0x3000, unsigned(SHIFT_BITS), "shift_table", "shift",
                             "per-column requantization shift"),
 }
-CTRL_BITS = {"start": 0, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
-STATUS_BITS = {"busy": 0, "done": 1}
+CTRL_BITS = {"start": START_BIT, "relu": 1, "raw": 2, "per_channel": 3, "bias_en": 4}
 
 #: The GELU job mode's CTRL bit (``gelu`` builds): with raw 0, the job's results go through
 #: the 16-bit requantizer, the i-GELU and the second (OUT_*) requantizer; relu is ignored.

@@ -20,13 +20,13 @@ register file's decode and the response's enable are not one path): a read's dat
 import operator
 from functools import reduce
 
-from amaranth import Module, Mux, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import AxiLiteSignature
 
-__all__ = ["AxiLiteTarget", "RegisterPortSignature", "read_select", "OKAY", "SLVERR",
+__all__ = ["AxiLiteTarget", "RegisterPortSignature", "read_select", "field_word", "OKAY", "SLVERR",
            "READ_CYCLES"]
 
 OKAY, SLVERR = 0b00, 0b10      # AXI response codes (bresp / rresp)
@@ -61,6 +61,13 @@ class RegisterPortSignature(wiring.Signature):
     def __repr__(self):
         extra = f", {self.write_addresses}" if self.write_addresses else ""
         return f"RegisterPortSignature({self.addr_bits}{extra})"
+
+
+def field_word(bits: dict[str, int], values: dict) -> Value:
+    """A register word with ``values[name]`` at bit ``bits[name]`` (0 elsewhere): a
+    register file's CTRL or STATUS read back."""
+    at = {bits[name]: value for name, value in values.items()}
+    return Cat(*(at.get(position, Const(0, 1)) for position in range(max(bits.values()) + 1)))
 
 
 def read_select(m: Module, rd_addr: Value, words: dict[str, tuple[int, Value]]) -> Value:

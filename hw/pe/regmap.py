@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Register", "addresses"]
+__all__ = ["Register", "addresses", "COUNTER_BITS", "START_BIT", "STATUS_BITS"]
+
+#: Job control of the bus units (the engine's and the softmax unit's CTRL / STATUS, and
+#: every unit's cycle counters): the counters' width, CTRL's start bit (a write's one-cycle
+#: pulse) and STATUS's fields (``done`` cleared by writing 1 to it).
+COUNTER_BITS = 32
+START_BIT = 0
+STATUS_BITS = {"busy": 0, "done": 1}
 
 
 @dataclass(frozen=True)

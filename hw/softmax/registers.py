@@ -10,12 +10,12 @@ leaves); STATUS, the cycle counter and ``irq`` (``done & IRQ_EN``) as the GEMM e
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.hw.nonlinear.softmax import LEVELS, Q_BITS, SoftmaxWidths, config_signature
-from zoforge.hw.pe.axil import RegisterPortSignature, read_select
+from zoforge.hw.pe.axil import RegisterPortSignature, field_word, read_select
 
 from .config import ROW_BITS, SoftmaxConfig
 from .regmap import (ADDR_BITS, CONSTANT_WORDS, COUNTER_BITS, CTRL_BITS, KEY_MASK,
@@ -60,7 +60,7 @@ class SoftmaxRegisters(wiring.Component):
                 if 32 * n < len(value):
                     stored[register] = [value[32 * n:32 * n + 32]]
         words = {"CTRL": Const(0, 1),
-                 "STATUS": _fields({"busy": busy, "done": done}),
+                 "STATUS": field_word(STATUS_BITS, {"busy": busy, "done": done}),
                  "CYCLES": cycles,
                  **{name: parts[0] for name, parts in stored.items()},
                  **{name: Const(value, 32) for name, value in info_values(c).items()}}
@@ -99,11 +99,3 @@ class SoftmaxRegisters(wiring.Component):
             m.d.sync += [busy.eq(0), done.eq(1)]
         m.d.comb += self.irq.eq(done & irq_en)
         return m
-
-
-def _fields(values: dict):
-    """STATUS's word from its fields (:data:`~.regmap.STATUS_BITS`)."""
-    bits = [Const(0, 1)] * (max(STATUS_BITS.values()) + 1)
-    for name, bit in STATUS_BITS.items():
-        bits[bit] = values[name]
-    return Cat(*bits)

@@ -1,9 +1,8 @@
 """The bus softmax unit's register map, as data: the one source for its register file
 (:mod:`.registers`), its host (:mod:`zoforge.sim.softmax_host`) and docs/nonlinear-units.md.
 
-32-bit registers at byte addresses (:data:`REGISTER_MAP`; CTRL, STATUS and the cycle
-counter as the GEMM engine has them: :mod:`zoforge.hw.engine.regmap`'s ``CTRL_BITS`` start
-bit and ``STATUS_BITS``); the job's key mask in the region at :data:`KEY_MASK`, word ``w``
+32-bit registers at byte addresses (:data:`REGISTER_MAP`; CTRL's start bit, STATUS and the
+cycle counter as every bus unit has them, :mod:`zoforge.hw.pe.regmap`); the job's key mask in the region at :data:`KEY_MASK`, word ``w``
 bit ``i`` keeping key ``32 w + i`` (``ceil(max_len / 32)`` words). The constants are the
 :class:`~zoforge.golden.finetune.integer_ops.SoftmaxParams` values
 :func:`zoforge.hw.nonlinear.softmax.softmax_registers` gives (``c`` in two words, its low
@@ -12,16 +11,15 @@ bit ``i`` keeping key ``32 w + i`` (``ceil(max_len / 32)`` words). The constants
 """
 from __future__ import annotations
 
-from zoforge.hw.engine.regmap import COUNTER_BITS, CTRL_BITS as ENGINE_CTRL_BITS, STATUS_BITS
-from zoforge.hw.pe.regmap import Register, addresses
+from zoforge.hw.pe.regmap import COUNTER_BITS, START_BIT, STATUS_BITS, Register, addresses
 
 from .config import MAX_LEN, ROW_BITS
 
 __all__ = ["Register", "REGISTER_MAP", "KINDS", "CTRL_BITS", "STATUS_BITS", "REGISTERS",
            "KEY_MASK", "ADDR_BITS", "COUNTER_BITS", "CONSTANT_WORDS"]
 
-#: CTRL's one field: start, the engine's bit.
-CTRL_BITS = {"start": ENGINE_CTRL_BITS["start"]}
+#: CTRL's one field: start (the bus units' bit, :mod:`zoforge.hw.pe.regmap`).
+CTRL_BITS = {"start": START_BIT}
 #: The key mask's region (word w: keys 32 w .. 32 w + 31, bit i key 32 w + i).
 KEY_MASK = 0x100
 ADDR_BITS = 9

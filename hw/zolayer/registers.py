@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from zoforge.golden.engine_widths import MULT_BITS, SHIFT_BITS, SHIFT_MAX
 from zoforge.golden.zolayer.config import Formats
-from zoforge.hw.pe.regmap import Register
+from zoforge.hw.pe.regmap import COUNTER_BITS, Register
 
 __all__ = ["REGISTERS", "KINDS", "JOBS", "LORA_JOBS", "CTRL_FIELDS", "ADDR_BITS", "DIM_BITS",
            "WRITTEN", "address", "ctrl_word"]
 
 ADDR_BITS = 8
 DIM_BITS = 16            # width of the M, K, N and RANK registers
-COUNTER_BITS = 32
 
 #: Kinds of register: what a write does and what a read returns.
 KINDS = {"rw": "written only while idle, read back", "r": "read only; writes ignored",
