@@ -25,6 +25,7 @@ from zoforge.reports.step_price import UNIT_FIGURES, step_time_energy
 from zoforge.reports.unit_calls import predicted_step_cycles
 from zoforge.sim.finetune_cosim import engine_design
 from zoforge.sim.finetune_run import COST_KEYS, DESIGNS, CostContext
+from zoforge.sim.softmax_cosim import cosim_design
 
 __all__ = ["BOARD", "DESIGNS", "unit_cost_fields", "accelerator_cost_fields",
            "cost_models_for"]
@@ -55,9 +56,12 @@ def unit_cost_fields(ctx: CostContext) -> dict:
     except ConfigError as error:
         print(f"    cost: not modelled ({error})")
         return fields
-    engine = engine_design(cfg, ctx.hidden, ctx.ffn)          # the designs the RTL runs on
+    # the designs the RTL runs on, and every job it runs: the step's model is the
+    # co-simulation's to the cycle (reports/unit_calls.py)
+    engine = engine_design(cfg, ctx.hidden, ctx.ffn)
     layer = cfg.layer_design(ctx.hidden, ctx.ffn)
-    step = predicted_step_cycles(shape, engine, layer, cfg.attention)
+    step = predicted_step_cycles(shape, engine, layer, cfg.attention, cfg.nonlinear,
+                                 cosim_design(cfg.seq_len))
     figures = UNIT_FIGURES[BOARD]
     board = get_board(BOARD)
     timing = step_time_energy(step, figures["fmax_mhz"], figures["static_w"],

@@ -10,31 +10,45 @@ counts it from operation counts:
   (:func:`zoforge.hw.engine.cycles.engine_job_cycles`, with its fixed cycles per job
   ``engine_job_extra`` read from co-simulation of small shapes, and ``engine_job_bytes``),
   :func:`zo_job_cycles` (the ZO layer's own cycle model, :mod:`zoforge.hw.zolayer.cycles`),
-  and their sum over the step, :func:`predicted_step_cycles`. The structure is the
-  hardware's (stream beats, tiles at least ``2R + C`` apart, one word per cycle for loads
-  and walks); :mod:`zoforge.reports.rtl_jobs` runs the same jobs on the RTL for the check
+  the softmax unit's (:mod:`zoforge.hw.softmax.cycles`, :func:`softmax_call`), and their
+  sum over the step, :func:`predicted_step_cycles`. The structure is the hardware's
+  (stream beats, tiles at least ``2R + C`` apart and each once its result bank is free,
+  one word per cycle for loads and walks); :mod:`zoforge.reports.rtl_jobs` runs the same jobs on the RTL for the check
   (``benchmarks/bench_finetune_cost.py``);
 * **DDR traffic**: the bytes each call streams, as the streams are built
   (``stream_bytes``: whole beats, an int8 in a 32-bit lane of the ZO layer counts 4 bytes)
   and as packed values (``payload_bytes``); :mod:`zoforge.reports.step_price` prices them.
 
 Not in the cycles: the host's work between jobs (its register writes, the per-column table
-writes over AXI4-Lite (counted as ``table_words``), the gradient, softmax, LayerNorm, GELU,
-and with ``attention`` ``host`` the attention products Q·K^T and P·V, which are not
-``nn.Linear`` maps; their MACs are :attr:`StepCost.host_macs`), and no two jobs overlap.
-With ``attention`` ``engines`` (:mod:`zoforge.golden.finetune.attention`) the products are
-raw engine jobs, one per sequence and head (``scores`` L x d x L, ``context`` L x L x d),
-and ``host_macs`` is 0.
+writes over AXI4-Lite (counted as ``table_words``), the gradient, LayerNorm, the softmax
+and GELU where the host computes them, and with ``attention`` ``host`` the attention
+products Q·K^T and P·V, which are not ``nn.Linear`` maps; their MACs are
+:attr:`StepCost.host_macs`), and no two jobs overlap. With ``attention`` ``engines``
+(:mod:`zoforge.golden.finetune.attention`) the products are raw engine jobs, one per
+sequence and head (``scores`` L x d x L, ``context`` L x L x d), and ``host_macs`` is 0.
+With ``nonlinear`` ``integer`` ffn_in's jobs are the engine's GELU jobs
+(``engine_job_cycles(..., gelu=True)``) and, with engine attention, each block's softmax
+of a forward runs on the softmax unit (:mod:`zoforge.hw.softmax.cycles`, the unit
+:func:`zoforge.sim.softmax_cosim.cosim_design` sizes): as
+:func:`zoforge.sim.softmax_cosim.softmax_jobs` cuts the call, one job of the batch's
+``batch x heads`` blocks of L rows (at most 65,535 rows a job), which assumes every
+sequence of the batch has the same key mask (no padding, or the same); each sequence whose
+mask differs from the one before starts a job of its own on the RTL (:func:`softmax_call`).
+So the step the co-simulation runs (``zoforge finetune --rtl all --design units``) is
+every job it runs, each at its unit's exact model: model and RTL agree to the cycle
+(``tests/test_finetune_cli.py``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError
-from zoforge.golden.finetune.config import ATTENTIONS
+from zoforge.golden.finetune.config import ATTENTIONS, NONLINEARS
 from zoforge.golden.zolayer import ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.cycles import engine_job_bytes, engine_job_cycles
+from zoforge.hw.softmax.config import ROW_BITS, SoftmaxConfig
+from zoforge.hw.softmax.cycles import softmax_job_cycles, softmax_stream_bytes
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.hw.zolayer.layouts import token_pack
 from zoforge.hw.zolayer.registers import JOBS
@@ -42,7 +56,8 @@ from zoforge.reports.model_shape import ATTENTION_MAPS, ModelShape, model_shape
 
 __all__ = ["CYCLE_MODEL", "ADAPTER_CALL", "UPDATE_WALK", "ZO_JOBS", "CallCost", "StepCost",
            "model_engine_config", "model_layer_config", "zo_job_cycles", "zo_job_bytes",
-           "adapter_call", "update_walk", "step_calls", "predicted_step_cycles"]
+           "adapter_call", "update_walk", "softmax_call", "model_softmax_config",
+           "step_calls", "predicted_step_cycles"]
 
 CYCLE_MODEL = "cycle-model"
 ADAPTER_CALL = ("load_w", "load_a", "load_master", "load_x", "frozen_w", "frozen_a", "branch")
@@ -60,9 +75,10 @@ def _ceil(a: int, b: int) -> int:
 @dataclass(frozen=True)
 class CallCost:
     """One kind of call of the step: ``count`` calls per step, each ``cycles`` (of its
-    ``unit``: ``engine`` or ``zo-layer``; ``shape``: M, K, N, with r for an adapter call,
-    K, N, r for an update walk), streaming ``stream_bytes`` (as the streams are
-    built) or ``payload_bytes`` (the values at their width) to and from DDR, and
+    ``unit``: ``engine``, ``zo-layer`` or ``softmax``; ``shape``: M, K, N, with r for an
+    adapter call, K, N, r for an update walk, rows and L for a softmax call), streaming
+    ``stream_bytes`` (as the streams are built) or ``payload_bytes`` (the values at their
+    width) to and from DDR, and
     ``table_words`` AXI4-Lite writes. ``jobs``: (job, cycles) of the call's jobs, one
     after the other; ``job_stream_bytes`` and ``job_payload_bytes``: each job's bytes."""
 
@@ -112,13 +128,14 @@ class StepCost:
 
 # ---------------------------------------------------------------------- configurations
 
-def model_engine_config(shape: ModelShape, rows: int = 8, cols: int = 8, pack: int = 2
-                        ) -> EngineConfig:
+def model_engine_config(shape: ModelShape, rows: int = 8, cols: int = 8, pack: int = 2,
+                        gelu: bool = False) -> EngineConfig:
     """The engine sized for ``shape``: X buffer of all tokens, K up to the FFN width, N up
-    to half of it (ffn_in runs as 2 column chunks)."""
+    to half of it (ffn_in runs as 2 column chunks); ``gelu``: built with the GELU job
+    mode."""
     return EngineConfig(rows=rows, cols=cols, pack=pack, max_m=max(shape.tokens, rows),
                         max_k=max(shape.ffn, shape.hidden),
-                        max_n=max(_ceil(shape.ffn, 2), shape.hidden, cols))
+                        max_n=max(_ceil(shape.ffn, 2), shape.hidden, cols), gelu=gelu)
 
 
 def model_layer_config(shape: ModelShape, rows: int = 4, cols: int = 4, **generator
@@ -133,9 +150,9 @@ def model_layer_config(shape: ModelShape, rows: int = 4, cols: int = 4, **genera
 # ---------------------------------------------------------------------- the engine
 
 def _engine_call(name: str, config: EngineConfig, m: int, k: int, n: int, count: int,
-                 raw: bool = False) -> CallCost:
-    moved = engine_job_bytes(config, m, k, n, raw=raw, per_channel=not raw)
-    cycles = engine_job_cycles(config, m, k, n)
+                 raw: bool = False, gelu: bool = False) -> CallCost:
+    moved = engine_job_bytes(config, m, k, n, raw=raw, per_channel=not raw, gelu=gelu)
+    cycles = engine_job_cycles(config, m, k, n, gelu=gelu)
     return CallCost(name, "engine", (m, k, n), count, cycles, moved["stream_bytes"],
                     moved["payload_bytes"], moved["table_words"], ((name, cycles),),
                     (moved["stream_bytes"],), (moved["payload_bytes"],))
@@ -193,6 +210,34 @@ def update_walk(config: ZoLayerConfig, k: int, n: int, r: int, count: int = 1,
     return _zo_call(name, config, UPDATE_WALK, config.cols, k, n, r, count)
 
 
+# ---------------------------------------------------------------------- the softmax unit
+
+def model_softmax_config(shape: ModelShape) -> SoftmaxConfig:
+    """The softmax unit a step's co-simulation runs its softmax calls on
+    (:func:`zoforge.sim.softmax_cosim.cosim_design`: rows of ``seq_len`` keys)."""
+    from zoforge.sim.softmax_cosim import cosim_design       # torch: only when priced
+    return cosim_design(shape.seq_len)
+
+
+def softmax_call(config: SoftmaxConfig, blocks: int, length: int, count: int = 1,
+                 name: str = "softmax") -> CallCost:
+    """One softmax call of ``blocks`` blocks of ``length`` rows of ``length`` keys, all
+    with one key mask (module docstring): jobs of as many whole blocks as the ROWS
+    register takes (``(2^16 - 1) // length``), each its :func:`~zoforge.hw.softmax.cycles.
+    softmax_job_cycles`; int32 scores in, int8 P out, its key mask and job registers
+    written (``table_words``)."""
+    per_job = ((1 << ROW_BITS) - 1) // length
+    sizes = [per_job] * (blocks // per_job) + ([blocks % per_job] if blocks % per_job else [])
+    jobs = [(name, softmax_job_cycles(config, size * length, length)) for size in sizes]
+    moved = [softmax_stream_bytes(config, size * length, length) for size in sizes]
+    stream = [part["scores"] + part["p"] for part in moved]
+    payload = [5 * size * length * length for size in sizes]       # int32 in, int8 out
+    return CallCost(name, "softmax", (blocks * length, length), count,
+                    sum(cycles for _, cycles in jobs), sum(stream), sum(payload),
+                    sum(part["registers"] for part in moved) // 4, tuple(jobs),
+                    tuple(stream), tuple(payload))
+
+
 # ---------------------------------------------------------------------- the step
 
 def _check_fits(shape: ModelShape, engine: EngineConfig, layer: ZoLayerConfig) -> None:
@@ -214,18 +259,27 @@ def _check_fits(shape: ModelShape, engine: EngineConfig, layer: ZoLayerConfig) -
 
 
 def step_calls(shape: ModelShape, engine: EngineConfig | None = None,
-               layer: ZoLayerConfig | None = None, attention: str = "host"
+               layer: ZoLayerConfig | None = None, attention: str = "host",
+               nonlinear: str = "float", softmax: SoftmaxConfig | None = None
                ) -> list[CallCost]:
     """The calls of one step (per kind, with their count per step): 2q forwards of
     ``blocks`` blocks (``adapted`` adapter calls; the other attention maps, ffn_in in
-    equal column chunks of at most ``max_n`` and ffn_out on the engine; with
-    ``attention`` ``engines`` Q·K^T and P·V per sequence and head) and the head, and
-    q update walks of the J adapters."""
-    engine = engine or model_engine_config(shape)
-    layer = layer or model_layer_config(shape)
-    _check_fits(shape, engine, layer)
+    equal column chunks of at most ``max_n`` (GELU jobs with ``nonlinear`` ``integer``,
+    on an engine built with ``gelu``) and ffn_out on the engine; with ``attention``
+    ``engines`` Q·K^T and P·V per sequence and head, and with ``nonlinear`` ``integer``
+    too a softmax call per block on ``softmax``, default :func:`model_softmax_config`)
+    and the head, and q update walks of the J adapters."""
     if attention not in ATTENTIONS:
         raise ConfigError("attention", "one of " + ", ".join(ATTENTIONS), attention)
+    if nonlinear not in NONLINEARS:
+        raise ConfigError("nonlinear", "one of " + ", ".join(NONLINEARS), nonlinear)
+    gelu = nonlinear == "integer"
+    engine = engine or model_engine_config(shape, gelu=gelu)
+    layer = layer or model_layer_config(shape)
+    _check_fits(shape, engine, layer)
+    if gelu and not engine.gelu:
+        raise ConfigError("engine gelu", "True with nonlinear integer (ffn_in's GELU jobs)",
+                          engine.gelu)
     if attention == "engines":
         for field_, have in (("max_m", engine.max_m), ("max_k", engine.max_k),
                              ("max_n", engine.max_n)):
@@ -245,8 +299,9 @@ def step_calls(shape: ModelShape, engine: EngineConfig | None = None,
     if frozen_maps:
         calls.append(_engine_call("/".join(frozen_maps), engine, m, h, h,
                                   per_forward * len(frozen_maps)))
-    calls += [_engine_call("ffn_in" + (f" chunk (1/{chunks})" if chunks > 1 else ""),
-                           engine, m, h, _ceil(f, chunks), per_forward * chunks),
+    calls += [_engine_call("ffn_in" + (f" chunk (1/{chunks})" if chunks > 1 else "")
+                           + (" (GELU job)" if gelu else ""),
+                           engine, m, h, _ceil(f, chunks), per_forward * chunks, gelu=gelu),
               _engine_call("ffn_out", engine, m, f, h, per_forward),
               _engine_call("head", engine, shape.batch, h, shape.classes, forwards,
                            raw=True),
@@ -256,25 +311,35 @@ def step_calls(shape: ModelShape, engine: EngineConfig | None = None,
         calls += [_engine_call("Q·K^T (per sequence and head)", engine, L, d, L, jobs,
                                raw=True),
                   _engine_call("P·V (per sequence and head)", engine, L, L, d, jobs, raw=True)]
+        if gelu:
+            softmax = softmax or model_softmax_config(shape)
+            if softmax.max_len < L:
+                raise ConfigError("softmax max_len", f"at least seq_len = {L}",
+                                  softmax.max_len)
+            calls.append(softmax_call(softmax, shape.batch * shape.heads, L, per_forward,
+                                      name="softmax (per block)"))
     return calls
 
 
 def predicted_step_cycles(shape: ModelShape | None = None, engine: EngineConfig | None = None,
                           layer: ZoLayerConfig | None = None, attention: str = "host",
+                          nonlinear: str = "float", softmax: SoftmaxConfig | None = None,
                           **fields) -> StepCost:
     """One step's cost (``.cycles``, ``.calls``, ``.stream_bytes``, ...) from the cycle
     model, for ``shape`` or the :class:`ModelShape` of ``fields``
     (``predicted_step_cycles(blocks=6, seq_len=128, batch=4)``); ``engine``/``layer``
-    default to :func:`model_engine_config` / :func:`model_layer_config` of the shape;
-    ``attention`` where Q·K^T and P·V run (:func:`step_calls`)."""
+    default to :func:`model_engine_config` / :func:`model_layer_config` of the shape (with
+    ``nonlinear`` ``integer`` the engine built with ``gelu``); ``attention`` where Q·K^T
+    and P·V run, ``nonlinear`` whether ffn_in is a GELU job and the softmax a unit's
+    (:func:`step_calls`; ``softmax`` that unit)."""
     if shape is None:
         shape = model_shape(**fields)
     elif fields:
         raise ConfigError("shape", "given either as a ModelShape or as fields, not both",
                           ", ".join(fields))
-    engine = engine or model_engine_config(shape)
+    engine = engine or model_engine_config(shape, gelu=nonlinear == "integer")
     layer = layer or model_layer_config(shape)
-    calls = step_calls(shape, engine, layer, attention)
+    calls = step_calls(shape, engine, layer, attention, nonlinear, softmax)
     # Q·K^T and P·V per head and sequence, per block and forward, where the host runs them
     products = 2 * shape.batch * shape.seq_len * shape.seq_len * shape.hidden
     host_macs = 2 * shape.queries * shape.blocks * products if attention == "host" else 0

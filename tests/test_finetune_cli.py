@@ -101,8 +101,11 @@ def test_the_cost_figures_are_the_cost_models(tiny_run):
     cfg = config_from_dict(result["config"], (FinetuneConfig,))
     engine, layer = engine_design(cfg, 32, 64), cfg.layer_design(32, 64)
     assert (engine.rows, engine.cols, layer.rows, layer.cols, layer.n_rng) == (8, 8, 4, 4, 7)
-    assert cfg.attention == "engines"                    # the default
-    step = predicted_step_cycles(shape, engine, layer, attention="engines")
+    assert (cfg.attention, cfg.nonlinear) == ("engines", "integer")     # the defaults
+    from zoforge.sim.softmax_cosim import cosim_design
+    step = predicted_step_cycles(shape, engine, layer, attention="engines",
+                                 nonlinear="integer", softmax=cosim_design(8))
+    assert {call.unit for call in step.calls} == {"engine", "zo-layer", "softmax"}
     assert result["predicted_cycles_per_step"] == step.cycles > 0
     assert result["ddr_bytes_per_step"] == step.stream_bytes
     assert result["onchip_bits"] == memory_bits(engine, layer)["total"]
@@ -170,7 +173,9 @@ def test_a_run_on_the_rtl_is_bit_exact_and_measures_its_cycles(tmp_path):
     result = json.loads(path.read_text())
     assert code == 0 and result["bit_exact"] is True and result["error"] is None
     assert result["rtl_calls"] == 2 * (4 * (2 + 5 + 2 * 2 * 2 + 1) + 2 * 2)
-    assert result["cycles_per_step"] > 0 and result["predicted_cycles_per_step"] > 0
+    # the cycle model of the step is every job the RTL ran, each at its unit's exact model
+    # (the engine's GELU and attention jobs, the softmax unit's): equal to the cycle
+    assert result["cycles_per_step"] == result["predicted_cycles_per_step"] > 0
 
 
 # -- --rtl, against a stand-in of zoforge.sim.finetune_cosim ---------------------------------
