@@ -110,8 +110,11 @@ def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
         assert engine_job_cycles(EngineConfig(**CONFIG_P), m, k, n_) == paired[n].cycles
 
 
-@pytest.mark.parametrize("config", [CONFIG_A, CONFIG_B, CONFIG_P,
-                                    dict(rows=8, cols=8, pack=2)])
+# the 8 x 8 engine (the same generator at the demo's size, the costliest lint) CI's; A, B, P
+# and tests/test_engine_cli.py's 2 x 4 by default
+@pytest.mark.parametrize("config", [
+    CONFIG_A, CONFIG_B, CONFIG_P,
+    pytest.param(dict(rows=8, cols=8, pack=2), marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_generated_verilog_is_lint_clean(config):
     engine = Engine(**config)
     top = f"engine_{engine.rows}x{engine.cols}"

@@ -154,8 +154,10 @@ def test_token_reader_reads_one_k_step_two_cycles_later(rows, cols, m, k):
     sim.run()
 
 
-@pytest.mark.parametrize("rows, cols, mode, k", [(4, 4, "lora-fa", 6),
-                                                 (4, 2, "full", 11)])
+# 4 x 2 (R != C) CI's: the reader's shapes with R != C run above in simulation by default
+@pytest.mark.parametrize("rows, cols, mode, k", [
+    (4, 4, "lora-fa", 6),
+    pytest.param(4, 2, "full", 11, marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_rtl_loads_k_not_a_multiple_of_the_beat(rows, cols, mode, k, simulator):
     """Bit-exact with the last block of each tile zero-padded (4 x 4: P = 4, K = 6; 4 x 2:
     P = 8, K = 11), and ``load_x`` takes one cycle per beat: CYCLES = M/C * ceil(K/P) + 2 (the
