@@ -35,11 +35,16 @@ from zoforge.sim.verdict import Verdict
 __all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
            "pack_input_stream", "output_beats", "unpack_output", "param_table",
            "ideal_cycles", "random_job", "array_steps", "JOB_COMPARISONS", "gelu_job",
-           "gelu_writes"]
+           "gelu_writes", "random_gelu_job", "random_stage", "OUTPUTS", "job_outputs"]
 
 #: What a job's verdict compares, each by name: its output with the golden model's, and its
 #: ARRAY_CYCLES counter with the k-steps its tiles feed the array (:func:`array_steps`).
 JOB_COMPARISONS = ("outputs", "counters")
+
+#: The jobs' outputs ``zoforge cosim engine --output`` makes: requantized int8, raw int32,
+#: GELU jobs (the GELU job mode of an engine built with ``gelu``) and ``auto`` (GELU and
+#: int8 jobs in turn on an engine built with ``gelu``, else int8: :func:`job_outputs`).
+OUTPUTS = ("auto", "int8", "raw", "gelu")
 
 
 @dataclass(frozen=True)
@@ -55,9 +60,12 @@ class EngineCosimOptions(Config):
     simulator: str = param("verilator", "simulator", OneOf(SIMULATORS))
     backend: str = param("auto", "where the host program runs: " + BACKEND_HELP,
                          OneOf(BACKEND_CHOICES))
-    output: str = param("int8", "requantized int8 or raw int32 results", OneOf(("int8", "raw")))
+    output: str = param("auto", "the jobs' output: int8 (requantized), raw (int32), gelu (the "
+                        "GELU job mode of an engine built with --gelu) or auto (GELU and int8 "
+                        "jobs in turn on an engine built with --gelu, else int8)",
+                        OneOf(OUTPUTS))
     per_channel: bool = param(False, "per-output-column multiplier/shift (else per tensor)")
-    relu: bool = param(False, "ReLU after requantization")
+    relu: bool = param(False, "ReLU after requantization (int8 jobs)")
     bias: bool = param(True, "add a random bias")
     backpressure: float = param(0.0, "probability that the output stream's (and AXI4-Lite "
                                 "B/R) ready is low in a cycle",
@@ -67,6 +75,9 @@ class EngineCosimOptions(Config):
 
     def check(self) -> None:
         resolve_backend(self.backend, self.simulator)
+        if self.relu and self.output == "gelu":
+            raise ConfigError("relu", "false with --output gelu (a GELU job has no ReLU)",
+                              self.relu)
 
 
 @dataclass
@@ -250,6 +261,58 @@ def random_job(rng: np.random.Generator, m: int, k: int, n: int, *, raw: bool = 
         p = quantize_multiplier(127.0 / typical * float(np.exp(rng.uniform(-1, 1))))
         mult, shift = p.multiplier, p.shift
     return EngineJob(x, w, b, mult, shift, relu)
+
+
+def random_stage(rng: np.random.Generator, n: int, k: int, *, per_column: bool = False,
+                 scale: float = 2.0 ** -10):
+    """Random constants of a GELU job of depth ``k`` (a :class:`~zoforge.golden.engine_gelu.
+    GeluStage`): i-GELU's of input ``scale``; the requantizers' scales (per tensor, or one
+    per column of ``n``) spread ``q`` over int16 (about 3 units of the GELU's input at a
+    typical ``acc``, saturating now and then) and the int8 result (127 at about 2.5 units)."""
+    import torch   # the golden model's types: only when a GELU job is made
+    from zoforge.golden.engine import RequantParams, quantize_multiplier
+    from zoforge.golden.engine_gelu import GeluStage
+    from zoforge.golden.finetune.integer_ops import GeluParams
+    typical = 128 * 128 * np.sqrt(k) / 3
+
+    def params(target, spread):
+        scales = target * np.exp(rng.uniform(-spread, spread, size=n if per_column else 1))
+        pairs = [quantize_multiplier(float(s)) for s in scales]
+        if not per_column:
+            return pairs[0]
+        return RequantParams(torch.tensor([p.multiplier for p in pairs]),
+                             torch.tensor([p.shift for p in pairs]))
+    gelu = GeluParams.of(scale)
+    into = params(3.0 / scale / typical, 1.0)
+    out = params(127.0 / (2.5 / gelu.out_scale), 0.7)
+    return GeluStage(into, gelu, out)
+
+
+def random_gelu_job(rng: np.random.Generator, m: int, k: int, n: int, *,
+                    per_column: bool = False, bias: bool = True,
+                    scale: float = 2.0 ** -10) -> EngineJob:
+    """A GELU job (:func:`gelu_job`) of random int8 operands, a random bias (about a
+    typical ``|x·w|``) and :func:`random_stage`'s constants."""
+    x = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
+    w = rng.integers(-128, 128, size=(k, n), dtype=np.int8)
+    typical = int(128 * 128 * np.sqrt(k) / 3)
+    b = rng.integers(-typical, typical, size=n).astype(np.int32) if bias else None
+    return gelu_job(x, w, b, random_stage(rng, n, k, per_column=per_column, scale=scale))
+
+
+def job_outputs(config: EngineConfig, options: EngineCosimOptions) -> list[str]:
+    """Each job's output (``int8``, ``raw`` or ``gelu``) for ``options.output`` on
+    ``config``: ``auto`` is GELU and int8 jobs in turn (a GELU job first) on an engine built
+    with ``gelu``, else int8 jobs; ``gelu`` on an engine without is a one-line ConfigError
+    naming ``output``."""
+    if options.output == "gelu" and not config.gelu:
+        allowed = [name for name in OUTPUTS if name != "gelu"]
+        raise ConfigError("output", "one of " + ", ".join(allowed) + " (gelu: on an engine "
+                          "built with --gelu)", options.output)
+    if options.output != "auto":
+        return [options.output] * options.jobs
+    kinds = ("gelu", "int8") if config.gelu else ("int8",)
+    return [kinds[index % len(kinds)] for index in range(options.jobs)]
 
 
 class EngineCosim:
@@ -473,15 +536,19 @@ def _verilator_args(top: str) -> list[str]:
 
 
 def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None) -> dict:
-    """Random GEMMs through the engine's RTL, checked bit-exact against the golden model;
-    a JSON-able summary (``bit_exact``, cycles, PE utilization, speed)."""
+    """Random GEMMs through the engine's RTL (each job's output kind: :func:`job_outputs`),
+    checked bit-exact against the golden model; a JSON-able summary (``bit_exact``, the jobs
+    of each output kind ``job_outputs``, cycles, PE utilization, speed)."""
     options = options or EngineCosimOptions()
     cosim = EngineCosim(config, simulator=options.simulator)
     cosim.check_shape(options.m, options.k, options.n)
+    outputs = job_outputs(config, options)
     rng = np.random.default_rng(options.seed)
-    jobs = [random_job(rng, options.m, options.k, options.n, raw=options.output == "raw",
+    jobs = [random_gelu_job(rng, options.m, options.k, options.n, bias=options.bias,
+                            per_column=options.per_channel) if output == "gelu" else
+            random_job(rng, options.m, options.k, options.n, raw=output == "raw",
                        bias=options.bias, per_channel=options.per_channel, relu=options.relu)
-            for _ in range(options.jobs)]
+            for output in outputs]
     results, info = cosim.run(jobs, backpressure=options.backpressure, seed=options.seed,
                               backend=options.backend)
     cycles = sum(r.cycles for r in results)
@@ -491,8 +558,10 @@ def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None
         "checks": {name: all(r.checks[name] for r in results) for name in JOB_COMPARISONS},
         "mismatches": sum(r.mismatches for r in results),
         "m": options.m, "k": options.k, "n": options.n, "rows": config.rows,
-        "cols": config.cols, "pack": config.pack, "output": options.output,
-        "jobs": options.jobs, "backend": resolve_backend(options.backend, options.simulator),
+        "cols": config.cols, "pack": config.pack, "gelu": config.gelu,
+        "output": options.output, "jobs": options.jobs,
+        "job_outputs": {name: outputs.count(name) for name in OUTPUTS if name in outputs},
+        "backend": resolve_backend(options.backend, options.simulator),
         "cycles": cycles, "ideal_cycles": ideal,
         "pe_utilization": round(ideal / cycles, 4) if cycles else 0.0,
         "array_cycles": sum(r.array_cycles for r in results),

@@ -34,7 +34,7 @@ from zoforge.sim.softmax_host import SoftmaxCosimOptions, softmax_program
 __all__ = ["SoftmaxCosim", "SoftmaxJob", "softmax_jobs", "softmax_target", "program_inputs",
            "cosim_design",
            "unpack_output", "register_writes", "replay_softmax_calls", "random_call",
-           "cosim_random", "PROGRAM"]
+           "cosim_random", "check_random_work", "MAX_RANDOM_SCORES", "PROGRAM"]
 
 #: The host program's reference (:func:`~zoforge.sim.backends.run_program`).
 PROGRAM = "zoforge.sim.softmax_host:softmax_program"
@@ -231,6 +231,22 @@ def replay_softmax_calls(calls: list[SoftmaxCall], config: SoftmaxConfig | None 
 
 # -- zoforge cosim softmax ---------------------------------------------------------------------
 
+#: The most scores ``zoforge cosim softmax``'s random jobs may hold together (``--jobs x
+#: --max-rows x --max-len``, what they hold at most): 2^22, 32 MiB a copy of them as int64
+#: (the host holds a few: scores, frames, golden and RTL results) and about 2^22 / lanes
+#: beats through the unit. A larger request is refused before any score is drawn.
+MAX_RANDOM_SCORES = 1 << 22
+
+
+def check_random_work(jobs: int, max_rows: int, max_len: int,
+                      parameter: str = "--jobs x --max-rows x --max-len") -> None:
+    """Refuse (one-line ConfigError naming ``parameter``) random jobs that may hold more
+    than :data:`MAX_RANDOM_SCORES` scores: ``jobs x max_rows x max_len``."""
+    if jobs * max_rows * max_len > MAX_RANDOM_SCORES:
+        raise ConfigError(parameter, f"at most {MAX_RANDOM_SCORES:,} (the scores random jobs "
+                          "may hold)", f"{jobs} x {max_rows} x {max_len} = "
+                          f"{jobs * max_rows * max_len:,}")
+
 def random_call(rng: np.random.Generator, config: SoftmaxConfig, max_rows: int = 6,
                 name: str = "random.softmax") -> SoftmaxCall:
     """A random call of one job: a length in ``1 .. max_len``, ``1 .. max_rows`` rows, a
@@ -252,20 +268,24 @@ def random_call(rng: np.random.Generator, config: SoftmaxConfig, max_rows: int =
                        torch.from_numpy(keep)[None], params, LEVELS)
 
 
-def cosim_random(config: SoftmaxConfig, options: SoftmaxCosimOptions) -> dict:
-    """``zoforge cosim softmax`` (:func:`zoforge.sim.softmax_host.cosim_softmax`)."""
+def cosim_random(config: SoftmaxConfig, options: SoftmaxCosimOptions,
+                 simulator: str = "verilator") -> dict:
+    """``zoforge cosim softmax`` (:func:`zoforge.sim.softmax_host.cosim_softmax`; the cocotb
+    backend on ``simulator``); refuses more than :data:`MAX_RANDOM_SCORES` scores
+    (:func:`check_random_work`) before any is drawn."""
+    check_random_work(options.jobs, options.max_rows, config.max_len)
     rng = np.random.default_rng(options.seed)
     calls = [random_call(rng, config, options.max_rows) for _ in range(options.jobs)]
     jobs = [job for call in calls for job in softmax_jobs(call, config)]
     args, data = program_inputs(jobs, config)
     stalls = Stalls(options.source_idle, options.backpressure, options.seed)
     arrays, result = run_program(PROGRAM, args, data, softmax_target(config),
-                                 backend=options.backend, stalls=stalls)
+                                 backend=options.backend, simulator=simulator, stalls=stalls)
     if not result.passed:
         return {"bit_exact": False, "failures": result.failures}
     golden = [GoldenUnits.softmax(call)[0] for call in calls]
     got = [unpack_output(arrays[f"out{n}"], job, config) for n, job in enumerate(jobs)]
-    exact = all(np.array_equal(g.numpy(), r) for g, r in zip(golden, got))
+    exact = all(np.array_equal(g.numpy(), r) for g, r in zip(golden, got, strict=True))
     cycles = [stats["cycles"] for stats in result.results["jobs"]]
     model = [softmax_job_cycles(config, job.rows, job.length) for job in jobs]
     return {"bit_exact": exact, "jobs": len(jobs), "cycles": cycles, "model_cycles": model,

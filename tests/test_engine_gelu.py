@@ -28,42 +28,13 @@ from zoforge.hw.engine.engine import Engine
 from zoforge.hw.export import to_verilog
 from zoforge.sim.backends import stall_problems
 from zoforge.sim.engine_cosim import (EngineCosim, EngineJob, gelu_job, gelu_writes,
-                                      random_job)
+                                      random_gelu_job, random_job)
 from zoforge.sim.lint import lint_verilog
 
 SLOW = pytest.mark.slow
 #: 4x4, two k-steps a beat: the cycle model is exact for its jobs below (tiles of 16 k-steps
 #: and more); small enough for the default run.
 CONFIG = EngineConfig(rows=4, cols=4, pack=2, max_m=24, max_k=40, max_n=24, gelu=True)
-
-
-def random_stage(rng: np.random.Generator, n: int, per_column: bool, k: int,
-                 scale: float = 2.0 ** -10) -> GeluStage:
-    """Scales that spread q over int16 (saturating now and then) and the result over int8."""
-    typical = 128 * 128 * np.sqrt(k) / 3
-
-    def params(target, spread):
-        from zoforge.golden.engine import quantize_multiplier
-        scales = target * np.exp(rng.uniform(-spread, spread, size=n if per_column else 1))
-        pairs = [quantize_multiplier(float(s)) for s in scales]
-        if not per_column:
-            return pairs[0]
-        return RequantParams(torch.tensor([p.multiplier for p in pairs]),
-                             torch.tensor([p.shift for p in pairs]))
-    gelu = GeluParams.of(scale)
-    # q: about 3 units of the GELU's input at a typical acc; out: 127 at about 2.5 units
-    into = params(3.0 / scale / typical, 1.0)
-    out = params(127.0 / (2.5 / gelu.out_scale), 0.7)
-    return GeluStage(into, gelu, out)
-
-
-def random_gelu_job(rng, m, k, n, per_column: bool, bias: bool = True,
-                    scale: float = 2.0 ** -10) -> EngineJob:
-    x = rng.integers(-128, 128, size=(m, k), dtype=np.int8)
-    w = rng.integers(-128, 128, size=(k, n), dtype=np.int8)
-    typical = int(128 * 128 * np.sqrt(k) / 3)
-    b = rng.integers(-typical, typical, size=n).astype(np.int32) if bias else None
-    return gelu_job(x, w, b, random_stage(rng, n, per_column, k, scale))
 
 
 def corner_job(m: int = 5, n: int = 9) -> EngineJob:
