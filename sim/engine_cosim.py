@@ -438,7 +438,7 @@ class EngineCosim:
         """Each job's output words (uint32) against the golden model and its counters
         against :func:`array_steps` (``stats``: the host program's per-job counters)."""
         job_results = []
-        for job, words, job_stats in zip(jobs, outputs, stats):
+        for job, words, job_stats in zip(jobs, outputs, stats, strict=True):
             m, k, n = job.shape
             output = unpack_output(words, m, n, self.rows, self.cols, job.raw)
             expected = job.golden()

@@ -157,7 +157,7 @@ def _stage_columns(stage: GeluStage, part: slice) -> GeluStage:
 def _engine_result(jobs: list[EngineJob], words: list[np.ndarray], rows: int, cols: int
                    ) -> torch.Tensor:
     parts = [unpack_output(out, job.shape[0], job.shape[2], rows, cols, job.raw)
-             for job, out in zip(jobs, words)]
+             for job, out in zip(jobs, words, strict=True)]
     return torch.from_numpy(np.concatenate(parts, axis=1).astype(np.int64))
 
 

@@ -183,7 +183,7 @@ class SoftmaxCosim:
         parts = [unpack_output(arrays[f"out{n}"], job, self.config)
                  for n, job in enumerate(jobs)]
         cycles = 0
-        for job, stats in zip(jobs, results["jobs"]):
+        for job, stats in zip(jobs, results["jobs"], strict=True):
             self.jobs.append({"cycles": stats["cycles"], "rows": job.rows,
                               "length": job.length})
             cycles += stats["cycles"]
@@ -221,7 +221,7 @@ def replay_softmax_calls(calls: list[SoftmaxCall], config: SoftmaxConfig | None 
     if not result.passed:
         raise RuntimeError(f"co-simulation failed: {'; '.join(result.failures)}")
     results, n = [], 0
-    for call, part in zip(calls, per_call):
+    for call, part in zip(calls, per_call, strict=True):
         rows = [unpack_output(arrays[f"out{n + j}"], job, config) for j, job in enumerate(part)]
         n += len(part)
         results.append(torch.from_numpy(np.concatenate(rows)).reshape(call.scores.shape)

@@ -229,3 +229,19 @@ def test_softmax_cosim_refuses_before_drawing(monkeypatch):
     with pytest.raises(AssertionError, match="drawn"):      # exactly the bound: it goes on
         softmax_cosim.cosim_random(SoftmaxConfig(max_len=1024),
                                    SoftmaxCosimOptions(jobs=2, max_rows=2048))
+
+
+def test_engine_results_refuse_fewer_counters_than_jobs():
+    """A host program that returns fewer jobs' counters than it ran jobs is an error, not
+    a verdict over the jobs it returned."""
+    import numpy as np
+
+    from zoforge.sim.engine_cosim import EngineCosim, output_beats, random_job
+    cosim = EngineCosim(GELU_ENGINE)
+    rng = np.random.default_rng(0)
+    jobs = [random_job(rng, 3, 4, 5, raw=True) for _ in range(2)]
+    words = np.zeros(output_beats(3, 5, 4, 4, True) * 4, np.uint32)
+    stats = [{"cycles": 1, "array_cycles": 0, "irq": True}]
+    assert len(cosim.check_results(jobs[:1], [words], stats)) == 1
+    with pytest.raises(ValueError, match="zip"):
+        cosim.check_results(jobs, [words, words], stats)
