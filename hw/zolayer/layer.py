@@ -51,7 +51,7 @@ the feeder (staging and token buffers -> array; the packed token buffer through
 from __future__ import annotations
 
 
-from amaranth import Module, Mux
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -152,10 +152,16 @@ class ZoLayer(wiring.Component):
         wiring.connect(m, control.mode, requant.mode)
         wiring.connect(m, control.generator, generator.control)
         # a job finishes the cycle after its unit's last action (a register between the
-        # units' end tests and the control's state: not one path)
+        # units' end tests and the control's state: not one path), one register per unit
+        # (each end test apart, their OR in front of the control's state)
         m.d.comb += [self.irq.eq(control.irq), control.array_step.eq(feeder.valid),
                      fetch.eps_shift.eq(control.settings.eps_shift)]
-        m.d.sync += control.finish.eq(loader.done | update.done | reader.done | sink.done)
+        ended = []
+        for name, unit in (("loader", loader), ("update", update), ("reader", reader),
+                           ("sink", sink)):
+            ended.append(Signal(name=f"{name}_ended"))
+            m.d.sync += ended[-1].eq(unit.done)
+        m.d.comb += control.finish.eq(Cat(ended).any())
 
         # loads; the generator to the panel fetch or the update unit
         wiring.connect(m, wiring.flipped(self.s_axis), loader.s_axis)

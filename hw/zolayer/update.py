@@ -123,16 +123,17 @@ class UpdateUnit(wiring.Component):
             m.d.sync += issued_all.eq(1)
 
         # the words' valid, last and address, one register per cycle after the issue
+        # (``last``: valid and the job's last word, so that ``done`` picks one register)
         stages = max(ACCUMULATE_LATENCY, APPLY_LATENCY)
         valid = [Signal(name=f"valid_{s}") for s in range(stages + 1)]
         last = [Signal(name=f"last_{s}") for s in range(stages + 1)]
         addr = [Signal(self.addr_bits, name=f"addr_{s}") for s in range(stages + 1)]
-        m.d.comb += [valid[0].eq(issue), last[0].eq(walk.last), addr[0].eq(walk.flat)]
+        m.d.comb += [valid[0].eq(issue), last[0].eq(issue & walk.last), addr[0].eq(walk.flat)]
         m.d.sync += [dst.eq(src) for s in range(stages)
                      for dst, src in ((valid[s + 1], valid[s]), (last[s + 1], last[s]),
                                       (addr[s + 1], addr[s]))]
         with m.If(idle):                # words past the last job's write stage are stale
-            m.d.sync += [v.eq(0) for v in valid[1:]]
+            m.d.sync += [v.eq(0) for v in valid[1:] + last[1:]]
 
         def at(accumulate, applying):
             """The stage of the job that is running."""
@@ -145,10 +146,10 @@ class UpdateUnit(wiring.Component):
                      self.t_rd.addr.eq(addr[used_t - READ_LATENCY]),
                      self.d_rd.en.eq(1), self.t_rd.en.eq(1)]
         written = at(valid[ACCUMULATE_LATENCY], valid[APPLY_LATENCY])
-        written_last = at(last[ACCUMULATE_LATENCY], last[APPLY_LATENCY])
+        written_last = at(last[ACCUMULATE_LATENCY], last[APPLY_LATENCY])   # and written
         m.d.comb += [self.d_wr.addr.eq(at(addr[ACCUMULATE_LATENCY], addr[APPLY_LATENCY])),
                      self.d_wr.en.eq(written), self.t_wr.addr.eq(self.d_wr.addr),
-                     self.t_wr.en.eq(written & apply), self.done.eq(written & written_last)]
+                     self.t_wr.en.eq(written & apply), self.done.eq(written_last)]
         with m.If(self.done):
             m.d.sync += self.busy.eq(0)
 
