@@ -103,8 +103,8 @@ def test_an_interrupted_run_resumes_bit_for_bit(tmp_path, spy, straight, capsys)
     assert _result(tmp_path / "r.json") == expected
     for arithmetic in ("int8", "float"):
         assert _equal_masters(spy["masters"][arithmetic], masters[arithmetic])
-    assert sorted(p.name for p in out.iterdir()) == sorted(
-        ("finetune.json", "finetune.png", "config.toml"))
+    assert sorted(p.name for p in out.iterdir()) == sorted(       # --design accelerator
+        ("finetune.json", "finetune.png", "config.toml", "accelerator.toml"))
 
 
 def test_a_checkpoint_of_another_configuration_is_refused_before_any_work(tmp_path, capsys):
