@@ -212,13 +212,18 @@ def _board_with_budget(limits: dict):
     return dataclasses.replace(board, capacities=capacities)
 
 
+@pytest.fixture(scope="module")
+def minilm_design():
+    return plan_accelerator("zcu102", ModelShape(blocks=6, batch=4, seq_len=128, queries=2),
+                            softmax_units=2, softmax_lanes=7)
+
+
 @pytest.mark.parametrize("resource", ["LUT", "FF", "BRAM18", "DSP"])
-def test_a_design_at_exactly_the_budget_fits_and_one_over_does_not(resource):
+def test_a_design_at_exactly_the_budget_fits_and_one_over_does_not(resource, minilm_design):
     """The fit test at its boundary, for each resource: a budget equal to the design's
     total keeps it (the planner returns it with every field fixed); one less in one
     resource refuses it, naming that resource and both figures."""
-    config = plan_accelerator("zcu102", ModelShape(blocks=6, batch=4, seq_len=128, queries=2),
-                              softmax_units=2, softmax_lanes=7)
+    config = minilm_design
     total = estimate_resources(config)["total"]
     limits = {key: total[key] for key in MARGINS}
     assert over_budget(config, limits) is None
