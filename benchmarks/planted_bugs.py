@@ -302,6 +302,35 @@ BUGS = (
         (("phases = tuple(price_phase(schedule.accel, p, softmax_mhz if all(",
           "phases = tuple(price_phase(schedule.accel, p, mhz if all("),),
         ("tests/test_accel_cost.py::test_softmax_phases_run_at_the_softmax_units_own_clock",)),
+    Bug("accel-cosim-skips-softmax", "zoforge cosim accelerator reports a design with softmax "
+        "units without co-simulating them",
+        "sim/accel_cosim.py",
+        (("    if config.softmax_units:\n        reports[\"softmax\"]",
+          "    if False:\n        reports[\"softmax\"]"),),
+        ("tests/test_cosim_new_units.py::"
+         "test_accelerator_cosim_runs_the_gelu_engine_and_the_softmax_unit",)),
+    Bug("softmax-work-bound-exclusive", "zoforge cosim softmax refuses random jobs of exactly "
+        "its bound of scores",
+        "sim/softmax_cosim.py",
+        (("    if jobs * max_rows * max_len > MAX_RANDOM_SCORES:",
+          "    if jobs * max_rows * max_len >= MAX_RANDOM_SCORES:"),),
+        ("tests/test_cosim_new_units.py::test_softmax_cosim_work_bounded_at_the_product",)),
+    Bug("softmax-config-while-busy", "the softmax unit takes LENGTH, ROWS and its constants "
+        "written while a job runs",
+        "hw/softmax/registers.py",
+        (("""                        elif register.kind == "config" and name in stored:
+                            with m.If(~busy):""",
+          """                        elif register.kind == "config" and name in stored:
+                            with m.If(1):"""),),
+        ("tests/test_softmax_bus.py::test_parameters_written_while_busy_are_ignored",)),
+    Bug("softmax-start-while-busy", "the softmax unit takes a CTRL start while a job runs "
+        "(its cycle counter cleared mid-job)",
+        "hw/softmax/registers.py",
+        (("""                        if register.kind == "ctrl":
+                            with m.If(~busy):""",
+          """                        if register.kind == "ctrl":
+                            with m.If(1):"""),),
+        ("tests/test_softmax_bus.py::test_parameters_written_while_busy_are_ignored",)),
 
 )
 

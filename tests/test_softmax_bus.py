@@ -436,3 +436,40 @@ def test_the_documented_register_table_is_the_register_map():
         rows += list(zip(addresses, cells[1].replace(" ", "").split(",")))
     assert rows == [(r.address, name) for name, r in REGISTER_MAP.items()] + \
         [(KEY_MASK, "KEY_MASK")]
+
+
+def test_parameters_written_while_busy_are_ignored():
+    """A job's parameters are held while it runs: LENGTH, ROWS, the constants and the key
+    mask written after the start (busy, read back as such) change neither the job's p (the
+    second derivation's of what was written before the start) nor what the registers read
+    back; a CTRL start while busy starts nothing (one output frame, done once, CYCLES
+    counted from the first start)."""
+    rng = np.random.default_rng(7)
+    call = call_of(rng.integers(-3000, 3000, (6, 7)).tolist(), [True] * 5 + [False, True])
+    (job,) = softmax_jobs(call, SMALL)
+    args, data = program_inputs([job], SMALL)
+    reg, mask = args["registers"], args["key_mask"]
+    writes = args["jobs"][0]["writes"]
+    setup = [Write(reg[n], v) for n, v in writes.items()]
+    setup += [Write(mask + 4 * i, int(w)) for i, w in enumerate(data["job0_mask"])]
+    poison = [Write(reg[n], 1) for n in writes] + [Write(mask, 0), Write(reg["CTRL"], 1)]
+    readback = [Read(reg[n]) for n in writes] + [Read(mask), Read(reg["CYCLES"])]
+
+    def program():
+        replies = yield [*setup, Send(data["job0_frame"]), Write(reg["CTRL"], 1), *poison,
+                         Read(reg["STATUS"]), Receive(), Idle(4), Read(reg["STATUS"]),
+                         *readback]
+        busy_then = replies[len(setup) + 2 + len(poison)].value
+        received = replies[len(setup) + 3 + len(poison)]
+        status, *values = [r.value for r in replies[-len(readback) - 1:]]
+        return busy_then, received.words, status, values
+
+    busy_then, words, status, values = run_program_amaranth(SMALL, program())
+    assert busy_then & 0b01, "the poison writes must land while the job runs"
+    out = unpack_output(words, job, SMALL).reshape(call.scores.shape).tolist()
+    assert out == plain(call)
+    assert status & 0b11 == 0b10                           # done, not busy: no second job
+    # the registers as written before the start; CYCLES from that start (a second start
+    # would have cleared it mid-job)
+    assert values == [*writes.values(), int(data["job0_mask"][0]),
+                      softmax_job_cycles(SMALL, job.rows, job.length)]
