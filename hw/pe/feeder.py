@@ -100,16 +100,18 @@ class Feeder(wiring.Component):
         settled = Signal(2)         # cycles since the start (2: the ``short`` are valid)
 
         mt1 = Signal(t.tile_bits + 1, init=1)             # mt + 1
-        # Whether a tile may begin but for the job's busy, the weight panel (the supplier's
-        # ``w_banks``) and a free result bank (``in_flight``'s top bit clear): a register,
-        # so that ``begin`` is one LUT of it, busy, the bank count's top bit and
-        # ``w_banks``, not a tree of the feeder's state in front of every step enable. Its
-        # next value is ``Mux(begin, if_begun, if_not)``, each from registers and
-        # ``x_panels`` alone: ``begin`` is only the last select in front of it (no deeper
-        # after ``w_banks`` than the old ``begin``, also on 6-input LUTs), and the output
-        # stage's ``tile_done`` reaches only ``in_flight``
+        # Whether a tile may begin but for the weight panel (the supplier's ``w_banks``)
+        # and a free result bank (``in_flight``'s top bit clear): a register, so that
+        # ``begin`` is one LUT of it, the bank count's top bit and ``w_banks``, not a tree
+        # of the feeder's state in front of every step enable. Its next value is
+        # ``Mux(begin, if_begun, if_not)``, each from registers and ``x_panels`` alone:
+        # ``begin`` is only the last select in front of it (no deeper after ``w_banks``
+        # than the old ``begin``, also on 6-input LUTs), and the output stage's
+        # ``tile_done`` reaches only ``in_flight``. The job's ``busy`` is in it a cycle
+        # old: busy holds from the cycle after ``start`` (which clears the flag; no tile
+        # begins before ``settled``, two cycles on) to the job's end, after its last tile
         may_begin = Signal()
-        begin = job.busy & may_begin & ~in_flight[-1] & (panels.w_banks != 0)
+        begin = may_begin & ~in_flight[-1] & (panels.w_banks != 0)
         step = active | begin
         is_first = first_word & (lane == 0)
         is_last = word_last & (lane == P - 1)
@@ -120,9 +122,11 @@ class Feeder(wiring.Component):
         end_ok = is_last & ~(tiles_end & panels_end)
         if t.acts_arrive:
             end_ok &= Mux(tiles_end, x_panels != 0, x_panels > mt1)
-        idle_ok = (x_panels > mt) if t.acts_arrive else 1
-        if_begun = end_ok if min_gap <= 1 else 0             # a one-step tile begun and ended
-        if_not = (settled[0] & ~finished & (gap_ok | (gap + 1 >= min_gap))
+        # x_panels > mt, compared with the feeder's own mt + 1 (``mt`` addresses the
+        # buffers: its register sits by the block RAMs)
+        idle_ok = (x_panels >= mt1) if t.acts_arrive else 1
+        if_begun = (job.busy & end_ok) if min_gap <= 1 else 0    # a one-step tile begun, ended
+        if_not = (job.busy & settled[0] & ~finished & (gap_ok | (gap + 1 >= min_gap))
                   & Mux(active, end_ok, idle_ok))
         m.d.sync += may_begin.eq(Mux(begin, if_begun, if_not))
         # The buffers are read every cycle at the current word (registers only: no logic
