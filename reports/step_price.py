@@ -94,7 +94,12 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: --cols 8 --paired --no-power`` 302.21 MHz (its path the output stage's tile end; 254.95
 #: before a5660eb took the pre-adder out of the packed multiply) and ``zoforge build
 #: --board zcu102 --design zo-layer --no-power`` 308.94 MHz
-#: (251 before the layer's timing pass, b82f57b..04738bc). Power (2026-11-24, the 8x8
+#: (251 before the layer's timing pass, b82f57b..04738bc). Rebuilt 2026-11-27 (load 3-8):
+#: the engine 302.21 MHz at 4f5b601 (the feeder's registered may-begin, the same path); the
+#: ZO layer 300.84 MHz at 1d6fc40 and at d245cd5 (its path the panel fetch's walk advance:
+#: the generator's restore -> z valid -> advance -> the walk's enables), 0.5 % under the
+#: engine's and not yet this clock: taking it re-prices every step figure the docs quote
+#: (docs/zo-layer.md, "ECP5 pass"). Power (2026-11-24, the 8x8
 #: engine and the ZO layer at the board's 300 MHz): the board's static power (its own
 #: source, a paper's bound) apart from both units' dynamic power (the activity model at
 #: ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
