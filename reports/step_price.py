@@ -90,20 +90,17 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given.
 #: Fmax: the lower of the two yosys estimates (with the fan-out term of reports/fmax.py),
-#: rebuilt 2026-11-27 at a5660eb: ``zoforge build --board zcu102 --design engine --rows 8
-#: --cols 8 --paired --no-power`` 302.21 MHz (its path the output stage's tile end; 254.95
-#: before a5660eb took the pre-adder out of the packed multiply) and ``zoforge build
-#: --board zcu102 --design zo-layer --no-power`` 308.94 MHz
-#: (251 before the layer's timing pass, b82f57b..04738bc). Rebuilt 2026-11-27 (load 3-8):
-#: the engine 302.21 MHz at 4f5b601 (the feeder's registered may-begin, the same path); the
-#: ZO layer 300.84 MHz at 1d6fc40 and at d245cd5 (its path the panel fetch's walk advance:
-#: the generator's restore -> z valid -> advance -> the walk's enables), 0.5 % under the
-#: engine's and not yet this clock: taking it re-prices every step figure the docs quote
-#: (docs/zo-layer.md, "ECP5 pass"). Power (2026-11-24, the 8x8
+#: rebuilt 2026-11-27 (load 3-8): ``zoforge build --board zcu102 --design zo-layer
+#: --no-power`` 300.84 MHz at 1d6fc40, d245cd5 and 67242b0 (its path the panel fetch's walk
+#: advance: the generator's restore -> z valid -> advance -> the walk's enables; 308.94 at
+#: a5660eb, 251 before the layer's timing pass, b82f57b..04738bc), the clock taken; ``zoforge
+#: build --board zcu102 --design engine --rows 8 --cols 8 --paired --no-power`` 302.21 MHz
+#: at a5660eb and 4f5b601 (its path the output stage's tile end; 254.95 before a5660eb took
+#: the pre-adder out of the packed multiply). Power (2026-11-24, the 8x8
 #: engine and the ZO layer at the board's 300 MHz): the board's static power (its own
 #: source, a paper's bound) apart from both units' dynamic power (the activity model at
 #: ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
-UNIT_FIGURES = {"zcu102": {"fmax_mhz": 302.21, "fmax_source": "yosys-estimate",
+UNIT_FIGURES = {"zcu102": {"fmax_mhz": 300.84, "fmax_source": "yosys-estimate",
                            "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
                            "power_source": "activity-model", "power_at_mhz": 300.0}}
 #: The clocks of the fabric's nonlinear units on a board (yosys-estimate,
