@@ -7,6 +7,8 @@ import ast
 import importlib.util
 import re
 
+import pytest
+
 
 from test_structure import FOLDERS, LAYERS, ROOT
 from zoforge.references import resolve
@@ -90,6 +92,8 @@ def test_the_hardware_library_imports_no_design():
     assert not found, found
 
 
+@pytest.mark.slow        # a whole engine report (~13 s): CI's -m ci runs it
+@pytest.mark.ci
 def test_the_example_runs(tmp_path):
     # (its report is the one tests/test_reports_pinned.py builds, its engine the one
     # tests/test_engine_jobserver.py runs: the synthesis and the build are shared)

@@ -235,12 +235,15 @@ def test_rtl_branch_lanes_bit_exact_with_stalls(strategy, rows, cols, branch_lan
 
 
 
-# onthefly and pregen in lora-fa and pregen in full mode by default (the designs the other
-# default tests build); gaussian lora-fa's stalled run against the golden model by default is
+# onthefly and pregen in lora-fa by default (the designs the other default tests build);
+# gaussian lora-fa's stalled run against the golden model by default is
 # tests/test_zolayer_jobserver.py::test_one_process_serves_every_step_and_is_reaped (the same
-# design and backend, 5 steps, stalls on both streams); the rest under -m slow
+# design and backend, 5 steps, stalls on both streams), full mode's stalled runs
+# test_rtl_many_panels_reuse_the_staging_banks[full] and test_zolayer_one_word_panels' 4 x 4
+# full; the rest under -m slow (CI's -m ci runs them: default-run CPU)
 @pytest.mark.parametrize("strategy, mode", [
-    ("onthefly", "lora-fa"), ("pregen", "lora-fa"), ("pregen", "full"),
+    ("onthefly", "lora-fa"), ("pregen", "lora-fa"),
+    pytest.param("pregen", "full", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("gaussian", "lora-fa", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("masked", "lora-fa", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("onthefly", "full", marks=(pytest.mark.slow, pytest.mark.ci)),
