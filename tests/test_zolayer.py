@@ -235,14 +235,16 @@ def test_rtl_branch_lanes_bit_exact_with_stalls(strategy, rows, cols, branch_lan
 
 
 
-# onthefly and pregen in lora-fa by default (the designs the other default tests build);
+# pregen in lora-fa by default (onthefly lora-fa's stalled runs: test_stalls_happen_and_cost_cycles
+# and test_verdicts' run, the same design);
 # gaussian lora-fa's stalled run against the golden model by default is
 # tests/test_zolayer_jobserver.py::test_one_process_serves_every_step_and_is_reaped (the same
 # design and backend, 5 steps, stalls on both streams), full mode's stalled runs
 # test_rtl_many_panels_reuse_the_staging_banks[full] and test_zolayer_one_word_panels' 4 x 4
 # full; the rest under -m slow (CI's -m ci runs them: default-run CPU)
 @pytest.mark.parametrize("strategy, mode", [
-    ("onthefly", "lora-fa"), ("pregen", "lora-fa"),
+    pytest.param("onthefly", "lora-fa", marks=(pytest.mark.slow, pytest.mark.ci)),
+    ("pregen", "lora-fa"),
     pytest.param("pregen", "full", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("gaussian", "lora-fa", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("masked", "lora-fa", marks=(pytest.mark.slow, pytest.mark.ci)),
