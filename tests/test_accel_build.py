@@ -144,6 +144,8 @@ def composed(tmp_path_factory):
     return report, alone, out
 
 
+@pytest.mark.slow        # the composed build (~15 CPU-s): CI's -m ci runs it
+@pytest.mark.ci
 def test_composed_resources_are_count_times_each_units_own_build(composed):
     report, alone, out = composed
     acc, shift = alone["compose-acc"].resources.total, alone["compose-shift"].resources.total
@@ -165,6 +167,8 @@ def test_composed_resources_are_count_times_each_units_own_build(composed):
     assert (out / "pair2.v").exists() and "vivado/top.tcl" in report.files.vivado
 
 
+@pytest.mark.slow        # the composed build (~15 CPU-s): CI's -m ci runs it
+@pytest.mark.ci
 def test_composed_fmax_is_the_slowest_units_and_every_figure_is_labelled(composed):
     report, alone, _ = composed
     slowest = min(alone.values(), key=lambda r: r.fmax.fmax_mhz)
@@ -185,6 +189,8 @@ def test_composed_fmax_is_the_slowest_units_and_every_figure_is_labelled(compose
     assert again.composition == report.composition
 
 
+@pytest.mark.slow        # the composed build (~15 CPU-s): CI's -m ci runs it
+@pytest.mark.ci
 def test_composed_margins_by_hand(composed):
     report = composed[0]
     margins = report.composition.margins
