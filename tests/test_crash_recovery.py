@@ -202,8 +202,8 @@ def test_a_synthesis_killed_mid_way_is_redone(tmp_path, design_file, clean_synth
     assert _synth_summary(done.stdout) == clean
 
 
-@pytest.mark.parametrize("damage", [
-    "truncate-netlist",
+@pytest.mark.parametrize("damage", [        # each a Yosys run (~10 CPU-s): CI's -m ci runs them
+    pytest.param("truncate-netlist", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("empty-modules", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("truncate-result", marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_a_damaged_synthesis_entry_is_redone(tmp_path, design_file, clean_synth, damage):
