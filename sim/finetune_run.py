@@ -81,12 +81,12 @@ ADAPTER_MAPPINGS = ("direct", "split")   # (a golden run's values are the same e
 TRAIN_LOSS_KEYS = ("train_loss_before", "train_loss_after", "float_train_loss_before",
                    "float_train_loss_after", "curve_steps", "train_loss_curve",
                    "float_train_loss_curve")
-#: What ``out`` gets (and ``checkpoint.json`` while the run is unfinished); the last only
-#: from a run priced on a board-sized accelerator (:data:`ACCELERATOR_FILE`).
-OUT_FILES = ("finetune.json", "finetune.png", "config.toml", "accelerator.toml")
 #: The accelerator the run was priced on (the result's ``accelerator``), as the
 #: configuration ``zoforge generate accelerator --config`` reads: the design a user builds.
 ACCELERATOR_FILE = "accelerator.toml"
+#: What ``out`` gets (and ``checkpoint.json`` while the run is unfinished); the last only
+#: from a run priced on a board-sized accelerator.
+OUT_FILES = ("finetune.json", "finetune.png", "config.toml", ACCELERATOR_FILE)
 #: Steps between checkpoints, by default, and at most.
 CHECKPOINT_EVERY = 10
 MAX_CHECKPOINT_EVERY = 1_000_000
