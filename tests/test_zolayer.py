@@ -365,8 +365,10 @@ def test_registers_are_documented():
 def test_rtl_many_panels_reuse_the_staging_banks(mode, simulator):
     """Four feature panels and four token tiles: each staging bank is refilled while the
     other one is being computed (a panel must not start in a bank still in use); a rank
-    capacity of R, so the frozen W (N/R * K words) is longer than the trained B."""
-    config = layer_config(mode=mode, **dict(SMALL, max_r=4))
+    capacity of R in lora-fa, so the frozen W (N/R * K words) is longer than the trained B;
+    full mode on the update test's pregen design (one build for both)."""
+    config = (layer_config("pregen", mode="full", **SMALL) if mode == "full" else
+              layer_config(mode=mode, **dict(SMALL, max_r=4)))
     summary = cosim_layer(config, ZoCosimOptions(steps=1, q=2, m=16, k=16, n=16, r=4,
                                                  grad_shift=36, sink_backpressure=0.2,
                                                  simulator=simulator))
