@@ -44,7 +44,12 @@ class Loader(wiring.Component):
         config, job, beat_in, panels = self.config, self.job, self.s_axis, self.panels
         R, C, P, G = config.rows, config.cols, config.pack, config.w_beat_words
         W_FIRST, X, W_REST, DONE = range(4)
-        phase = Signal(2)
+        # the phase rests in DONE from the reset to the first start and from a job's last
+        # panel to the next start (the job's ``start`` sets W_FIRST: a register outside the
+        # sequencer's reset), so that a phase that takes beats is the job's ``busy`` too:
+        # ``tready`` is one LUT of the loader's own registers, not of the far-away,
+        # high-fan-out ``busy``
+        phase = Signal(2, init=DONE)
         word = Signal(address_bits(config.panel_words))
         # the panel's last word, from registers: ``k2`` is the first k-step two words on;
         # a panel's first word is its last when K <= pack
@@ -69,8 +74,7 @@ class Loader(wiring.Component):
         pending = Signal(range(G)) if G > 1 else None
         more = pending != 0 if G > 1 else C_(0, 1)
         in_w = (phase == W_FIRST) | (phase == W_REST)
-        m.d.comb += beat_in.tready.eq(job.busy & ~more &
-                                      ((phase == X) | (in_w & (held < 2))))
+        m.d.comb += beat_in.tready.eq(~more & ((phase == X) | (in_w & (held < 2))))
         beat = beat_in.tvalid & beat_in.tready
         issue = beat | more     # a word goes to a memory (written in the next cycle)
         # the writes one cycle after the issue, from registers (the beat's decision drives
@@ -103,20 +107,16 @@ class Loader(wiring.Component):
                 with m.Switch(phase):
                     with m.Case(W_FIRST):
                         m.d.comb += w_loaded.eq(1)
-                        m.d.sync += [phase.eq(X), nt.eq(1)]
+                        m.d.sync += nt.eq(1)
                     with m.Case(X):
                         m.d.comb += x_loaded.eq(1)
-                        with m.If(last_x):
-                            m.d.sync += phase.eq(Mux(short_n, DONE, W_REST))
-                        with m.Else():
+                        with m.If(~last_x):
                             m.d.sync += [x_next.eq(1), m2.eq(m2 + R),
                                          later_m.eq(m2 >= job.m), first_x.eq(0)]
                     with m.Case(W_REST):
                         m.d.comb += w_loaded.eq(1)
                         m.d.sync += [nt.eq(nt + 1), n2.eq(n2 + C), later_n.eq(n2 >= job.n),
                                      first_w.eq(0)]
-                        with m.If(last_w):
-                            m.d.sync += phase.eq(DONE)
         w_written, x_written = Signal(), Signal()
         m.d.sync += [held.eq(held + w_loaded - panels.w_release),
                      w_written.eq(w_loaded), x_written.eq(x_loaded),
@@ -124,6 +124,13 @@ class Loader(wiring.Component):
                      panels.x_panels.eq(panels.x_panels + x_written)]
         top = Module()
         top.submodules.sequencer = ResetInserter(job.start)(m)
+        # the phase after a panel's last word
+        with top.If(job.start):
+            top.d.sync += phase.eq(W_FIRST)
+        with top.Elif(issue & last_word):
+            top.d.sync += phase.eq(Mux(phase == W_FIRST, X,
+                                       Mux(phase == X, Mux(last_x, Mux(short_n, DONE, W_REST), X),
+                                           Mux(last_w | (phase == DONE), DONE, W_REST))))
         # the data are not cleared by job.start: no reset logic in front of the memories;
         # taken every cycle (the handshake decides only the enables), but a held W beat's,
         # which moves down one word a cycle (its next word at the bottom)

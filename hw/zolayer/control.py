@@ -163,13 +163,17 @@ class LayerControl(wiring.Component):
         m.d.sync += [job.launch.eq(start),
                      self.generator.save.eq(start & field(wdata, "save")),
                      self.generator.restore.eq(start & field(wdata, "restore"))]
-        available = Cat(getattr(job, name) for name in JOBS
-                        if self.lora or name not in LORA_JOBS).any()
-        finish = self.finish | (job.launch & ~available)
+        # a job this build lacks (a lora-fa job in a full build, an unknown code) ends at
+        # its launch: ``void`` is that launch, registered from the written code with the
+        # job's flags (not the flags' OR behind them: one register in front of ``finish``)
+        void = Signal()
+        m.d.sync += void.eq(start & ~Cat(written == value for name, value in JOBS.items()
+                                         if self.lora or name not in LORA_JOBS).any())
+        finish = self.finish | void
         with m.If(start):
             m.d.sync += [unavailable.eq(0), counters["CYCLES"].eq(0),
                          counters["ARRAY_CYCLES"].eq(0)]
-        with m.If(job.launch & ~available):
+        with m.If(void):
             m.d.sync += unavailable.eq(1)
         # busy from the start to the finish, done (sticky) from the finish to a start or a
         # write of 1 to STATUS bit 1; a finish comes only while busy, a start only while idle
