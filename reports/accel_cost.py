@@ -64,7 +64,7 @@ from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.overlap import makespan, step_stages
 from zoforge.reports.power import dynamic_at
-from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES
+from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES, engine_fmax
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
@@ -383,7 +383,9 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     """``(mhz, softmax_mhz, source)``: the clock of ``accel``'s engines and ZO layers and
     that of its softmax units on ``board``: ``mhz`` for both when given; else the board's
     yosys-estimate Fmax of today's units (:data:`~zoforge.reports.step_price.UNIT_FIGURES`),
-    at most the i-GELU lanes' where the design has GELU engines, and the softmax units' own
+    at most its engines' by their size (:func:`~zoforge.reports.step_price.engine_fmax`: a
+    board-sized array clocks lower) and the i-GELU lanes' where the design has GELU engines,
+    and the softmax units' own
     (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`; the source names it where the
     design has them)."""
     if mhz is not None:
@@ -393,6 +395,9 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
         raise ConfigError("board", "one of " + ", ".join(UNIT_FIGURES) + " (or give mhz)",
                           board)
     fmax, source = figures["fmax_mhz"], figures["fmax_source"] + " (today's units)"
+    engine_mhz, engine_source = engine_fmax(board, accel.engine_rows * accel.engine_cols)
+    if engine_mhz < fmax:
+        fmax, source = engine_mhz, engine_source
     nonlinear = NONLINEAR_FIGURES[board]
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]

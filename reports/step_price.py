@@ -11,6 +11,7 @@ and bytes of :mod:`zoforge.reports.unit_calls`:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError
@@ -18,7 +19,7 @@ from zoforge.reports.power import dynamic_at
 from zoforge.reports.unit_calls import StepCost
 
 __all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "NONLINEAR_FIGURES",
-           "UnitsClockPower", "units_clock_power"]
+           "ENGINE_FMAX_BY_PES", "engine_fmax", "UnitsClockPower", "units_clock_power"]
 
 @dataclass(frozen=True)
 class RooflineRow:
@@ -111,6 +112,38 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": 300.84, "fmax_source": "yosys-estimate",
 #: e91707a, f00076b), the softmax units' own clock.
 NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
+
+
+#: The paired engine's yosys-estimate Fmax by its processing elements (R·C) on a board: the
+#: 8x8 of :data:`UNIT_FIGURES`' note (302.21 MHz, blocks kept) and flattened builds at the
+#: board's sizes (2026-11-27, c870107, load 3-4: ``zoforge build --board zcu102 --design
+#: engine --rows R --cols 8 --pack 2 --max-k 1536 --paired --flatten --no-power``): 32x8
+#: (``--max-m 128 --max-n 192``) 282 MHz, its critical path through a net of 419 loads; 64x8
+#: (``--max-m 192 --max-n 312``) 260 MHz, 933 loads. An array's broadcast nets grow with it,
+#: and each doubling of a net's loads adds a constant to the path (reports/fmax.py):
+#: :func:`engine_fmax` interpolates the clock period in log2(R·C).
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 282.0), (512, 260.0))}
+
+
+def engine_fmax(board: str, pes: int) -> tuple[float, str]:
+    """``(MHz, source)``: the estimated Fmax of a paired engine of ``pes`` processing
+    elements on ``board`` (:data:`ENGINE_FMAX_BY_PES`): the smallest build's at or below
+    it; between two builds the period linear in log2(pes); past the largest build the last
+    segment's slope extended (``extrapolated`` in the source)."""
+    points = ENGINE_FMAX_BY_PES.get(board)
+    if points is None:
+        raise ConfigError("board", "one of " + ", ".join(ENGINE_FMAX_BY_PES), board)
+    source = "yosys-estimate (the engine's builds by size, interpolated in log2 PEs)"
+    if pes <= points[0][0]:
+        return points[0][1], source
+    segments = list(zip(points, points[1:]))
+    (low, low_mhz), (high, high_mhz) = next(
+        (segment for segment in segments if pes <= segment[1][0]), segments[-1])
+    share = (math.log2(pes) - math.log2(low)) / (math.log2(high) - math.log2(low))
+    period = 1 / low_mhz + share * (1 / high_mhz - 1 / low_mhz)
+    if pes > points[-1][0]:
+        source = source.replace("interpolated", "extrapolated")
+    return 1 / period, source
 
 
 @dataclass(frozen=True)
