@@ -50,7 +50,7 @@ __all__ = ["Elaborated", "MemorySize", "memory_sizes", "Unit", "Units", "Design"
 
 #: Largest total depth (words) of a design's memories zoforge generates (elaborating a
 #: memory word by word costs about 1 s and 16 MB per thousand words).
-MAX_WORDS = 1 << 16
+MAX_WORDS = 1 << 17
 #: Largest total size (bits) of a design's memories (32 Mbit, the ZCU102's block RAM).
 MAX_BITS = 32 << 20
 
@@ -223,7 +223,7 @@ BUILTIN = (
                           "sized to the board (--board) or as given",
            configs="zoforge.hw.accel.config:AcceleratorConfig",
            elaborate="zoforge.hw.accel.top:elaborate_accelerator",
-           memories="zoforge.hw.accel.top:accelerator_memories",
+           memories="zoforge.hw.accel.memories:accelerator_memories",
            units="zoforge.hw.accel.top:accelerator_units"),
 )
 

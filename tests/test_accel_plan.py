@@ -247,3 +247,35 @@ def test_a_design_at_exactly_the_budget_fits_and_one_over_does_not(resource, min
     assert over_budget(config, short) == f"{resource} {total[resource]:,} > {total[resource] - 1:,}"
     with pytest.raises(ConfigError, match=resource):
         plan_accelerator(_board_with_budget(short), **fields)
+
+
+@pytest.mark.parametrize("limit, what", [("MAX_WORDS", "memory words"), ("MAX_BITS", "memory bits")])
+def test_a_design_zoforge_would_not_generate_does_not_fit(limit, what, monkeypatch):
+    """The fit test includes the generator's size limit (zoforge generate / build refuse a
+    design past it): at exactly the design's words or bits it fits, one below it does not,
+    named; the board's budget is checked first."""
+    import zoforge.hw.accel.plan as plan
+    from zoforge.hw.accel.memories import accelerator_memories
+    config = AcceleratorConfig(engines=2, engine_rows=8, engine_cols=8)
+    memories = accelerator_memories(config).values()
+    used = sum(m.words for m in memories) if what == "memory words" else \
+        sum(m.bits for m in memories)
+    monkeypatch.setattr(plan, limit, used)
+    assert over_budget(config, ZCU102) is None
+    monkeypatch.setattr(plan, limit, used - 1)
+    assert over_budget(config, ZCU102) == f"{what} {used:,} > {used - 1:,} (what zoforge generates)"
+    assert over_budget(config, dict(ZCU102, DSP=1)).startswith("DSP ")
+
+
+def test_the_minilm_price_s_design_is_one_zoforge_generates():
+    """The priced MiniLM design (``fastest_accelerator``) passes the generator's size
+    check (``zoforge generate accelerator --config`` of ``zoforge finetune --out``'s file)."""
+    from zoforge.cli._limits import check_design_size
+    from zoforge.golden.finetune.config import ADAPTED, FinetuneConfig
+    from zoforge.reports.accel_cost import fastest_accelerator
+    cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
+    shape = ModelShape(blocks=6, seq_len=128, batch=4, rank=cfg.rank, adapted=len(ADAPTED),
+                       queries=2, hidden=384, ffn=1536, heads=12, classes=2)
+    accel = fastest_accelerator(get_board("zcu102"), shape, cfg, "split")
+    check_design_size(accel)
+    assert over_budget(accel, ZCU102) is None

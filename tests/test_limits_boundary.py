@@ -437,25 +437,25 @@ def probe_design():
         yield design
 
 
-WORDS, BITS = 65_536, 32 * 1024 * 1024        # README: "65,536 words and 32 Mbit"
+WORDS, BITS = 131_072, 32 * 1024 * 1024       # README: "131,072 words and 32 Mbit"
 
 #: (a_words, b_words, a_bits, b_bits) -> accepted; each total split over both memories.
 MEMORY_CASES = {
-    "words-at-limit": ((40_000, 25_536, 1_000, 2_000), True),
-    "words-one-past": ((40_000, 25_537, 1_000, 2_000), False),
+    "words-at-limit": ((WORDS - 40_000, 40_000, 1_000, 2_000), True),
+    "words-one-past": ((WORDS - 40_000 + 1, 40_000, 1_000, 2_000), False),
     "bits-at-limit": ((10, 20, 20_000_000, BITS - 20_000_000), True),
     "bits-one-past": ((10, 20, 20_000_000, BITS - 20_000_000 + 1), False),
     "bits-past-in-b": ((30, 20, 10_000_000, BITS - 10_000_000 + 1), False),
     "both-at-limit": ((WORDS - 1, 1, BITS - 7, 7), True),
     "both-one-past": ((WORDS, 1, BITS - 7, 8), False),
-    "words-past-in-b": ((25_536, 40_001, 8, 8), False),
-    "words-at-limit-bits-past": ((40_000, 25_536, 1_000, BITS), False),
+    "words-past-in-b": ((40_000, WORDS - 40_000 + 1, 8, 8), False),
+    "words-at-limit-bits-past": ((WORDS - 40_000, 40_000, 1_000, BITS), False),
 }
 
 
 @pytest.mark.parametrize("case", MEMORY_CASES, ids=str)
 def test_the_memory_limits_at_their_boundaries(case, probe_design):
-    """Total words at most 65,536 and total bits at most 32 Mbit, each checked on its own:
+    """Total words at most 131,072 and total bits at most 32 Mbit, each checked on its own:
     exactly at one limit with the other far inside is accepted, one word or one bit past
     either is refused, naming the flags of the memory with the most of what exceeds its
     limit (words before bits) and the totals."""
@@ -472,7 +472,7 @@ def test_the_memory_limits_at_their_boundaries(case, probe_design):
     largest = "a" if a >= b else "b"
     assert refused.value.parameter == {"a": "--a-words/--a-bits", "b": "--b-words"}[largest]
     assert refused.value.got == f"{words} words, {bits / 2 ** 20:.1f} Mbit, most in {largest}"
-    assert "at most 65536 words and 32 Mbit" in refused.value.allowed
+    assert f"at most {WORDS} words and 32 Mbit" in refused.value.allowed
 
 
 @pytest.mark.parametrize("case", ["words-at-limit", "words-one-past", "bits-at-limit",

@@ -44,6 +44,7 @@ from zoforge.config import unknown_key
 from zoforge.errors import ConfigError
 
 from zoforge.golden.engine_widths import ACC_BITS, accumulator_bits
+from zoforge.hw.designs import MAX_BITS, MAX_WORDS
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.pe.array import skew_register_bits
 
@@ -232,11 +233,23 @@ def budget(board: Board) -> dict[str, int]:
 def over_budget(config: AcceleratorConfig, limits: Mapping[str, int]) -> str | None:
     """The first resource ``config`` exceeds (with its figures), or None when it fits: a
     design at exactly a limit fits (the one fit test of the planner and of the price's
-    search, :func:`zoforge.reports.accel_cost.fastest_accelerator`)."""
+    search, :func:`zoforge.reports.accel_cost.fastest_accelerator`). Besides the board's
+    ``limits``, what zoforge generates: its memories' words and bits at most
+    :data:`~zoforge.hw.designs.MAX_WORDS` and ``MAX_BITS`` (the limit ``zoforge generate``
+    and ``zoforge build`` refuse a configuration beyond), so a planned or priced design is
+    one the user can build."""
+    # the units' design modules import their blocks (Amaranth): only when testing a fit
+    from .memories import accelerator_memories
+
     total = estimate_resources(config)["total"]
     for key, limit in limits.items():
         if total[key] > limit:
             return f"{key} {total[key]:,} > {limit:,}"
+    memories = accelerator_memories(config).values()
+    for what, used, limit in (("memory words", sum(m.words for m in memories), MAX_WORDS),
+                              ("memory bits", sum(m.bits for m in memories), MAX_BITS)):
+        if used > limit:
+            return f"{what} {used:,} > {limit:,} (what zoforge generates)"
     return None
 
 

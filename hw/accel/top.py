@@ -30,12 +30,13 @@ from amaranth import DomainRenamer, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-from zoforge.hw.designs import Elaborated, MemorySize, Unit, Units
-from zoforge.hw.engine.designs import elaborate_engine, engine_memories
-from zoforge.hw.softmax.designs import elaborate_softmax, softmax_memories
-from zoforge.hw.zolayer.designs import elaborate_layer, layer_memories
+from zoforge.hw.designs import Elaborated, Unit, Units
+from zoforge.hw.engine.designs import elaborate_engine
+from zoforge.hw.softmax.designs import elaborate_softmax
+from zoforge.hw.zolayer.designs import elaborate_layer
 
 from .config import AcceleratorConfig
+from .memories import accelerator_memories
 from .plan import MARGINS
 
 __all__ = ["Accelerator", "elaborate_accelerator", "accelerator_memories",
@@ -116,25 +117,6 @@ def elaborate_accelerator(config: AcceleratorConfig) -> Elaborated:
     blocks = {name: kinds[name.rsplit("_", 1)[0]] for name in top.units}
     return Elaborated(top=top, name=accelerator_name(config), config=config,
                       facts=top.facts, blocks=blocks, memory_files=dict(top.memory_files))
-
-
-def accelerator_memories(config: AcceleratorConfig) -> dict[str, MemorySize]:
-    """Every unit's memories (``engine_0.x_buffer`` ...), sized from the configuration; the
-    fields sizing each are the accelerator's (``engine_max_m`` ...), and the unit count."""
-    out = {}
-    engines = [engine_memories(config.engine_config(i < config.gelu_engines))
-               for i in range(config.engines)]
-    for prefix, units in (("engine", engines),
-                          ("layer", [layer_memories(config.layer_config())] * config.layers),
-                          ("softmax", [softmax_memories(config.softmax_config())]
-                           * config.softmax_units)):
-        for index, memories in enumerate(units):
-            for name, size in memories.items():
-                sized_by = tuple(f"{prefix}_{field}" for field in size.sized_by)
-                count_field = "softmax_units" if prefix == "softmax" else f"{prefix}s"
-                out[f"{prefix}_{index}.{name}"] = MemorySize(
-                    size.words, size.bits, sized_by + (count_field,))
-    return out
 
 
 def accelerator_units(config: AcceleratorConfig) -> Units:

@@ -4,8 +4,9 @@
   up front, generically: a registered design says what its memories cost and which
   configuration fields size each (its ``memories``). Memories (the GEMM engine's, the ZO
   layer's) are elaborated word by word (each word's initial value is part of the netlist):
-  generating the Verilog costs about 1 s and 16 MB of memory per thousand words (65,536
-  words: about a minute and 1 GB; the largest ZO layer the flags allow passed 6 GB), so a
+  generating the Verilog costs about 1 s and 16 MB of memory per thousand words (131,072
+  words: about two minutes and 2 GB, room for a board-sized accelerator: MiniLM's priced
+  ZCU102 design holds 78,208; the largest ZO layer the flags allow passed 6 GB), so a
   design's memories may hold at most :data:`~zoforge.hw.designs.MAX_WORDS` words and
   :data:`~zoforge.hw.designs.MAX_BITS` bits
   (32 Mbit, the ZCU102's block RAM: a larger design could not be built anyway).

@@ -10,7 +10,7 @@ none of them).
 
 Before any work: ``--out`` must be a writable folder or creatable (not an existing file, not
 empty), and the design's size within the limits of :mod:`zoforge.cli._limits` (a design's
-memories: at most 65,536 words and 32 Mbit). Files are written atomically and
+memories: at most 131,072 words and 32 Mbit). Files are written atomically and
 never through a symbolic link inside ``--out`` (one there is an error).
 """
 from __future__ import annotations
