@@ -331,7 +331,24 @@ BUGS = (
           """                        if register.kind == "ctrl":
                             with m.If(1):"""),),
         ("tests/test_softmax_bus.py::test_parameters_written_while_busy_are_ignored",)),
-
+    Bug("skew-linear-in-rows", "the planner counts the array's input skew linearly in the "
+        "unit rows, not U (U - 1) / 2 stages (a 64-row engine's FF 8 k low)",
+        "hw/pe/array.py",
+        (("    return (units * (units - 1) // 2 * operand",
+          "    return (max(units - 1, 0) * operand"),),
+        ("tests/test_skew_bits.py", "tests/test_accel_plan.py")),
+    Bug("engine-clock-ignores-size", "the price clocks a board-sized engine at the 8x8's "
+        "Fmax (the size-aware engine clock not taken)",
+        "reports/accel_cost.py",
+        (("    if engine_mhz < fmax:\n        fmax, source = engine_mhz, engine_source",
+          "    if False:\n        fmax, source = engine_mhz, engine_source"),),
+        ("tests/test_engine_fmax.py",)),
+    Bug("fit-ignores-generator-limit", "the planner's fit test lets through a design whose "
+        "memories zoforge refuses to generate",
+        "hw/accel/plan.py",
+        (("        if used > limit:\n            return f\"{what}",
+          "        if False:\n            return f\"{what}"),),
+        ("tests/test_accel_plan.py",)),
 )
 
 
