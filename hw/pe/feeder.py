@@ -115,6 +115,11 @@ class Feeder(wiring.Component):
         step = active | begin
         is_first = first_word & (lane == 0)
         is_last = word_last & (lane == P - 1)
+        # a tile's last step: with P > 1 only while active (off a tile the lane is 0, as it
+        # wraps with the tile's last word), so ``begin`` is not in front of the tile's end
+        # (the panel's release, the counters' enables); with P = 1 a one-word tile ends as
+        # it begins
+        ends = (active if P > 1 else step) & is_last
         x_panels = self.panels.x_panels if t.acts_arrive else None
         # a tile ends here and the job goes on with a loaded tile (the next one, or the
         # first of the next panel): ``x_panels`` only grows, so a cycle old is never too
@@ -149,19 +154,19 @@ class Feeder(wiring.Component):
                              first_word.eq(0)]
                 if P > 1:
                     m.d.sync += lane.eq(0)
-            with m.If(is_last):
-                m.d.sync += [active.eq(0), word.eq(0), k2.eq(2 * P), first_word.eq(1)]
-                with m.If(tiles_end):
-                    m.d.comb += panels.w_release.eq(1)
-                    m.d.sync += [mt.eq(0), mt1.eq(1), m2.eq(2 * t.act_lanes),
-                                 first_tile.eq(1), nt.eq(nt + 1),
-                                 n2.eq(n2 + t.weight_lanes), later_n.eq(n2 >= job.n),
-                                 first_panel.eq(0)]
-                    with m.If(panels_end):
-                        m.d.sync += finished.eq(1)
-                with m.Else():
-                    m.d.sync += [mt.eq(mt + 1), mt1.eq(mt1 + 1), m2.eq(m2 + t.act_lanes),
-                                 later_m.eq(m2 >= job.m), first_tile.eq(0)]
+        with m.If(ends):
+            m.d.sync += [active.eq(0), word.eq(0), k2.eq(2 * P), first_word.eq(1)]
+            with m.If(tiles_end):
+                m.d.comb += panels.w_release.eq(1)
+                m.d.sync += [mt.eq(0), mt1.eq(1), m2.eq(2 * t.act_lanes),
+                             first_tile.eq(1), nt.eq(nt + 1),
+                             n2.eq(n2 + t.weight_lanes), later_n.eq(n2 >= job.n),
+                             first_panel.eq(0)]
+                with m.If(panels_end):
+                    m.d.sync += finished.eq(1)
+            with m.Else():
+                m.d.sync += [mt.eq(mt + 1), mt1.eq(mt1 + 1), m2.eq(m2 + t.act_lanes),
+                             later_m.eq(m2 >= job.m), first_tile.eq(0)]
 
         # the buffers' read, then two registers of the whole word: one right behind each
         # buffer (its only load: placed beside the block RAM, whose clock-to-output takes
@@ -175,7 +180,7 @@ class Feeder(wiring.Component):
             return value
 
         word_lane = delayed(lane, READ_LATENCY, "lane") if P > 1 else lane
-        flags = delayed(Cat(step, step & is_first, step & is_last), READ_LATENCY - 1, "flags")
+        flags = delayed(Cat(step, step & is_first, ends), READ_LATENCY - 1, "flags")
         m.d.sync += Cat(self.valid, self.first, self.last).eq(flags)
         # the registers behind the memories take a word when it is new (a register as their
         # enable: a control set of their own, so that each packs and places beside its RAM)
