@@ -118,7 +118,8 @@ class Feeder(wiring.Component):
         # a tile's last step: with P > 1 only while active (off a tile the lane is 0, as it
         # wraps with the tile's last word), so ``begin`` is not in front of the tile's end
         # (the panel's release, the counters' enables); with P = 1 a one-word tile ends as
-        # it begins
+        # it begins (there the end stays a branch of the step, as it was: the ZO layer's
+        # placement on the ECP5 moved 5-12 MHz with the step and the end apart)
         ends = (active if P > 1 else step) & is_last
         x_panels = self.panels.x_panels if t.acts_arrive else None
         # a tile ends here and the job goes on with a loaded tile (the next one, or the
@@ -145,16 +146,8 @@ class Feeder(wiring.Component):
                      gap_ok.eq(Mux(begin, min_gap <= 1, gap_ok | (gap + 1 >= min_gap))),
                      in_flight.eq(in_flight + begin - self.tile_done),
                      settled.eq(Cat(1, settled[0]))]
-        with m.If(step):
-            m.d.sync += active.eq(1)
-            if P > 1:
-                m.d.sync += lane.eq(lane + 1)
-            with m.If(lane == P - 1):
-                m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_k.eq(k2 >= job.k),
-                             first_word.eq(0)]
-                if P > 1:
-                    m.d.sync += lane.eq(0)
-        with m.If(ends):
+        def tile_end():
+            """The tile's last step: the next tile or panel, or the job's end."""
             m.d.sync += [active.eq(0), word.eq(0), k2.eq(2 * P), first_word.eq(1)]
             with m.If(tiles_end):
                 m.d.comb += panels.w_release.eq(1)
@@ -167,6 +160,22 @@ class Feeder(wiring.Component):
             with m.Else():
                 m.d.sync += [mt.eq(mt + 1), mt1.eq(mt1 + 1), m2.eq(m2 + t.act_lanes),
                              later_m.eq(m2 >= job.m), first_tile.eq(0)]
+
+        with m.If(step):
+            m.d.sync += active.eq(1)
+            if P > 1:
+                m.d.sync += lane.eq(lane + 1)
+            with m.If(lane == P - 1):
+                m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_k.eq(k2 >= job.k),
+                             first_word.eq(0)]
+                if P > 1:
+                    m.d.sync += lane.eq(0)
+            if P == 1:
+                with m.If(is_last):
+                    tile_end()
+        if P > 1:
+            with m.If(ends):
+                tile_end()
 
         # the buffers' read, then two registers of the whole word: one right behind each
         # buffer (its only load: placed beside the block RAM, whose clock-to-output takes
