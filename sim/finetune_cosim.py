@@ -22,8 +22,8 @@ job (``engine gelu``; :mod:`zoforge.hw.engine.gelu_path`) on an engine built wit
 Shapes: a layer call's M is padded with zero rows to a multiple of the layer's columns (and
 the result cut); an engine call's N above the engine's ``max_n`` is split into equal column
 chunks, one job each. :func:`check_rtl_limits` refuses, before any work, a configuration
-whose designs would not fit the generator's memory limits
-(:data:`zoforge.hw.designs.MAX_WORDS` / ``MAX_BITS``) or whose largest job could run past
+whose co-simulated units would hold more than :data:`MAX_COSIM_WORDS` memory words (or
+:data:`zoforge.hw.designs.MAX_BITS` bits) or whose largest job could run past
 :data:`MAX_JOB_CYCLES` (the 32-bit cycle counters).
 
 :func:`replay_calls` plays a recorded list of calls (``GoldenUnits(record=True).log``) on
@@ -45,7 +45,7 @@ from zoforge.golden.engine_gelu import GeluStage
 from zoforge.golden.finetune.calls import (AdapterCall, EngineCall, GoldenUnits, SoftmaxCall,
                                           UpdateCall)
 from zoforge.golden.finetune.config import FinetuneConfig
-from zoforge.hw.designs import MAX_BITS, MAX_WORDS
+from zoforge.hw.designs import MAX_BITS
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.designs import engine_memories
 from zoforge.hw.zolayer.designs import layer_memories
@@ -59,10 +59,15 @@ from zoforge.sim.softmax_cosim import SoftmaxCosim, cosim_design, replay_softmax
 from zoforge.sim.zolayer_jobserver import LayerServer, layer_target
 
 __all__ = ["RtlUnits", "CallMismatch", "check_rtl_limits", "check_call", "replay_calls",
+           "MAX_COSIM_WORDS",
            "engine_design", "engine_jobs", "layer_call_spec", "RTL_CHOICES", "MAX_JOB_CYCLES"]
 
 #: What runs on the RTL: the ZO layer's calls only, or the engine's too.
 RTL_CHOICES = ("adapters", "all")
+#: The most memory words a co-simulated unit may hold: the generator's limit before it grew
+#: for board-sized designs (``MAX_WORDS``, 131,072 since 80fa6f8); a unit this size takes
+#: minutes to build and its jobs minutes to run on Verilator (MiniLM at seq_len 32: a batch of 4).
+MAX_COSIM_WORDS = 1 << 16
 #: Most cycles one job may take (the designs' CYCLES counters are 32 bits wide).
 MAX_JOB_CYCLES = 1 << 31
 
@@ -217,8 +222,8 @@ def _too_large(cfg: FinetuneConfig, rtl: str, hidden: int, ffn: int) -> str | No
     for name, memories in designs.items():
         words = sum(m.words for m in memories.values())
         bits = sum(m.bits for m in memories.values())
-        if words > MAX_WORDS or bits > MAX_BITS:
-            return (f"the {name}'s memories hold at most {MAX_WORDS} words and "
+        if words > MAX_COSIM_WORDS or bits > MAX_BITS:
+            return (f"the {name}'s memories hold at most {MAX_COSIM_WORDS} words and "
                     f"{MAX_BITS >> 20} Mbit; {words} words, {bits / 2**20:.1f} Mbit")
     if job_cycle_bound(cfg, rtl, hidden, ffn) > MAX_JOB_CYCLES:
         return f"one job may take at most {MAX_JOB_CYCLES} cycles"

@@ -357,8 +357,8 @@ CASES = [
     ("finetune-rank-not-multiple-of-rows", ["finetune", "--rank", "6", "--out", NO_OUT],
      "--rank"),
     ("finetune-rtl-bogus", ["finetune", "--rtl", "bogus", "--out", NO_OUT], "argument --rtl"),
-    # beyond the co-simulation's limits (check_rtl_limits: at seq_len 32 a batch of at most
-    # 3), refused once the model is loaded, before the data
+    # beyond the co-simulation's limits (check_rtl_limits, MAX_COSIM_WORDS: at seq_len 32 a
+    # batch of at most 4), refused once the model is loaded, before the data
     ("finetune-rtl-all-beyond-limits", ["finetune", "--rtl", "all", "--batch", "8",
                                         "--out", NO_OUT], "--batch"),
     ("finetune-batch-beyond-n-train", ["finetune", "--batch", "64", "--n-train", "32",
