@@ -146,8 +146,13 @@ class ZoLayer(wiring.Component):
         # host side: registers, the job to every unit, the generator's snapshot
         wiring.connect(m, wiring.flipped(self.s_axil), axil.bus)
         wiring.connect(m, axil.regs, control.port)
-        wiring.connect(m, job, loader.job, fetch.job, sink.job, reader.job, z_switch.job,
-                       shared.job)
+        wiring.connect(m, job, loader.job, fetch.job, reader.job, z_switch.job, shared.job)
+        # the sink's job: its steady flags a register of their own beside it, a cycle late
+        # (its results come many cycles after the launch, and no job's reach the next one's
+        # launch), not the control's flags fanned out across the chip
+        for name, value in job.signature.members.items():
+            copy = (m.d.sync if name in ("branch", "frozen_w", "frozen_a") else m.d.comb)
+            copy += getattr(sink.job, name).eq(getattr(job, name))
         wiring.connect(m, control.tiles, feeder.job, output.job, sink.tiles)
         wiring.connect(m, control.mode, requant.mode)
         wiring.connect(m, control.generator, generator.control)
