@@ -21,6 +21,8 @@ import pytest
 from zoforge.sim.cosim import SIMULATORS
 from zoforge.sim.toolchain import CXX_OPT_ENV, apply_toolchain_env, have_simulator
 
+from deadline_plugin import pytest_runtest_call  # noqa: F401  (a bound on every default test)
+
 # The suite's models run for a few thousand cycles each: compiled at -O0 they cost less CPU
 # to build than -O1 saves in running (their own cache entries: the level is in the key).
 os.environ.setdefault(CXX_OPT_ENV, "-O0")
