@@ -107,7 +107,7 @@ M_STEP = 64
 #: builds' difference over 256 PEs plus 2 a bit to 32 bits, the fixed part the 32 x 8's rest
 #: less the per-column part kept from the 8 x 8's blocks (4,224 LUT / 6,036 FF for 8
 #: columns). The 8 x 8 at its default sizes (24-bit accumulators) then comes out 9,073 /
-#: 14,576 against its flattened 8,412 / 14,377 (+7.9 % / +1.4 %: high, the side a plan
+#: 14,579 against its flattened 8,412 / 14,377 (+7.9 % / +1.4 %: high, the side a plan
 #: should err on).
 _ENGINE_LUT_PER_PE = (34_704 - 20_204) / 256 + 2 * 6
 _ENGINE_FF_PER_PE = ((73_896 - 8_749) - (38_515 - 2_309)) / 256 + 2 * 6

@@ -88,9 +88,9 @@ def skew_register_bits(rows: int, cols: int, paired: bool = False,
                        a_bits: int = OPERAND_BITS, b_bits: int = OPERAND_BITS) -> int:
     """Flip-flops of the input skew once synthesis merges identical registers: unit row u's
     operand delayed by u registers (``a_bits``; a pair-row's packed operand,
-    :data:`~.pe_pair.OPERANDS`: 8 + 9 bits; U unit rows: ``U (U - 1) / 2`` stages), column j's by j (``C (C - 1) / 2``
-    stages of ``b_bits``), and the three flags' chains, alike in every row, one chain of U -
-    1 stages. Grows with U^2, not with R x C: the planner adds it to the engine's per-PE fit
+    :data:`~.pe_pair.OPERANDS`: 8 + 9 bits; U unit rows: ``U (U - 1) / 2`` stages), column
+    j's by j (``C (C - 1) / 2`` stages of ``b_bits``), and the three flags' chains, alike in
+    every row, one chain of U - 1 stages. Grows with U^2, not with R x C: the planner adds it to the engine's per-PE fit
     (:data:`zoforge.hw.accel.plan.LOGIC_FIT`)."""
     units = rows // 2 if paired else rows
     operand = OPERANDS.size if paired else a_bits
