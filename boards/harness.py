@@ -8,7 +8,10 @@ hierarchical report shows separately from the design's instance ``dut``:
   one bit per cycle from switch 0;
 * all design outputs are registered, then XOR-reduced into one bit that drives LED 0 by a
   tree of registered 4-input XORs (:func:`xor_tree`), so that the harness adds no path
-  longer than one LUT between two registers (the stimulus bits are registers too).
+  longer than one LUT between two registers (the stimulus bits are registers too);
+* a clock domain the design names besides ``sync`` (its ``clock_domains``: the
+  accelerator's softmax units) runs on the board's clock and reset, so the Vivado project
+  and nextpnr time it at the board's clock, no slower than the unit's own.
 
 :func:`write_vivado_project` writes ``top.v``, ``top.xdc``, ``top.tcl`` and
 ``build_top.sh`` from the platform's build plan (``do_build=False``); the Tcl reads
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from amaranth import Cat, Elaboratable, Module, Signal
+from amaranth import Cat, ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal
 from amaranth.lib import io, wiring
 
 from zoforge.boards.registry import Board
@@ -47,6 +50,10 @@ class BoardHarness(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules[DUT] = dut = self.design
+        for domain in getattr(dut, "clock_domains", ()):
+            m.domains += ClockDomain(domain)
+            m.d.comb += [ClockSignal(domain).eq(ClockSignal("sync")),
+                         ResetSignal(domain).eq(ResetSignal("sync", allow_reset_less=True))]
         inputs, outputs = [], []
         for _path, member, value in dut.signature.flatten(dut):
             (inputs if member.flow == wiring.In else outputs).append(value)

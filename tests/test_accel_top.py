@@ -109,7 +109,9 @@ def test_nonlinear_units_declared_and_their_memories():
 
 @pytest.mark.slow
 @pytest.mark.ci
-def test_softmax_units_ports_and_lint():         # generating the Verilog: ~5-15 s
+def test_softmax_units_ports_and_lint(tmp_path):  # generating the Verilog: ~5-15 s, twice
+    from zoforge.boards.harness import write_vivado_project
+    from zoforge.boards.registry import get_board
     from zoforge.sim.lint import lint_verilog
     design = elaborate_accelerator(WITH_SOFTMAX)
     text = to_verilog(design.top, design.name)
@@ -133,3 +135,7 @@ def test_softmax_units_ports_and_lint():         # generating the Verilog: ~5-15
     assert clocks.count(("softmax_clk", "softmax_clk")) == 2
     result = lint_verilog(text, design.name)
     assert result.clean, str(result)
+    # on a board (`zoforge build`'s Vivado project), the softmax units on the board's clock
+    assert design.top.clock_domains == ("softmax",)
+    board_top = write_vivado_project(get_board("zcu102"), design.top, tmp_path, 300.0)
+    assert "softmax_clk" in board_top["top.v"].read_text()

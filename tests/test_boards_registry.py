@@ -1,4 +1,6 @@
 """Board registry, the ZCU102 and ULX3S platforms, and the board harness / Vivado files."""
+import re
+
 import pytest
 from amaranth import Module
 from amaranth.lib import wiring
@@ -114,6 +116,35 @@ def test_harness_feeds_every_input_bit_and_observes_outputs():
     # a 16-bit stimulus shift register (12 + 4 input bits) drives the design's inputs
     assert "reg [15:0] stimulus" in verilog
     assert "observed" in verilog
+
+
+class TwoClocks(wiring.Component):
+    """A register in ``sync`` and one in a domain of its own, ``slow``."""
+
+    a: In(4)
+    y: Out(4)
+    z: Out(4)
+    clock_domains = ("slow",)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.y.eq(self.a)
+        m.d.slow += self.z.eq(~self.a)
+        return m
+
+
+def test_a_design_domain_runs_on_the_board_clock_in_the_harness(tmp_path):
+    """A design's own domain (``clock_domains``) is driven by the board's clock and reset:
+    the project is written (without it: 'Domain ... is used but not defined') and the
+    register clocked by ``slow`` sits on the board's clock net."""
+    paths = write_vivado_project(get_board("zcu102"), TwoClocks(), tmp_path, 300.0)
+    verilog = paths["top.v"].read_text()
+    assert "slow_clk" in verilog
+    assert re.search(r"assign \\?slow_clk ?= \\?clk ?;", verilog), verilog[:4000]
+    with pytest.raises(Exception, match="Domain 'slow' is used but not defined"):
+        bare = TwoClocks()
+        bare.clock_domains = ()
+        write_vivado_project(get_board("zcu102"), bare, tmp_path / "bare", 300.0)
 
 
 def test_xor_tree_is_the_xor_of_its_input_a_fixed_number_of_cycles_ago():

@@ -73,6 +73,11 @@ class Accelerator(wiring.Component):
         super().__init__(ports)
 
     @property
+    def clock_domains(self) -> tuple[str, ...]:
+        """The clock domains besides ``sync`` the top's ports name (its softmax units')."""
+        return (SOFTMAX_DOMAIN,) if self.softmax_units else ()
+
+    @property
     def facts(self) -> dict:
         """The units' counts, each unit's facts and the DSP count (:attr:`AcceleratorConfig.
         dsp`)."""
