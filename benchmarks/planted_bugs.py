@@ -340,8 +340,14 @@ BUGS = (
     Bug("engine-clock-ignores-size", "the price clocks a board-sized engine at the 8x8's "
         "Fmax (the size-aware engine clock not taken)",
         "reports/accel_cost.py",
-        (("    if engine_mhz < fmax:\n        fmax, source = engine_mhz, engine_source",
-          "    if False:\n        fmax, source = engine_mhz, engine_source"),),
+        (("min(engine_fmax(board, accel.engine_rows * accel.engine_cols),",
+          "min(engine_fmax(board, 64),"),),
+        ("tests/test_engine_fmax.py",)),
+    Bug("layer-clock-ignores-size", "the price clocks a board-sized ZO layer at the 4x4's "
+        "Fmax (the size-aware layer clock not taken)",
+        "reports/accel_cost.py",
+        (("layer_fmax(board, accel.layer_rows * accel.layer_cols))",
+          "layer_fmax(board, 16))"),),
         ("tests/test_engine_fmax.py",)),
     Bug("fit-ignores-generator-limit", "the planner's fit test lets through a design whose "
         "memories zoforge refuses to generate",

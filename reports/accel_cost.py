@@ -64,7 +64,7 @@ from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.overlap import makespan, step_stages
 from zoforge.reports.power import dynamic_at
-from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES, engine_fmax
+from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES, engine_fmax, layer_fmax
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
@@ -381,23 +381,20 @@ MOST_SOFTMAX_LANES = 16
 
 def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, float, str]:
     """``(mhz, softmax_mhz, source)``: the clock of ``accel``'s engines and ZO layers and
-    that of its softmax units on ``board``: ``mhz`` for both when given; else the board's
-    yosys-estimate Fmax of today's units (:data:`~zoforge.reports.step_price.UNIT_FIGURES`),
-    at most its engines' by their size (:func:`~zoforge.reports.step_price.engine_fmax`: a
-    board-sized array clocks lower) and the i-GELU lanes' where the design has GELU engines,
-    and the softmax units' own
+    that of its softmax units on ``board``: ``mhz`` for both when given; else the lower of
+    the board's yosys-estimate Fmax of its engines and of its ZO layers, each by its size
+    (:func:`~zoforge.reports.step_price.engine_fmax`,
+    :func:`~zoforge.reports.step_price.layer_fmax`: a board-sized array clocks lower), and
+    the i-GELU lanes' where the design has GELU engines, and the softmax units' own
     (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`; the source names it where the
     design has them)."""
     if mhz is not None:
         return mhz, mhz, "given"
-    figures = UNIT_FIGURES.get(board)
-    if figures is None:
+    if board not in UNIT_FIGURES:
         raise ConfigError("board", "one of " + ", ".join(UNIT_FIGURES) + " (or give mhz)",
                           board)
-    fmax, source = figures["fmax_mhz"], figures["fmax_source"] + " (today's units)"
-    engine_mhz, engine_source = engine_fmax(board, accel.engine_rows * accel.engine_cols)
-    if engine_mhz < fmax:
-        fmax, source = engine_mhz, engine_source
+    fmax, source = min(engine_fmax(board, accel.engine_rows * accel.engine_cols),
+                       layer_fmax(board, accel.layer_rows * accel.layer_cols))
     nonlinear = NONLINEAR_FIGURES[board]
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]

@@ -19,7 +19,8 @@ from zoforge.reports.power import dynamic_at
 from zoforge.reports.unit_calls import StepCost
 
 __all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "NONLINEAR_FIGURES",
-           "ENGINE_FMAX_BY_PES", "engine_fmax", "UnitsClockPower", "units_clock_power"]
+           "ENGINE_FMAX_BY_PES", "LAYER_FMAX_BY_PES", "engine_fmax", "layer_fmax", "fmax_by_size",
+           "UnitsClockPower", "units_clock_power"]
 
 @dataclass(frozen=True)
 class RooflineRow:
@@ -116,24 +117,43 @@ NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.
 
 #: The paired engine's yosys-estimate Fmax by its processing elements (R·C) on a board: the
 #: 8x8 of :data:`UNIT_FIGURES`' note (302.21 MHz, blocks kept) and flattened builds at the
-#: board's sizes (2026-11-27, c870107, load 3-4: ``zoforge build --board zcu102 --design
-#: engine --rows R --cols 8 --pack 2 --max-k 1536 --paired --flatten --no-power``): 32x8
-#: (``--max-m 128 --max-n 192``) 282 MHz, its critical path through a net of 419 loads; 64x8
-#: (``--max-m 192 --max-n 312``) 260 MHz, 933 loads. An array's broadcast nets grow with it,
-#: and each doubling of a net's loads adds a constant to the path (reports/fmax.py):
-#: :func:`engine_fmax` interpolates the clock period in log2(R·C).
-ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 282.0), (512, 260.0))}
+#: board's sizes (``zoforge build --board zcu102 --design engine --rows R --cols 8 --pack 2
+#: --max-k 1536 --paired --flatten --no-power``): 32x8 (``--max-m 128 --max-n 192``) 280.43
+#: MHz at 9e5144a (the priced design's unit in its composed build, memories read from files;
+#: 282 at c870107 with them inline, the same design), its critical path through a net of 419
+#: loads; 64x8 (``--max-m 192 --max-n 312``) 260 MHz at c870107, 933 loads. An array's
+#: broadcast nets grow with it, and each doubling of a net's loads adds a constant to the
+#: path (reports/fmax.py): :func:`engine_fmax` interpolates the clock period in log2(R·C).
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 280.43), (512, 260.0))}
+#: The ZO layer's the same way: the 4x4 at its default sizes (:data:`UNIT_FIGURES`' 300.84
+#: MHz) and the 4x8 at the priced MiniLM design's sizes (``zoforge build --board zcu102
+#: --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n 384 --max-r 8
+#: --flatten --no-power``: 281.87 MHz at 9e5144a, its path through nets of 252 and 102
+#: loads).
+LAYER_FMAX_BY_PES = {"zcu102": ((16, 300.84), (32, 281.87))}
 
 
 def engine_fmax(board: str, pes: int) -> tuple[float, str]:
     """``(MHz, source)``: the estimated Fmax of a paired engine of ``pes`` processing
-    elements on ``board`` (:data:`ENGINE_FMAX_BY_PES`): the smallest build's at or below
+    elements on ``board`` (:data:`ENGINE_FMAX_BY_PES`, :func:`fmax_by_size`)."""
+    return fmax_by_size(ENGINE_FMAX_BY_PES, "engine", board, pes)
+
+
+def layer_fmax(board: str, pes: int) -> tuple[float, str]:
+    """``(MHz, source)``: the estimated Fmax of a ZO layer of ``pes`` processing elements
+    on ``board`` (:data:`LAYER_FMAX_BY_PES`, :func:`fmax_by_size`)."""
+    return fmax_by_size(LAYER_FMAX_BY_PES, "ZO layer", board, pes)
+
+
+def fmax_by_size(table: dict, unit: str, board: str, pes: int) -> tuple[float, str]:
+    """``(MHz, source)`` of a ``unit`` of ``pes`` processing elements on ``board`` from
+    ``table``'s builds (board -> ``(pes, MHz)`` ascending): the smallest build's at or below
     it; between two builds the period linear in log2(pes); past the largest build the last
     segment's slope extended (``extrapolated`` in the source)."""
-    points = ENGINE_FMAX_BY_PES.get(board)
+    points = table.get(board)
     if points is None:
-        raise ConfigError("board", "one of " + ", ".join(ENGINE_FMAX_BY_PES), board)
-    source = "yosys-estimate (the engine's builds by size, interpolated in log2 PEs)"
+        raise ConfigError("board", "one of " + ", ".join(table), board)
+    source = f"yosys-estimate (the {unit}'s builds by size, interpolated in log2 PEs)"
     if pes <= points[0][0]:
         return points[0][1], source
     segments = list(zip(points, points[1:]))
