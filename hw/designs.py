@@ -100,11 +100,13 @@ def memory_sizes(buffers: Mapping, sized_by: Mapping[str, tuple[str, ...]]
 
 class Unit(NamedTuple):
     """One distinct unit of a design made of replicated units: a registered design's name,
-    the unit's configuration and how many identical copies the design holds."""
+    the unit's configuration, how many identical copies the design holds and the clock
+    domain they run in (``sync``, the design's clock, or a clock of their own)."""
 
     design: str
     config: Config
     count: int
+    domain: str = "sync"
 
 
 class Units(NamedTuple):

@@ -7,9 +7,12 @@ itself only passes the units' ports through, so it adds no logic. The figures:
 * resources, ``yosys-estimate (per unit x count)``: every resource the sum over the distinct
   units of count x the unit's own total (each unit synthesized alone); one block per unit
   (``3 x engine_...``), the top's own ``(top)`` block 0;
-* Fmax, ``yosys-estimate``: the lowest of the units' estimates (the same netlist delay model,
-  the model's measured error quoted as for every design); wiring between the units is none,
-  so the slowest unit sets the clock;
+* Fmax, ``yosys-estimate``: the lowest of the estimates of the units in the design's clock
+  (``sync``; the same netlist delay model, the model's measured error quoted as for every
+  design); wiring between the units is none, so the slowest unit sets the clock. Units in
+  a clock domain of their own (the accelerator's softmax units) set only theirs: the method
+  names each such domain's lowest unit and its Fmax, and each unit's Fmax and domain are
+  in ``composition.units``;
 * power, ``activity-model (per unit x count)``: dynamic power the sum of count x each unit's
   (each from its own co-simulation's activity), its parts likewise; the board's static power
   once; the toggle rate the mean over every net bit of the copies (each unit's rate weighted
@@ -42,13 +45,14 @@ TOP_NOTE = ("the top adds nothing: its ports are the units' ports passed through
 
 
 class UnitReport(NamedTuple):
-    """One distinct unit's own report, how many copies the design holds, and the folder its
-    report was written to (relative to the composed report's)."""
+    """One distinct unit's own report, how many copies the design holds, the folder its
+    report was written to (relative to the composed report's) and its clock domain."""
 
     report: Report
     design: str
     count: int
     folder: str
+    domain: str = "sync"
 
 
 def compose(board: Board, units: Sequence[UnitReport], margins: Mapping[str, float]) -> dict:
@@ -96,7 +100,7 @@ def _unit(unit: UnitReport) -> ComposedUnit:
         fmax_mhz=report.fmax.fmax_mhz if report.fmax else None,
         dynamic_w=report.power.dynamic_w if report.power else None,
         toggle_rate=report.power.toggle_rate if report.power else None,
-        cached=bool(report.resources and report.resources.cached))
+        cached=bool(report.resources and report.resources.cached), domain=unit.domain)
 
 
 def _scaled_sum(parts: Sequence[tuple[int, Mapping]]) -> dict:
@@ -130,10 +134,18 @@ def _resources(board: Board, units: Sequence[UnitReport]) -> Resources | None:
 def _fmax(units: Sequence[UnitReport]):
     if any(unit.report.fmax is None for unit in units):
         return None
-    slowest = min(units, key=lambda u: u.report.fmax.fmax_mhz)
+    by_domain: dict[str, UnitReport] = {}
+    for unit in units:
+        held = by_domain.get(unit.domain)
+        if held is None or unit.report.fmax.fmax_mhz < held.report.fmax.fmax_mhz:
+            by_domain[unit.domain] = unit
+    slowest = by_domain.pop("sync", None) or by_domain.pop(min(by_domain))
     fmax = slowest.report.fmax
+    own = "".join(f"; the {domain} domain, a clock of its own: {unit.report.design} "
+                  f"{unit.report.fmax.fmax_mhz:.0f} MHz"
+                  for domain, unit in sorted(by_domain.items()))
     return replace(fmax, method=f"the lowest of the units' estimates: {slowest.report.design}"
-                                f" ({fmax.method})", source=YOSYS)
+                                f" ({fmax.method}){own}", source=YOSYS)
 
 
 def _power(units: Sequence[UnitReport]) -> Power | None:

@@ -423,6 +423,7 @@ class ComposedUnit(_Json):
     name:   the unit's Verilog top; design: its registered design; folder: its own report,
             relative to the composed report's folder
     total:  the unit's resources (its own ``resources.total``), one copy
+    domain: the clock domain its copies run in (``sync``: the design's clock)
     """
 
     name: str
@@ -434,6 +435,7 @@ class ComposedUnit(_Json):
     dynamic_w: float | None = None
     toggle_rate: float | None = None
     cached: bool = False
+    domain: str = "sync"
 
 
 @dataclass(frozen=True)

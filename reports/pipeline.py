@@ -123,7 +123,7 @@ def _composed(board: Board, design: Elaborated, units: Units, out_dir: Path | st
     built = []
     distinct: dict[tuple[str, str], list] = {}
     for unit in units.units:        # the same unit twice: one build, the counts added
-        key = (unit.design, unit.config.stable_hash())
+        key = (unit.design, unit.config.stable_hash(), unit.domain)
         distinct.setdefault(key, [unit, 0])[1] += unit.count
     for unit, count in distinct.values():
         if count == 0:
@@ -137,7 +137,7 @@ def _composed(board: Board, design: Elaborated, units: Units, out_dir: Path | st
                               bench=_bench(entry, unit.config, elaborated),
                               vivado_project=False, **options)
         write_report(report, out / folder)
-        built.append(UnitReport(report, unit.design, count, folder))
+        built.append(UnitReport(report, unit.design, count, folder, unit.domain))
     progress.step("compose")(", ".join(f"{u.count} x {u.report.design}" for u in built))
     sections = compose(board, built, units.margins)
     vivado_files: list[str] = []

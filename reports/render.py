@@ -147,10 +147,11 @@ def _composition_section(composition: Composition) -> list[str]:
     """The units a composed report was built from, and the margins against the device."""
     lines = ["## Composition (per unit x count)", "", f"Rule: {composition.rule}.", ""]
     lines += _table(["unit", "design", "count", "LUT", "FF", "BRAM18", "DSP",
-                     "Fmax MHz (yosys-estimate)", "dynamic W (activity-model)", "report"],
+                     "Fmax MHz (yosys-estimate)", "clock", "dynamic W (activity-model)",
+                     "report"],
                     [[f"`{u.name}`", u.design, u.count, *[u.total.get(k, 0) for k in
                                                            ("LUT", "FF", "BRAM18", "DSP")],
-                      u.fmax_mhz, u.dynamic_w, f"`{u.folder}/report.md`"]
+                      u.fmax_mhz, u.domain, u.dynamic_w, f"`{u.folder}/report.md`"]
                      for u in composition.units])
     lines += ["Margins against the device (the design's own: " + ", ".join(
         f"{key} <= {m.margin_pct:g} %" for key, m in composition.margins.items()) + "):", ""]

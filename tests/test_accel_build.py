@@ -268,6 +268,33 @@ def test_the_accelerator_declares_its_units_and_the_planners_margins():
     assert units.margins == MARGINS == PLANNER
     assert get_design("accelerator").units is accelerator_units
     assert RESOURCE_SOURCE == per_unit(YOSYS)                  # one label, two layers
+    softmax = accelerator_units(config.replace(softmax_units=2)).units[-1]
+    assert (softmax.design, softmax.count, softmax.domain) == ("softmax", 2, "softmax")
+    assert {u.domain for u in units.units} == {"sync"}
+
+
+def test_a_unit_on_a_clock_of_its_own_sets_only_that_clock():
+    """The design's Fmax is the lowest unit's in ``sync``; a slower unit in a domain of its
+    own is named beside it, and each unit's domain is in the composition."""
+    engine = _unit_report("e", {"LUT": 1, "FF": 1, "DSP": 1, "BRAM18": 1}, 280.0,
+                          0.5, 0.2, 1_000, {"logic": 0.3})
+    layer = _unit_report("l", {"LUT": 1, "FF": 1, "DSP": 1, "BRAM18": 1}, 290.0,
+                         0.5, 0.2, 1_000, {"logic": 0.3})
+    softmax = _unit_report("s", {"LUT": 1, "FF": 1, "DSP": 1, "BRAM18": 1}, 259.0,
+                           0.5, 0.2, 1_000, {"logic": 0.3})
+    units = [UnitReport(engine, "engine", 8, "units/e"), UnitReport(layer, "zo-layer", 1, "u/l"),
+             UnitReport(softmax, "softmax", 3, "units/s", "softmax")]
+    sections = compose(get_board("zcu102"), units, PLANNER)
+    fmax = sections["fmax"]
+    assert fmax.fmax_mhz == 280.0 and fmax.method.startswith("the lowest of the units' "
+                                                             "estimates: e (")
+    assert fmax.method.endswith("; the softmax domain, a clock of its own: s 259 MHz")
+    assert [u.domain for u in sections["composition"].units] == ["sync", "sync", "softmax"]
+    alone = compose(get_board("zcu102"), units[2:], PLANNER)["fmax"]   # no sync unit
+    assert alone.fmax_mhz == 259.0 and "a clock of its own" not in alone.method
+    text = render_markdown(Report(design="top", board=engine.board, clock_mhz=300.0,
+                                  files=ReportFiles(verilog="top.v"), **sections))
+    assert "| clock |" in text and "| softmax |" in text
 
 
 @pytest.mark.slow

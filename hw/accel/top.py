@@ -126,12 +126,14 @@ def elaborate_accelerator(config: AcceleratorConfig) -> Elaborated:
 
 def accelerator_units(config: AcceleratorConfig) -> Units:
     """The distinct units (design ``engine`` x ``engines``, ``zo-layer`` x ``layers``,
-    ``softmax`` x ``softmax_units`` where there are any) and the planner's margins
+    ``softmax`` x ``softmax_units`` where there are any, in :data:`SOFTMAX_DOMAIN`) and the
+    planner's margins
     (:data:`~zoforge.hw.accel.plan.MARGINS`)."""
     plain = config.engines - config.gelu_engines
     units = [Unit("engine", config.engine_config(gelu), count)
              for gelu, count in ((False, plain), (True, config.gelu_engines)) if count]
     units.append(Unit("zo-layer", config.layer_config(), config.layers))
     if config.softmax_units:
-        units.append(Unit("softmax", config.softmax_config(), config.softmax_units))
+        units.append(Unit("softmax", config.softmax_config(), config.softmax_units,
+                          SOFTMAX_DOMAIN))
     return Units(units=tuple(units), margins=dict(MARGINS))
