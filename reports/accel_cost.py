@@ -343,7 +343,7 @@ BOARD_STEP_KEYS = ("cycles_per_step", "cycles_source", "seconds_per_step_at_fmax
                    "seconds_source", "board_serial_seconds_per_step", "serial_source",
                    "board_fabric_seconds_per_step", "board_host_seconds_per_step",
                    "board_host_exposed_seconds_per_step", "board_host_source", "fmax_mhz",
-                   "fmax_source", "dsp", "gops_per_dsp",
+                   "fmax_source", "dsp", "gops_per_dsp", "gops_per_device_dsp",
                    "ddr_bytes_per_step", "ddr_stream_bytes_per_step", "ddr_source", "tops",
                    "joules_per_step", "power_source", "tokens_per_second", "macs_per_step",
                    "accelerator", "attention_on_fabric_seconds_saved", "adapter_mapping")
@@ -491,7 +491,8 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     engines, 0 when they are there). ``seconds_per_step_at_fmax`` is the step with the
     host's work overlapped per piece (:func:`overlapped_seconds`; its exposed part
     ``board_host_exposed_seconds_per_step``, the serial sum
-    ``board_serial_seconds_per_step``); ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9;
+    ``board_serial_seconds_per_step``); ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9,
+    ``gops_per_device_dsp`` the same per DSP of the board's device (the issue's goal);
     ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
     target = get_board(board)
     if target.ddr_bytes_per_s is None:
@@ -523,6 +524,7 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
         "board_host_source": HOST_SOURCE,
         "fmax_mhz": fmax, "fmax_source": fmax_source, "dsp": accel.dsp,
         "gops_per_dsp": 2 * macs / seconds / accel.dsp / 1e9,
+        "gops_per_device_dsp": 2 * macs / seconds / target.capacities["DSP"] / 1e9,
         "ddr_bytes_per_step": price.payload_bytes,
         "ddr_stream_bytes_per_step": price.stream_bytes, "ddr_source": target.ddr_source,
         "tops": 2 * macs / seconds / 1e12,

@@ -109,6 +109,7 @@ def test_board_step_fields_arithmetic():
     assert "overlapped" in fields["seconds_source"] and "serial" in fields["serial_source"]
     assert fields["dsp"] == ACCEL.dsp and fields["macs_per_step"] == macs
     assert fields["gops_per_dsp"] == pytest.approx(2 * macs / seconds / ACCEL.dsp / 1e9)
+    assert fields["gops_per_device_dsp"] == pytest.approx(2 * macs / seconds / 2_520 / 1e9)
     assert fields["tops"] == pytest.approx(2 * macs / seconds / 1e12)
     assert fields["tokens_per_second"] == pytest.approx(4 * 16 / seconds)
     assert fields["ddr_bytes_per_step"] == price.payload_bytes
