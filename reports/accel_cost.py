@@ -492,7 +492,8 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
     host's work overlapped per piece (:func:`overlapped_seconds`; its exposed part
     ``board_host_exposed_seconds_per_step``, the serial sum
     ``board_serial_seconds_per_step``); ``gops_per_dsp`` = 2 x MACs / seconds / dsp / 1e9,
-    ``gops_per_device_dsp`` the same per DSP of the board's device (the issue's goal);
+    ``gops_per_device_dsp`` the same per DSP of the board's device (the issue's goal; None
+    for a board without a DSP count);
     ``tokens_per_second`` = forward tokens (2q x batch x seq_len) per second."""
     target = get_board(board)
     if target.ddr_bytes_per_s is None:
@@ -524,7 +525,8 @@ def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, boar
         "board_host_source": HOST_SOURCE,
         "fmax_mhz": fmax, "fmax_source": fmax_source, "dsp": accel.dsp,
         "gops_per_dsp": 2 * macs / seconds / accel.dsp / 1e9,
-        "gops_per_device_dsp": 2 * macs / seconds / target.capacities["DSP"] / 1e9,
+        "gops_per_device_dsp": (2 * macs / seconds / target.capacities["DSP"] / 1e9
+                                if target.capacities.get("DSP") else None),
         "ddr_bytes_per_step": price.payload_bytes,
         "ddr_stream_bytes_per_step": price.stream_bytes, "ddr_source": target.ddr_source,
         "tops": 2 * macs / seconds / 1e12,
