@@ -182,7 +182,7 @@ class Host:
         """What the units see of the job: the walk, the tiles, the mode, the settings."""
         c, ctx = self.dut.control, self.ctx
         values = {name: ctx.get(getattr(self.job, name)) for name in
-                  ("inner", "outer", "minus", "plain", "query", "zero_w", "compute",
+                  ("inner", "outer", "one_word", "one_panel", "minus", "plain", "query", "zero_w", "compute",
                    *JOB_CODES)}
         values.update({f"tiles.{n}": ctx.get(getattr(c.tiles, n)) for n in ("m", "k", "n")})
         values.update({f"mode.{n}": ctx.get(getattr(c.mode, n)) for n in
@@ -256,7 +256,11 @@ def expected_job(config, job: str, values: dict[str, int], flags: dict[str, int]
     over_k = job in ("load_x", "load_w", "load_a", "frozen_w", "frozen_a")
     outer = {"load_x": values["M"], "load_a": values["RANK"],
              "frozen_a": values["RANK"]}.get(job, values["N"])
-    expected = {"inner": values["K"] if over_k else k_t // lanes, "outer": outer,
+    inner = values["K"] if over_k else k_t // lanes
+    expected = {"inner": inner, "outer": outer,
+                # the walks' end tests against one step: a one-word panel, a one-panel walk
+                # of F = rows / B features
+                "one_word": int(inner <= 1), "one_panel": int(outer <= config.rows // lanes),
                 "minus": flags.get("minus", 0), "plain": flags.get("plain", 0),
                 "query": flags.get("query", 0), "zero_w": flags.get("zero_w", 0),
                 "compute": int(job in COMPUTE),
@@ -279,15 +283,24 @@ def job_values(seed):
     return values
 
 
+def one_step_values(config, over: int):
+    """Settings at the walks' one-step bounds (``over`` 0: K 1 and M, N, RANK at F = rows / B,
+    every end flag set but where K_t / B > 1; ``over`` 1: one past each, K 2)."""
+    F = config.rows // config.branch_lanes
+    return dict(settings_values(5), M=F + over, K=1 + over, N=F + over, RANK=F + over)
+
+
+@pytest.mark.parametrize("dims", ["wide", "one step", "past one step"])
 @pytest.mark.parametrize("config", [LORA, FULL], ids=["lora-fa", "full"])
-def test_every_job_code_as_the_units_see_it(config):
+def test_every_job_code_as_the_units_see_it(config, dims):
     """Each job code started with its own flags: the one job flag set, the walk, the tiles'
     M, K, N, the output mode and the settings as :func:`expected_job`, the CTRL read-back
     (the job code, minus, plain, query and zero_w; start, save and restore read 0), the
     generator's save / restore pulse in the launch cycle only, busy until the units finish;
     a lora-fa job in a full-mode layer ends by itself after one cycle with STATUS bit 2 (not
     available), cleared by the next start."""
-    values = job_values(len(config.mode))
+    values = {"wide": job_values(len(config.mode)), "one step": one_step_values(config, 0),
+              "past one step": one_step_values(config, 1)}[dims]
     lora = config.mode == "lora-fa"
     generator = None
 

@@ -29,7 +29,12 @@ job                                                    inner  outer
 ``read_master``
 =====================================================  =====  ======
 
-B is ``branch_lanes`` (words of T hold B k-steps of R/B features). A compute job's feeder
+B is ``branch_lanes`` (words of T hold B k-steps of R/B features). With them the job's
+``one_word`` (``inner <= 1``) and ``one_panel`` (``outer <= F``, F = R/B the walks' step in
+features): the walks' end tests at their first word (:class:`~.walk.PanelWalk`'s
+``given_ends``), registered with them at the CTRL write (each setting compared, then the
+same pick), so no comparison of the job's ``inner`` / ``outer`` sits between the units that
+walk them (synthesis shared one between them all, placed apart). A compute job's feeder
 and output stage see M, its k-steps (K, or K_t for a branch) and ``outer * B`` (row lanes)
 as M, K and N.
 Compute jobs: :data:`COMPUTE_JOBS`.
@@ -61,7 +66,7 @@ class LayerJobSignature(wiring.Signature):
     register of its own, not the flags' OR), ``computing`` (``active`` in a compute job), the
     flags ``minus``, ``plain``, ``query`` and ``zero_w``, ``perturbing`` (a branch without
     ``plain``: a register of its own, set with the flags), and the walk ``inner`` x
-    ``outer`` (see the module docstring). ``active`` and ``computing`` are registers (set from the
+    ``outer`` with its flags ``one_word`` and ``one_panel`` (see the module docstring). ``active`` and ``computing`` are registers (set from the
     control's ``busy`` and ``finish``, not decoded from ``launch``, which fans out to every
     unit's clear)."""
 
@@ -71,7 +76,8 @@ class LayerJobSignature(wiring.Signature):
                           "computing": Out(1), "perturbing": Out(1),
                           "minus": Out(1), "plain": Out(1),
                           "query": Out(CTRL_FIELDS["query"][1]), "zero_w": Out(1),
-                          "inner": Out(DIM_BITS), "outer": Out(DIM_BITS)})
+                          "inner": Out(DIM_BITS), "outer": Out(DIM_BITS),
+                          "one_word": Out(1), "one_panel": Out(1)})
 
 
 def settings_layout() -> data.StructLayout:
@@ -196,12 +202,24 @@ class LayerControl(wiring.Component):
 
         over_k = written_is("load_x", "load_w", "load_a", "frozen_w", "frozen_a")
         k_steps = Signal(DIM_BITS)
+        F = self.config.features_per_word
+
+        def pick_inner(test):
+            return Mux(over_k, test(settings.k), test(k_t >> shift))
+
+        def pick_outer(test):
+            return Mux(written_is("load_x"), test(settings.m),
+                       Mux(written_is("load_a", "frozen_a"), test(settings.rank),
+                           test(settings.n)))
+
+        # the flags compare each setting, then pick (the settings are the control's own
+        # registers; the picks are the same as inner's and outer's)
         with m.If(start):
-            m.d.sync += [job.inner.eq(Mux(over_k, settings.k, k_t >> shift)),
+            m.d.sync += [job.inner.eq(pick_inner(lambda v: v)),
                          k_steps.eq(Mux(over_k, settings.k, k_t)),
-                         job.outer.eq(Mux(written_is("load_x"), settings.m,
-                                          Mux(written_is("load_a", "frozen_a"), settings.rank,
-                                              settings.n)))]
+                         job.outer.eq(pick_outer(lambda v: v)),
+                         job.one_word.eq(pick_inner(lambda v: v <= 1)),
+                         job.one_panel.eq(pick_outer(lambda v: v <= F))]
 
         # a compute job's tiles and output mode: XW is the branches' init (bias; 0 with
         # zero_w), U the only requantized result

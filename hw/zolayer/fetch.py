@@ -75,8 +75,10 @@ class PanelFetch(wiring.Component):
         F, shift = R // B, B.bit_length() - 1
         m.submodules.perturb = perturb = PerturbUnit(R, self.z_lanes, self.z_width)
         # the read side walks the words; the write side counts the k-steps out of the unit
-        m.submodules.walk = walk = PanelWalk(F, DIM_BITS, self.flat_bits)
-        m.submodules.written = written = PanelWalk(F, DIM_BITS, 1)
+        # the walks' end tests against one step are the job's flags (with B > 1 the write
+        # side's inner is B times the job's: it compares its own)
+        m.submodules.walk = walk = PanelWalk(F, DIM_BITS, self.flat_bits, given_ends=True)
+        m.submodules.written = written = PanelWalk(F, DIM_BITS, 1, given_ends=B == 1)
         panels, job = self.panels, self.job
         active = job.computing
         occupied = Signal(2)                 # banks holding a panel, complete or being filled
@@ -109,6 +111,8 @@ class PanelFetch(wiring.Component):
         m.d.comb += [walk.inner.eq(job.inner), written.inner.eq(job.inner << shift)]
         for w in (walk, written):
             m.d.comb += [w.restart.eq(job.launch), w.outer.eq(job.outer)]
+            if w.given_ends:
+                m.d.comb += [w.one_word.eq(job.one_word), w.one_panel.eq(job.one_panel)]
         m.d.comb += [walk.advance.eq(issue), written.advance.eq(out)]
         with m.If(advance):
             m.d.sync += [read.eq(issue), pending.eq(read)]

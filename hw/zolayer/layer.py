@@ -135,7 +135,8 @@ class ZoLayer(wiring.Component):
         m.submodules.requant = requant = RequantStream(self.cols)
         m.submodules.sink = sink = ResultSink(tiling, buffers, trained_rows(cfg))
         m.submodules.update = update = UpdateUnit(
-            R, self.z_lanes, self.z_width, DIM_BITS, buffers[Memory.MASTER].addr_bits, F)
+            R, self.z_lanes, self.z_width, DIM_BITS, buffers[Memory.MASTER].addr_bits, F,
+            given_ends=True)
         m.submodules.reader = reader = MasterReader(buffers[Memory.MASTER], R, self.lanes, F)
         m.submodules.generator = generator = PerturbationSource(self.generator_config)
         m.submodules.z_switch = z_switch = ZSwitch(self.z_lanes * self.z_width,
@@ -194,7 +195,8 @@ class ZoLayer(wiring.Component):
         settings = control.settings
         m.d.comb += [update.start.eq(job.launch & (job.accumulate | job.apply)),
                      update.apply.eq(job.apply), update.inner.eq(job.inner),
-                     update.outer.eq(job.outer), update.g.eq(settings.grad),
+                     update.outer.eq(job.outer), update.one_word.eq(job.one_word),
+                     update.one_panel.eq(job.one_panel), update.g.eq(settings.grad),
                      update.eta_mult.eq(settings.eta_mult),
                      update.eta_shift.eq(settings.eta_shift)]
 

@@ -60,7 +60,8 @@ class LayerLoader(wiring.Component):
         R = t.rows
         # words of R features (W, A; T with one branch per job, else R / branch_lanes
         # features of branch_lanes k-steps), and token tiles of C by words of P k-steps (X)
-        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.flat_bits)
+        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.flat_bits,
+                                             given_ends=True)
         m.submodules.x_walk = x_walk = TokenWalk(t, self.max_k, self.lanes)
         # a load job's words still to come (``armed``; ``armed_x`` in ``load_x``): registers
         # set at the launch (the job's flags are set by then) and cleared with the last word,
@@ -75,6 +76,7 @@ class LayerLoader(wiring.Component):
         for w in (walk, x_walk):
             m.d.comb += [w.restart.eq(job.launch), w.inner.eq(job.inner),
                          w.outer.eq(job.outer)]
+        m.d.comb += [walk.one_word.eq(job.one_word), walk.one_panel.eq(job.one_panel)]
         m.d.comb += [walk.advance.eq(beat),
                      x_walk.advance.eq(self.s_axis.tvalid & job.active & armed_x)]
         # one expression, not an assignment under m.If (X on Icarus until the first beat):

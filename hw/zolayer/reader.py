@@ -39,12 +39,14 @@ class MasterReader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         axis, job = self.m_axis, self.job
-        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.addr_bits)
+        m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.addr_bits,
+                                             given_ends=True)
         read_all = Signal()
         adv = ~axis.tvalid | axis.tready
         issue = job.active & job.read_master & ~read_all & adv
         m.d.comb += [walk.restart.eq(job.launch), walk.advance.eq(issue),
                      walk.inner.eq(job.inner), walk.outer.eq(job.outer),
+                     walk.one_word.eq(job.one_word), walk.one_panel.eq(job.one_panel),
                      self.t_rd.addr.eq(walk.flat), self.t_rd.en.eq(adv)]
         # a word is read with ``issue``, in the memory one cycle (valid_1, last_1), then in
         # the port's register on the stream

@@ -17,7 +17,10 @@ registers move every cycle) and written :data:`ACCUMULATE_LATENCY` (accumulate) 
 :data:`APPLY_LATENCY` (apply) cycles after its issue. Every word is read and written once,
 so the pipeline needs no forwarding (nor a read of a word in the cycle it is written).
 ``start`` (one cycle, while not ``busy``) begins a job; ``apply``, ``inner`` and ``outer``
-are taken from that cycle on (while idle, every cycle). ``done`` pulses with the last write.
+are taken from that cycle on (while idle, every cycle); with ``given_ends`` so are
+``one_word`` (``inner <= 1``) and ``one_panel`` (``outer <= word_features``), the walk's end
+tests against one step given as flags (:class:`~.walk.PanelWalk`'s ``given_ends``: the ZO
+layer's job flags). ``done`` pulses with the last write.
 
 Pipeline, per lane, in cycles after the issue (what is registered at the end of each)::
 
@@ -82,8 +85,8 @@ _SCALE = 7                  # the multiplier is pre-scaled by up to 2^7
 
 class UpdateUnit(wiring.Component):
     def __init__(self, rows: int, z_lanes: int, z_width: int, dim_bits: int, addr_bits: int,
-                 word_features: int | None = None):
-        self.rows, self.z_width = rows, z_width
+                 word_features: int | None = None, given_ends: bool = False):
+        self.rows, self.z_width, self.given_ends = rows, z_width, given_ends
         self.word_features = word_features or rows      # the walk's step in features
         self.dim_bits, self.addr_bits = dim_bits, addr_bits
         self.acc_bits = Formats.accumulator_bits(z_width)
@@ -91,6 +94,7 @@ class UpdateUnit(wiring.Component):
         accum = data.ArrayLayout(signed(self.acc_bits), rows)
         super().__init__({
             "start": In(1), "apply": In(1), "inner": In(dim_bits), "outer": In(dim_bits + 1),
+            **({"one_word": In(1), "one_panel": In(1)} if given_ends else {}),
             "g": In(signed(Formats.GRAD_BITS)),
             "eta_mult": In(Formats.ETA_MULT_BITS),
             "eta_shift": In(range(Formats.ETA_SHIFT_MAX + 1)),
@@ -104,7 +108,8 @@ class UpdateUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.walk = walk = PanelWalk(self.word_features, self.dim_bits, self.addr_bits)
+        m.submodules.walk = walk = PanelWalk(self.word_features, self.dim_bits, self.addr_bits,
+                                             self.given_ends)
         apply, issued_all = Signal(), Signal()
         # while idle the job's flag and walk are taken every cycle, the cycle of ``start``
         # among them: ``start`` itself sets ``busy`` only (one load, not the walk's and the
@@ -119,6 +124,8 @@ class UpdateUnit(wiring.Component):
         m.d.comb += [walk.restart.eq(idle), walk.advance.eq(issue),
                      walk.inner.eq(self.inner), walk.outer.eq(self.outer),
                      self.z.ready.eq(issuing & ~apply)]
+        if self.given_ends:
+            m.d.comb += [walk.one_word.eq(self.one_word), walk.one_panel.eq(self.one_panel)]
         with m.If(issue & walk.last):
             m.d.sync += issued_all.eq(1)
 

@@ -20,6 +20,13 @@ one-panel walk at its first panel), which no init value can hold, so a reset (or
 ``ResetInserter``, e.g. :class:`~.fetch.PanelFetch`'s on ``launch``) must not reach them:
 it would leave a one-word panel two words long. The walk is undefined until the first
 ``restart``.
+
+With ``given_ends`` the two tests against one step (``inner <= 1``: a panel of one word;
+``outer <= step``: a walk of one panel) are not compared here but given as the inputs
+``one_word`` and ``one_panel``, registers of the owner's that hold with ``inner`` and
+``outer`` (the ZO layer's job flags, :mod:`.control`): then no comparison of ``inner`` /
+``outer`` with a constant is in front of the restart, and synthesis cannot share one
+between walks placed apart.
 """
 from __future__ import annotations
 
@@ -31,9 +38,10 @@ __all__ = ["PanelWalk"]
 
 
 class PanelWalk(wiring.Component):
-    def __init__(self, step: int, dim_bits: int, flat_bits: int):
-        self.step, self.dim_bits = step, dim_bits
+    def __init__(self, step: int, dim_bits: int, flat_bits: int, given_ends: bool = False):
+        self.step, self.dim_bits, self.given_ends = step, dim_bits, given_ends
         super().__init__({
+            **({"one_word": In(1), "one_panel": In(1)} if given_ends else {}),
             "restart": In(1), "advance": In(1),
             "inner": In(dim_bits), "outer": In(dim_bits + 1),
             "k": Out(dim_bits), "panel": Out(dim_bits + 1),
@@ -58,11 +66,12 @@ class PanelWalk(wiring.Component):
                      self.last.eq(panel_end & panels_end)]
         # the end tests for each way the registers can move, compared on registers only;
         # ``restart`` and ``advance`` just pick one
-        first_end = 1 >= self.inner
+        first_end = self.one_word if self.given_ends else 1 >= self.inner
+        one_panel = self.one_panel if self.given_ends else self.step >= self.outer
         with m.If(self.restart):
             m.d.sync += [k.eq(0), k_next.eq(1), k_after.eq(2), p_after.eq(2 * self.step),
                          panel.eq(0), flat.eq(0), panel_end.eq(first_end),
-                         panels_end.eq(self.step >= self.outer), mid.eq(0)]
+                         panels_end.eq(one_panel), mid.eq(0)]
         with m.Elif(self.advance):
             m.d.sync += [k.eq(k_next), k_next.eq(k_next + 1), k_after.eq(k_after + 1),
                          flat.eq(flat + 1), panel_end.eq(k_after >= self.inner),
