@@ -121,9 +121,12 @@ class PanelFetch(wiring.Component):
         # a panel is the feeder's once its k-step LEAD is staged (the rest follow one per
         # cycle, ahead of the feeder's reads), or when it is complete if shorter; counted a
         # cycle later (a register between the walk's end test and the feeder's count)
+        # (k-step LEAD comes only in a panel longer than LEAD, and a shorter one ends
+        # before it: the panel's end counts below LEAD, k-step LEAD above; no test of the
+        # job's inner, which every unit's logic reads)
         ready = Signal()
-        m.d.sync += ready.eq(out & Mux(written.inner > LEAD, written.k == LEAD,
-                                       written.panel_end))
+        m.d.sync += ready.eq(out & ((written.k == LEAD)
+                                    | (written.panel_end & (written.k < LEAD))))
         m.d.sync += [
             panels.w_banks.eq(panels.w_banks + ready - panels.w_release),
             released.eq(panels.w_release),
