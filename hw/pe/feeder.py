@@ -196,8 +196,14 @@ class Feeder(wiring.Component):
         load = delayed(step & (lane == 0), 1, "load")
         top = Module()
         top.submodules.sequencer = ResetInserter(job.start)(m)
-        top.d.sync += [short_k.eq(job.k <= P), short_m.eq(job.m <= t.act_lanes),
-                       short_n.eq(job.n <= t.weight_lanes)]
+        # the ``short`` compare the feeder's own copies of the dimensions (a cycle old:
+        # registers placed by the feeder, not a compare of the job's registers that synthesis
+        # shares with other units' tests of them): with the dimensions held from
+        # ``job.start`` on, valid two cycles later (``settled``), before the first ``begin``
+        dims = {name: Signal(t.dim_bits, name=f"{name}_copy") for name in "kmn"}
+        top.d.sync += [dims[name].eq(getattr(job, name)) for name in dims]
+        top.d.sync += [short_k.eq(dims["k"] <= P), short_m.eq(dims["m"] <= t.act_lanes),
+                       short_n.eq(dims["n"] <= t.weight_lanes)]
         # the words are not cleared by job.start: no reset logic behind the memories
         words = []
         for port, name in [(self.w_rd, "w_rd"), *zip(ports, self.act_ports)]:
