@@ -70,9 +70,14 @@ class Loader(wiring.Component):
         held = Signal(2)        # W banks holding a panel (this side: a bank is free for the
                                 # next beat at once)
 
-        # the held W beat's words still to write (its first is issued with the beat)
-        pending = Signal(range(G)) if G > 1 else None
-        more = pending != 0 if G > 1 else C_(0, 1)
+        # the held W beat's words still to write (its first is issued with the beat), and
+        # ``more``, ``pending != 0`` as a register of its own, set with ``pending``: it
+        # selects the held beat's shift for every bit of the data (419 loads in a 32 x 8),
+        # which a LUT of ``pending``'s bits put a level further from the clock
+        if G > 1:
+            pending, more = Signal(range(G)), Signal()
+        else:
+            pending, more = None, C_(0, 1)
         in_w = (phase == W_FIRST) | (phase == W_REST)
         m.d.comb += beat_in.tready.eq(~more & ((phase == X) | (in_w & (held < 2))))
         beat = beat_in.tvalid & beat_in.tready
@@ -96,14 +101,14 @@ class Loader(wiring.Component):
                          fresh.eq(0)]
             if G > 1:
                 with m.If(beat):
-                    m.d.sync += pending.eq(Mux(in_w, G - 1, 0))
+                    m.d.sync += [pending.eq(Mux(in_w, G - 1, 0)), more.eq(in_w)]
                 with m.Else():
-                    m.d.sync += pending.eq(pending - 1)
+                    m.d.sync += [pending.eq(pending - 1), more.eq(pending != 1)]
             with m.If(last_word):
                 # (a last beat's words past the panel's end are dropped)
                 m.d.sync += [word.eq(0), k2.eq(2 * P), fresh.eq(1)]
                 if G > 1:
-                    m.d.sync += pending.eq(0)
+                    m.d.sync += [pending.eq(0), more.eq(0)]
                 with m.Switch(phase):
                     with m.Case(W_FIRST):
                         m.d.comb += w_loaded.eq(1)
