@@ -118,18 +118,18 @@ NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.
 #: The paired engine's yosys-estimate Fmax by its processing elements (R·C) on a board: the
 #: 8x8 of :data:`UNIT_FIGURES`' note (302.21 MHz, blocks kept) and flattened builds at the
 #: board's sizes (``zoforge build --board zcu102 --design engine --rows R --cols 8 --pack 2
-#: --max-k 1536 --paired --flatten --no-power``): 32x8 (``--max-m 128 --max-n 192``) 280.43
-#: MHz at 9e5144a (the priced design's unit in its composed build, memories read from files;
-#: 282 at c870107 with them inline, the same design), its critical path through a net of 419
-#: loads; 64x8 (``--max-m 192 --max-n 312``) 260 MHz at c870107, 933 loads. An array's
+#: --max-k 1536 --paired --flatten --no-power``): 32x8 (``--max-m 128 --max-n 192``) 295.03
+#: MHz at 46d403e (the loader's ``more`` a register; 280.43 before it at 9e5144a, its path
+#: that LUT's net of 419 loads; 282 at c870107 with memories inline); 64x8 (``--max-m 192
+#: --max-n 312``) 260 MHz at c870107, 933 loads. An array's
 #: broadcast nets grow with it, and each doubling of a net's loads adds a constant to the
 #: path (reports/fmax.py): :func:`engine_fmax` interpolates the clock period in log2(R·C).
-ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 280.43), (512, 260.0))}
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 295.03), (512, 260.0))}
 #: The ZO layer's the same way: the 4x4 at its default sizes (:data:`UNIT_FIGURES`' 300.84
 #: MHz) and the 4x8 at the priced MiniLM design's sizes (``zoforge build --board zcu102
 #: --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n 384 --max-r 8
-#: --flatten --no-power``: 281.87 MHz at 9e5144a, its path through nets of 252 and 102
-#: loads).
+#: --flatten --no-power``: 281.87 MHz at 9e5144a and at 46d403e, its path the generator's
+#: ``restore``, 252 loads, through a net of 102).
 LAYER_FMAX_BY_PES = {"zcu102": ((16, 300.84), (32, 281.87))}
 
 
