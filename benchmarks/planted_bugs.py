@@ -346,8 +346,8 @@ BUGS = (
     Bug("layer-clock-ignores-size", "the price clocks a board-sized ZO layer at the 4x4's "
         "Fmax (the size-aware layer clock not taken)",
         "reports/accel_cost.py",
-        (("layer_fmax(board, accel.layer_rows * accel.layer_cols))",
-          "layer_fmax(board, 16))"),),
+        (("layer_fmax(board, accel.layer_rows * accel.layer_cols),",
+          "layer_fmax(board, 16),"),),
         ("tests/test_engine_fmax.py",)),
     Bug("fit-ignores-generator-limit", "the planner's fit test lets through a design whose "
         "memories zoforge refuses to generate",

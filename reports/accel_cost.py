@@ -394,7 +394,8 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
         raise ConfigError("board", "one of " + ", ".join(UNIT_FIGURES) + " (or give mhz)",
                           board)
     fmax, source = min(engine_fmax(board, accel.engine_rows * accel.engine_cols),
-                       layer_fmax(board, accel.layer_rows * accel.layer_cols))
+                       layer_fmax(board, accel.layer_rows * accel.layer_cols),
+                       key=lambda clock: clock[0])
     nonlinear = NONLINEAR_FIGURES[board]
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]

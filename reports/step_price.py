@@ -90,8 +90,26 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
     return out
 
 
+#: The paired engine's yosys-estimate Fmax by its processing elements (R·C) on a board: the
+#: 8x8 of :data:`UNIT_FIGURES`' note (the first point, 302.21 MHz, blocks kept) and
+#: flattened builds at the board's sizes (``zoforge build --board zcu102 --design engine
+#: --rows R --cols 8 --pack 2 --max-k 1536 --paired --flatten --no-power``): 32x8 (``--max-m
+#: 128 --max-n 192``) 295.03 MHz at 46d403e (the loader's ``more`` a register; 280.43 before
+#: it at 9e5144a, its path that LUT's net of 419 loads; 282 at c870107 with memories inline);
+#: 64x8 (``--max-m 192 --max-n 312``) 260 MHz at c870107, 933 loads. An array's broadcast
+#: nets grow with it, and each doubling of a net's loads adds a constant to the path
+#: (reports/fmax.py): :func:`engine_fmax` interpolates the clock period in log2(R·C).
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 295.03), (512, 260.0))}
+#: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 300.84 MHz,
+#: :data:`UNIT_FIGURES`' note) and the 4x8 at the priced MiniLM design's sizes (``zoforge
+#: build --board zcu102 --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n
+#: 384 --max-r 8 --flatten --no-power``: 281.87 MHz at 9e5144a and at 46d403e, its path the
+#: generator's ``restore``, 252 loads, through a net of 102).
+LAYER_FMAX_BY_PES = {"zcu102": ((16, 300.84), (32, 281.87))}
+
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given.
-#: Fmax: the lower of the two yosys estimates (with the fan-out term of reports/fmax.py),
+#: Fmax: the lower of the two yosys estimates (with the fan-out term of reports/fmax.py;
+#: each the first point of its table above),
 #: rebuilt 2026-11-27 (load 3-8): ``zoforge build --board zcu102 --design zo-layer
 #: --no-power`` 300.84 MHz at 1d6fc40, d245cd5 and 67242b0 (its path the panel fetch's walk
 #: advance: the generator's restore -> z valid -> advance -> the walk's enables; 308.94 at
@@ -102,7 +120,9 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: engine and the ZO layer at the board's 300 MHz): the board's static power (its own
 #: source, a paper's bound) apart from both units' dynamic power (the activity model at
 #: ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
-UNIT_FIGURES = {"zcu102": {"fmax_mhz": 300.84, "fmax_source": "yosys-estimate",
+UNIT_FIGURES = {"zcu102": {"fmax_mhz": min(ENGINE_FMAX_BY_PES["zcu102"][0][1],
+                                           LAYER_FMAX_BY_PES["zcu102"][0][1]),
+                           "fmax_source": "yosys-estimate",
                            "static_w": 0.590, "dynamic_w": 0.1729 + 0.1043,
                            "power_source": "activity-model", "power_at_mhz": 300.0}}
 #: The clocks of the fabric's nonlinear units on a board (yosys-estimate,
@@ -113,24 +133,6 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": 300.84, "fmax_source": "yosys-estimate",
 #: e91707a, f00076b), the softmax units' own clock.
 NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
-
-
-#: The paired engine's yosys-estimate Fmax by its processing elements (R·C) on a board: the
-#: 8x8 of :data:`UNIT_FIGURES`' note (302.21 MHz, blocks kept) and flattened builds at the
-#: board's sizes (``zoforge build --board zcu102 --design engine --rows R --cols 8 --pack 2
-#: --max-k 1536 --paired --flatten --no-power``): 32x8 (``--max-m 128 --max-n 192``) 295.03
-#: MHz at 46d403e (the loader's ``more`` a register; 280.43 before it at 9e5144a, its path
-#: that LUT's net of 419 loads; 282 at c870107 with memories inline); 64x8 (``--max-m 192
-#: --max-n 312``) 260 MHz at c870107, 933 loads. An array's
-#: broadcast nets grow with it, and each doubling of a net's loads adds a constant to the
-#: path (reports/fmax.py): :func:`engine_fmax` interpolates the clock period in log2(R·C).
-ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 295.03), (512, 260.0))}
-#: The ZO layer's the same way: the 4x4 at its default sizes (:data:`UNIT_FIGURES`' 300.84
-#: MHz) and the 4x8 at the priced MiniLM design's sizes (``zoforge build --board zcu102
-#: --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n 384 --max-r 8
-#: --flatten --no-power``: 281.87 MHz at 9e5144a and at 46d403e, its path the generator's
-#: ``restore``, 252 loads, through a net of 102).
-LAYER_FMAX_BY_PES = {"zcu102": ((16, 300.84), (32, 281.87))}
 
 
 def engine_fmax(board: str, pes: int) -> tuple[float, str]:
