@@ -1,23 +1,72 @@
 """The priced MiniLM step the docs quote (docs/finetune.md, the acceptance command of issue
-32) read back from the price itself: seconds, clock, DSP and GOPS per DSP as printed."""
+32; docs/accelerator.md) read back from the price itself: seconds, clock, DSP and GOPS per
+DSP as printed; and the composed board-sized design's table checked by its own sums."""
 import re
 from pathlib import Path
 
+import pytest
+
 from zoforge.golden.finetune.config import FinetuneConfig
+from zoforge.boards.registry import get_board
 from zoforge.reports.accel_cost import board_step_fields
+from zoforge.reports.step_price import ENGINE_FMAX_BY_PES, LAYER_FMAX_BY_PES
 
 DOC = Path(__file__).parent.parent / "docs" / "finetune.md"
+ACCELERATOR_DOC = DOC.parent / "accelerator.md"
 
 
-def test_the_documented_acceptance_line_is_the_price():
+@pytest.fixture(scope="module")
+def fields():
+    cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
+    return board_step_fields(cfg, hidden=384, ffn=1536, heads=12, classes=2, board="zcu102")
+
+
+def test_the_documented_acceptance_line_is_the_price(fields):
     text = " ".join(DOC.read_text().split())
     quoted = re.search(r"prints `on the board ([\d.]+) s per step at (\d+) MHz .*?; "
                        r"([\d,]+) DSP, ([\d.]+) GOPS per DSP`", text)
     assert quoted, "the acceptance line is not in docs/finetune.md"
-    cfg = FinetuneConfig(blocks=6, batch=4, seq_len=128, queries=2)
-    fields = board_step_fields(cfg, hidden=384, ffn=1536, heads=12, classes=2, board="zcu102")
     seconds, mhz, dsp, gops = quoted.groups()
     assert f"{fields['seconds_per_step_at_fmax']:.4f}" == seconds
     assert f"{fields['fmax_mhz']:.0f}" == mhz
     assert f"{fields['dsp']:,}" == dsp
     assert f"{fields['gops_per_dsp']:.3f}" == gops
+
+
+def test_docs_accelerator_quotes_the_same_step(fields):
+    """docs/accelerator.md's "Left to do": the step, its clock and both GOPS per DSP."""
+    text = " ".join(ACCELERATOR_DOC.read_text().split())
+    quoted = re.search(r"the priced step is \*\*([\d.]+) ms at ([\d.]+) MHz\*\* \([^()]*?; "
+                       r"[\d,]+ cycles, ([\d,]+) DSP, ([\d.]+) GOPS per DSP, ([\d.]+) GOPS per "
+                       r"DSP of the device", text)
+    assert quoted, "the priced step is not in docs/accelerator.md"
+    ms, mhz, dsp, gops, device = quoted.groups()
+    assert f"{fields['seconds_per_step_at_fmax'] * 1e3:.1f}" == ms
+    assert float(mhz) == fields["fmax_mhz"]
+    assert f"{fields['dsp']:,}" == dsp
+    assert f"{fields['gops_per_dsp']:.3f}" == gops
+    assert f"{fields['gops_per_device_dsp']:.3f}" == device
+
+
+def test_the_composed_design_table_adds_up_and_is_the_prices_clocks():
+    """The composed build's table in docs/accelerator.md: the design's row is count x each
+    unit's (summed here, not read from the report), its percentages of the XCZU9EG's
+    capacities, and the engine's and the ZO layer's Fmax the price's points."""
+    text = ACCELERATOR_DOC.read_text()
+    start = text.index("| unit | count | LUT | FF | BRAM18 | DSP | Fmax (yosys-estimate) |")
+    rows = [line for line in text[start:].splitlines()[2:6]]
+    units = [[cell.strip() for cell in row.strip("| ").split("|")] for row in rows[:3]]
+    design = [cell.strip() for cell in rows[3].strip("| ").split("|")]
+
+    def number(cell):
+        return int(re.match(r"\**([\d,]+)", cell).group(1).replace(",", ""))
+
+    capacities = get_board("zcu102").capacities
+    for column, key in enumerate(("LUT", "FF", "BRAM18", "DSP"), start=2):
+        total = sum(int(unit[1]) * number(unit[column]) for unit in units)
+        assert number(design[column]) == total, key
+        assert f"({100 * total / capacities[key]:.1f} %)" in design[column], key
+    fmax = [float(unit[6].split()[0]) for unit in units]
+    assert fmax[0] == dict(ENGINE_FMAX_BY_PES["zcu102"])[32 * 8]
+    assert fmax[1] == dict(LAYER_FMAX_BY_PES["zcu102"])[4 * 8]
+    assert f"**{min(fmax[:2]):.0f} MHz**" in design[6]
