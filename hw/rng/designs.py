@@ -74,7 +74,9 @@ def _ports(config: GeneratorConfig) -> dict:
                      pointer="current pool pointer")
     if config.snapshot:
         ports.update(save="copy the state into the shadow registers",
-                     restore="copy the shadow registers back (out.valid low this cycle)")
+                     restore="copy the shadow registers back (out.valid low this cycle)",
+                     offered="out.valid but for a restore cycle (for a consumer that takes "
+                             "no transfer then)")
     return ports
 
 

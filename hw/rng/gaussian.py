@@ -20,7 +20,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import Out
 
 from zoforge.golden.rng import GaussianConfig, GaussianGolden
-from zoforge.hw.rng.lfsr import drive_state, lfsr_next, snapshot_members, snapshot_ports
+from zoforge.hw.rng.lfsr import (drive_state, drive_valid, lfsr_next, snapshot_ports,
+                                 snapshot_stream_members)
 
 __all__ = ["GaussianLanes", "central_limit_sums", "GaussianGenerator"]
 
@@ -64,7 +65,7 @@ class GaussianGenerator(wiring.Component):
         self.golden = config.golden()
         self.snapshot = config.snapshot
         super().__init__({"out": Out(stream.Signature(config.n_rng * self.golden.width)),
-                          **snapshot_members(config.snapshot)})
+                          **snapshot_stream_members(config.snapshot)})
 
     def elaborate(self, platform):
         m = Module()
@@ -75,5 +76,5 @@ class GaussianGenerator(wiring.Component):
         # The adders sit in the top itself: as a sub-module driving the payload port, Amaranth
         # would leave an unread alias wire of the whole payload in it.
         m.d.comb += self.out.payload.eq(Cat(central_limit_sums(self.golden, lanes.registers)))
-        m.d.comb += self.out.valid.eq(~restore if self.snapshot else 1)
+        drive_valid(m, self, 1)
         return m

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 from amaranth import Cat, Module, ShapeCastable, Signal, Value
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng.lfsr import taps
 
-__all__ = ["lfsr_next", "drive_state", "snapshot_members", "snapshot_ports", "private_ports",
-           "named_ports"]
+__all__ = ["lfsr_next", "drive_state", "snapshot_members", "snapshot_stream_members",
+           "drive_valid", "snapshot_ports", "private_ports", "named_ports"]
 
 
 def lfsr_next(state: Value, bits: int) -> Value:
@@ -44,6 +44,24 @@ def drive_state(m: Module, pairs: list[tuple[Signal, Value]], advance: Value,
 def snapshot_members(snapshot: bool) -> dict:
     """The ``save``/``restore`` input ports a generator has with the snapshot option."""
     return {"save": In(1), "restore": In(1)} if snapshot else {}
+
+
+def snapshot_stream_members(snapshot: bool) -> dict:
+    """A stream generator's snapshot ports: ``save``/``restore`` (:func:`snapshot_members`)
+    and ``offered: Out(1)``, ``out.valid`` but for the restore: ``out.valid = offered &
+    ~restore`` (:func:`drive_valid`). A consumer that takes no transfer in a restore cycle
+    may use ``offered`` as the valid: the restore pulse (a net to every state bit) is then
+    not on its path."""
+    return {**snapshot_members(True), "offered": Out(1)} if snapshot else {}
+
+
+def drive_valid(m: Module, top: wiring.Component, offered: Value) -> None:
+    """A stream generator's ``out.valid``: ``offered``, low in a restore cycle with the
+    snapshot option (``top.offered`` is then ``offered``, :func:`snapshot_stream_members`)."""
+    if top.snapshot:
+        m.d.comb += [top.offered.eq(offered), top.out.valid.eq(offered & ~top.restore)]
+    else:
+        m.d.comb += top.out.valid.eq(offered)
 
 
 def snapshot_ports(component) -> tuple[Value | None, Value | None]:

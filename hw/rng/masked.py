@@ -26,8 +26,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng import MaskedConfig
-from zoforge.hw.rng.lfsr import (drive_state, lfsr_next, named_ports, private_ports,
-                                 snapshot_members)
+from zoforge.hw.rng.lfsr import (drive_state, drive_valid, lfsr_next, named_ports,
+                                 private_ports, snapshot_members)
 from zoforge.hw.rng.onthefly import LaneStreamTop, ScaleShift
 
 __all__ = ["MaskedCore", "MaskedGenerator"]
@@ -85,8 +85,6 @@ class MaskedGenerator(LaneStreamTop):
         m.d.comb += [shift.lanes.eq(core.lanes), self.out.payload.eq(shift.values),
                      core.step.eq(self.out.ready)]
         if self.snapshot:
-            m.d.comb += [core.save.eq(self.save), core.restore.eq(self.restore),
-                         self.out.valid.eq(~self.restore)]
-        else:
-            m.d.comb += self.out.valid.eq(1)
+            m.d.comb += [core.save.eq(self.save), core.restore.eq(self.restore)]
+        drive_valid(m, self, 1)
         return m

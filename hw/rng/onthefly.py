@@ -56,8 +56,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng import OnTheFlyConfig, scale_lut
-from zoforge.hw.rng.lfsr import (drive_state, lfsr_next, named_ports, private_ports,
-                                 snapshot_members)
+from zoforge.hw.rng.lfsr import (drive_state, drive_valid, lfsr_next, named_ports,
+                                 private_ports, snapshot_members, snapshot_stream_members)
 
 __all__ = ["OnTheFlyCore", "ScaleShift", "OnTheFlyGenerator", "LaneStreamTop", "lut_memory_init"]
 
@@ -214,7 +214,7 @@ class LaneStreamTop(wiring.Component):
         self.n_rng, self.bits, self.snapshot = config.n_rng, config.bits, config.snapshot
         self.width = self.golden.width
         super().__init__({"out": Out(stream.Signature(config.n_rng * self.width)),
-                          **snapshot_members(config.snapshot)})
+                          **snapshot_stream_members(config.snapshot)})
 
 
 class OnTheFlyGenerator(LaneStreamTop):
@@ -237,8 +237,8 @@ class OnTheFlyGenerator(LaneStreamTop):
         if self.snapshot:
             # The core primes itself; restore wins over a step, and out.valid is low then.
             m.d.comb += [core.step.eq(self.out.ready), core.save.eq(self.save),
-                         core.restore.eq(self.restore),
-                         self.out.valid.eq(core.primed & ~self.restore)]
+                         core.restore.eq(self.restore)]
+            drive_valid(m, self, core.primed)
         elif not core.priming_steps:
             m.d.comb += [core.step.eq(self.out.ready), self.out.valid.eq(1)]
         else:

@@ -32,7 +32,7 @@ from amaranth.lib import memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.rng import PregenConfig
-from zoforge.hw.rng.lfsr import snapshot_members
+from zoforge.hw.rng.lfsr import drive_valid, snapshot_stream_members
 
 __all__ = ["PregenGenerator"]
 
@@ -54,7 +54,7 @@ class PregenGenerator(wiring.Component):
         members = {"out": Out(stream.Signature(config.banks * config.bits)), "start": In(1),
                    "length": In(config.length_bits), "idle": Out(1),
                    "pointer": Out(range(config.pool_size)),
-                   **snapshot_members(config.snapshot)}
+                   **snapshot_stream_members(config.snapshot)}
         super().__init__(members)
 
     def memories(self) -> list[memory.Memory]:
@@ -80,8 +80,8 @@ class PregenGenerator(wiring.Component):
         count = Mux(remaining > lanes, lanes, remaining)
         advanced = pointer + count
         next_pointer = Mux(advanced >= n, advanced - n, advanced)
-        not_restoring = ~self.restore if self.snapshot else 1
-        m.d.comb += [idle.eq(remaining == 0), valid.eq(fetched & ~idle & not_restoring)]
+        m.d.comb += idle.eq(remaining == 0)
+        drive_valid(m, self, fetched & ~idle)
 
         m.d.sync += fetched.eq(1)
         with m.If(transfer):

@@ -7,6 +7,13 @@ the pre-generated pool serves perturbations of a given ``length`` after a ``star
 signature: ``control`` (:class:`SnapshotSignature`: ``save`` / ``restore`` pulses) and the
 ``out`` stream of transfers; the pool is started again whenever it is idle, with the
 longest length (one endless perturbation).
+
+``out.valid`` is the generator's ``offered`` (:func:`~zoforge.hw.rng.lfsr.drive_valid`): its
+own ``out.valid`` but for a restore cycle, in which the source's consumer must take no
+transfer (its ``out.ready`` low: the ZO layer restores only at a job's launch, when no unit
+takes one). The generator steps on no transfer in that cycle either (the restore wins), so a
+word taken then would be a stale one; the layer's bit-exact co-simulations would show it.
+This keeps the restore pulse, a net to every state bit, off the consumers' paths.
 """
 from __future__ import annotations
 
@@ -49,5 +56,6 @@ class PerturbationSource(wiring.Component):
         if isinstance(self.config, PregenConfig):      # the pool: one endless perturbation
             m.d.comb += [core.start.eq(core.idle),
                          core.length.eq((1 << len(core.length)) - 1)]
-        wiring.connect(m, core.out, wiring.flipped(self.out))
+        m.d.comb += [self.out.payload.eq(core.out.payload), self.out.valid.eq(core.offered),
+                     core.out.ready.eq(self.out.ready)]
         return m
