@@ -9,10 +9,14 @@ after the top row). With ``shift_lead`` (the array's
 cycles before the writes (a second row counter, on an earlier tap of the capture's delay
 line); the writes are unchanged. Banks are used in turn, one a tile; ``drained`` pulses when
 one is complete. ``start`` clears all state.
+
+``shift`` is a register (it drives every PE's ``res``: R x C x the result width loads): its
+value for the next cycle is computed from the counters' next state (:func:`_window`), the
+same cycles as the window's own test of its row count.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Module, ResetInserter, Signal
+from amaranth import Cat, Module, Mux, ResetInserter, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -43,28 +47,41 @@ class Drain(wiring.Component):
         m = Module()
         R = self.rows
         delay = [Signal(name=f"delay_{n}") for n in range(self.capture_latency)]
-        m.d.sync += [d.eq(prev) for d, prev in zip(delay, [self.capture] + delay[:-1])]
-        draining = Signal()
-        row = Signal(address_bits(R))       # rows written, bottom row first
+        taps = [self.capture] + delay                 # taps[n + 1] is taps[n] a cycle later
+        m.d.sync += [d.eq(prev) for d, prev in zip(delay, taps)]
         bank = Signal(self.bank_bits)       # wraps at the (power of two) bank count
-        drain = delay[-1] | draining
+        # the writes: rows written, bottom row first, from the capture's last tap
+        drain, row, shift = _window(m, R, taps[-1], taps[-2], "row")
         m.d.comb += [self.res_wr.en.eq(drain),
                      self.res_wr.addr.eq(Cat((R - 1 - row)[:len(row)], bank)),
                      self.res_wr.data.eq(self.res)]
-        if self.shift_lead:
-            shifting = Signal()
-            shifted = Signal(address_bits(R))       # the shift window's rows
-            window = delay[-1 - self.shift_lead] | shifting
-            m.d.comb += self.shift.eq(window & (shifted != R - 1))
-            with m.If(window):
-                m.d.sync += [shifted.eq(shifted + 1), shifting.eq(1)]
-                with m.If(shifted == R - 1):
-                    m.d.sync += [shifted.eq(0), shifting.eq(0)]
-        else:
-            m.d.comb += self.shift.eq(drain & (row != R - 1))
-        with m.If(drain):
-            m.d.sync += [row.eq(row + 1), draining.eq(1)]
-            with m.If(row == R - 1):
-                m.d.sync += [row.eq(0), draining.eq(0), bank.eq(bank + 1)]
-                m.d.comb += self.drained.eq(1)
+        if self.shift_lead:     # the shifts' own window, shift_lead taps earlier
+            tap = len(taps) - 1 - self.shift_lead
+            _, _, shift = _window(m, R, taps[tap], taps[tap - 1], "shifted")
+        m.d.comb += self.shift.eq(shift)
+        with m.If(drain & (row == R - 1)):
+            m.d.sync += bank.eq(bank + 1)
+            m.d.comb += self.drained.eq(1)
         return ResetInserter(self.start)(m)
+
+
+def _window(m: Module, rows: int, tap: Value, tap_next: Value, name: str):
+    """A window of ``rows`` cycles opened by ``tap`` (``tap_next``: its value in the next
+    cycle), counting its cycles from 0; returns (open, count, shift): ``shift`` is ``open &
+    (count != rows - 1)`` (every cycle but the last), as a register whose next value comes
+    from the window's next state (the same values, no logic between it and its loads)."""
+    running = Signal(name=f"{name}_running")
+    count = Signal(address_bits(rows), name=name)
+    shift = Signal(name=f"{name}_shift")
+    opened = tap | running
+    last = count == rows - 1
+    with m.If(opened):
+        m.d.sync += [count.eq(count + 1), running.eq(1)]
+        with m.If(last):
+            m.d.sync += [count.eq(0), running.eq(0)]
+    if rows > 1:
+        # the next cycle's running and last (its count: 0 after the last, else count + 1)
+        running_next = Mux(opened, ~last, running)
+        last_next = Mux(opened, ~last & (count == rows - 2), last)
+        m.d.sync += shift.eq((tap_next | running_next) & ~last_next)
+    return opened, count, shift
