@@ -23,7 +23,8 @@ __all__ = ["buffer_depth", "add_credits", "output_buffer"]
 
 
 def buffer_depth(latency: int) -> int:
-    """Beats the output buffer holds behind ``latency`` stages, and so the most in flight."""
+    """Beats the output buffer holds behind ``latency`` stages, and so the most in flight
+    (at least 2)."""
     return latency + 2
 
 
@@ -52,12 +53,15 @@ def output_buffer(o, row, row_valid, depth: int) -> Module:
     outside the held ones, and the credits leave a free slot for every beat in the stages).
     Whether beats wait, and the first waiting beat's ``last``, are registers too (each
     slot's ``last`` is kept beside the memory), so ``o.valid`` and ``o.payload.last`` follow
-    registers only, not the memory's read."""
+    registers only, not the memory's read. The slot after the read pointer is a register of
+    its own (``consume_next``), so the next ``last`` is picked without the pointer's wrap
+    test (the read pointer drives the memory's read multiplexer: a net of every word bit)."""
     m = Module()
     row = Value.cast(row)
     m.submodules.storage = storage = Memory(shape=len(row), depth=depth, init=[])
     write, read = storage.write_port(), storage.read_port(domain="comb")
     produce, consume = Signal(range(depth)), Signal(range(depth))
+    consume_next = Signal(range(depth), init=1)     # the slot after consume (depth >= 2)
     level = Signal(range(depth + 1))
     waiting = Signal()                      # level != 0
     lasts = Signal(depth)                   # each slot's beat's last
@@ -76,7 +80,7 @@ def output_buffer(o, row, row_valid, depth: int) -> Module:
     with m.If(keep):
         m.d.sync += [produce.eq(step(produce)), lasts.bit_select(produce, 1).eq(new_last)]
     with m.If(give):
-        m.d.sync += consume.eq(step(consume))
+        m.d.sync += [consume.eq(consume_next), consume_next.eq(step(consume_next))]
     with m.If(keep & ~give):
         m.d.sync += [level.eq(level + 1), waiting.eq(1)]
     with m.Elif(give & ~keep):
@@ -84,7 +88,7 @@ def output_buffer(o, row, row_valid, depth: int) -> Module:
     # the next first waiting beat: the one now kept when none waits or the only one leaves,
     # else the one after the leaving beat
     with m.If(give):
-        m.d.sync += head_last.eq(Mux(level == 1, new_last, lasts.bit_select(step(consume), 1)))
+        m.d.sync += head_last.eq(Mux(level == 1, new_last, lasts.bit_select(consume_next, 1)))
     with m.Elif(~waiting):
         m.d.sync += head_last.eq(new_last)
     return m
