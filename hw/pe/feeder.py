@@ -90,7 +90,15 @@ class Feeder(wiring.Component):
         later_k, later_m, later_n = Signal(), Signal(), Signal()
         short_k, short_m, short_n = Signal(), Signal(), Signal()
         word_last = Mux(first_word, short_k, later_k)
-        tiles_end = Mux(first_tile, short_m, later_m)
+        if P == 1:
+            short_m_next = Signal()            # short_m's next value (its compare)
+            # the tile test a register of its own, Mux(first_tile, short_m, later_m) a cycle
+            # ahead (set with the tile counters at a tile's end, and tracking short_m on
+            # the first tile), so that a tile's end with the panel's release is one LUT
+            # of it, ``later_k``, ``short_k`` and ``begin`` (below)
+            tiles_end = Signal()
+        else:
+            tiles_end = Mux(first_tile, short_m, later_m)
         panels_end = Mux(first_panel, short_n, later_n)
         gap = Signal(range(min_gap + 1), init=min_gap)      # cycles since the last begin
         gap_ok = Signal(init=1)                             # gap >= min_gap
@@ -117,10 +125,14 @@ class Feeder(wiring.Component):
         is_last = word_last & (lane == P - 1)
         # a tile's last step: with P > 1 only while active (off a tile the lane is 0, as it
         # wraps with the tile's last word), so ``begin`` is not in front of the tile's end
-        # (the panel's release, the counters' enables); with P = 1 a one-word tile ends as
-        # it begins (there the end stays a branch of the step, as it was: the ZO layer's
-        # placement on the ECP5 moved 5-12 MHz with the step and the end apart)
-        ends = (active if P > 1 else step) & is_last
+        # (the panel's release, the counters' enables). With P = 1 a one-word tile ends as
+        # it begins: there ``later_k`` is cleared with the tile's end (set only while
+        # active: off a tile, ``first_word``, it is not read) and ``begin`` comes only off a
+        # tile (``may_begin`` is set only the cycle after a tile's last step or off a
+        # tile), so the end is ``later_k | (begin & short_k)``: with the register
+        # ``tiles_end``, the release and the counters' enables are one LUT of registers
+        # and ``begin``, not ``begin`` -> the step -> the word test -> the tile test
+        ends = active & is_last if P > 1 else later_k | (begin & short_k)
         x_panels = self.panels.x_panels if t.acts_arrive else None
         # a tile ends here and the job goes on with a loaded tile (the next one, or the
         # first of the next panel): ``x_panels`` only grows, so a cycle old is never too
@@ -146,11 +158,18 @@ class Feeder(wiring.Component):
                      gap_ok.eq(Mux(begin, min_gap <= 1, gap_ok | (gap + 1 >= min_gap))),
                      in_flight.eq(in_flight + begin - self.tile_done),
                      settled.eq(Cat(1, settled[0]))]
+        if P == 1:   # the next tile test, on the first tile short_m's (overridden below)
+            m.d.sync += tiles_end.eq(Mux(first_tile, short_m_next, tiles_end))
+
         def tile_end():
             """The tile's last step: the next tile or panel, or the job's end."""
             m.d.sync += [active.eq(0), word.eq(0), k2.eq(2 * P), first_word.eq(1)]
+            if P == 1:
+                m.d.sync += later_k.eq(0)
             with m.If(tiles_end):
                 m.d.comb += panels.w_release.eq(1)
+                if P == 1:
+                    m.d.sync += tiles_end.eq(short_m_next)
                 m.d.sync += [mt.eq(0), mt1.eq(1), m2.eq(2 * t.act_lanes),
                              first_tile.eq(1), nt.eq(nt + 1),
                              n2.eq(n2 + t.weight_lanes), later_n.eq(n2 >= job.n),
@@ -160,6 +179,8 @@ class Feeder(wiring.Component):
             with m.Else():
                 m.d.sync += [mt.eq(mt + 1), mt1.eq(mt1 + 1), m2.eq(m2 + t.act_lanes),
                              later_m.eq(m2 >= job.m), first_tile.eq(0)]
+                if P == 1:
+                    m.d.sync += tiles_end.eq(m2 >= job.m)
 
         with m.If(step):
             m.d.sync += active.eq(1)
@@ -170,12 +191,8 @@ class Feeder(wiring.Component):
                              first_word.eq(0)]
                 if P > 1:
                     m.d.sync += lane.eq(0)
-            if P == 1:
-                with m.If(is_last):
-                    tile_end()
-        if P > 1:
-            with m.If(ends):
-                tile_end()
+        with m.If(ends):
+            tile_end()
 
         # the buffers' read, then two registers of the whole word: one right behind each
         # buffer (its only load: placed beside the block RAM, whose clock-to-output takes
@@ -204,6 +221,8 @@ class Feeder(wiring.Component):
         top.d.sync += [dims[name].eq(getattr(job, name)) for name in dims]
         top.d.sync += [short_k.eq(dims["k"] <= P), short_m.eq(dims["m"] <= t.act_lanes),
                        short_n.eq(dims["n"] <= t.weight_lanes)]
+        if P == 1:
+            top.d.comb += short_m_next.eq(dims["m"] <= t.act_lanes)
         # the words are not cleared by job.start: no reset logic behind the memories
         words = []
         for port, name in [(self.w_rd, "w_rd"), *zip(ports, self.act_ports)]:
