@@ -349,6 +349,23 @@ BUGS = (
         (("layer_fmax(board, accel.layer_rows * accel.layer_cols),",
           "layer_fmax(board, 16),"),),
         ("tests/test_engine_fmax.py",)),
+    Bug("clock-rises-with-size", "a unit larger than a build is priced at a faster clock "
+        "than that build's (the 64x8's faster estimate taken for bigger engines)",
+        "reports/step_price.py",
+        (("    return min(1 / period, *(mhz for size, mhz in points if size <= pes)), source",
+          "    return 1 / period, source"),),
+        ("tests/test_engine_fmax.py",)),
+    Bug("drain-shift-a-cycle-late", "the drain's shift register takes the window's state of "
+        "this cycle, not the next (every shift a cycle late)",
+        "hw/pe/drain.py",
+        (("        m.d.sync += shift.eq((tap_next | running_next) & ~last_next)",
+          "        m.d.sync += shift.eq(opened & ~last)"),),
+        ("tests/test_walks.py",)),
+    Bug("source-valid-ignores-restore-contract", "the perturbation source offers the "
+        "generator's out.valid (restore on the layer's walk path again)",
+        "hw/rng/source.py",
+        (("self.out.valid.eq(core.offered)", "self.out.valid.eq(core.out.valid)"),),
+        ("tests/test_rng_offered.py",)),
     Bug("fit-ignores-generator-limit", "the planner's fit test lets through a design whose "
         "memories zoforge refuses to generate",
         "hw/accel/plan.py",

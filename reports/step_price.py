@@ -91,32 +91,35 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 
 
 #: The paired engine's yosys-estimate Fmax by its processing elements (R·C) on a board: the
-#: 8x8 of :data:`UNIT_FIGURES`' note (the first point, 302.21 MHz, blocks kept) and
+#: 8x8 of :data:`UNIT_FIGURES`' note (the first point, 311.26 MHz, blocks kept) and
 #: flattened builds at the board's sizes (``zoforge build --board zcu102 --design engine
 #: --rows R --cols 8 --pack 2 --max-k 1536 --paired --flatten --no-power``): 32x8 (``--max-m
-#: 128 --max-n 192``) 295.03 MHz at 46d403e (the loader's ``more`` a register; 280.43 before
-#: it at 9e5144a, its path that LUT's net of 419 loads; 282 at c870107 with memories inline);
-#: 64x8 (``--max-m 192 --max-n 312``) 260 MHz at c870107, 933 loads. An array's broadcast
-#: nets grow with it, and each doubling of a net's loads adds a constant to the path
-#: (reports/fmax.py): :func:`engine_fmax` interpolates the clock period in log2(R·C).
-ENGINE_FMAX_BY_PES = {"zcu102": ((64, 302.21), (256, 295.03), (512, 260.0))}
-#: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 300.84 MHz,
+#: 128 --max-n 192``) 304.64 MHz and 64x8 (``--max-m 192 --max-n 312``) 314.49 MHz, all three
+#: at 39a7cd2 (2026-11-27, load 2-4; the drain's ``shift`` and the output buffer's next slot
+#: registers: the 32x8 was 295.03 at 46d403e, its path the shift's net of 6,656 loads, and
+#: 280.43 before 46d403e's loader fix; the 64x8 260 at c870107, the 8x8 302.21 at a5660eb).
+#: :func:`engine_fmax` interpolates the clock period in log2(R·C), and never prices a unit
+#: above a smaller build's clock (here the 64x8 at the 32x8's).
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 314.49))}
+#: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 308.78 MHz,
 #: :data:`UNIT_FIGURES`' note) and the 4x8 at the priced MiniLM design's sizes (``zoforge
 #: build --board zcu102 --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n
-#: 384 --max-r 8 --flatten --no-power``: 281.87 MHz at 9e5144a and at 46d403e, its path the
-#: generator's ``restore``, 252 loads, through a net of 102).
-LAYER_FMAX_BY_PES = {"zcu102": ((16, 300.84), (32, 281.87))}
+#: 384 --max-r 8 --flatten --no-power``: 305.49 MHz), both at 39a7cd2 as at e86c4ef, where
+#: the generator's ``offered`` took its ``restore`` (252 loads, through a net of 102) off the
+#: walks' path (300.84 and 281.87 before it).
+LAYER_FMAX_BY_PES = {"zcu102": ((16, 308.78), (32, 305.49))}
 
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given.
 #: Fmax: the lower of the two yosys estimates (with the fan-out term of reports/fmax.py;
 #: each the first point of its table above),
-#: rebuilt 2026-11-27 (load 3-8): ``zoforge build --board zcu102 --design zo-layer
-#: --no-power`` 300.84 MHz at 1d6fc40, d245cd5 and 67242b0 (its path the panel fetch's walk
-#: advance: the generator's restore -> z valid -> advance -> the walk's enables; 308.94 at
-#: a5660eb, 251 before the layer's timing pass, b82f57b..04738bc), the clock taken; ``zoforge
-#: build --board zcu102 --design engine --rows 8 --cols 8 --paired --no-power`` 302.21 MHz
-#: at a5660eb and 4f5b601 (its path the output stage's tile end; 254.95 before a5660eb took
-#: the pre-adder out of the packed multiply). Power (2026-11-24, the 8x8
+#: rebuilt 2026-11-27 (load 2-8): ``zoforge build --board zcu102 --design zo-layer
+#: --no-power`` 308.78 MHz at e86c4ef and 39a7cd2 (300.84 at 1d6fc40..a2ee796, its path the
+#: panel fetch's walk advance: the generator's restore -> z valid -> advance -> the walk's
+#: enables, which the generator's ``offered`` took off; 308.94 at a5660eb, 251 before the
+#: layer's timing pass, b82f57b..04738bc); ``zoforge build --board zcu102 --design engine
+#: --rows 8 --cols 8 --paired --no-power`` 311.26 MHz at 39a7cd2 (302.21 at a5660eb and
+#: 4f5b601, its path the output stage's tile end; 254.95 before a5660eb took the pre-adder
+#: out of the packed multiply). Power (2026-11-24, the 8x8
 #: engine and the ZO layer at the board's 300 MHz): the board's static power (its own
 #: source, a paper's bound) apart from both units' dynamic power (the activity model at
 #: ``power_at_mhz``, taken to the clock of the time). Estimates, labelled so.
@@ -151,7 +154,9 @@ def fmax_by_size(table: dict, unit: str, board: str, pes: int) -> tuple[float, s
     """``(MHz, source)`` of a ``unit`` of ``pes`` processing elements on ``board`` from
     ``table``'s builds (board -> ``(pes, MHz)`` ascending): the smallest build's at or below
     it; between two builds the period linear in log2(pes); past the largest build the last
-    segment's slope extended (``extrapolated`` in the source)."""
+    segment's slope extended (``extrapolated`` in the source); never above a smaller build's
+    clock (a unit's broadcast nets only grow with it; the estimate's path differs from build
+    to build, so a larger build can time faster)."""
     points = table.get(board)
     if points is None:
         raise ConfigError("board", "one of " + ", ".join(table), board)
@@ -165,7 +170,7 @@ def fmax_by_size(table: dict, unit: str, board: str, pes: int) -> tuple[float, s
     period = 1 / low_mhz + share * (1 / high_mhz - 1 / low_mhz)
     if pes > points[-1][0]:
         source = source.replace("interpolated", "extrapolated")
-    return 1 / period, source
+    return min(1 / period, *(mhz for size, mhz in points if size <= pes)), source
 
 
 @dataclass(frozen=True)
