@@ -104,10 +104,11 @@ ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 314.49))}
 #: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 308.78 MHz,
 #: :data:`UNIT_FIGURES`' note) and the 4x8 at the priced MiniLM design's sizes (``zoforge
 #: build --board zcu102 --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n
-#: 384 --max-r 8 --flatten --no-power``: 305.49 MHz), both at 39a7cd2 as at e86c4ef, where
-#: the generator's ``offered`` took its ``restore`` (252 loads, through a net of 102) off the
-#: walks' path (300.84 and 281.87 before it).
-LAYER_FMAX_BY_PES = {"zcu102": ((16, 308.78), (32, 305.49))}
+#: 384 --max-r 8 --flatten --no-power``): 310.90 MHz at 2fddd95 (the feeder's one-word tile
+#: end, 592de96; 305.49 at 39a7cd2 and e86c4ef, where the generator's ``offered`` took its
+#: ``restore``, 252 loads through a net of 102, off the walks' path; 281.87 before it). The
+#: 4x4 308.78 at 39a7cd2 with and without 592de96; so the 4x8 is priced at 308.78.
+LAYER_FMAX_BY_PES = {"zcu102": ((16, 308.78), (32, 310.9))}
 
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given.
 #: Fmax: the lower of the two yosys estimates (with the fan-out term of reports/fmax.py;
