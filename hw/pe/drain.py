@@ -59,9 +59,12 @@ class Drain(wiring.Component):
             tap = len(taps) - 1 - self.shift_lead
             _, _, shift = _window(m, R, taps[tap], taps[tap - 1], "shifted")
         m.d.comb += self.shift.eq(shift)
-        with m.If(drain & (row == R - 1)):
+        # ``drained`` a plain assignment, not set inside an ``If`` (a process that Icarus
+        # Verilog first runs when one of its inputs changes: until a tile was drained its
+        # output was x, which stalled the engine's output stage there from the first cycle)
+        m.d.comb += self.drained.eq(drain & (row == R - 1))
+        with m.If(self.drained):
             m.d.sync += bank.eq(bank + 1)
-            m.d.comb += self.drained.eq(1)
         return ResetInserter(self.start)(m)
 
 
