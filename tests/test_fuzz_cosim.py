@@ -230,8 +230,12 @@ def cosimulate_engine(run, simulator: str) -> list:
     jobs = make_jobs(specs, seed)
     data = Path(tempfile.mkdtemp(prefix="zoforge-gemm-fuzz-"))
     patterns = {"sink": np.array(sink, np.uint8), "source": np.array(source, np.uint8)}
-    results, info = EngineCosim(config, simulator=simulator).run(jobs, data_dir=data,
-                                                                patterns=patterns)
+    try:
+        results, info = EngineCosim(config, simulator=simulator).run(jobs, data_dir=data,
+                                                                    patterns=patterns)
+    except RuntimeError as error:   # the simulation itself failed (a hang): a failed run too,
+        # reported with the others and the hypothesis seed that draws it again
+        return [(config.to_dict(), [spec[0] for spec in specs], str(error), str(data))]
     # the patterns were applied: pause cycles on each stream whose pattern stalls
     assert (info["stalls"]["out"] > 0, info["stalls"]["in"] > 0) == (any(sink), any(source))
     for job, result in zip(jobs, results):
