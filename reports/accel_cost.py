@@ -180,6 +180,13 @@ def cached_softmax_job_cycles(config, rows: int, length: int) -> int:
     return softmax_job_cycles(config, rows, length)
 
 
+# The step's schedules repeat the same jobs and transfers many times (per block, branch and
+# head), and the price's search prices tens of schedules: both below are pure functions of
+# immutable values (an accelerator, a job or a transfer), kept per distinct argument.
+_PRICED_CACHED = 65536
+
+
+@lru_cache(maxsize=_PRICED_CACHED)
 def job_cycles_of(accel, job) -> int:
     """Cycles of one scheduled job from its unit's own model (one source each)."""
     if job.unit == ENGINE:
@@ -190,6 +197,7 @@ def job_cycles_of(accel, job) -> int:
     return job_cycles(accel.layer_config(), job.kind, job.m, job.k, job.n, job.r, job.query)
 
 
+@lru_cache(maxsize=_PRICED_CACHED)
 def transfer_bytes(accel, transfer) -> tuple[int, int]:
     """``(payload, stream)`` bytes of one transfer (module docstring)."""
     t = transfer

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import ClassVar
 
 from zoforge.boards.registry import get_board
@@ -133,23 +134,16 @@ class AcceleratorConfig(Config):
     def engine_config(self, gelu: bool = False) -> EngineConfig:
         """The GEMM engine the accelerator replicates ``engines`` times, with the GELU job
         mode (``gelu``: the first ``gelu_engines`` of them) or without."""
-        return EngineConfig(rows=self.engine_rows, cols=self.engine_cols,
-                            max_m=self.engine_max_m, max_k=self.engine_max_k,
-                            max_n=self.engine_max_n, paired=self.paired, gelu=gelu)
+        return _engine_config(self, bool(gelu))
 
     def softmax_config(self) -> SoftmaxConfig:
         """The one softmax unit the accelerator replicates ``softmax_units`` times."""
-        return SoftmaxConfig(lanes=self.softmax_lanes, max_len=self.softmax_max_len,
-                             min_scale=self.softmax_min_scale)
+        return _softmax_config(self)
 
     def layer_config(self) -> ZoLayerConfig:
         """The one ZO layer the accelerator replicates ``layers`` times (on-the-fly
         generator with at least one lane per row: ``n_rng`` = 2^k - 1 >= rows, 31 at least)."""
-        n_rng = max(31, (1 << self.layer_rows.bit_length()) - 1)
-        return layer_config(STRATEGY, rows=self.layer_rows, cols=self.layer_cols,
-                            mode=self.layer_mode, branch_lanes=self.branch_lanes,
-                            max_m=self.layer_max_m, max_k=self.layer_max_k,
-                            max_n=self.layer_max_n, max_r=self.layer_max_r, n_rng=n_rng)
+        return _layer_config(self)
 
     @property
     def engine_dsp(self) -> int:
@@ -182,6 +176,34 @@ class AcceleratorConfig(Config):
         """The arrays' multipliers only (the DSPs that compute the MACs)."""
         return (self.engines * self.engine_config().multipliers
                 + self.layers * self.layer_rows * self.layer_cols)
+
+
+# The units an accelerator replicates, built (and validated) once per distinct accelerator:
+# configurations are immutable values, and the price's search asks for them about a million
+# times per MiniLM step (reports/accel_cost.py). A unit that fails its checks is not cached.
+_UNITS_CACHED = 4096
+
+
+@lru_cache(maxsize=_UNITS_CACHED)
+def _engine_config(accel: AcceleratorConfig, gelu: bool) -> EngineConfig:
+    return EngineConfig(rows=accel.engine_rows, cols=accel.engine_cols,
+                        max_m=accel.engine_max_m, max_k=accel.engine_max_k,
+                        max_n=accel.engine_max_n, paired=accel.paired, gelu=gelu)
+
+
+@lru_cache(maxsize=_UNITS_CACHED)
+def _softmax_config(accel: AcceleratorConfig) -> SoftmaxConfig:
+    return SoftmaxConfig(lanes=accel.softmax_lanes, max_len=accel.softmax_max_len,
+                         min_scale=accel.softmax_min_scale)
+
+
+@lru_cache(maxsize=_UNITS_CACHED)
+def _layer_config(accel: AcceleratorConfig) -> ZoLayerConfig:
+    n_rng = max(31, (1 << accel.layer_rows.bit_length()) - 1)
+    return layer_config(STRATEGY, rows=accel.layer_rows, cols=accel.layer_cols,
+                        mode=accel.layer_mode, branch_lanes=accel.branch_lanes,
+                        max_m=accel.layer_max_m, max_k=accel.layer_max_k,
+                        max_n=accel.layer_max_n, max_r=accel.layer_max_r, n_rng=n_rng)
 
 
 def engine_dsp(config: EngineConfig) -> int:
