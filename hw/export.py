@@ -11,11 +11,22 @@ folders on the way to it, is a one-line :class:`~zoforge.errors.ConfigError` nam
   ``zoforge generate --config DIR/design.toml`` reproduces the same Verilog byte for byte;
 * ``<name>.json``: that configuration with the derived facts (widths, formats, ports) and
   the configuration's stable hash.
+
+The Verilog is platform-less by default (what ``zoforge generate``, the co-simulations and
+the formal checks use). ``family`` elaborates it for a board's device family instead (a
+platform whose ``family`` is that name, nothing else): a block may then hand-instantiate the
+family's primitives, e.g. the UltraScale+ form of
+:class:`~zoforge.hw.pe.packed_multiply.PackedMultiplier` (one ``DSP48E2``) on ``"xcup"``.
+``zoforge build`` on a Xilinx board writes and estimates that form
+(:mod:`zoforge.reports.pipeline`), so its ``<name>.v`` is ``zoforge generate``'s only where
+the design has no such block; simulating it takes the primitives' models
+(:func:`zoforge.sim.models.with_models`).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 from amaranth.back import verilog
 
@@ -28,14 +39,17 @@ __all__ = ["to_verilog", "write_design", "CONFIG_FILE"]
 CONFIG_FILE = "design.toml"
 
 
-def to_verilog(component, name: str) -> str:
-    """Verilog for an Amaranth ``wiring.Component`` (ports from its signature)."""
-    return verilog.convert(component, name=name, emit_src=False)
+def to_verilog(component, name: str, family: str | None = None) -> str:
+    """Verilog for an Amaranth ``wiring.Component`` (ports from its signature); ``family``:
+    elaborated for that device family (module docstring), None: platform-less."""
+    platform = None if family is None else SimpleNamespace(family=family)
+    return verilog.convert(component, name=name, emit_src=False, platform=platform)
 
 
-def write_design(design: Elaborated, out_dir: Path | str, flag: str = "--out"
-                 ) -> dict[str, Path]:
-    """Write the design's files (see the module docstring) into ``out_dir``.
+def write_design(design: Elaborated, out_dir: Path | str, flag: str = "--out",
+                 family: str | None = None) -> dict[str, Path]:
+    """Write the design's files (see the module docstring) into ``out_dir``; ``family``:
+    the Verilog elaborated for that device family (:func:`to_verilog`).
 
     Returns the written paths by role (``verilog``, ``design``, ``summary``, and each memory
     file's name). The configuration file is written last, so a folder that has one is
@@ -43,7 +57,8 @@ def write_design(design: Elaborated, out_dir: Path | str, flag: str = "--out"
     """
     out = make_out_dir(flag, out_dir)
     texts: dict[str, tuple[Path, object]] = {
-        "verilog": (out / f"{design.name}.v", lambda: to_verilog(design.top, design.name))}
+        "verilog": (out / f"{design.name}.v",
+                    lambda: to_verilog(design.top, design.name, family))}
     for file_name, text in design.memory_files.items():
         texts[file_name] = (out / file_name, text)
     texts["summary"] = (out / f"{design.name}.json",

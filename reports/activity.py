@@ -6,6 +6,11 @@ held high and the other inputs random every cycle (``mode="random"``) or random 
 held (``mode="hold"``). The SAIF it records gives each net bit's toggle count; the toggle
 rate is toggles per clock cycle (Vivado's "toggle rate" divided by 100: a flip-flop that
 changes every cycle has 1.0, the clock itself 2.0).
+
+Verilog elaborated for a board's family may instantiate vendor primitives (a DSP48E2: see
+:mod:`zoforge.hw.pe.packed_multiply`); :func:`measure_activity` simulates it with their
+behavioural models appended (:func:`zoforge.sim.models.with_models`), so the primitive's
+registers are nets of the SAIF as the fabric registers they replace were.
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from pathlib import Path
 from zoforge.errors import check_choice, check_int_range
 from zoforge.reports.saif import SaifFile, SaifInstance, read_saif
 from zoforge.sim.cosim import run_cocotb
+from zoforge.sim.models import with_models
 
 __all__ = ["Port", "verilog_ports", "stimulus_inputs", "Activity", "measure_activity",
            "toggle_rates", "simulator_version", "HIGH_INPUTS", "MODES"]
@@ -112,7 +118,8 @@ def measure_activity(verilog: str, top: str, cycles: int = 2000, mode: str = "ra
     else:
         module, args = bench[0], dict(bench[1], **common)
         mode = "design bench " + module
-    result = run_cocotb(verilog=verilog, toplevel=top, test_module=module, args=args,
+    result = run_cocotb(verilog=with_models(verilog), toplevel=top, test_module=module,
+                        args=args,
                         saif=True, data_dir=data_dir, extra_files=extra_files)
     if not result.passed or result.waves is None:
         raise RuntimeError(f"activity simulation failed: {result.failures} "

@@ -21,6 +21,15 @@ Xilinx board, written whole (Verilog, Vivado project) but estimated from one
 :func:`build_report` of each distinct unit (in ``units/<unit>/``, cached like any build),
 composed as count x unit (:mod:`.compose`); on an ECP5 board the whole top is placed and
 routed, since routing is what gives a real Fmax there (:data:`.compose.RULE`).
+
+On a Xilinx board the Verilog written (and estimated, and co-simulated for activity) is
+elaborated for the board's family (:func:`design_family`,
+:func:`zoforge.hw.export.to_verilog`), so blocks with a vendor form use it: e.g. a paired
+array's multipliers are DSP48E2 instances with their register stages inside
+(:mod:`zoforge.hw.pe.packed_multiply`), which Yosys' ``synth_xilinx`` does not infer. The
+activity co-simulation appends the primitives' models (:func:`zoforge.sim.models.with_models`,
+in :func:`zoforge.reports.activity.measure_activity`). The Vivado project elaborates with the
+board's real platform, whose family selects the same forms.
 """
 from __future__ import annotations
 
@@ -51,14 +60,22 @@ from zoforge.reports.render import write_report
 from zoforge.reports.saif import rewrite_root
 from zoforge.reports.synth import synthesize
 from zoforge.reports.vivado import VivadoReports, read_vivado_reports
+from zoforge.sim.models import with_models
 
-__all__ = ["build_design", "build_report", "write_vivado_saif", "Progress", "LABELS",
-           "UNITS_DIR"]
+__all__ = ["build_design", "build_report", "write_vivado_saif", "design_family", "Progress",
+           "LABELS", "UNITS_DIR"]
 
 #: Sub-folder of a composed build's output holding each distinct unit's own build.
 UNITS_DIR = "units"
 
 _XILINX = ("xcup", "xcu", "xc7")
+
+
+def design_family(board: Board) -> str | None:
+    """The family the board's build elaborates its Verilog for: the board's on a Xilinx
+    board (the estimate's and the activity co-simulation's Verilog), None (platform-less)
+    elsewhere (an ECP5 build's nextpnr run elaborates with the board's platform itself)."""
+    return board.family if board.family in _XILINX else None
 
 
 class Progress:
@@ -119,7 +136,7 @@ def _composed(board: Board, design: Elaborated, units: Units, out_dir: Path | st
     vivado_reports = options.pop("vivado_reports", None)
     parsed = read_vivado_reports(vivado_reports) if vivado_reports is not None else None
     out = make_out_dir("--out", Path(out_dir).resolve())
-    paths = write_design(design, out)
+    paths = write_design(design, out, family=design_family(board))
     built = []
     distinct: dict[tuple[str, str], list] = {}
     for unit in units.units:        # the same unit twice: one build, the counts added
@@ -176,7 +193,7 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
     if vivado_reports is not None:     # parse first: a bad folder fails before slow steps
         parsed = read_vivado_reports(vivado_reports)
     out = make_out_dir("--out", Path(out_dir).resolve())  # absolute: the simulator runs elsewhere
-    paths = write_design(design, out)
+    paths = write_design(design, out, family=design_family(board))
     verilog = paths["verilog"].read_text()
     sections: dict = {}
     activity = None
@@ -185,7 +202,9 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
         simulated, simulated_verilog = design, verilog
         if activity_proxy is not None:
             simulated = activity_proxy
-            simulated_verilog = write_design(activity_proxy, out / "proxy")["verilog"].read_text()
+            simulated_verilog = write_design(activity_proxy, out / "proxy",
+                                             family=design_family(board))["verilog"]
+            simulated_verilog = simulated_verilog.read_text()
         activity = _activity(simulated_verilog, simulated, out / "activity", activity_cycles,
                              activity_mode, activity_seed, clock_mhz, bench)
         if activity_proxy is not None:
@@ -307,7 +326,8 @@ def _activity(verilog: str, design: Elaborated, folder: Path, cycles: int, mode:
               ) -> SwitchingActivity:
     """Measured activity, reused from ``folder`` when the inputs are unchanged."""
     top = design.name
-    key = content_key(verilog, top, str(cycles), mode, str(seed), f"{clock_mhz:.6f}",
+    key = content_key(with_models(verilog), top, str(cycles), mode, str(seed),
+                      f"{clock_mhz:.6f}",
                       json.dumps(bench, sort_keys=True, default=str))
     stored = folder / "activity.json"
     data = None
