@@ -26,9 +26,12 @@ On a Xilinx board the Verilog written (and estimated, and co-simulated for activ
 elaborated for the board's family (:func:`design_family`,
 :func:`zoforge.hw.export.to_verilog`), so blocks with a vendor form use it: e.g. a paired
 array's multipliers are DSP48E2 instances with their register stages inside
-(:mod:`zoforge.hw.pe.packed_multiply`), which Yosys' ``synth_xilinx`` does not infer. The
-activity co-simulation appends the primitives' models (:func:`zoforge.sim.models.with_models`,
-in :func:`zoforge.reports.activity.measure_activity`). The Vivado project elaborates with the
+(:mod:`zoforge.hw.pe.packed_multiply`), which Yosys' ``synth_xilinx`` does not infer. Yosys
+is given the primitives' ``(* blackbox *)`` declarations besides
+(:func:`zoforge.sim.models.with_blackbox_stubs`: the synthesis script checks the hierarchy
+before ``synth_xilinx`` reads its cell library, which replaces them); the activity
+co-simulation appends the primitives' models (:func:`zoforge.sim.models.with_models`, in
+:func:`zoforge.reports.activity.measure_activity`). The Vivado project elaborates with the
 board's real platform, whose family selects the same forms.
 """
 from __future__ import annotations
@@ -60,7 +63,7 @@ from zoforge.reports.render import write_report
 from zoforge.reports.saif import rewrite_root
 from zoforge.reports.synth import synthesize
 from zoforge.reports.vivado import VivadoReports, read_vivado_reports
-from zoforge.sim.models import with_models
+from zoforge.sim.models import with_blackbox_stubs, with_models
 
 __all__ = ["build_design", "build_report", "write_vivado_saif", "design_family", "Progress",
            "LABELS", "UNITS_DIR"]
@@ -213,7 +216,9 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
                                     f"configuration {activity_proxy.name}")
         sections["activity"] = activity
     if board.family in _XILINX:
-        synth = synthesize(verilog, design.name, family=board.family,
+        # the primitives the Verilog instantiates (a DSP48E2), declared for the script's
+        # hierarchy check (synth_xilinx replaces them with its own cell library's)
+        synth = synthesize(with_blackbox_stubs(verilog), design.name, family=board.family,
                            keep_hierarchy=keep_hierarchy, blocks=list(design.blocks) or None,
                            progress=progress.step("synth"), ram_style=ram_style)
         sections["resources"] = _resources(board, synth, ram_style)

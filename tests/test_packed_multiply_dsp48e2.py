@@ -28,7 +28,8 @@ from zoforge.golden.packing import borrowed_high, high_field, pack, split
 from zoforge.hw.export import to_verilog
 from zoforge.hw.pe.packed_multiply import (DSP48E2_FAMILIES, LATENCY, PackedMultiplier,
                                            uses_dsp48e2)
-from zoforge.sim.models import MODELS, model_path, models_for, with_models
+from zoforge.sim.models import (MODELS, blackbox_stubs, model_path, models_for,
+                                with_blackbox_stubs, with_models)
 from zoforge.sim.toolchain import apply_toolchain_env
 
 CORNERS = [-128, -127, -1, 0, 1, 126, 127]
@@ -177,6 +178,10 @@ def test_models_are_appended_only_where_instantiated():
     assert both.startswith(xcup.rstrip("\n")) and both.count("module DSP48E2") == 1
     assert models_for(both) == []                  # defined now: not appended twice
     assert set(MODELS) == {"DSP48E2"}
+    assert blackbox_stubs(plain) == "" and with_blackbox_stubs(plain) == plain
+    stub = blackbox_stubs(xcup)
+    assert stub.startswith("(* blackbox *)\nmodule DSP48E2") and "always" not in stub
+    assert "input [29:0] A;" in stub and "output [47:0] P;" in stub
 
 
 # -- the xcup form's Verilog ---------------------------------------------------------------
@@ -327,7 +332,8 @@ def test_yosys_keeps_no_multiplier_register_in_the_fabric_of_the_xcup_form():
     counts = {}
     for family in (None, "xcup"):
         verilog = to_verilog(SystolicArray(8, 8, paired=True), "array", family=family)
-        result = synthesize(verilog, "array", family="xcup", netlist=False)
+        result = synthesize(with_blackbox_stubs(verilog), "array", family="xcup",
+                            netlist=False)
         stat = json.loads((result.log_path.parent / "stat.json").read_text())
         counts[family] = (result.resources, _multiplier_modules(stat))
     (fabric_total, fabric), (xcup_total, xcup) = counts[None], counts["xcup"]
@@ -339,3 +345,29 @@ def test_yosys_keeps_no_multiplier_register_in_the_fabric_of_the_xcup_form():
     assert fabric_ff >= 32 * 80                       # ~90 per pair (docs/accelerator.md)
     assert fabric_total["FF"] - xcup_total["FF"] == fabric_ff
     assert xcup_total["DSP"] == fabric_total["DSP"] == 32
+
+
+# -- zoforge build: writes, estimates and co-simulates the xcup form -----------------------
+
+@pytest.mark.slow
+def test_a_zcu102_build_estimates_and_co_simulates_the_dsp48e2_form(tmp_path):
+    """``build_design`` of a small paired engine on the ZCU102, power included: its Verilog
+    holds its two DSP48E2s (one pair-row, two columns), the estimate counts them, the activity
+    co-simulation (Verilator, the engine's own bench) runs with the model appended, and the
+    Vivado project (Amaranth's Xilinx platform, family "ultrascaleplus") has them too."""
+    from zoforge.boards.registry import get_board
+    from zoforge.hw.designs import get_design
+    from zoforge.hw.engine.config import EngineConfig
+    from zoforge.reports.pipeline import Progress, build_design
+
+    config = EngineConfig(rows=2, cols=2, paired=True, max_m=8, max_k=8, max_n=8)
+    report = build_design(get_board("zcu102"), get_design("engine"), config, tmp_path, 300.0,
+                          activity_cycles=200, progress=Progress(quiet=True))
+    verilog = (tmp_path / report.files.verilog).read_text()
+    assert verilog.count("DSP48E2 #(") == config.multipliers() == 2
+    assert report.resources.total["DSP"] == 2
+    assert report.activity is not None and 0 < report.activity.toggle_rate < 2
+    saif = Path(report.activity.saif).read_text()
+    assert "DSP48E2" in saif or "dsp48e2" in saif          # the model's nets were traced
+    vivado = (tmp_path / "vivado" / "top.v").read_text()
+    assert vivado.count("DSP48E2 #(") == 2
