@@ -2,7 +2,8 @@
 against the plain products over every operand triple, and the hardware block
 (``hw/pe/packed_multiply.py``) against the plain products with its latency and enable
 in Amaranth's simulator; synthesized for the ZCU102 it is one DSP48E2 where two plain
-multipliers are two."""
+multipliers are two. These are the platform-less (fabric) form's; its UltraScale+ form, one
+hand-instantiated DSP48E2, is tests/test_packed_multiply_dsp48e2.py's."""
 import random
 
 import numpy as np
