@@ -52,10 +52,11 @@ stages in it::
 
 and ``p_lo = P[0:16]``, ``p_hi = P[18:34]`` are wires: the same latency, values and ``en``
 behaviour as the fabric form (the registers start at 0, as the fabric's do). Every reset is
-0, the unused registers (C, D, AD, INMODE, OPMODE, ALUMODE, CARRYIN) are off with their
-enables 0, and ACIN, BCIN, C, D, PCIN, CARRYCASCIN, MULTSIGNIN are tied to 0; every output
-is connected (the unused ones to signals named ``*unused*``, which Verilator's lint leaves
-alone). Sources: Xilinx UG579 (UltraScale Architecture DSP Slice User Guide: the W/X/Y/Z
+0, the unused registers (A1, B1, C, D, AD, INMODE, OPMODE, ALUMODE, CARRYIN, CARRYINSEL)
+are off or unused with their enables 0, and ACIN, BCIN, C, D, PCIN, CARRYCASCIN, MULTSIGNIN
+are tied to 0; every output is connected (Verilator's ``-Wall`` wants every pin), the unread
+ones to signals Amaranth writes as ``$``-named wires, which hw/lint_waivers.vlt leaves
+unchecked for use. Sources: Xilinx UG579 (UltraScale Architecture DSP Slice User Guide: the W/X/Y/Z
 fields of OPMODE, ALUMODE 0000, AREG/BREG = 1 selecting A2/B2 clocked by CEA2/CEB2,
 ACASCREG = AREG and BCASCREG = BREG when those are 0 or 1), UG974 (the DSP48E2 primitive's
 ports and attribute defaults), and Yosys' own ``$__MUL27X18`` map (share/xilinx/
