@@ -60,15 +60,13 @@ def _dots():
 
 
 def _run_pair(bits: int, dots):
-    """Each dot product's two sums from the pair's drain (its ``a`` in the form the array
-    forwards, ``a_lo`` and ``a_hi - [a_lo < 0]``): the lower row's (``a[1]``,
-    ``res_out``) :data:`LATENCY` cycles after the last step, the upper row's one shift
-    later."""
+    """Each dot product's two sums from the pair's ``res`` (its ``a`` in the form the array
+    forwards, ``a_lo`` and ``a_hi - [a_lo < 0]``): the upper row's (``res[0]``) and the
+    lower row's (``a[1]``, ``res[1]``) :data:`LATENCY` cycles after the last step."""
     pair = ProcessingPair(bits)
     got = []
 
     async def bench(ctx):
-        ctx.set(pair.res_in, 0)
         for steps in dots:
             for n, (a_lo, a_hi, b) in enumerate(steps):
                 ctx.set(pair.a_in.lo, a_lo)           # the array's edge form
@@ -80,11 +78,7 @@ def _run_pair(bits: int, dots):
                 await ctx.tick()
             ctx.set(pair.valid_in, 0)
             await ctx.tick().repeat(LATENCY - 1)
-            lower = ctx.get(pair.res_out)
-            ctx.set(pair.shift, 1)
-            await ctx.tick()
-            ctx.set(pair.shift, 0)
-            got.append((ctx.get(pair.res_out), lower))
+            got.append((ctx.get(pair.res[0]), ctx.get(pair.res[1])))
 
     sim = Simulator(pair)
     sim.add_clock(1e-8)

@@ -7,7 +7,8 @@ from amaranth.sim import Simulator
 from zoforge.errors import ConfigError
 from zoforge.golden.engine import gemm_int32, wrap_signed
 from zoforge.golden.engine_widths import accumulator_bits
-from zoforge.hw.pe.array import SystolicArray, capture_latency, min_tile_interval
+from zoforge.hw.pe.array import (SystolicArray, capture_latency, min_tile_interval,
+                                 read_out_interval)
 from zoforge.hw.pe.pe import LATENCY as PE_LATENCY
 from zoforge.hw.pe.pe import ProcessingElement
 
@@ -18,7 +19,6 @@ def test_pe_accumulates_and_wraps_at_32_bits():
     captured = []
 
     async def bench(ctx):
-        ctx.set(pe.res_in, 0)
         for n, (a, b) in enumerate(steps):
             ctx.set(pe.a_in, a)
             ctx.set(pe.b_in, b)
@@ -27,18 +27,22 @@ def test_pe_accumulates_and_wraps_at_32_bits():
             ctx.set(pe.last_in, n == len(steps) - 1)
             await ctx.tick()
         ctx.set(pe.valid_in, 0)
-        await ctx.tick().repeat(PE_LATENCY - 1)      # the last step's sum is in res
-        captured.append(ctx.get(pe.res_out))
-        ctx.set(pe.shift, 1)
-        ctx.set(pe.res_in, 42)
-        await ctx.tick()
-        captured.append(ctx.get(pe.res_out))
+        await ctx.tick().repeat(PE_LATENCY - 2)
+        captured.append(ctx.get(pe.res[0]))          # not yet
+        await ctx.tick()                             # the last step's sum is in res
+        captured.append(ctx.get(pe.res[0]))
+        ctx.set(pe.a_in, 5)                          # a new dot product without its last
+        ctx.set(pe.valid_in, 1)
+        ctx.set(pe.first_in, 1)
+        ctx.set(pe.last_in, 0)
+        await ctx.tick().repeat(PE_LATENCY + 3)
+        captured.append(ctx.get(pe.res[0]))          # res holds until the next capture
 
     sim = Simulator(pe)
     sim.add_clock(1e-6)
     sim.add_testbench(bench)
     sim.run()
-    assert captured == [3 * 16384 - 127 * 128, 42]
+    assert captured == [0, 3 * 16384 - 127 * 128, 3 * 16384 - 127 * 128]
 
 
 def _wrap32(value: int) -> int:
@@ -77,7 +81,7 @@ def test_first_restarts_the_sum_whatever_the_accumulator_holds():
             ctx.set(pe.first_in, first)
             ctx.set(pe.last_in, last)
             await ctx.tick()
-            seen.append(ctx.get(pe.res_out))
+            seen.append(ctx.get(pe.res[0]))
 
     sim = Simulator(pe)
     sim.add_clock(1e-6)
@@ -95,15 +99,17 @@ def test_first_restarts_the_sum_whatever_the_accumulator_holds():
 
 
 def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0, acc_bits=32,
-               skewed_drain=False):
+               skewed_drain=False, interval=None):
     """Feed ``tiles`` (list of (X [R,K], W [K,C])) as close as the array allows (tile starts
-    ``max(K, min_tile_interval) + slack`` cycles apart); drain each when the array says its
-    sums are ready (``early`` cycles before that): R reads of ``res_out`` from
-    ``capture_latency`` cycles after the last step, ``shift`` high for R - 1 cycles from
-    ``drain_lead`` cycles before the first read. Returns the drained tiles."""
+    ``max(K, interval) + slack`` cycles apart, ``interval`` the array's
+    ``min_tile_interval`` unless given); drain each when the array says its sums are ready
+    (``early`` cycles before that): R reads of ``res_out`` from ``capture_latency`` cycles
+    after the last step, top row first, ``sel`` counting the rows from ``drain_lead``
+    cycles before the first read. Returns the drained tiles."""
     array = SystolicArray(rows, cols, paired=paired, acc_bits=acc_bits,
                           skewed_drain=skewed_drain)
-    gap = max(0, array.min_tile_interval - tiles[0][0].shape[1]) + slack
+    interval = array.min_tile_interval if interval is None else interval
+    gap = max(0, interval - tiles[0][0].shape[1]) + slack
     drained = []
 
     async def feeder(ctx):
@@ -128,17 +134,17 @@ def _run_tiles(rows, cols, tiles, slack=0, paired=False, early=0, acc_bits=32,
             t += x.shape[1]
             starts.append(t - 1 + array.capture_latency - early)
             t += gap
-        shifts = {s - array.drain_lead + n for s in starts for n in range(rows - 1)}
+        sels = {s - array.drain_lead + n: n for s in starts for n in range(rows)}
         reads = {s + n: (index, n) for index, s in enumerate(starts) for n in range(rows)}
-        rows_out = [[None] * rows for _ in tiles]
+        rows_out = [[[None] * cols] * rows for _ in tiles]      # a row never read: None
         for cycle in range(max(starts) + rows):
+            ctx.set(array.sel, sels.get(cycle, 0))
             if cycle in reads:
                 index, n = reads[cycle]
-                rows_out[index][rows - 1 - n] = [ctx.get(array.res_out[j])
-                                                 for j in range(cols)]
-            ctx.set(array.shift, cycle in shifts)
+                rows_out[index][n] = [ctx.get(array.res_out[j]) for j in range(cols)]
             await ctx.tick()
-        drained.extend(np.array(tile) for tile in rows_out)
+        drained.extend(np.array(tile, dtype=object if any(None in row for row in tile)
+                                else None) for tile in rows_out)
 
     sim = Simulator(array)
     sim.add_clock(1e-6)
@@ -181,10 +187,21 @@ def test_paired_array_back_to_back_tiles_at_the_minimum_interval(rows, cols, k):
     assert capture_latency(rows, cols) - capture_latency(rows, cols, paired=True) == rows // 2
 
 
-def test_paired_array_drained_one_cycle_early_is_wrong():
-    """The paired capture latency is exact: the same run read one cycle earlier misses sums."""
-    tiles = _tiles(4, 3, 5)
-    drained = _run_tiles(4, 3, tiles, paired=True, early=1)
+@pytest.mark.parametrize("rows, cols, paired, skewed", [
+    (4, 3, True, False), (6, 2, True, False), (3, 3, False, False), (4, 3, True, True),
+    (4, 3, False, True), (6, 2, True, True)])
+def test_read_early_by_the_unit_rows_is_wrong(rows, cols, paired, skewed):
+    """The read-out (top row first) reads row r of column j where it was captured, the
+    bottom unit row's last: read U - 1 cycles before capture_latency after the last step
+    the sums are all there (the top row, captured first, is read first), U cycles before
+    the top row of column C-1 (plain) or j (skewed) is not yet captured. The drain keeps
+    capture_latency (the shift chains' exact latency, the cycles the models count)."""
+    tiles = _tiles(rows, cols, 5)
+    units = rows // 2 if paired else rows
+    exact = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=skewed,
+                       early=units - 1)
+    assert all((got == x @ w).all() for (x, w), got in zip(tiles, exact))
+    drained = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=skewed, early=units)
     assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
 
 
@@ -194,11 +211,18 @@ def test_a_paired_array_needs_even_rows_and_int8(rows, a_bits):
         SystolicArray(rows, 2, a_bits=a_bits, paired=True)
 
 
-def test_tiles_closer_than_the_minimum_interval_corrupt_the_drain():
-    # The minimum interval (2R + C) has a 3-cycle margin: 4 cycles closer breaks the drain.
-    tiles = _tiles(3, 2, 4)
-    drained = _run_tiles(3, 2, tiles, slack=-4)
-    assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
+@pytest.mark.parametrize("rows, cols, paired", [(3, 2, False), (4, 3, False), (4, 3, True),
+                                                (6, 2, True)])
+def test_the_read_out_s_own_interval_is_exact(rows, cols, paired):
+    """The plain read-out's own bound, R + C - 1 (:func:`read_out_interval`, below the
+    feeders' 2R + C): tiles that far apart are exact, one cycle closer lose sums (the next
+    tile's capture before the read of a row)."""
+    tiles = _tiles(rows, cols, 1)
+    bound = read_out_interval(rows, cols)
+    assert bound == rows + cols - 1 < min_tile_interval(rows, cols, paired)
+    for slack, exact in ((0, True), (-1, False)):
+        drained = _run_tiles(rows, cols, tiles, paired=paired, interval=bound, slack=slack)
+        assert all((got == x @ w).all() for (x, w), got in zip(tiles, drained)) == exact
 
 
 def _corner_tiles(rows, cols, k):
@@ -263,8 +287,9 @@ def test_accumulators_narrower_than_a_product_or_wider_than_32_are_refused(a_bit
 @pytest.mark.parametrize("rows, cols, k, paired", [
     (1, 3, 1, False), (2, 3, 1, False), (3, 2, 2, False), (4, 16, 8, False),
     (4, 3, 1, True), (6, 2, 3, True), (8, 4, 2, True)])
-def test_skewed_drain_back_to_back_at_the_exact_minimum(rows, cols, k, paired):
-    """Tiles max(U + R - 2, R) apart (U unit rows: R, or R / 2 paired), whatever C, with
+def test_skewed_drain_back_to_back_at_the_feeders_minimum(rows, cols, k, paired):
+    """Tiles max(U + R - 2, R) apart (U unit rows: R, or R / 2 paired; the feeders'
+    interval), whatever C, with
     shallow tiles (K below the interval, so the interval decides), corners included: every
     sum as the plain product; the interval independent of C."""
     tiles = _tiles(rows, cols, k)
@@ -278,16 +303,16 @@ def test_skewed_drain_back_to_back_at_the_exact_minimum(rows, cols, k, paired):
 
 @pytest.mark.parametrize("rows, cols, paired", [(3, 2, False), (4, 6, False), (6, 2, True),
                                                 (8, 3, True)])
-def test_skewed_drain_one_cycle_closer_is_wrong(rows, cols, paired):
-    """The skewed minimum is exact: the same tiles one cycle closer lose sums (where U + R - 2
-    exceeds R; below, the drain's R reads a tile decide)."""
+def test_skewed_drain_at_the_read_out_s_own_interval(rows, cols, paired):
+    """The skewed read-out's own bound, R (:func:`read_out_interval`; the feeders keep
+    ``max(U + R - 2, R)``): tiles that far apart are exact, one cycle closer lose sums."""
     tiles = _tiles(rows, cols, 1)
-    drained = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=True, slack=-1)
+    bound = read_out_interval(rows, cols, skewed_drain=True)
+    assert bound == rows <= min_tile_interval(rows, cols, paired, True)
+    exact = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=True, interval=bound)
+    assert all((got == x @ w).all() for (x, w), got in zip(tiles, exact))
+    drained = _run_tiles(rows, cols, tiles, paired=paired, skewed_drain=True,
+                         interval=bound, slack=-1)
     assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))
 
 
-def test_skewed_drain_read_one_cycle_early_is_wrong():
-    """The reads stay capture_latency after the last step: one cycle earlier misses sums."""
-    tiles = _tiles(4, 3, 5)
-    drained = _run_tiles(4, 3, tiles, skewed_drain=True, early=1)
-    assert any((got != x @ w).any() for (x, w), got in zip(tiles, drained))

@@ -21,7 +21,7 @@ be those of the word the loop says it is at.
   panel, ``w_release``), when tiles begin (``min_gap``), and that no third tile begins
   while two result banks are still unread.
 * :class:`~zoforge.hw.pe.drain.Drain`: the rows it writes into the result banks
-  (bottom row first, banks alternating per tile), its ``shift`` and ``drained``.
+  (top row first, banks alternating per tile), its read-out's ``sel`` and ``drained``.
 """
 from __future__ import annotations
 
@@ -443,32 +443,31 @@ def test_feeder_waits_for_a_free_result_bank():
 # -- Drain --------------------------------------------------------------------------------
 
 def drain_writes(rows: int, latency: int, captures: list[int]):
-    """cycle -> (row address, bank, shift, drained) of every result-bank write: tile t
-    captured at cycle c writes its rows bottom row first at c + latency .. + rows - 1 into
-    bank t % 2, shifting the chains after every row but the top one."""
+    """cycle -> (row address, bank, drained) of every result-bank write: tile t captured at
+    cycle c writes its rows top row first at c + latency .. + rows - 1 into bank t % 2."""
     writes = {}
     for tile, cycle in enumerate(captures):
         for i in range(rows):
-            writes[cycle + latency + i] = (rows - 1 - i, tile % 2, int(i < rows - 1),
-                                           int(i == rows - 1))
+            writes[cycle + latency + i] = (i, tile % 2, int(i == rows - 1))
     return writes
 
 
-def drain_shifts(rows: int, latency: int, lead: int, captures: list[int]) -> set[int]:
-    """The cycles of ``shift``: tile t captured at cycle c shifts the chains at c + latency
-    - lead .. + rows - 2 (after every row written but the top one, ``lead`` cycles early)."""
-    return {cycle + latency - lead + i for cycle in captures for i in range(rows - 1)}
+def drain_sels(rows: int, latency: int, lead: int, captures: list[int]) -> dict[int, int]:
+    """cycle -> ``sel`` (the row the array reads out) where it counts: tile t captured at
+    cycle c reads row i at c + latency - lead + i (``lead`` cycles before its write);
+    0 elsewhere."""
+    return {cycle + latency - lead + i: i for cycle in captures for i in range(rows)}
 
 
 @pytest.mark.parametrize("rows, latency, lead", [(3, 2, 0), (1, 4, 0), (4, 1, 0), (3, 3, 2),
                                                  (4, 2, 1), (2, 1, 0)])
-def test_drain_writes_rows_bottom_first_into_alternating_banks(rows, latency, lead):
+def test_drain_writes_rows_top_first_into_alternating_banks(rows, latency, lead):
     """Tiles captured back to back (every R cycles), one apart by more, then a start (the
     next tile goes to bank 0 again): on every cycle the write enable, its row address and
-    bank, ``drained`` as :func:`drain_writes` and ``shift`` as :func:`drain_shifts`, the
+    bank, ``drained`` as :func:`drain_writes` and ``sel`` as :func:`drain_sels`, the
     written row the array's ``res`` of that cycle; three rows (a row address that is not a
-    power of two), one row (no shift at all), two and four, with and without a shift lead
-    (a skewed drain's: the shift register's next value from an earlier tap)."""
+    power of two), one row, two and four, with and without a lead (a skewed drain's: the
+    read's own row counter on an earlier tap)."""
     tiling = Tiling(rows=rows, cols=2, weights_on="b", panel_words=2, tiles=2, dim_bits=4)
     dut = Drain(tiling, latency, lead)
     row_bits = address_bits(rows)
@@ -476,8 +475,8 @@ def test_drain_writes_rows_bottom_first_into_alternating_banks(rows, latency, le
     start_at = first[-1] + rows + latency + 1
     second = [start_at + 1 + c for c in (0, rows)]
     expected = {**drain_writes(rows, latency, first), **drain_writes(rows, latency, second)}
-    shifts = drain_shifts(rows, latency, lead, first + second)
-    assert len(shifts) == 7 * (rows - 1)
+    sels = drain_sels(rows, latency, lead, first + second)
+    assert len(sels) == 7 * rows
 
     async def bench(ctx):
         for cycle in range(second[-1] + rows + latency + 3):
@@ -486,9 +485,9 @@ def test_drain_writes_rows_bottom_first_into_alternating_banks(rows, latency, le
             ctx.set(dut.res, [cycle * 10 + i for i in range(2)])
             want = expected.get(cycle)
             assert ctx.get(dut.res_wr.en) == (want is not None), cycle
-            assert ctx.get(dut.shift) == (cycle in shifts), cycle
+            assert ctx.get(dut.sel) == sels.get(cycle, 0), cycle
             if want is not None:
-                row, bank, _, drained = want
+                row, bank, drained = want
                 assert ctx.get(dut.res_wr.addr) == row | bank << row_bits, cycle
                 assert [ctx.get(dut.res_wr.data[i]) for i in range(2)] == [cycle * 10,
                                                                           cycle * 10 + 1]

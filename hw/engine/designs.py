@@ -15,7 +15,7 @@ BLOCKS = {
     "array": "R x C output-stationary systolic array of INT8 MAC processing elements",
     "loader": "input stream -> X buffer and W banks",
     "feeder": "X buffer and W banks -> array, one k-step per cycle (weights as a stream)",
-    "drain": "array shift chains -> result banks",
+    "drain": "array read-out (row multiplexers) -> result banks",
     "output": "result banks and column parameters -> rows for the requantizer; its rows "
               "-> output stream",
     "requant": "bias add, requantization (multiplier, shift, round, saturate), ReLU",

@@ -161,7 +161,7 @@ class Engine(wiring.Component):
         m.d.comb += [array.a.eq(feeder.x), array.b.eq(feeder.w.payload),
                      array.valid.eq(feeder.valid), array.first.eq(feeder.first),
                      array.last.eq(feeder.last), drain.capture.eq(feeder.last),
-                     drain.res.eq(array.res_out), array.shift.eq(drain.shift)]
+                     drain.res.eq(array.res_out), array.sel.eq(drain.sel)]
         wiring.connect(m, output.rows, requant.i)
         wiring.connect(m, requant.o, output.results)
         wiring.connect(m, regs.mode, requant.mode)

@@ -19,27 +19,32 @@ and forwards ``a_lo`` and that 9-bit high field (17 bits) along the row, so each
 multiplier operand is a register wired as the packed operand, with no adder before the
 multiply; cycles as without it. A pair's rows are skewed alike (by ``p``), so a step reaches
 PE (i, j) in cycle t + i // 2 + j and the sums are in ``res`` from t_last + R / 2 + C - 2 +
-LATENCY; the drain chain and its order are those of single PEs, and the minimum tile
-interval holds a fortiori (the captures come earlier, the drain is the same R cycles).
-Results leave through per-column shift chains: with ``shift`` high every ``res`` takes the
-value of the PE above, and ``res_out[j]`` is the bottom row, so R cycles (bottom row first)
-drain a tile. The next tile's first capture must come after the last shift; the feeder
-spaces tiles by at least :attr:`SystolicArray.min_tile_interval` cycles to ensure it.
+LATENCY; the read-out and its order are those of single PEs, and the minimum tile
+interval holds a fortiori (the captures come earlier, the read-out is the same R cycles).
 
-**Skewed drain** (``skewed_drain``): column j's chain shifts with ``shift`` delayed by j
-cycles (a register per column), so each column drains right after its own last capture,
-and ``res_out[j]`` is the bottom row delayed by C-1-j cycles (shift registers without
-reset: SRLs on a Xilinx device), so a drained row leaves all columns in one cycle. The
-drain asserts ``shift`` :attr:`SystolicArray.drain_lead` = C-1 cycles before it reads the
-first row from ``res_out``, which it reads when it would have without the skew
-(:attr:`SystolicArray.capture_latency` after the tile's last step): only the shifts move
+**Read-out**: each PE's ``res`` holds its finished sum until its next capture (a register
+with an enable), and ``res_out[j]`` is row ``sel`` of column j, through a multiplexer over
+the column's R rows (no shift chain: a LUT a bit a PE for the chain's capture-or-shift
+select becomes about a quarter of one for the multiplexer tree; the values are those of the
+chain it replaced, which moved row R-1-s to the bottom after s shifts). The drain
+(:class:`~.drain.Drain`) reads a tile in R cycles, ``sel`` counting 0 .. R-1 (top row
+first). A row must be read before its next capture; the feeder spaces tiles by at least
+:attr:`SystolicArray.min_tile_interval` cycles, which ensures it (:func:`min_tile_interval`).
+
+**Skewed drain** (``skewed_drain``): column j reads with ``sel`` delayed by j cycles (a
+register per column), so each column is read right after its own last capture, and
+``res_out[j]`` is delayed by C-1-j cycles (shift registers without reset: SRLs on a Xilinx
+device), so a read row leaves all columns in one cycle. The drain counts ``sel``
+:attr:`SystolicArray.drain_lead` = C-1 cycles before it takes the first row from
+``res_out``, which it takes when it would have without the skew
+(:attr:`SystolicArray.capture_latency` after the tile's last step): only the reads move
 earlier, and the tile interval loses its C term (:func:`min_tile_interval`).
 
 Accumulator width (``acc_bits``, 32 by default): the PEs' accumulators, ``res`` and the
-drain chains; ``res_out`` is 32-bit, sign-extended (exact for sums that fit ``acc_bits``:
+read-out; ``res_out`` is 32-bit, sign-extended (exact for sums that fit ``acc_bits``:
 :func:`~zoforge.golden.engine_widths.accumulator_bits` of the largest K).
 """
-from amaranth import Cat, Const, Module, Signal, signed
+from amaranth import Array, Cat, Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -49,8 +54,8 @@ from .pe import LATENCY as PE_LATENCY
 from .pe import ProcessingElement, check_acc_bits
 from .pe_pair import OPERANDS, ProcessingPair, pair_operands
 
-__all__ = ["SystolicArray", "min_tile_interval", "capture_latency", "drain_lead",
-           "skew_register_bits"]
+__all__ = ["SystolicArray", "min_tile_interval", "read_out_interval", "capture_latency",
+           "drain_lead", "skew_register_bits"]
 
 
 def min_tile_interval(rows: int, cols: int, paired: bool = False,
@@ -60,28 +65,33 @@ def min_tile_interval(rows: int, cols: int, paired: bool = False,
 
     Timing (L = :data:`~.pe.LATENCY`; "edge c": the clock edge at the end of cycle c): a
     tile's last step in cycle t reaches unit row u, column j in t + u + j and its sum is
-    captured at edge t + u + j + L - 1 (in ``res`` from the next cycle). A column's chain
-    can shift only once its bottom unit row has captured: its R - 1 shifts are at edges
-    d_j .. d_j + R - 2 with d_j >= t + U - 1 + j + L - 1 + 1, and its row s (from the bottom)
-    is read in cycle d_j + s. The next tile (last step t + D) captures its top row at edge
-    t + D + j + L - 1; that edge must not precede the column's last shift (the top row's
-    sum would be shifted down and replaced by the zero above; at the same edge the capture
-    wins and the shift only moved a drained zero), and its bottom row's capture (edge t +
-    D + U - 1 + j + L - 1) must not precede the column's last read (cycle d_j + R - 1).
+    captured at edge t + u + j + L - 1 (in ``res`` from the next cycle). Column j's row r
+    (in unit row u_r) is read in cycle d_j + r, d_j the cycle its first row is read. The
+    next tile (last step t + D) captures row r at edge t + D + u_r + j + L - 1, which must
+    not precede that read: D >= d_j - t - j - L + 1 + r - u_r.
 
-    * Plain drain: every column shifts with column C-1, d_j = t + U + C + L - 2; the top
-      row of column 0 gives D >= U + R + C - 3 (2R + C - 3 for single PEs). Returned: 2R
-      + C, 3 cycles of margin (the paired array's U = R / 2 a fortiori).
-    * ``skewed_drain``: column j shifts j cycles after column 0, d_j = t + U + j + L - 1;
-      the top row gives D >= U + R - 2, the bottom row's read D >= R (also the drain's R
-      writes a tile, :class:`~.drain.Drain`). Returned exactly: ``max(U + R - 2, R)`` (2R
-      - 2 for single PEs and R >= 2, 1 for R = 1; 3R / 2 - 2 paired, at least R):
-      ``tests/test_pe_array.py`` runs tiles at it, bit-exact, and one cycle closer, wrong.
+    * Plain drain: every column is read with column C-1, d_j = t + U + C + L - 2 (the
+      bottom unit row of column C-1 captured), so D >= U + C - 1 + r - u_r - j: R + C - 1
+      (row R-1, column 0; r - u_r is at most R - U). Returned: 2R + C, the bound of the
+      shift chains this read-out replaced (kept: the engines' cycles and their models).
+    * ``skewed_drain``: column j is read j cycles after column 0, d_j = t + U + j + L - 1,
+      so D >= U + r - u_r: R (also the drain's R writes a tile, :class:`~.drain.Drain`).
+      Returned: ``max(U + R - 2, R)`` (2R - 2 for single PEs and R >= 2, 1 for R = 1;
+      3R / 2 - 2 paired, at least R), the shift chains' exact bound, kept likewise:
+      :func:`read_out_interval` is the read-out's own, ``tests/test_pe_array.py`` runs
+      tiles at it, bit-exact, and one cycle closer, wrong.
     """
     if not skewed_drain:
         return 2 * rows + cols
     units = rows // 2 if paired else rows
     return max(units + rows - 2, rows)
+
+
+def read_out_interval(rows: int, cols: int, skewed_drain: bool = False) -> int:
+    """Fewest cycles between two tiles' first steps that the read-out itself allows (see
+    :func:`min_tile_interval`): R + C - 1 with the plain drain, R skewed; paired or not.
+    Not the interval the feeders keep (:func:`min_tile_interval`, at least this)."""
+    return rows if skewed_drain else rows + cols - 1
 
 
 def skew_register_bits(rows: int, cols: int, paired: bool = False,
@@ -99,7 +109,7 @@ def skew_register_bits(rows: int, cols: int, paired: bool = False,
 
 
 def drain_lead(cols: int, skewed_drain: bool = False) -> int:
-    """Cycles the drain's ``shift`` leads its reads of ``res_out``: C-1 with a skewed
+    """Cycles the drain's ``sel`` leads its reads of ``res_out``: C-1 with a skewed
     drain (the deskew delay of column 0), else 0."""
     return cols - 1 if skewed_drain else 0
 
@@ -128,7 +138,7 @@ class SystolicArray(wiring.Component):
             "a": In(data.ArrayLayout(signed(a_bits), rows)),
             "b": In(data.ArrayLayout(signed(b_bits), cols)),
             "valid": In(1), "first": In(1), "last": In(1),
-            "shift": In(1),
+            "sel": In(range(rows)),
             "res_out": Out(data.ArrayLayout(signed(ACC_BITS), cols)),
         })
 
@@ -192,29 +202,30 @@ class SystolicArray(wiring.Component):
                 m.d.sync += b_d.eq(b)
                 b = b_d
             m.d.comb += units[0][j].b_in.eq(b)
-        # Each column's shift: the input's, j cycles later with a skewed drain.
-        shifts = [self.shift]
+        # Each column's row select: the input's, j cycles later with a skewed drain.
+        sels = [self.sel]
         for j in range(1, C if self.skewed_drain else 1):
-            shift_d = Signal(name=f"shift_skew_{j}")
-            m.d.sync += shift_d.eq(shifts[-1])
-            shifts.append(shift_d)
-        # Systolic connections and the drain chains.
+            sel_d = Signal.like(self.sel, name=f"sel_skew_{j}")
+            m.d.sync += sel_d.eq(sels[-1])
+            sels.append(sel_d)
+        # Systolic connections.
         for u in range(U):
             for j in range(C):
                 unit = units[u][j]
-                m.d.comb += unit.shift.eq(shifts[j] if self.skewed_drain else self.shift)
                 if j > 0:
                     left = units[u][j - 1]
                     m.d.comb += [unit.a_in.eq(left.a_out), unit.valid_in.eq(left.valid_out),
                                  unit.first_in.eq(left.first_out),
                                  unit.last_in.eq(left.last_out)]
                 if u > 0:
-                    above = units[u - 1][j]
-                    m.d.comb += [unit.b_in.eq(above.b_out), unit.res_in.eq(above.res_out)]
-                else:
-                    m.d.comb += unit.res_in.eq(Const(0, signed(self.acc_bits)))
-        for j in range(C):      # deskewed (C-1-j registers without reset), sign-extended
-            res = units[U - 1][j].res_out
+                    m.d.comb += unit.b_in.eq(units[u - 1][j].b_out)
+        # The read-out: row sel of each column (top row 0), deskewed (C-1-j registers
+        # without reset), sign-extended.
+        for j in range(C):
+            column = Array(units[u][j].res[i] for u in range(U)
+                           for i in range(self.rows // U))
+            res = Signal(signed(self.acc_bits), name=f"res_read_{j}")
+            m.d.comb += res.eq(column[sels[j] if self.skewed_drain else self.sel])
             for stage in range(C - 1 - j if self.skewed_drain else 0):
                 res_d = Signal(signed(self.acc_bits), name=f"res_deskew_{j}_{stage}",
                                reset_less=True)

@@ -18,12 +18,12 @@ MREG), beside the operand registers that forward ``a`` and ``b``::
     cycle 5:  res               <- acc                           (after a valid last)
 
 ``first`` starts a new dot product, ``last`` ends it and copies the sum into ``res`` (:data:`LATENCY`
-cycles after the step entered the PE).
-``res`` belongs to a per-column shift chain used to drain finished results: with ``shift``
-high (and no capture in that cycle) ``res <- res_in`` (the value of the PE above).
+cycles after the step entered the PE). ``res`` holds it until the next capture (a register
+with an enable, no logic in front of it): the array reads a column's sums out through a
+row multiplexer (:class:`~.array.SystolicArray`), while ``acc`` runs the next dot product.
 """
 from amaranth import Cat, Module, Signal, Mux, signed
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.errors import check_int_range
@@ -46,7 +46,7 @@ class ProcessingElement(wiring.Component):
                  acc_bits: int = ACC_BITS):
         self.a_bits, self.b_bits = a_bits, b_bits
         self.acc_bits = check_acc_bits(acc_bits, a_bits, b_bits)
-        super().__init__(unit_members(signed(a_bits), signed(b_bits), acc_bits))
+        super().__init__(unit_members(signed(a_bits), signed(b_bits), acc_bits, rows=1))
 
     def elaborate(self, platform):
         m = Module()
@@ -59,7 +59,7 @@ class ProcessingElement(wiring.Component):
         m.d.comb += [multiply.a.eq(self.a_in), multiply.b.eq(self.b_in)]
         flags = Signal(3)
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
-        accumulate(m, multiply.p, flags, self.shift, self.res_in, self.res_out)
+        accumulate(m, multiply.p, flags, self.res[0])
         return m
 
 
@@ -68,15 +68,15 @@ def check_acc_bits(acc_bits: int, a_bits: int, b_bits: int) -> int:
     return check_int_range("acc_bits", acc_bits, a_bits + b_bits, ACC_BITS)
 
 
-def unit_members(a_shape, b_shape, acc_bits: int = ACC_BITS) -> dict:
-    """The ports of an array unit (a PE, or a pair of them) with ``a`` of ``a_shape``: the
-    operands and flags in and forwarded out, the drain chain's shift, in and out
-    (``acc_bits`` wide)."""
+def unit_members(a_shape, b_shape, acc_bits: int = ACC_BITS, rows: int = 1) -> dict:
+    """The ports of an array unit of ``rows`` PEs of one column (a PE, or a pair of them)
+    with ``a`` of ``a_shape``: the operands and flags in and forwarded out, and ``res``, the
+    rows' finished sums (``acc_bits`` wide), the unit's top row first."""
     return {"a_in": In(a_shape), "b_in": In(b_shape),
             "valid_in": In(1), "first_in": In(1), "last_in": In(1),
             "a_out": Out(a_shape), "b_out": Out(b_shape),
             "valid_out": Out(1), "first_out": Out(1), "last_out": Out(1),
-            "shift": In(1), "res_in": In(signed(acc_bits)), "res_out": Out(signed(acc_bits))}
+            "res": Out(data.ArrayLayout(signed(acc_bits), rows))}
 
 
 def forward(m: Module, unit) -> None:
@@ -86,11 +86,11 @@ def forward(m: Module, unit) -> None:
                  unit.last_out.eq(unit.last_in)]
 
 
-def accumulate(m: Module, prod, flags, shift, res_in, res_out, carry_in=None) -> None:
+def accumulate(m: Module, prod, flags, res, carry_in=None) -> None:
     """Stages 3 to 5 of a PE on ``prod``, the product of the step whose flags
     ``Cat(valid, first, last)`` are in ``flags`` one cycle earlier (the flags of stage 2):
-    the accumulator, as wide as ``res_out`` (wrapping), the capture of a finished sum into
-    ``res_out`` and its drain chain (``res_out <- res_in`` while ``shift``, a capture first).
+    the accumulator, as wide as ``res`` (wrapping), and the capture of a finished sum into
+    ``res``, which holds it until the next capture.
     ``carry_in`` (one bit, optional) is added to every step's product: the accumulator's
     adder takes it as its carry-in (see below), so ``acc <- (first ? 0 : acc) + prod +
     carry_in`` costs no adder of its own (:class:`~.pe_pair.ProcessingPair`'s correction of
@@ -101,7 +101,7 @@ def accumulate(m: Module, prod, flags, shift, res_in, res_out, carry_in=None) ->
     # Stage 3: accumulate (wraps modulo 2^acc_bits) and capture finished sums. ``first`` clears
     # the addend rather than choosing after the adder, so a bit is one LUT (acc, first,
     # prod) into the carry chain, not an adder's LUT and a multiplexer's.
-    shape = res_out.shape()
+    shape = res.shape()
     acc, kept, total = Signal(shape), Signal(shape), Signal(shape)
     m.d.comb += kept.eq(Mux(first, 0, acc))
     if carry_in is None:
@@ -119,10 +119,8 @@ def accumulate(m: Module, prod, flags, shift, res_in, res_out, carry_in=None) ->
     with m.If(valid):
         m.d.sync += acc.eq(total)
     # Stage 4: a finished sum from the accumulator register into res (the adder drives
-    # only the accumulator)
+    # only the accumulator; ``capture`` is the register's enable, no logic in front of it)
     capture = Signal()
     m.d.sync += capture.eq(valid & last)
     with m.If(capture):
-        m.d.sync += res_out.eq(acc)
-    with m.Elif(shift):
-        m.d.sync += res_out.eq(res_in)
+        m.d.sync += res.eq(acc)

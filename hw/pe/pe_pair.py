@@ -11,9 +11,8 @@ its last step. The high product (row ``2p + 1``'s, ``a[1] * b``) comes uncorrect
 row's accumulator adds the borrow back as its adder's carry-in: ``acc <- (first ? 0 : acc) +
 p_hi + borrow`` (:func:`~.pe.accumulate`'s ``carry_in``;
 :func:`zoforge.golden.packing.add_high` states it), the same sums as the corrected
-product's, with no adder of its own. The drain chain passes through both: ``res_in`` (the
-pair above) -> row ``2p``'s ``res`` -> row ``2p + 1``'s ``res`` = ``res_out``, the order of
-two single PEs.
+product's, with no adder of its own. ``res[0]`` is row ``2p``'s finished sum, ``res[1]`` row
+``2p + 1``'s (the order of two single PEs).
 
 The two rows' operands come in (and are forwarded to the right) in the packed operand's
 form, :data:`OPERANDS`: ``lo`` = ``a_lo`` (row ``2p``'s) and ``high`` = ``a_hi - [a_lo <
@@ -52,7 +51,7 @@ class ProcessingPair(wiring.Component):
 
     def __init__(self, acc_bits: int = ACC_BITS):
         self.acc_bits = check_acc_bits(acc_bits, OPERAND_BITS, OPERAND_BITS)
-        super().__init__(unit_members(OPERANDS, signed(OPERAND_BITS), acc_bits))
+        super().__init__(unit_members(OPERANDS, signed(OPERAND_BITS), acc_bits, rows=2))
 
     def elaborate(self, platform):
         m = Module()
@@ -62,8 +61,6 @@ class ProcessingPair(wiring.Component):
                      multiply.b.eq(self.b_in)]
         flags = Signal(3)
         m.d.sync += flags.eq(Cat(self.valid_out, self.first_out, self.last_out))
-        upper = Signal(signed(self.acc_bits), name="res_upper")
-        accumulate(m, multiply.p_lo, flags, self.shift, self.res_in, upper)
-        accumulate(m, multiply.p_hi, flags, self.shift, upper, self.res_out,
-                   carry_in=multiply.p_lo[-1])
+        accumulate(m, multiply.p_lo, flags, self.res[0])
+        accumulate(m, multiply.p_hi, flags, self.res[1], carry_in=multiply.p_lo[-1])
         return m

@@ -18,7 +18,7 @@ BLOCKS = {
              "saturating) -> staging banks",
     "feeder": "staging and token buffers -> array, one k-step per cycle (the systolic "
               "library's)",
-    "drain": "array shift chains -> result banks (shared with the GEMM engine)",
+    "drain": "array read-out (row multiplexers) -> result banks (shared with the GEMM engine)",
     "output": "result banks and init -> rows for the requantizer (shared with the GEMM "
               "engine)",
     "requant": "init add (XW) and requantization of U = requant(X·A)",

@@ -185,7 +185,7 @@ class ZoLayer(wiring.Component):
                      array.valid.eq(feeder.valid), array.first.eq(feeder.first),
                      array.last.eq(feeder.last), drain.start.eq(job.launch),
                      drain.capture.eq(feeder.last), drain.res.eq(array.res_out),
-                     array.shift.eq(drain.shift), output.drained.eq(drain.drained),
+                     array.sel.eq(drain.sel), output.drained.eq(drain.drained),
                      feeder.tile_done.eq(output.tile_done)]
         wiring.connect(m, output.rows, requant.i)
         wiring.connect(m, requant.o, output.results)

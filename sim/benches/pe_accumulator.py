@@ -6,8 +6,8 @@ cycle from Python) and, between them, ``middle`` steps of the constant operands 
 ``b_const`` (held on the ports while the simulator runs on its own: no Python per cycle, so
 K can exceed 2^17 and the accumulators leave the int32 range). ``first`` is high on the
 first step and ``last`` on the last. The bench then waits until the sums are in the result
-registers and drains them (``shift``), bottom row first, into ``res.npy`` (``[R, C]``,
-int64, the signed 32-bit values).
+registers and reads them out (``sel``: row by row, top row first) into ``res.npy``
+(``[R, C]``, int64, the signed 32-bit values).
 """
 import cocotb
 import numpy as np
@@ -35,7 +35,7 @@ async def long_dot_products(dut):
     rows, cols, a_bits, b_bits = args["rows"], args["cols"], args["a_bits"], args["b_bits"]
     prefix, suffix = np.load(data / "prefix.npz"), np.load(data / "suffix.npz")
     Clock(dut.clk, CLOCK_NS, unit="ns").start()
-    for name in ("valid", "first", "last", "shift", "a", "b"):
+    for name in ("valid", "first", "last", "sel", "a", "b"):
         getattr(dut, name).value = 0
     dut.rst.value = 1
     await ClockCycles(dut.clk, 3)
@@ -72,11 +72,9 @@ async def long_dot_products(dut):
     await ClockCycles(dut.clk, rows + cols + 4)        # capture latency, with margin
     drained = []
     for row in range(rows):
+        dut.sel.value = row
         await ReadOnly()
         drained.append(unpack(int(dut.res_out.value), cols, 32))
         await RisingEdge(dut.clk)
-        dut.shift.value = 1
-        await RisingEdge(dut.clk)
-        dut.shift.value = 0
-    np.save(data / "res.npy", np.array(drained[::-1], dtype=np.int64))
+    np.save(data / "res.npy", np.array(drained, dtype=np.int64))
     write_result({"steps": step})
