@@ -19,4 +19,5 @@ for folder, package in FOLDERS.items():
 
 setup(package_dir=package_dir, packages=packages,
       package_data={"zoforge.boards": ["*.json"], "zoforge.hw": ["*.vlt"],
-                    "zoforge.sim.benches": ["*.sv", "*.svh", "*.cpp"]})
+                    "zoforge.sim.benches": ["*.sv", "*.svh", "*.cpp"],
+                    "zoforge.sim.models": ["*.v"]})
