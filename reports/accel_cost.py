@@ -55,6 +55,7 @@ from zoforge.errors import ConfigError
 from zoforge.golden.finetune.config import ADAPTED
 from functools import lru_cache
 
+from zoforge.hw.accel.plan import ARRAY_SIDES
 from zoforge.hw.accel.schedule import (ADAPTED_ORDER, ENGINE, SOFTMAX, Phase, Schedule,
                                        step_schedule)
 from zoforge.hw.engine.cycles import engine_job_cycles, engine_stream_parts
@@ -70,6 +71,7 @@ from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
            "cached_softmax_job_cycles", "design_clocks", "fastest_accelerator", "LAYER_COLS_TRIED",
            "SOFTMAX_UNITS_TRIED", "SOFTMAX_LANES_TRIED", "MOST_SOFTMAX_LANES",
+           "ENGINE_ARRAYS_TRIED",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
            "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
            "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE"]
@@ -379,6 +381,10 @@ def _attention_on_engines(price: StepPrice) -> float:
 
 #: The ZO layer widths (columns: tokens side by side) :func:`fastest_accelerator` tries.
 LAYER_COLS_TRIED = (4, 8, 16)
+#: The engine arrays (rows, columns) :func:`fastest_accelerator` tries beside the planner's
+#: (which sizes for the most MACs: a larger array clocks lower, ``engine_fmax``), each with
+#: the most engines that fit: every pair of the planner's sides.
+ENGINE_ARRAYS_TRIED = tuple((rows, cols) for rows in ARRAY_SIDES for cols in ARRAY_SIDES)
 #: The softmax unit counts and lanes :func:`fastest_accelerator` tries (nonlinear integer,
 #: attention on the engines), and the most lanes of its widest units beside the plain
 #: design's engines.
@@ -428,7 +434,9 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     shortest modelled step among one ZO layer of ``cfg.layer_rows`` rows (its rows set the
     perturbation order and one layer keeps one generator stream, so the golden step stays
     the accelerator's) and each width of :data:`LAYER_COLS_TRIED`, the engines filling the
-    rest of the budget; with the split mapping the layer's K capacity is the rank. With
+    rest of the budget; with the split mapping the layer's K capacity is the rank. Then,
+    with the best layer, each engine array of :data:`ENGINE_ARRAYS_TRIED` (the most engines
+    of it that fit; the planner's own array is the one with the most MACs). With
     ``cfg.nonlinear`` ``integer``, then, that design's arrays and layer with each count and
     width of softmax units (:data:`SOFTMAX_UNITS_TRIED`, :data:`SOFTMAX_LANES_TRIED`, with
     the attention on the engines), the
@@ -464,6 +472,10 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
         consider(layer_cols=cols)
     if best is None:
         raise first_error
+    planned, layer_cols = (best.engine_rows, best.engine_cols), best.layer_cols
+    for rows, cols in ENGINE_ARRAYS_TRIED:
+        if (rows, cols) != planned:
+            consider(layer_cols=layer_cols, engine_rows=rows, engine_cols=cols)
     if cfg.nonlinear == "integer":
         arrays = {"layer_cols": best.layer_cols, "engine_rows": best.engine_rows,
                   "engine_cols": best.engine_cols}

@@ -154,11 +154,13 @@ def test_bad_input_is_one_line(call, field):
 
 def test_the_default_design_is_the_fastest_of_the_planners():
     """``board_step_fields`` without a design: among the planner's designs for one ZO layer
-    of the run's ``layer_rows`` and each width tried, the one with the shortest modelled
-    step (every candidate planned and priced again here), its layer's K capacity the
-    rank (the split mapping)."""
+    of the run's ``layer_rows`` and each width tried, then with the best width each engine
+    array tried (the most engines of it that fit), the one with the shortest modelled step
+    (every candidate planned and priced again here), its layer's K capacity the rank (the
+    split mapping)."""
+    from zoforge.errors import ConfigError
     from zoforge.hw.accel.plan import plan_accelerator
-    from zoforge.reports.accel_cost import LAYER_COLS_TRIED, price_schedule
+    from zoforge.reports.accel_cost import ENGINE_ARRAYS_TRIED, LAYER_COLS_TRIED, price_schedule
     from zoforge.boards.registry import get_board
     cfg = FinetuneConfig(model="tiny", blocks=2, seq_len=8, batch=2, queries=2,
                          attention="host", nonlinear="float")
@@ -166,17 +168,30 @@ def test_the_default_design_is_the_fastest_of_the_planners():
                        ffn=64, heads=2, classes=2)
     board = get_board("zcu102")
     seconds = {}
+    def price(**fields):
+        accel = plan_accelerator(board, shape, layers=1, layer_rows=cfg.layer_rows,
+                                 layer_max_k=8, **fields)
+        return price_schedule(step_schedule(shape, accel, 0, "split"), 100.0,
+                              board.ddr_bytes_per_s).seconds, accel
+
     for cols in LAYER_COLS_TRIED:
-        accel = plan_accelerator(board, shape, layer_cols=cols, layers=1,
-                                 layer_rows=cfg.layer_rows, layer_max_k=8)
-        seconds[cols] = price_schedule(step_schedule(shape, accel, 0, "split"), 100.0,
-                                       board.ddr_bytes_per_s).seconds
+        seconds[cols] = price(layer_cols=cols)
+    layer_cols = min(seconds, key=lambda cols: seconds[cols][0])
+    for rows, cols in ENGINE_ARRAYS_TRIED:
+        try:
+            seconds[rows, cols] = price(layer_cols=layer_cols, engine_rows=rows,
+                                        engine_cols=cols)
+        except ConfigError:                     # does not fit: skipped
+            pass
+    assert len(ENGINE_ARRAYS_TRIED) == 16 and len(seconds) > 3 + 4
+    best_s, best = min(seconds.values(), key=lambda pair: pair[0])
     fields = board_step_fields(cfg, 32, 64, 2, 2, "zcu102", mhz=100.0)
     chosen = fields["accelerator"]
-    assert chosen["layer_cols"] == min(seconds, key=seconds.get)
+    assert (chosen["layer_cols"], chosen["engine_rows"], chosen["engine_cols"],
+            chosen["engines"]) == (best.layer_cols, best.engine_rows, best.engine_cols,
+                                   best.engines)
     assert (chosen["layers"], chosen["layer_rows"], chosen["layer_max_k"]) == (1, 4, 8)
-    assert fields["seconds_per_step_at_fmax"] == pytest.approx(min(seconds.values()),
-                                                               rel=1e-12)
+    assert fields["seconds_per_step_at_fmax"] == pytest.approx(best_s, rel=1e-12)
 
 
 def test_host_ops_with_engine_attention_by_hand():

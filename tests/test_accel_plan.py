@@ -30,23 +30,24 @@ def _skew(rows: int, cols: int) -> int:
 
 def _xcup_lut(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
     """LUTs by hand: engine = the flattened builds of the paired engine at the board's sizes
-    (26-bit accumulators, 6ed7105): 32 x 8 20,204 and 64 x 8 34,704 LUT, so 14,500 per 256
-    PEs, 2 fewer a PE for each accumulator bit below 26 (``acc_bits``: 24 for the default
-    max_k 256, |sum| <= 256 x 2^14 = 2^22), the requantizer and output stage's 4,224 per 8
-    columns (the 8 x 8's blocks), the rest 20,204 - 14,500 - 4,224 = 1,480; the ZO layer 4 x
-    4: 2,111 + 1,040 (array) + 1,435 (update) + 1,809 (requant) = 6,395."""
-    per_pe = 14500 / 256 - 2 * (26 - acc_bits)
-    return engines * (1480 + per_pe * rows * cols + 4224 * cols / 8) + 6395
+    (26-bit accumulators; the leaner PEs, 2026-11-28: DSP48E2 primitives, a row read-out):
+    32 x 8 16,473 and 64 x 8 26,888 LUT, so 10,415 per 256 PEs, 1.375 fewer a PE for each
+    accumulator bit below 26 (``acc_bits``: 24 for the default max_k 256, |sum| <= 256 x
+    2^14 = 2^22), the requantizer and output stage's 4,224 per 8 columns (the 8 x 8's
+    blocks), the rest 16,473 - 10,415 - 4,224 = 1,834; the ZO layer 4 x 4: 2,111 + 688
+    (array) + 1,435 (update) + 1,809 (requant) = 6,043."""
+    per_pe = 10415 / 256 - 1.375 * (26 - acc_bits)
+    return engines * (1834 + per_pe * rows * cols + 4224 * cols / 8) + 6043
 
 
 def _xcup_ff(engines: int, rows: int, cols: int, acc_bits: int = 24) -> float:
-    """Flip-flops by hand: the same builds, 38,515 and 73,896 FF, less their skews (2,309 and
-    8,749): 28,941 per 256 PEs (2 fewer a bit below 26), 6,036 per 8 columns, the rest
-    38,515 - 2,309 - 28,941 - 6,036 = 1,229, and the array's skew; the ZO layer 4 x 4:
-    3,285 + 2,777 + 2,784 + 2,161 = 11,007."""
+    """Flip-flops by hand: the same builds, 27,178 and 51,167 FF, less their skews (2,309 and
+    8,749): 17,549 per 256 PEs (2 fewer a bit below 26), 6,036 per 8 columns, the rest
+    27,178 - 2,309 - 17,549 - 6,036 = 1,284, and the array's skew; the ZO layer 4 x 4:
+    3,285 + 2,879 + 2,784 + 2,161 = 11,109."""
     assert (_skew(32, 8), _skew(64, 8)) == (2309, 8749)
-    per_pe = 28941 / 256 - 2 * (26 - acc_bits)
-    return engines * (1229 + per_pe * rows * cols + 6036 * cols / 8 + _skew(rows, cols)) + 11007
+    per_pe = 17549 / 256 - 2 * (26 - acc_bits)
+    return engines * (1284 + per_pe * rows * cols + 6036 * cols / 8 + _skew(rows, cols)) + 11109
 
 
 def _fits(config, budget) -> bool:
@@ -59,40 +60,38 @@ def test_budgets_are_the_margins_of_the_data_sheet_capacities():
     assert budget(get_board("ulx3s-85f")) == ULX3S
 
 
-def test_zcu102_plan_is_logic_bound_and_maximal():
+def test_zcu102_plan_is_bound_and_maximal():
     config = plan_accelerator("zcu102")
     assert config.paired and config.layers == 1
-    assert (config.engines, config.engine_rows, config.engine_cols) == (5, 32, 16)
+    assert (config.engines, config.engine_rows, config.engine_cols) == (7, 64, 8)
     assert (config.gelu_engines, config.softmax_units) == (0, 0)
-    # by hand: DSP 5 x (32 x 16 / 2 + 2 x 16) + (16 + 8 + 16) = 1,480 of 2,016
-    assert config.dsp == 5 * 288 + 40 == 1480 <= ZCU102["DSP"]
-    # LUT 5 x (1,480 + 52.640625 x 512 + 8,448) + 6,395 = 5 x 36,880 + 6,395
-    assert _xcup_lut(5, 32, 16) == 5 * 36880 + 6395 == 190795 <= ZCU102["LUT"]
-    assert estimate_resources(config)["total"]["LUT"] == 190795
-    # FF 5 x (1,229 + 109.05078125 x 512 + 12,072 + skew 3,045) + 11,007
-    assert _skew(32, 16) == 120 * 17 + 120 * 8 + 45 == 3045
-    assert round(_xcup_ff(1, 32, 16) - 11007) == 72180
-    assert estimate_resources(config)["total"]["FF"] == 5 * 72180 + 11007 == 371907
-    # one engine more, a larger array of the same count, or 3,072 MACs in the cheaper
-    # shapes is over the LUT budget (and 64-row arrays over the FF budget: the skew, U^2)
-    assert _xcup_lut(6, 32, 16) > ZCU102["LUT"] and _xcup_lut(5, 32, 32) > ZCU102["LUT"]
-    assert _xcup_lut(3, 32, 32) > ZCU102["LUT"]
-    for engines, rows, cols in ((3, 64, 16), (6, 64, 8)):
-        assert _xcup_lut(engines, rows, cols) > ZCU102["LUT"]
-        assert _xcup_ff(engines, rows, cols) > ZCU102["FF"]
-    assert _xcup_lut(5, 32, 16, acc_bits=32) > ZCU102["LUT"]
+    # by hand: DSP 7 x (64 x 8 / 2 + 2 x 8) + (16 + 8 + 16) = 1,944 of 2,016
+    assert config.dsp == 7 * 272 + 40 == 1944 <= ZCU102["DSP"]
+    # LUT 7 x (1,834 + 37.93359375 x 512 + 4,224) + 6,043 = 7 x 25,480 + 6,043
+    assert _xcup_lut(7, 64, 8) == 7 * 25480 + 6043 == 184403 <= ZCU102["LUT"]
+    assert estimate_resources(config)["total"]["LUT"] == 184403
+    # FF 7 x (1,284 + 64.55078125 x 512 + 6,036 + skew 8,749) + 11,109
+    assert round(_xcup_ff(1, 64, 8) - 11109) == 49119
+    assert estimate_resources(config)["total"]["FF"] == 7 * 49119 + 11109 == 354942
+    # an eighth engine is over the DSP, LUT and FF budgets; 4,096 MACs (4 x 64 x 16) over
+    # the DSP budget (4 x 544 + 40 = 2,216); the same MACs as 14 x 32 x 8 over the LUT budget
+    # (each engine's fixed and per-column parts)
+    assert _xcup_lut(8, 64, 8) > ZCU102["LUT"] and _xcup_ff(8, 64, 8) > ZCU102["FF"]
+    assert config.replace(engines=8).dsp > ZCU102["DSP"]
+    assert config.replace(engines=4, engine_cols=16).dsp == 2216 > ZCU102["DSP"]
+    assert _xcup_lut(14, 32, 8) > ZCU102["LUT"]
     assert _fits(config, ZCU102)
-    assert not _fits(config.replace(engines=6), ZCU102)
+    assert not _fits(config.replace(engines=8), ZCU102)
 
 
 @pytest.mark.parametrize("max_k, acc_bits", [(1, 16), (256, 24), (1536, 26), (2 ** 15, 31)])
 def test_engine_logic_follows_its_accumulator_width(max_k, acc_bits):
-    """The engine's LUT and FF per PE: the 32-bit figures less 2 each per accumulator bit
-    below 32 (``accumulator_bits(max_k)``); the ECP5's fit counts none."""
+    """The engine's LUT and FF per PE: the 32-bit figures less 1.375 LUT and 2 FF per
+    accumulator bit below 32 (``accumulator_bits(max_k)``); the ECP5's fit counts none."""
     config = AcceleratorConfig(engine_max_k=max_k)
     engine = estimate_resources(config)["engine"]
-    assert engine["LUT"] == round(_xcup_lut(1, 8, 8, acc_bits) - 6395)
-    assert engine["FF"] == round(_xcup_ff(1, 8, 8, acc_bits) - 11007)
+    assert engine["LUT"] == round(_xcup_lut(1, 8, 8, acc_bits) - 6043)
+    assert engine["FF"] == round(_xcup_ff(1, 8, 8, acc_bits) - 11109)
     ecp5 = estimate_resources(config.replace(board="ulx3s-85f", paired=False))["engine"]
     assert ecp5["LUT"] == round(5604 - 16 * 8715 / 48 + 8715 / 48 * 64)
 
@@ -184,20 +183,20 @@ MINILM_DESIGN = AcceleratorConfig(engines=5, engine_rows=64, engine_cols=8, engi
                                   layer_max_r=8)
 
 
-def test_minilm_design_of_64_row_arrays_no_longer_has_room():
-    """5 x 64 x 8 at max_k 1,536 (26-bit accumulators), the fastest design under the fit
-    before the board-sized builds: 5 x (1,480 + 56.640625 x 512 + 4,224) = 173,520 LUT; the
-    4 x 16 ZO layer 2,111 + 65 x 64 + 1,435 + 452.25 x 16 = 14,942: 188,462 of 191,856, so
-    no softmax unit fits (194,884), nor a GELU path on every engine (+ 5 x 6,769); its FF,
-    the 64-row skew (8,749 an engine) included, 369,480 + the layer's."""
-    assert round(_xcup_lut(5, 64, 8, 26) - 6395) == 173520
-    assert round(_xcup_ff(5, 64, 8, 26) - 11007) == 369480
+def test_the_fit_reproduces_the_board_sized_builds_and_64_row_arrays_have_room_again():
+    """5 x 64 x 8 at max_k 1,536 (26-bit accumulators, the sizes of the fit's builds): each
+    engine is the 64 x 8 build exactly, 26,888 LUT / 51,167 FF (the 32 x 8 16,473 / 27,178);
+    the 4 x 16 ZO layer 2,111 + 43 x 64 + 1,435 + 452.25 x 16 = 13,534: 147,974 of 191,856
+    (188,462 before the leaner PEs), room for a softmax unit and a GELU path on every
+    engine (+ 6,422 + 5 x 6,769)."""
+    assert round(_xcup_lut(1, 64, 8, 26) - 6043) == 26888
+    assert round(_xcup_ff(1, 64, 8, 26) - 11109) == 51167
+    assert round(_xcup_lut(1, 32, 8, 26) - 6043) == 16473
+    assert round(_xcup_ff(1, 32, 8, 26) - 11109) == 27178
     total = estimate_resources(MINILM_DESIGN)["total"]["LUT"]
-    assert total == 173520 + 14942 == 188462 <= ZCU102["LUT"]
-    for change, lut in (({"softmax_units": 1}, 188462 + 6422),
-                        ({"gelu_engines": 5}, 188462 + 5 * 6769)):
-        assert estimate_resources(MINILM_DESIGN.replace(**change))["total"]["LUT"] == lut
-        assert lut > ZCU102["LUT"]
+    assert total == 5 * 26888 + 13534 == 147974 <= ZCU102["LUT"]
+    both = MINILM_DESIGN.replace(softmax_units=1, gelu_engines=5)
+    assert estimate_resources(both)["total"]["LUT"] == 147974 + 6422 + 5 * 6769 <= ZCU102["LUT"]
 
 
 def test_planner_keeps_the_nonlinear_units_given():

@@ -109,24 +109,39 @@ M_STEP = 64
 #: columns). The 8 x 8 at its default sizes (24-bit accumulators) then comes out 9,073 /
 #: 14,579 against its flattened 8,412 / 14,377 (+7.9 % / +1.4 %: high, the side a plan
 #: should err on).
-_ENGINE_LUT_PER_PE = (34_704 - 20_204) / 256 + 2 * 6
-_ENGINE_FF_PER_PE = ((73_896 - 8_749) - (38_515 - 2_309)) / 256 + 2 * 6
+#:
+#: **Leaner PEs since 2026-11-28** (the same builds at 2bff1c3 + the 8x8 below): the pairs'
+#: multipliers are DSP48E2 primitives with their registers on UltraScale+ builds (c4dc336,
+#: docs/engine.md: 89 FF a pair fewer) and a row multiplexer per column reads the sums out in
+#: place of the shift chains (2bff1c3: no capture-or-shift select in front of ``res``):
+#: 32 x 8 16,473 LUT / 27,178 FF, 64 x 8 26,888 / 51,167, so 40.68 LUT and 68.55 FF a PE at
+#: 26 bits (were 56.64 / 113.05). Below 32 bits a PE saves 1.375 LUT a bit (the adder's, and
+#: the read-out's multiplexer tree: ``SystolicArray(8, 8, paired=True)`` flattened at 32 /
+#: 26 bits 2,863 / 2,335 LUT; ``ProcessingPair`` 65 / 53 / 35 LUT at 32 / 26 / 17 bits, one
+#: a bit a PE) and 2 FF (the accumulator's and ``res``'; 7,988 / 7,220 FF). The 8 x 8 at its
+#: default sizes: 7,527 LUT / 11,992 FF (was 8,490 / 14,841), the fit 8,486 / 11,786
+#: (+12.7 % / -1.7 %: the per-column part is still the 8 x 8's blocks at 49dc91e).
+_ENGINE_BUILDS = {"LUT": (16_473, 26_888), "FF": (27_178 - 2_309, 51_167 - 8_749)}
+_ENGINE_LUT_PER_PE = (_ENGINE_BUILDS["LUT"][1] - _ENGINE_BUILDS["LUT"][0]) / 256 + 1.375 * 6
+_ENGINE_FF_PER_PE = (_ENGINE_BUILDS["FF"][1] - _ENGINE_BUILDS["FF"][0]) / 256 + 2 * 6
 LOGIC_FIT = {
-    "xilinx": {"engine": {"LUT": (20_204 - (_ENGINE_LUT_PER_PE - 12) * 256 - 4_224,
-                                  _ENGINE_LUT_PER_PE, 0, 4_224 / 8),
-                          "FF": (38_515 - 2_309 - (_ENGINE_FF_PER_PE - 12) * 256 - 6_036,
-                                 _ENGINE_FF_PER_PE, 0, 6_036 / 8)},
-               "layer": {"LUT": (2_111, 1_040 / 16, 1_435 / 4, 1_809 / 4),
-                         "FF": (3_285, 2_777 / 16, 2_784 / 4, 2_161 / 4)}},
+    "xilinx": {"engine": {"LUT": (_ENGINE_BUILDS["LUT"][0] - (_ENGINE_LUT_PER_PE - 1.375 * 6)
+                                  * 256 - 4_224, _ENGINE_LUT_PER_PE, 0, 4_224 / 8),
+                          "FF": (_ENGINE_BUILDS["FF"][0] - (_ENGINE_FF_PER_PE - 12) * 256
+                                 - 6_036, _ENGINE_FF_PER_PE, 0, 6_036 / 8)},
+               "layer": {"LUT": (2_111, 688 / 16, 1_435 / 4, 1_809 / 4),
+                         "FF": (3_285, 2_879 / 16, 2_784 / 4, 2_161 / 4)}},
     "ecp5": {"engine": {"LUT": (5_604 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
                         "FF": (5_053 - 16 * 8_626 / 48, 8_626 / 48, 0, 0)},
              "layer": {"LUT": (8_546 - 16 * 8_715 / 48, 8_715 / 48, 0, 0),
                        "FF": (7_958 - 16 * 8_626 / 48, 8_626 / 48, 0, 0)}},
 }
 #: LUT and FF per engine PE per accumulator bit below ACC_BITS (:data:`LOGIC_FIT`'s per-PE
-#: figures are at 32 bits): the accumulator's adder and ``res``' capture / shift multiplexer,
-#: one LUT and one FF each a bit. ``xilinx``: Yosys synth_xilinx -family xcup, flattened
-#: (``synthesize(convert(c, name="top"), "top", family="xcup", keep_hierarchy=False)``) of
+#: figures are at 32 bits): since 2026-11-28 the accumulator's adder (a LUT a bit) and the
+#: read-out's multiplexer tree (3 / 8 of a LUT a bit at 8 rows), the accumulator's and
+#: ``res``' flip-flop (the figures "Leaner PEs" above); until then one LUT and one FF each
+#: for the adder and ``res``' capture / shift multiplexer. ``xilinx`` before: Yosys
+#: synth_xilinx -family xcup, flattened (``synthesize(convert(c, name="top"), "top", family="xcup", keep_hierarchy=False)``) of
 #: ``ProcessingPair(acc_bits)`` at 32 / 26 / 17 bits: LUT 137 / 113 / 77, FF 250 / 226 / 190
 #: (4 a bit for its 2 PEs), and ``SystolicArray(8, 8, paired=True, acc_bits=...)`` at 32 / 26:
 #: LUT 4,363 / 3,595, FF 7,922 / 7,154 (768 = 2 x 6 bits x 64 PEs each), at 23e980d (before
@@ -135,7 +150,7 @@ LOGIC_FIT = {
 #: LUT 129 / 105 / 69, FF 252 / 228 / 192, the array at 32 / 26 LUT 4,143 / 3,375, FF
 #: 7,988 / 7,220: the same 4 a bit a pair and 768 a 6-bit step. ``ecp5``: not measured, none
 #: counted (the 32-bit figures, an over-estimate).
-ACC_BIT_SAVING = {"xilinx": {"LUT": 2, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
+ACC_BIT_SAVING = {"xilinx": {"LUT": 1.375, "FF": 2}, "ecp5": {"LUT": 0, "FF": 0}}
 #: Whether the engine's FF fit leaves the input skew out (:func:`~zoforge.hw.pe.array.
 #: skew_register_bits`, added per engine): xcup's fit does; the ECP5's line through two
 #: whole builds has it inside.

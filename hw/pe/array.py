@@ -44,7 +44,7 @@ Accumulator width (``acc_bits``, 32 by default): the PEs' accumulators, ``res`` 
 read-out; ``res_out`` is 32-bit, sign-extended (exact for sums that fit ``acc_bits``:
 :func:`~zoforge.golden.engine_widths.accumulator_bits` of the largest K).
 """
-from amaranth import Array, Cat, Module, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -222,10 +222,9 @@ class SystolicArray(wiring.Component):
         # The read-out: row sel of each column (top row 0), deskewed (C-1-j registers
         # without reset), sign-extended.
         for j in range(C):
-            column = Array(units[u][j].res[i] for u in range(U)
-                           for i in range(self.rows // U))
+            column = [units[u][j].res[i] for u in range(U) for i in range(self.rows // U)]
             res = Signal(signed(self.acc_bits), name=f"res_read_{j}")
-            m.d.comb += res.eq(column[sels[j] if self.skewed_drain else self.sel])
+            m.d.comb += res.eq(_select(column, sels[j] if self.skewed_drain else self.sel))
             for stage in range(C - 1 - j if self.skewed_drain else 0):
                 res_d = Signal(signed(self.acc_bits), name=f"res_deskew_{j}_{stage}",
                                reset_less=True)
@@ -233,3 +232,15 @@ class SystolicArray(wiring.Component):
                 res = res_d
             m.d.comb += self.res_out[j].eq(res)
         return m
+
+
+def _select(values: list, sel):
+    """``values[sel]`` as a binary tree of 2:1 multiplexers, ``sel``'s low bit first (for
+    synthesis: LUT6 4:1 multiplexers and the dedicated MUXF7/MUXF8 above them); an index
+    past the end reads the last value."""
+    level, bit = list(values), 0
+    while len(level) > 1:
+        level = [Mux(sel[bit], level[n + 1] if n + 1 < len(level) else level[n], level[n])
+                 for n in range(0, len(level), 2)]
+        bit += 1
+    return level[0]
