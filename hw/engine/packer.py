@@ -11,7 +11,8 @@ row that ends a short group while ``o`` is stalled is held too (the beat leaves 
 registers, ``i.tready`` low meanwhile). ``i.tready`` follows registers and ``o.tready``
 only (not ``i``'s data or ``tlast``): two registers of the next state (the group has room;
 its last row is next) and ``o.tready`` in one LUT. ``job_end``: the job's last beat
-leaves. ``start`` (the job's) clears the group.
+leaves (``o.tready`` and i's last beat offered, or a held short group's beat: not through
+``o.tvalid``'s and ``o.tlast``'s muxes). ``start`` (the job's) clears the group.
 """
 from __future__ import annotations
 
@@ -77,7 +78,11 @@ class ResultPacker(wiring.Component):
             m.d.sync += [count.eq(next_count), flush.eq(next_flush),
                          free.eq(~next_flush & (next_count != ROWS_PER_BEAT - 1)),
                          closing.eq(~next_flush & (next_count == ROWS_PER_BEAT - 1))]
-        m.d.comb += self.job_end.eq(o.tvalid & o.tready & o.tlast)
+        # job_end = o.tvalid & o.tready & o.tlast, written as the same value from the fewest
+        # inputs (both modes: o.tvalid & o.tlast is i's last beat offered, or, packing, a
+        # held short group's beat), so that the requantizer buffer's registers reach the
+        # register file's busy through two LUTs, not through the packer's muxes by count
+        m.d.comb += self.job_end.eq(o.tready & ((i.tvalid & i.tlast) | (~self.raw & flush)))
         data = Module()      # the held rows: not cleared by start
         for r, reg in enumerate(held):
             with data.If(~self.raw & i.tvalid & i.tready & (count == r)):

@@ -9,7 +9,7 @@ per-column parameter tables, and keeps STATUS, the cycle counters and ``irq``.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -88,10 +88,6 @@ class RegisterFile(wiring.Component):
                 if register.kind == "ctrl":
                     with m.If(~busy):
                         m.d.sync += [f.eq(data[bits[n]]) for n, f in ctrl.items()]
-                        m.d.comb += start.eq(data[bits["start"]])
-                elif register.kind == "status":
-                    with m.If(data[STATUS_BITS["done"]]):
-                        m.d.sync += done.eq(0)
                 elif register.kind == "rw":
                     m.d.sync += stored[name].eq(data)
                 elif register.kind == "config":
@@ -107,13 +103,27 @@ class RegisterFile(wiring.Component):
             with m.If(events[name]):
                 m.d.sync += counter.eq(counter + 1)
         with m.If(start):
-            m.d.sync += [busy.eq(1), done.eq(0)] + [c.eq(0) for c in counters.values()]
-        with m.Elif(self.job_end):
-            m.d.sync += [busy.eq(0), done.eq(1)]
+            m.d.sync += [c.eq(0) for c in counters.values()]
+        # busy, done and the sequencers' busy: start sets busy and clears done, else the
+        # job's last beat (job_end) clears busy and sets done, else a STATUS write of the
+        # done bit clears it. Each written as a choice by job_end between two values of
+        # registers only (the bus's decode and data, busy, done): job_end, which comes from
+        # the output stream through the packer, enters each next state in its last LUT
+        end = self.job_end
+        # start: a CTRL write of the start bit while idle; clear: a STATUS write of the done
+        # bit (plain assignments, not set inside an If: Icarus Verilog first runs such a
+        # process when one of its inputs changes, and busy and done would take its x, see
+        # hw/pe/drain.py)
+        hit = {register.kind: port.wr_hit[self.write_addresses.index(register.address)]
+               for register in registers.values() if register.kind in ("ctrl", "status")}
+        m.d.comb += start.eq(hit["ctrl"] & ~busy & data[bits["start"]])
+        clear = hit["status"] & data[STATUS_BITS["done"]]
+        m.d.sync += [busy.eq(Mux(end, start, start | busy)),
+                     done.eq(Mux(end, ~start, ~start & done & ~clear))]
         # the sequencers see the start one cycle later (a register, not the bus decode, drives
         # their clear), and busy from the cycle after it
         m.d.sync += [job.start.eq(start),
-                     job.busy.eq(busy & ~start & ~self.job_end)]     # busy & ~job.start
+                     job.busy.eq(Mux(end, 0, busy & ~start))]     # busy & ~job.start
         m.d.comb += self.irq.eq(done & stored["IRQ_EN"])
         return m
 
