@@ -52,20 +52,23 @@ class ResultPacker(wiring.Component):
         slots = [Mux(live & (count == r), row, Mux(count > r, held[r], Const(0, len(row))))
                  for r in range(ROWS_PER_BEAT - 1)]
         slots.append(Mux(live & (count == ROWS_PER_BEAT - 1), row, 0))
-        # i.tready = live & ((count != ROWS_PER_BEAT - 1) | o.tready), from two registers
-        # made from the next state (``free``: live, the group not at its last row;
-        # ``closing``: live, at its last row) and o.tready: no logic between count or flush
-        # and the ready's fan-out (the requantizer's buffer, the held rows' enables)
+        # i.tready: raw, o.tready; else live & ((count != ROWS_PER_BEAT - 1) | o.tready).
+        # Both from two registers made from the next state and the mode (``free``: packing,
+        # live, the group not at its last row; ``closing``: raw, or live at the group's last
+        # row) and o.tready, one LUT: no logic between count, flush or raw (the register
+        # file's, placed with it) and the ready's fan-out (the requantizer's buffer, the held
+        # rows' enables). The registers follow ``raw`` a cycle late: it changes only with a
+        # CTRL write while idle, when no beat is offered (the cycle after it, ``i.tready``
+        # may differ from raw's, with nothing to take)
         free = Signal(init=1)
         closing = Signal()
+        m.d.comb += i.tready.eq(free | (closing & o.tready))
+        next_count, next_flush = Signal.like(count), Signal()
         with m.If(self.raw):
-            m.d.comb += [o.tdata.eq(i.tdata), o.tvalid.eq(i.tvalid), o.tlast.eq(i.tlast),
-                         i.tready.eq(o.tready)]
+            m.d.comb += [o.tdata.eq(i.tdata), o.tvalid.eq(i.tvalid), o.tlast.eq(i.tlast)]
         with m.Else():
-            next_count, next_flush = Signal.like(count), Signal()
             m.d.comb += [o.tdata.eq(Cat(*slots)), o.tvalid.eq(flush | (i.tvalid & complete)),
                          o.tlast.eq(flush | i.tlast),
-                         i.tready.eq(free | (closing & o.tready)),
                          next_count.eq(count), next_flush.eq(flush)]
             with m.If(flush & o.tready):
                 m.d.comb += [next_flush.eq(0), next_count.eq(0)]
@@ -75,14 +78,20 @@ class ResultPacker(wiring.Component):
                     m.d.comb += next_count.eq(0)
                 with m.Elif(complete):        # a short last group, its beat stalled
                     m.d.comb += next_flush.eq(1)
-            m.d.sync += [count.eq(next_count), flush.eq(next_flush),
-                         free.eq(~next_flush & (next_count != ROWS_PER_BEAT - 1)),
-                         closing.eq(~next_flush & (next_count == ROWS_PER_BEAT - 1))]
+            m.d.sync += [count.eq(next_count), flush.eq(next_flush)]
         # job_end = o.tvalid & o.tready & o.tlast, written as the same value from the fewest
         # inputs (both modes: o.tvalid & o.tlast is i's last beat offered, or, packing, a
         # held short group's beat), so that the requantizer buffer's registers reach the
         # register file's busy through two LUTs, not through the packer's muxes by count
         m.d.comb += self.job_end.eq(o.tready & ((i.tvalid & i.tlast) | (~self.raw & flush)))
+        # free and closing: set by start as the sequencer's reset sets count and flush, and
+        # outside that reset (in raw mode closing is set then)
+        ready = Module()
+        ready.d.sync += [
+            free.eq(~self.raw & (self.start | (~next_flush
+                                               & (next_count != ROWS_PER_BEAT - 1)))),
+            closing.eq(self.raw | (~self.start & ~next_flush
+                                   & (next_count == ROWS_PER_BEAT - 1)))]
         data = Module()      # the held rows: not cleared by start
         for r, reg in enumerate(held):
             with data.If(~self.raw & i.tvalid & i.tready & (count == r)):
@@ -90,4 +99,5 @@ class ResultPacker(wiring.Component):
         top = Module()
         top.submodules.sequencer = ResetInserter(self.start)(m)
         top.submodules.data = data
+        top.submodules.ready = ready
         return top
