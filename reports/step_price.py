@@ -100,10 +100,11 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: 280.43 before 46d403e's loader fix; the 64x8 260 at c870107, the 8x8 302.21 at a5660eb).
 #: :func:`engine_fmax` interpolates the clock period in log2(R·C), and never prices a unit
 #: above a smaller build's clock (here the 64x8 at the 32x8's).
-#: Since 2026-11-28 (the leaner PEs, docs/accelerator.md) the same three builds at 2bff1c3 +
-#: the row multiplexer's tree: 8x8 311.26 and 32x8 304.64 MHz unchanged, 64x8 246.18 MHz (its
-#: path from the result buffer's read address, 1,134 loads of LUT RAM, through 6 LUT levels).
-ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 246.18))}
+#: Since 2026-11-28 (the leaner PEs, docs/accelerator.md): 8x8 311.26 and 32x8 304.64 MHz
+#: unchanged; the 64x8 at the priced design's sizes (``--max-m 128 --max-n 256``, the
+#: composed build at 92b1b33) 259.06 MHz (246.18 at ``--max-m 192 --max-n 312``: the drain's
+#: row counter, the read-out's select for every column, 1,134 loads, through 6 LUT levels).
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 259.06))}
 #: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 308.78 MHz,
 #: :data:`UNIT_FIGURES`' note) and the 4x8 at the priced MiniLM design's sizes (``zoforge
 #: build --board zcu102 --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n
