@@ -455,6 +455,7 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     if mapping == "split":
         fixed["layer_max_k"] = shape.rank
     best, best_s, first_error = None, None, None
+    priced: dict = {}           # a design the passes reach again is priced once
 
     def consider(accel=None, **fields) -> bool:
         nonlocal best, best_s, first_error
@@ -463,7 +464,9 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
         except ConfigError as error:
             first_error = first_error or error
             return False
-        seconds = _price(board, shape, accel, cfg, mapping, mhz).seconds
+        if accel not in priced:
+            priced[accel] = _price(board, shape, accel, cfg, mapping, mhz).seconds
+        seconds = priced[accel]
         if best_s is None or seconds < best_s:
             best, best_s = accel, seconds
         return True

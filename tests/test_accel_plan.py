@@ -266,6 +266,8 @@ def test_a_design_zoforge_would_not_generate_does_not_fit(limit, what, monkeypat
     assert over_budget(config, dict(ZCU102, DSP=1)).startswith("DSP ")
 
 
+@pytest.mark.slow       # the price's whole search (tests/test_priced_step_docs.py runs it too)
+@pytest.mark.ci
 def test_the_minilm_price_s_design_is_one_zoforge_generates():
     """The priced MiniLM design (``fastest_accelerator``) passes the generator's size
     check (``zoforge generate accelerator --config`` of ``zoforge finetune --out``'s file)."""

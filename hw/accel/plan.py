@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from functools import lru_cache
 
 from zoforge.boards.registry import Board, get_board
 from zoforge.config import unknown_key
@@ -186,6 +187,25 @@ def _bram18(words: int, bits: int) -> int:
     return min(-(-width // w) * -(-words // d) for w, d in BRAM18_SHAPES)
 
 
+def _sized(kind: str):
+    """The memory sizing function of a unit ``kind`` (its design module's, imported only
+    when estimating: they import their blocks, Amaranth), kept per distinct unit
+    configuration (an immutable value; the planner and the price's search size the same
+    units thousands of times). Its dicts are shared: read them only."""
+    if kind not in _SIZED:
+        from zoforge.hw.engine.designs import engine_memories
+        from zoforge.hw.softmax.designs import softmax_memories
+        from zoforge.hw.zolayer.designs import layer_memories
+        functions = {"engine": engine_memories, "layer": layer_memories,
+                     "softmax": softmax_memories}
+        _SIZED.update({name: lru_cache(maxsize=1024)(function)
+                       for name, function in functions.items()})
+    return _SIZED[kind]
+
+
+_SIZED: dict = {}
+
+
 def _unit_resources(fit: Mapping, rows: int, cols: int, dsp: int, memories: Mapping) -> dict:
     out = {key: round(fixed + per_pe * rows * cols + per_row * rows + per_col * cols)
            for key, (fixed, per_pe, per_row, per_col) in fit.items()}
@@ -204,11 +224,8 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
     "source": ..., "nonlinear_source": ...}``: LUT, FF, BRAM18 and DSP of one engine, one ZO
     layer, what a GELU engine adds to a plain one, one softmax unit (:data:`NONLINEAR_FIT`)
     and the whole design (units x counts)."""
-    # the units' design modules import their blocks (Amaranth): only when estimating
-    from zoforge.hw.engine.designs import engine_memories
-    from zoforge.hw.softmax.designs import softmax_memories
-    from zoforge.hw.zolayer.designs import layer_memories
-
+    engine_memories, layer_memories, softmax_memories = (_sized(kind) for kind in
+                                                         ("engine", "layer", "softmax"))
     group = _logic_group(get_board(config.board).family)
     fit = LOGIC_FIT[group]
     narrower = ACC_BITS - accumulator_bits(config.engine_max_k)
