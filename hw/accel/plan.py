@@ -193,6 +193,7 @@ def _sized(kind: str):
     configuration (an immutable value; the planner and the price's search size the same
     units thousands of times). Its dicts are shared: read them only."""
     if kind not in _SIZED:
+        # the units' design modules import their blocks (Amaranth): only when estimating
         from zoforge.hw.engine.designs import engine_memories
         from zoforge.hw.softmax.designs import softmax_memories
         from zoforge.hw.zolayer.designs import layer_memories
