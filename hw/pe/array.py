@@ -25,7 +25,8 @@ interval holds a fortiori (the captures come earlier, the read-out is the same R
 **Read-out**: each PE's ``res`` holds its finished sum until its next capture (a register
 with an enable), and ``res_out[j]`` is row ``sel`` of column j, through a multiplexer over
 the column's R rows (no shift chain: a LUT a bit a PE for the chain's capture-or-shift
-select becomes about a quarter of one for the multiplexer tree; the values are those of the
+select becomes 3/8 of one for the multiplexer tree at 8 rows, Yosys' xcup estimate,
+docs/accelerator.md "Leaner PEs"; the values are those of the
 chain it replaced, which moved row R-1-s to the bottom after s shifts). The drain
 (:class:`~.drain.Drain`) reads a tile in R cycles, ``sel`` counting 0 .. R-1 (top row
 first). A row must be read before its next capture; the feeder spaces tiles by at least
