@@ -17,7 +17,7 @@ from __future__ import annotations
 from zoforge.boards.registry import get_board
 from zoforge.errors import ConfigError, check_choice
 from zoforge.golden.finetune.config import ADAPTED
-from zoforge.reports.accel_cost import board_step_fields
+from zoforge.reports.accel_cost import BOARD_STEP_KEYS, board_step_fields
 from zoforge.reports.fmax import measured_error
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.step_memory import backprop_peak_memory, memory_bits, zo_peak_memory
@@ -93,8 +93,9 @@ def accelerator_cost_fields(ctx: CostContext, board: str = BOARD) -> dict:
     work, ``board_host_seconds_per_step``, ``dsp``, ``gops_per_dsp``,
     ``ddr_bytes_per_step``, ...), ``predicted_cycles_per_step`` the same cycles, and the
     model's peak memory (:data:`MODEL_KEYS`); the other :data:`COST_KEYS` None. A shape
-    the planner or the schedule cannot take: every key None and the reason printed."""
-    fields = dict.fromkeys(COST_KEYS)
+    the planner or the schedule cannot take: every key (:data:`COST_KEYS`,
+    :data:`~zoforge.reports.accel_cost.BOARD_STEP_KEYS`) None and the reason printed."""
+    fields = dict.fromkeys(COST_KEYS + BOARD_STEP_KEYS)
     fields.update(design="accelerator", board=board)
     cfg = ctx.cfg
     try:
@@ -110,16 +111,18 @@ def accelerator_cost_fields(ctx: CostContext, board: str = BOARD) -> dict:
 
 def cost_models_for(design: str, board: str = BOARD) -> tuple:
     """The run's cost models for ``design`` (:data:`DESIGNS`) on ``board`` (one-line
-    errors for an unknown design or board, or today's units on a board without their
-    figures)."""
+    errors for an unknown design or board, or a board without the units' estimated
+    figures, which price both designs)."""
     check_choice("--design", design, DESIGNS)
     try:
         get_board(board)
     except ConfigError as error:
         raise error.renamed("--board") from None
+    # both designs are priced at the units' estimated clocks on the board
+    # (accel_cost.design_clocks): a board without them fails here, not after the run
+    if board not in UNIT_FIGURES:
+        raise ConfigError("--board", "one of " + ", ".join(UNIT_FIGURES) +
+                          f" with --design {design} (the units' estimated figures)", board)
     if design == "units":
-        if board not in UNIT_FIGURES:
-            raise ConfigError("--board", "one of " + ", ".join(UNIT_FIGURES) +
-                              " with --design units (the units' estimated figures)", board)
         return (unit_cost_fields,)
     return (lambda ctx: accelerator_cost_fields(ctx, board),)

@@ -165,7 +165,7 @@ def _print(r: dict, out: Path, json_path: Path | None) -> None:
               f"host overlapped); the host's ARM cores "
               f"{_number(r['board_host_seconds_per_step'], '.4f')} s, "
               f"{_number(r['board_host_exposed_seconds_per_step'], '.4f')} s of it exposed; "
-              f"{r['dsp']:,} DSP, {_number(r['gops_per_dsp'], '.3f')} GOPS per DSP")
+              f"{_number(r['dsp'], ',')} DSP, {_number(r['gops_per_dsp'], '.3f')} GOPS per DSP")
     print(f"host, this CPU     {_number(r['host_seconds_per_step'], '.2f')} s per int8 step")
     written = [name for name in OUT_FILES if (Path(out) / name).is_file()]
     print(f"files              {out}/ ({', '.join(written)})"
