@@ -11,13 +11,15 @@ in a per-run folder, never through per-cycle Python on the host:
 Golden comparison happens on the host, so the simulator process never imports torch.
 
 Builds are cached in the one simulation build cache (:mod:`zoforge.sim.build_cache`), keyed
-by the Verilog, the simulator and its options.
+by the Verilog, the simulator and its options. Icarus builds :func:`with_time_zero_trigger`'s
+form of the Verilog (every combinational block evaluated at time 0, as Verilator does).
 """
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -32,11 +34,27 @@ from zoforge.sim.build_cache import cached_build
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators, check_build_tools
 
 __all__ = ["CosimResult", "run_cocotb", "bench_args", "bench_dir", "write_result",
-           "SIMULATORS", "scratch_folder"]
+           "SIMULATORS", "scratch_folder", "with_time_zero_trigger"]
 
 SIMULATORS = ("verilator", "icarus")
 _ARGS_ENV = "ZOFORGE_BENCH_ARGS"
 _DIR_ENV = "ZOFORGE_BENCH_DIR"
+#: Yosys' ``write_verilog`` trigger register, one a module, declared ``= 0`` and read by every
+#: ``always @*`` block it writes (``if (trigger) begin end``) so that each runs at time 0
+#: (group 1: the indent, 2: the escaped name with its closing space).
+_TRIGGER = re.compile(r"^( *)reg (\\\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+ ) *= 0;$",
+                      re.MULTILINE)
+
+
+def with_time_zero_trigger(verilog: str) -> str:
+    """``verilog`` with each Yosys trigger register (:data:`_TRIGGER`) set to 1 by an
+    ``initial #0``: Icarus fires no event for a declaration's initial value, so an ``always
+    @*`` block none of whose inputs changes after time 0 never ran and its outputs stayed X
+    (a comb signal under ``m.If`` whose condition holds its reset value: docs/toolchain.md).
+    The ``#0`` sets it once every block waits at its ``@*``; nothing else reads it, so the
+    values are the design's. Verilog without the trigger is returned unchanged."""
+    return _TRIGGER.sub(lambda match: f"{match[0]}\n{match[1]}initial #0 {match[2]}= 1;",
+                        verilog)
 _RESULT_FILE = "result.json"
 
 
@@ -89,12 +107,14 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
             build_args.append("--trace")
         build_args.extend(verilator_args or [])
     runner = get_runner(simulator)
+    # what the simulator compiles, and what its build is cached by
+    source_text = with_time_zero_trigger(verilog) if simulator == "icarus" else verilog
 
     def build(build_dir: Path, complete: bool) -> None:
         source = build_dir / f"{toplevel}.v"
         if not complete:
             check_build_tools(simulator)
-            source.write_text(verilog)
+            source.write_text(source_text)
             for name, text in (extra_files or {}).items():
                 (build_dir / name).write_text(text)
         build_kwargs = dict(sources=[source], hdl_toplevel=toplevel, build_dir=build_dir,
@@ -107,7 +127,7 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
             runner.build(**build_kwargs, log_file=build_dir / "build.log")
 
     build_dir, build_s = cached_build(f"{toplevel}-{simulator}", [
-        verilog, toplevel, *build_args, json.dumps(sorted((extra_files or {}).items()))],
+        source_text, toplevel, *build_args, json.dumps(sorted((extra_files or {}).items()))],
         build)
 
     temporary = data_dir is None
