@@ -260,6 +260,21 @@ def ddr_floor_bytes(shape) -> int:
     return weights + 2 * shape.queries * shape.blocks * per_forward
 
 
+def attention_round_trip_bytes(schedule) -> int:
+    """DDR bytes (packed payload) that attention sends out and reads back: Q·K^T's int32
+    scores written, the softmax units' scores read and P written, P·V's P read (its
+    first operand). What an on-chip attention would not move (docs/accelerator.md,
+    "What binds the step now")."""
+    total = 0
+    for phase in schedule.phases:
+        kind = phase.name.rsplit(".", 1)[-1]
+        for transfer in phase.transfers:
+            if (kind == "softmax" or (kind == "scores" and transfer.role == "y")
+                    or (kind == "context" and transfer.role == "x")):
+                total += transfer.payload_bytes
+    return total
+
+
 def _where_the_time_goes(cfg, shape, board, design) -> None:
     """The default run's step (engine attention, integer nonlinear) on its planned design:
     each resource alone (the engines' jobs back to back, split evenly; the DDR's bytes at
@@ -291,7 +306,9 @@ def _where_the_time_goes(cfg, shape, board, design) -> None:
     floor = ddr_floor_bytes(shape)
     print(f"- DDR bytes per step {price.payload_bytes / 1e6:.1f} MB (packed payload), "
           f"{price.payload_bytes / floor:.2f} x the floor of {floor / 1e6:.1f} MB "
-          f"(ddr_floor_bytes: each tensor of the step once)\n")
+          f"(ddr_floor_bytes: each tensor of the step once); of them "
+          f"{attention_round_trip_bytes(schedule) / 1e6:.1f} MB attention's round trip "
+          f"(scores out and back, P out and back: attention_round_trip_bytes)\n")
     print("| engine job kind | K | jobs | cycles (all engines) | use | ms lost (evenly split) |")
     print("|---|---|---|---|---|---|")
     for (kind, k), (jobs, cycles, macs) in sorted(kinds.items(), key=lambda kv: -kv[1][1]):

@@ -29,3 +29,26 @@ def test_the_floor_counts_each_tensor_once_by_hand():
     t, h, f, l, n = 32, 32, 64, 16, 2
     assert floor(small) == 2 * (4 * h * h + 2 * h * f) + 2 * 2 * (
         12 * t * h + 2 * t * f + 10 * t * l * n)
+
+
+def test_attention_s_round_trip_counts_by_hand():
+    """The bytes ``bench_board_step.py`` prints as attention's DDR round trip: per batch
+    row, head and run of a block (one run below ``first_adapted``, 2q above), Q·K^T writes
+    L x L int32 scores, the softmax reads them and writes L x L int8 P, P·V reads P: 10 L^2.
+    MiniLM's priced shape gives docs/accelerator.md's 189 MB (1,152 x 160 KiB)."""
+    from zoforge.hw.accel.config import AcceleratorConfig
+    from zoforge.hw.accel.schedule import step_schedule
+    with benchmark_script("bench_board_step") as bench:
+        round_trip = bench.attention_round_trip_bytes
+    small = ModelShape(blocks=2, batch=3, seq_len=16, queries=2, hidden=32, ffn=64, heads=2)
+    accel = AcceleratorConfig(softmax_units=1)
+    for first_adapted, runs in ((0, 4 + 4), (1, 1 + 4)):
+        schedule = step_schedule(small, accel, first_adapted, attention="engines",
+                                 nonlinear="integer")
+        assert round_trip(schedule) == runs * 3 * 2 * (4 + 4 + 1 + 1) * 16 * 16, first_adapted
+    minilm = step_schedule(ModelShape(blocks=6, batch=4, seq_len=128, queries=2),
+                           AcceleratorConfig(softmax_units=2, softmax_lanes=10,
+                                             engine_max_m=128, engine_max_k=1536,
+                                             engine_max_n=256),
+                           0, attention="engines", nonlinear="integer")
+    assert round_trip(minilm) == 1_152 * 160 * 1024 == 188_743_680
