@@ -33,6 +33,7 @@ roofline) and ignores the host's own DDR traffic.
 """
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from zoforge.errors import ConfigError
@@ -93,8 +94,8 @@ def makespan(stages) -> float:
 
 
 def _piece_of(bounds, row: int) -> int:
-    """The piece holding ``row`` (``bounds`` ascending from 0)."""
-    return max(c for c, first in enumerate(bounds) if first <= row)
+    """The piece holding ``row`` (``bounds`` ascending from 0): the last first row <= ``row``."""
+    return bisect_right(bounds, row) - 1
 
 
 def _host_pieces(bounds, span: int, seq_len: int, row_s: float, seq_s: float):
