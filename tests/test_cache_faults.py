@@ -98,6 +98,34 @@ def test_a_file_added_to_or_removed_from_a_build_rebuilds_it(tmp_path, monkeypat
     assert not (entry / "planted.sh").exists()
 
 
+@pytest.mark.parametrize("damage", ["truncate-file", "truncate-manifest", "empty-manifest",
+                                    "no-manifest"])
+def test_a_truncated_file_or_a_damaged_manifest_rebuilds_it(tmp_path, monkeypatch, capsys,
+                                                            damage):
+    """The damage a killed build or a full disk leaves (the end-to-end form with a real
+    simulator build: tests/test_crash_recovery.py)."""
+    monkeypatch.setenv("ZOFORGE_CACHE", str(tmp_path / "cache"))
+    calls = []
+    build = _builder(calls, b"the real model")
+    entry, _ = cached_build("probe", ["parts"], build)
+    manifest = entry / "result.json"
+    if damage == "truncate-file":
+        model = entry / "model.bin"
+        model.write_bytes(model.read_bytes()[:5])
+    elif damage == "truncate-manifest":
+        manifest.write_text(manifest.read_text()[:10])
+    elif damage == "empty-manifest":
+        manifest.write_text("{}")
+    else:
+        manifest.unlink()
+    cached_build("probe", ["parts"], build)
+    assert calls == [False, False]                     # rebuilt from nothing
+    assert (entry / "model.bin").read_bytes() == b"the real model"
+    assert "rebuilding an incomplete simulation build" in capsys.readouterr().err
+    cached_build("probe", ["parts"], build)            # healed: reused
+    assert calls == [False, False, True]
+
+
 @pytest.mark.parametrize("variable, value, missing", [
     ("CXX", "/nonexistent/g++", "/nonexistent/g++"),
     ("CXX", "no-such-compiler -O2", "no-such-compiler"),

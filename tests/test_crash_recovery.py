@@ -4,6 +4,9 @@ normal run that succeeds with the result of a run on a clean cache. (The feature
 checkpoints: ``tests/test_zo_train.py``; the job server's build: ``test_zolayer_jobserver.py``.)
 
 Every run here uses its own ``ZOFORGE_CACHE`` so that nothing is shared with other tests.
+The default run builds one real simulation (Icarus, its manifest emptied); the other kinds of
+damage run under ``-m ci``, and each of them also on a stand-in build by default
+(``tests/test_cache_faults.py``).
 """
 import json
 import os
@@ -119,7 +122,8 @@ def test_a_verilator_build_killed_mid_compile_is_rebuilt(tmp_path, clean_rng):
 
 
 @pytest.mark.parametrize("simulator, damage", [
-    pytest.param("verilator", "truncate-model", marks=(pytest.mark.slow, pytest.mark.ci)), ("icarus", "truncate-model"),
+    pytest.param("verilator", "truncate-model", marks=(pytest.mark.slow, pytest.mark.ci)),
+    pytest.param("icarus", "truncate-model", marks=(pytest.mark.slow, pytest.mark.ci)),
     pytest.param("icarus", "truncate-manifest", marks=(pytest.mark.slow, pytest.mark.ci)),
     ("icarus", "empty-manifest")])
 def test_a_damaged_simulation_build_is_rebuilt(tmp_path, clean_rng, simulator, damage):
