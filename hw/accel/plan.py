@@ -292,12 +292,18 @@ def _shape_fields(shape, layer_rows: int, layer_cols: int, engines: int, cols: i
     tables: the schedule splits a wider slice into jobs)."""
     ceil = lambda a, b: -(-a // b) * b      # noqa: E731 (a multiple of b)
     widest = max(shape.ffn, shape.hidden)
-    tables = EngineConfig(rows=cols, cols=cols, max_n=cols).max_n_limit
+    tables = _max_n_limit(cols)
     return {"layer_max_m": ceil(shape.tokens, layer_cols), "layer_max_k": shape.hidden,
             "layer_max_n": ceil(shape.hidden, layer_rows),
             "layer_max_r": ceil(shape.rank, layer_rows),
             "engine_max_k": widest, "softmax_max_len": shape.seq_len,
             "engine_max_n": min(max(ceil(-(-widest // engines), cols), cols), tables)}
+
+
+@lru_cache(maxsize=None)
+def _max_n_limit(cols: int) -> int:
+    """The widest N an engine of ``cols`` columns holds parameter tables for."""
+    return EngineConfig(rows=cols, cols=cols, max_n=cols).max_n_limit
 
 
 def plan_accelerator(board: Board | str, shape=None, **fixed) -> AcceleratorConfig:
@@ -337,19 +343,15 @@ def _candidates(board, shape, values: dict, limits, fixed):
     rows, cols = values["engine_rows"], values["engine_cols"]
     if values["paired"] and rows % 2:
         return
-    one = dict(values, engines=1, gelu_engines=0)        # one plain engine: its DSP
-    per_engine = AcceleratorConfig(**_try(one, shape, fixed)).engine_dsp \
-        if _valid(one, shape, fixed) else None
-    if per_engine is None:
+    one = _valid(dict(values, engines=1, gelu_engines=0), shape, fixed)  # its DSP
+    if one is None:
         return
-    most = max(1, limits["DSP"] // per_engine)
+    most = max(1, limits["DSP"] // one.engine_dsp)
     counts = [fixed["engines"]] if "engines" in fixed else range(most, 0, -1)
     for engines in counts:
         for values_m in _m_choices(dict(values, engines=engines), shape, fixed):
-            if not _valid(values_m, shape, fixed):
-                continue
-            config = AcceleratorConfig(**_try(values_m, shape, fixed))
-            if over_budget(config, limits) is None:
+            config = _valid(values_m, shape, fixed)
+            if config is not None and over_budget(config, limits) is None:
                 yield config
                 return
 
@@ -375,12 +377,12 @@ def _try(values: dict, shape, fixed) -> dict:
     return dict({k: v for k, v in derived.items() if k not in fixed}, **values)
 
 
-def _valid(values: dict, shape, fixed) -> bool:
+def _valid(values: dict, shape, fixed) -> AcceleratorConfig | None:
+    """The configuration of ``values`` (with the shape's capacities), None if invalid."""
     try:
-        AcceleratorConfig(**_try(values, shape, fixed))
+        return AcceleratorConfig(**_try(values, shape, fixed))
     except ConfigError:
-        return False
-    return True
+        return None
 
 
 def _no_fit(board, shape, base, limits, fixed) -> ConfigError:
