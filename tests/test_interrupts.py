@@ -4,8 +4,10 @@ finished work kept and the running tasks handed back to the store (pending: the 
 does them). The other long commands the same way, each signalled mid-run in a subprocess:
 ``finetune`` (its checkpoint kept, valid, at the steps done: the run resumes from it,
 ``tests/test_finetune_resume.py``), ``train`` (its checkpoint kept), ``build``, ``cosim``
-and ``demo`` (no child process left running). The finetune SIGINT case runs by default,
-the others under ``-m slow`` (SIGTERM to finetune and train also in ``-m ci``)."""
+and ``demo`` (no child process left running). The sweep's SIGINT case runs by default (the
+same handler stops every command: ``zoforge.cli``), the others under ``-m slow`` (finetune's
+and train's also in ``-m ci``; a finetune run resumed from its checkpoint by default:
+``tests/test_finetune_resume.py``)."""
 import json
 import os
 import signal
@@ -209,6 +211,8 @@ def _finetune_interrupted(tmp_path, signum):
     assert len(again["result"]["loss"]) == again["int8"]["step_index"] == again["step"]
 
 
+@pytest.mark.slow
+@pytest.mark.ci
 def test_sigint_stops_finetune_with_its_checkpoint_kept(tmp_path):
     _finetune_interrupted(tmp_path, signal.SIGINT)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import INSTALL
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import projected_gradient, squared_error
@@ -20,6 +21,7 @@ from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import JOBS, REGISTERS
 from zoforge.sim.backends import stall_problems
 from zoforge.sim.lint import lint_verilog
+from zoforge.sim.toolchain import have_simulator
 from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                        predicted_cycles, predicted_ratio, run_layer)
 
@@ -261,27 +263,32 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator)
     assert summary["plain_branch_cycles"] <= summary["branch_cycles"] + 8
 
 
-def test_stalls_happen_and_cost_cycles(every_simulator):
-    # Both simulators in the default run (the Icarus representative of the ZO layer), every
-    # backend of each (Verilator: the job server and cocotb): the same
-    # results with and without stalls, and more cycles with them (they were not switched off).
+# Both simulators in the default run (the Icarus representative of the ZO layer) and both
+# backends: the job server on Verilator, the cocotb bench on Icarus (on Verilator in CI's
+# -m ci; both backends agree cycle for cycle: tests/test_zolayer_jobserver.py).
+@pytest.mark.parametrize("simulator_name, backend", [
+    ("verilator", "jobserver"), pytest.param("icarus", "cocotb", id="icarus-cocotb"),
+    pytest.param("verilator", "cocotb", marks=(pytest.mark.slow, pytest.mark.ci))])
+def test_stalls_happen_and_cost_cycles(simulator_name, backend):
+    # the same results with and without stalls, and more cycles with them (they were not
+    # switched off)
+    if not have_simulator(simulator_name):
+        pytest.skip(f"{simulator_name} is not installed here ({INSTALL[simulator_name]})")
     config = layer_config("onthefly", mode="lora-fa", **SMALL)   # built for cocotb elsewhere too
-    quiet = ZoCosimOptions(steps=1, q=1, seed=3, grad_shift=30, simulator=every_simulator)
+    quiet = ZoCosimOptions(steps=1, q=1, seed=3, grad_shift=30, simulator=simulator_name)
     data = make_data(config, quiet)
-    backends = ("jobserver", "cocotb") if every_simulator == "verilator" else ("cocotb",)
-    for backend in backends:
-        runs = [run_layer(config, quiet.replace(backend=backend, **stalls), data)
-                for stalls in ({}, dict(source_idle=0.3, sink_backpressure=0.3))]
-        (rtl, free), (stalled_rtl, stalled) = runs
-        assert free.passed and stalled.passed, (free.failures, stalled.failures)
-        assert stall_problems(free.results["stalls"]) == [], backend
-        assert stall_problems(stalled.results["stalls"], 0.3, 0.3) == [], backend
-        for name in ("branches", "masters", "plain"):
-            np.testing.assert_array_equal(rtl[name], stalled_rtl[name], err_msg=name)
-        assert stalled.results["grads"] == free.results["grads"]
-        assert stalled.results["sim_cycles"] > free.results["sim_cycles"], backend
-        assert all(s > f for s, f in zip(stalled.results["step_cycles"],
-                                         free.results["step_cycles"])), backend
+    runs = [run_layer(config, quiet.replace(backend=backend, **stalls), data)
+            for stalls in ({}, dict(source_idle=0.3, sink_backpressure=0.3))]
+    (rtl, free), (stalled_rtl, stalled) = runs
+    assert free.passed and stalled.passed, (free.failures, stalled.failures)
+    assert stall_problems(free.results["stalls"]) == [], backend
+    assert stall_problems(stalled.results["stalls"], 0.3, 0.3) == [], backend
+    for name in ("branches", "masters", "plain"):
+        np.testing.assert_array_equal(rtl[name], stalled_rtl[name], err_msg=name)
+    assert stalled.results["grads"] == free.results["grads"]
+    assert stalled.results["sim_cycles"] > free.results["sim_cycles"], backend
+    assert all(s > f for s, f in zip(stalled.results["step_cycles"],
+                                     free.results["step_cycles"])), backend
 
 
 # the query counts on one generator by default (the query loop is the layer's; every
