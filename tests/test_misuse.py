@@ -400,6 +400,9 @@ CASES = [
     ("sweep-no-store", ["sweep", "--preset", "tiny"], "--store"),
     # -- toolchain and the top level ----------------------------------------------------------
     ("toolchain-unknown-option", ["toolchain", "--verbose"], "unrecognized arguments"),
+    # a flag's prefix is not the flag: --out is not cosim's --output (nor --steps' --step)
+    ("abbreviated-flag", ["cosim", "engine", "--out", "{tmp}/x"], "unrecognized arguments: --out"),
+    ("abbreviated-flag-finetune", ["finetune", "--step", "3"], "unrecognized arguments: --step"),
     ("no-command", [], "the following arguments"),
     ("unknown-command", ["frobnicate"], "argument COMMAND"),
 ]

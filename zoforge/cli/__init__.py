@@ -39,10 +39,13 @@ Handler = Callable[[argparse.Namespace], int]
 
 class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser with its errors on one line: ``zoforge: error: MESSAGE``, exit 2.
+    A flag is taken only as spelled in full (no abbreviations: ``--out`` is not read as
+    ``--output``, it is an unrecognized argument).
 
     Sub-command parsers are of the same class (argparse gives them their parent's)."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._deferred: list[Callable[[argparse.ArgumentParser], None]] = []
 
