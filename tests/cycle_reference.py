@@ -16,25 +16,41 @@ from math import ceil
 # -- the engine (docs/finetune-cost.md, docs/engine.md) ----------------------------------
 
 #: Cycles after the last tile's k-steps: 3R + C + 21 (skew, drain, result banks, the
-#: requantizer's stages, the last tile's R output rows; measured on the RTL).
+#: requantizer's stages, the last tile's R output rows; measured on the RTL); a paired
+#: array (two rows a multiplier) skews its rows in pairs, R / 2 fewer.
 ENGINE_DRAIN_PER_ROW, ENGINE_DRAIN_PER_COL, ENGINE_DRAIN = 3, 1, 21
 #: Two result banks: a tile takes the bank of the tile two before it, free once that
 #: tile's results have left it, 3R + C + 5 cycles after that tile's last k-step (the drain's
 #: 3R + C + 21 less the 16 cycles from its last row's read to the job's end; measured on
-#: the RTL, 2x3 to 4x4 and 8x8).
+#: the RTL, 2x3 to 4x4 and 8x8; R / 2 fewer paired, as the drain).
 ENGINE_RESULT_BANKS = 2
 ENGINE_BANK_PER_ROW, ENGINE_BANK_PER_COL, ENGINE_BANK = 3, 1, 5
 
 
-def engine_cycles(rows: int, cols: int, pack: int, m: int, k: int, n: int) -> int:
+def engine_tile_spacing(rows: int, paired: bool = False) -> int:
+    """The fewest cycles from one of the engine's tiles' first k-step to the next one's:
+    its array drains skewed (column j read j cycles after column 0, right after its own
+    last capture: no C term), and the feeder keeps the bound of the skewed shift chains
+    that read-out replaced (hw/pe/array.py): a column's R rows leave in R - 1 shifts after
+    its bottom unit row's capture, and the next tile's top unit row, U - 1 cycles ahead of
+    its bottom one (U = R unit rows, R / 2 paired), captures after the last shift: U + R - 2;
+    and never under the drain's R reads a tile."""
+    units = rows // 2 if paired else rows
+    return max(units + rows - 2, rows)
+
+
+def engine_cycles(rows: int, cols: int, pack: int, m: int, k: int, n: int,
+                  paired: bool = False) -> int:
     """An engine job's CYCLES: W panel 0 and X panel 0 stream in (ceil(K/pack) beats each),
-    then ceil(M/R) x ceil(N/C) tiles of pack x ceil(K/pack) k-steps, at least 2R + C apart
-    and each once its result bank is free, then the drain."""
+    then ceil(M/R) x ceil(N/C) tiles of pack x ceil(K/pack) k-steps, at least
+    :func:`engine_tile_spacing` apart and each once its result bank is free, then the
+    drain (pack > 1: a W panel's refill never waits, tests/test_engine_bank_cycles.py)."""
     beats = ceil(k / pack)
     k_steps = pack * beats
-    spacing = max(k_steps, 2 * rows + cols)
+    spacing = max(k_steps, engine_tile_spacing(rows, paired))
+    pairs = rows // 2 if paired else 0                  # the paired skew's saving
     bank_free = (k_steps + ENGINE_BANK_PER_ROW * rows + ENGINE_BANK_PER_COL * cols
-                 + ENGINE_BANK)
+                 + ENGINE_BANK - pairs)
     t = beats + beats                          # W panel 0, X panel 0
     starts = []
     for _ in range(ceil(m / rows)):
@@ -44,7 +60,8 @@ def engine_cycles(rows: int, cols: int, pack: int, m: int, k: int, n: int) -> in
             starts.append(t)
             t += spacing
     last_end = starts[-1] + k_steps
-    return last_end + ENGINE_DRAIN_PER_ROW * rows + ENGINE_DRAIN_PER_COL * cols + ENGINE_DRAIN
+    return (last_end + ENGINE_DRAIN_PER_ROW * rows + ENGINE_DRAIN_PER_COL * cols
+            + ENGINE_DRAIN - pairs)
 
 
 def engine_bytes(rows: int, cols: int, pack: int, m: int, k: int, n: int,

@@ -151,7 +151,8 @@ def test_layer_grid_reaches_every_tile_spacing_regime():
 # -- the engine, by hand -------------------------------------------------------------------
 
 @pytest.mark.parametrize("rows, cols, pack, m, k, n, cycles", [
-    # 4 x 3, pack 3: ceil(10/3) = 4 beats a panel, 12 k-steps a tile (> 2R + C = 11); a
+    # the skewed drain's tile interval max(2R - 2, R) (tests/cycle_reference.py)
+    # 4 x 3, pack 3: ceil(10/3) = 4 beats a panel, 12 k-steps a tile (> 2R - 2 = 6); a
     # result bank free 12 + (3R + C + 5 = 20) = 32 after its tile's begin (> 2 x 12): 3 x 3
     # tiles begin at 8, 20, then in pairs 32 apart: 8 + 4 x 32 = 136; + 12 + (3R + C + 21 =
     # 36) = 184
@@ -159,17 +160,18 @@ def test_layer_grid_reaches_every_tile_spacing_regime():
     # K 30: 10 beats, 30 k-steps, the bank free after 30 + 20 = 50 (< 2 x 30): the tiles
     # 30 apart, 2 x 10 + 8 x 30 + 30 + 36 = 326
     (4, 3, 3, 9, 30, 7, 326),
-    # K 2: 1 beat, 3 k-steps, tiles 11 apart (2R + C), the bank free after 3 + 20 = 23
-    # (> 22); 2 x 2 tiles begin at 2, 13, 25, 36: 36 + 3 + 36 = 75
-    (4, 3, 3, 5, 2, 4, 75),
-    # 2 x 5, pack 2: 4 beats, 8 k-steps, tiles 2R + C = 9 apart, the bank free after
-    # 8 + (6 + 5 + 5 = 16) = 24 (> 18); 2 x 3 tiles begin at 8, 17, 32, 41, 56, 65:
-    # 65 + 8 + (6 + 5 + 21 = 32) = 105
-    (2, 5, 2, 3, 7, 11, 105),
-    # K 1: 2 k-steps, the bank free after 2 + 16 = 18 (= 2 x 9): 2 + 5 x 9 + 2 + 32 = 81
-    (2, 5, 2, 3, 1, 11, 81),
+    # K 2: 1 beat, 3 k-steps, tiles 6 apart (2R - 2), the bank free after 3 + 20 = 23
+    # (> 12); 2 x 2 tiles begin at 2, 8, 25, 31: 31 + 3 + 36 = 70
+    (4, 3, 3, 5, 2, 4, 70),
+    # 2 x 5, pack 2: 4 beats, 8 k-steps (> max(2R - 2, R) = 2), the bank free after
+    # 8 + (6 + 5 + 5 = 16) = 24 (> 16); 2 x 3 tiles begin at 8, 16, 32, 40, 56, 64:
+    # 64 + 8 + (6 + 5 + 21 = 32) = 104
+    (2, 5, 2, 3, 7, 11, 104),
+    # K 1: 2 k-steps (= R), the bank free after 2 + 16 = 18 (> 2 x 2): tiles begin at 2,
+    # 4, 20, 22, 38, 40: 40 + 2 + 32 = 74
+    (2, 5, 2, 3, 1, 11, 74),
     (2, 5, 2, 1, 1, 1, 2 + 2 + 32),                   # one tile, one beat
-    # the model's 8 x 8, pack 2: 15 beats, 30 k-steps (> 24), the bank free after
+    # the model's 8 x 8, pack 2: 15 beats, 30 k-steps (> 2R - 2 = 14), the bank free after
     # 30 + (24 + 8 + 5 = 37) = 67 (> 60); 3 x 2 tiles begin at 30, 60, 97, 127, 164, 194:
     # 194 + 30 + (24 + 8 + 21 = 53) = 277
     (8, 8, 2, 20, 30, 12, 277)])
@@ -235,12 +237,14 @@ def test_layer_job_bytes_match_the_second_derivation():
 # -- against the RTL, in the default run --------------------------------------------------
 
 # the engines tests/test_engine_cosim.py builds (CONFIG_A, CONFIG_B), cached: (M, K, N, raw)
-# jobs of several tiles, long ones (spaced by their k-steps) and short ones (by 2R + C, or
-# by their result banks: 12 x 8 x 8 on 3 x 2, 8 x 3 x 12 on 2 x 3)
+# jobs of several tiles, long ones (spaced by their k-steps) and short ones (by the array's
+# max(2R - 2, R): two tiles of K 1, 3 x 1 x 4 on 3 x 2 and 2 x 1 x 6 on 2 x 3, or by their
+# result banks: 12 x 8 x 8 on 3 x 2, 8 x 3 x 12 on 2 x 3)
 ENGINE_RTL = {(3, 2, 2): [(5, 20, 9, False), (11, 32, 3, False), (6, 30, 4, True),
-                          (3, 1, 2, True), (2, 5, 1, True), (12, 8, 8, True)],
+                          (3, 1, 2, True), (2, 5, 1, True), (12, 8, 8, True),
+                          (3, 1, 4, True)],
               (2, 3, 1): [(5, 16, 7, False), (3, 16, 4, True), (1, 1, 1, True),
-                          (8, 3, 12, False)]}
+                          (8, 3, 12, False), (2, 1, 6, True)]}
 
 
 @pytest.mark.parametrize("rows, cols, pack", list(ENGINE_RTL))

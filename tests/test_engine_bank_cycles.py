@@ -65,13 +65,13 @@ def test_tile_begins_by_hand():
 def test_closed_form_is_the_tile_timeline(fields):
     """engine_job_cycles' closed form equals the tile timeline over M, K, N from one tile
     to many, K from one beat to well past every bound; where pack > 1 (no W refill wait)
-    it equals tests/cycle_reference.py's hand timeline too."""
+    it equals tests/cycle_reference.py's hand timeline too, paired or not."""
     config = EngineConfig(max_m=64, max_k=64, max_n=64, **fields)
     for m, k, n in itertools.product((1, 2, 5, 9, 17, 40), range(1, 64, 4), (1, 3, 8, 13, 33)):
         assert engine_job_cycles(config, m, k, n) == _end(config, m, k, n), (m, k, n)
-        if config.pack > 1 and not config.paired:
+        if config.pack > 1:
             assert engine_job_cycles(config, m, k, n) == engine_cycles(
-                config.rows, config.cols, config.pack, m, k, n), (m, k, n)
+                config.rows, config.cols, config.pack, m, k, n, config.paired), (m, k, n)
 
 
 def _run(config: EngineConfig, shapes, seed: int = 3):
@@ -87,16 +87,21 @@ def _run(config: EngineConfig, shapes, seed: int = 3):
 
 
 def test_short_tiles_on_the_rtl():
-    """The tiny fine-tuning step's attention jobs (Q·K^T 8 x 16 x 8, P·V 8 x 8 x 16: 5 and
-    15 cycles past the old model), a GELU job and an int8 job of short tiles (the bank
-    binds), and one whose tiles are 2R + C apart with the bank free in time (K 2): each
-    job's CYCLES is the model's."""
+    """The tiny fine-tuning step's attention jobs (Q·K^T 8 x 16 x 8, P·V 8 x 8 x 16), a
+    GELU job and an int8 job of short tiles (the bank binds), and 36 tiles of 2 k-steps (K
+    2: pairs of tiles spaced by the bank, 2 + 21 = 23, a pair's tiles and the odd last one
+    by the array's 2R - 2 = 6): each job's CYCLES is the model's. By hand (4 x 4, pack 2:
+    the drain 3R + C + 21 = 37, the bank free 3R + C + 5 = 21 after a tile's k-steps):
+    Q·K^T 8 beats, 2 x 2 tiles of 16 k-steps, pairs 16 + 21 = 37 apart: 16 + 37 + 16 =
+    69, + 16 + 37 = 122; P·V 4 beats, 2 x 4 tiles of 8 k-steps (> 6), pairs 8 + 21 = 29
+    apart: 8 + 3 x 29 + 8 = 103, + 8 + 37 = 148; K 2: 1 beat, 2 + 17 x 23 + 6 = 399,
+    + 2 + 37 = 438."""
     shapes = [(8, 16, 8, "raw"), (8, 8, 16, "raw"), (16, 8, 16, "gelu"), (16, 4, 16, "int8"),
               (24, 2, 24, "raw")]
     cycles = _run(GELU_CONFIG, shapes)
     assert cycles == [engine_job_cycles(GELU_CONFIG, m, k, n, gelu=kind == "gelu")
                       for m, k, n, kind in shapes]
-    assert cycles[:2] == [122, 152]
+    assert cycles[:2] + cycles[4:] == [122, 148, 438]
 
 
 @pytest.mark.slow

@@ -27,13 +27,21 @@ from zoforge.hw.engine.gelu_path import GELU_EXTRA_LATENCY
 from zoforge.hw.engine.packer import ROWS_PER_BEAT
 from zoforge.hw.pe.array import min_tile_interval
 
-__all__ = ["engine_job_extra", "engine_bank_turnaround", "engine_tile_begins",
+__all__ = ["engine_tile_interval", "engine_job_extra", "engine_bank_turnaround", "engine_tile_begins",
            "BANK_FREE_TO_END", "W_BANK_REFILL_EXTRA", "engine_job_cycles", "engine_stream_parts", "engine_job_bytes",
            "GELU_EXTRA_LATENCY"]
 
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def engine_tile_interval(config: EngineConfig) -> int:
+    """Fewest cycles between two of the engine's tiles: its array reads out with the skewed
+    drain (a ``sel`` register a column: each fans out to one column's read-out, not to all
+    of them), :func:`~zoforge.hw.pe.array.min_tile_interval`: ``max(U + R - 2, R)``, U = R
+    (R / 2 paired) unit rows (2R - 2 for single PEs, 3R / 2 - 2 paired, at least R)."""
+    return min_tile_interval(config.rows, config.cols, config.paired, skewed_drain=True)
 
 
 def engine_job_extra(rows: int, cols: int, paired: bool = False) -> int:
@@ -90,7 +98,7 @@ def engine_tile_begins(config: EngineConfig, m: int, k: int, n: int) -> list[int
     rows, cols, pack = config.rows, config.cols, config.pack
     panel = _ceil(k, pack)
     steps = pack * panel
-    tile = max(steps, min_tile_interval(rows, cols))
+    tile = max(steps, engine_tile_interval(config))
     bank_free = steps + engine_bank_turnaround(rows, cols, config.paired)
     banks = engine_tiling(config).result_bank_count
     m_tiles = _ceil(m, rows)
@@ -116,7 +124,7 @@ def engine_job_cycles(config: EngineConfig, m: int, k: int, n: int,
     m_tiles = _ceil(m, rows)
     tiles = m_tiles * _ceil(n, cols)
     steps = pack * panel
-    tile = max(steps, min_tile_interval(rows, cols))
+    tile = max(steps, engine_tile_interval(config))
     # engine_tile_begins' last begin in closed form (two result banks, the engine's): pairs
     # of tiles a tile interval apart, a pair two intervals after the one before or once
     # the first tile's bank is free; with one row panel a tile is its column panel, and

@@ -52,7 +52,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from zoforge.golden.engine_widths import ACC_BITS, MULT_BITS, accumulator_bits
-from zoforge.hw.pe.array import SystolicArray, min_tile_interval
+from zoforge.hw.pe.array import SystolicArray
 from zoforge.hw.pe.axil import AxiLiteTarget
 from zoforge.hw.pe.bus import AxiLiteSignature, AxiStreamSignature
 from zoforge.hw.pe.drain import Drain
@@ -62,6 +62,7 @@ from zoforge.hw.pe.requant import RequantStream
 
 from .buffers import Memory, engine_buffers, engine_tiling
 from .config import EngineConfig
+from .cycles import engine_tile_interval
 from .loader import Loader
 from .packer import ResultPacker
 from .gelu_path import GeluPath, row_layout
@@ -103,7 +104,7 @@ class Engine(wiring.Component):
                 "out_lanes": self.cols, "acc_bits": ACC_BITS, "mult_bits": MULT_BITS,
                 "paired": self.engine_config.paired,
                 "multipliers": self.engine_config.multipliers,
-                "min_tile_interval": min_tile_interval(self.rows, self.cols)}
+                "min_tile_interval": engine_tile_interval(self.engine_config)}
 
     def elaborate(self, platform):
         m = Module()
@@ -121,9 +122,10 @@ class Engine(wiring.Component):
         m.submodules.loader = loader = Loader(config)
         m.submodules.array = array = SystolicArray(config.rows, config.cols,
                                                    paired=config.paired,
-                                                   acc_bits=accumulator_bits(config.max_k))
+                                                   acc_bits=accumulator_bits(config.max_k),
+                                                   skewed_drain=True)
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval)
-        m.submodules.drain = drain = Drain(tiling, array.capture_latency)
+        m.submodules.drain = drain = Drain(tiling, array.capture_latency, array.drain_lead)
         tables = param_tables(config.gelu)
         m.submodules.output = output = OutputStage(tiling, {
             table.memory: SideRead(table.field, buffers[table.memory], "panel")
