@@ -178,7 +178,8 @@ def test_layer_grid_reaches_every_tile_spacing_regime():
 def test_engine_job_cycles_by_hand(rows, cols, pack, m, k, n, cycles):
     """CYCLES of engine jobs with M, K, N all different, on three array sizes (R > C, R < C,
     square), worked in the parameters' comments; raw or not is the same. Every value is
-    also the RTL's (2026-11-27: Verilator job server, raw and int8 jobs alike)."""
+    also the RTL's (2026-11-28, the skewed drain: Verilator job server, raw and int8 jobs
+    alike, bit-exact)."""
     config = EngineConfig(rows=rows, cols=cols, pack=pack, max_m=32, max_k=32, max_n=32)
     assert engine_job_cycles(config, m, k, n) == cycles
     assert engine_cycles(rows, cols, pack, m, k, n) == cycles

@@ -5,7 +5,8 @@ Beside the unit (issue 32, item 7); ``zoforge.reports.unit_calls`` prices the fi
 * :func:`engine_job_cycles`: W panel 0 and X panel 0 arrive first (``2 * ceil(K/pack)``
   words of ``pack`` k-steps, one a cycle: a W beat of ``max(1, R // C)`` words takes as
   many cycles), then the ``ceil(M/R) * ceil(N/C)`` tiles run back to back, each ``pack *
-  ceil(K/pack)`` k-steps but at least ``2R + C`` apart (the later panels stream in
+  ceil(K/pack)`` k-steps but at least :func:`engine_tile_interval` apart (the skewed
+  drain's ``max(U + R - 2, R)``, U = R or R / 2 paired; the later panels stream in
   meanwhile: a word carries ``pack`` k-steps, the array takes one per cycle) and a tile
   begins only once the tile two before it has left its result bank (its k-steps and
   :func:`engine_bank_turnaround` after its begin: binding where two short tiles compute
@@ -87,9 +88,10 @@ def engine_tile_begins(config: EngineConfig, m: int, k: int, n: int) -> list[int
     """The cycle each tile of a job begins (its first k-step), counted as
     :func:`engine_job_cycles` counts: W panel 0 and X panel 0 take the first ``2 *
     ceil(K/pack)`` cycles; then each tile (column panel outer, row panel inner) begins a
-    tile interval (``max(k-steps, 2R + C)``) after the one before, not before the tile
-    ``result_bank_count`` before it has left its result bank (that tile's begin + k-steps
-    + :func:`engine_bank_turnaround`), and the first tile of column panel p >= 2 not
+    tile interval (its k-steps, at least :func:`engine_tile_interval`) after the one
+    before, not before the tile ``result_bank_count`` before it has left its result bank
+    (that tile's begin + k-steps + :func:`engine_bank_turnaround`), and the first tile of
+    column panel p >= 2 not
     before its W panel is in: the two W banks take panel p once panel p - 2's last tile
     has ended, ``ceil(K/pack)`` words one a cycle, and :data:`W_BANK_REFILL_EXTRA` (this
     binds only with one row panel at pack 1: 2x3, M <= 2, K >= 14, one cycle a panel

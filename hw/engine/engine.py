@@ -29,7 +29,8 @@ bytes), so panel nt+1 streams in while panel nt is being computed; results are
 double-buffered too (two banks of R rows), so a tile drains while the previous one streams
 out. Tiles are computed back to back (nt outer, mt inner), each for ``pack * ceil(K/pack)``
 cycles, at least :attr:`~zoforge.hw.pe.array.SystolicArray.min_tile_interval`
-apart.
+apart: the array drains skewed (``skewed_drain``, column j read j cycles after column 0),
+so that interval is ``max(U + R - 2, R)``, no C term (:func:`.cycles.engine_tile_interval`).
 
 Verilog ports: ``clk``, ``rst``, ``irq`` and the bus members joined by ``__``
 (``s_axil__awaddr``, ``s_axis__tdata``, ``m_axis__tready``, ...; see

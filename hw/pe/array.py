@@ -74,7 +74,8 @@ def min_tile_interval(rows: int, cols: int, paired: bool = False,
     * Plain drain: every column is read with column C-1, d_j = t + U + C + L - 2 (the
       bottom unit row of column C-1 captured), so D >= U + C - 1 + r - u_r - j: R + C - 1
       (row R-1, column 0; r - u_r is at most R - U). Returned: 2R + C, the bound of the
-      shift chains this read-out replaced (kept: the engines' cycles and their models).
+      shift chains this read-out replaced (kept as it was; the engine and the ZO layer
+      both drain skewed now).
     * ``skewed_drain``: column j is read j cycles after column 0, d_j = t + U + j + L - 1,
       so D >= U + r - u_r: R (also the drain's R writes a tile, :class:`~.drain.Drain`).
       Returned: ``max(U + R - 2, R)`` (2R - 2 for single PEs and R >= 2, 1 for R = 1;
