@@ -21,10 +21,10 @@ ACCEL = AcceleratorConfig(engines=3, engine_rows=4, engine_cols=4, engine_max_m=
 
 def test_job_cycles_worked_by_hand():
     # paired 4x4 engine, pack 2, 16x16x8: 8 beats a panel, 16 k-steps, 4 x 2 tiles at
-    # max(16, 2R + C = 12) = 16 apart but a tile's result bank free for the tile two later
-    # only 16 + (3R + C + 5 - R/2 = 19) = 35 after its begin (> 2 x 16): in pairs 35 apart;
-    # extra 3R + C + 21 - R/2 = 35: 2 x 8 + 3 x 35 + 16 + 16 + 35 = 188 (the RTL's,
-    # 2026-11-27)
+    # max(16, the skewed drain's max(R/2 + R - 2, R) = 4) = 16 apart but a tile's result
+    # bank free for the tile two later only 16 + (3R + C + 5 - R/2 = 19) = 35 after its
+    # begin (> 2 x 16): in pairs 35 apart; extra 3R + C + 21 - R/2 = 35: 2 x 8 + 3 x 35 +
+    # 16 + 16 + 35 = 188 (the RTL's, 2026-11-27, and with the skewed drain)
     assert job_cycles_of(ACCEL, Job("engine", 0, "gemm", 16, 16, 8)) == 188
     # 4x4 ZO layer frozen_w 16x16x8 (r 4): depth 16, 4 x 2 tiles, spacing max(16, the
     # skewed drain's 2R - 2 = 6, (16 + 4.5 + 12 + 4) / 8 banks = 4.6) = 16, fill 27 + 12 + 4

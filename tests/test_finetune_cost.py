@@ -36,10 +36,11 @@ TINY_LAYER = layer_config("onthefly", rows=4, cols=4, mode="lora-fa", max_m=8, m
 
 
 def test_tiny_step_cycles_by_hand():
-    # engine, 4 x 4: tiles >= 2R + C = 12 apart, and a tile's result bank free for the tile
-    # two later 3R + C + 5 = 21 cycles after its k-steps; a job ends 3R + C + 21 = 37 cycles
-    # after its last tile. (M, K, N) = (8, 16, 16): 8 beats per panel, 2 x 4 tiles of 16
-    # k-steps, in pairs 16 + 21 = 37 apart (> 2 x 16): the RTL's 196 (2026-11-27)
+    # engine, 4 x 4: tiles >= 2R - 2 = 6 apart (the skewed drain), and a tile's result bank
+    # free for the tile two later 3R + C + 5 = 21 cycles after its k-steps; a job ends
+    # 3R + C + 21 = 37 cycles after its last tile. (M, K, N) = (8, 16, 16): 8 beats per
+    # panel, 2 x 4 tiles of 16 k-steps, in pairs 16 + 21 = 37 apart (> 2 x 16): the RTL's
+    # 196 (2026-11-27, and with the skewed drain: tests/test_engine_bank_cycles.py)
     key = 2 * 8 + 3 * 37 + 16 + 16 + 37                  # 196 (key, attn_out, ffn_in chunk)
     ffn_out = 2 * 16 + 7 * 32 + 32 + 37                  # (8, 32, 16), 32 + 21 < 64: 325
     head = 2 * 8 + 16 + 37                               # (2, 16, 2), one tile: 69
