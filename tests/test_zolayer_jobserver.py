@@ -194,6 +194,16 @@ def test_protocol_on_a_loopback_with_heavy_stalls():
         assert stall_problems(server.stalls(), 0.6, 0.6) == []     # every channel stalled
 
 
+def test_the_widths_reach_the_harness_only():
+    """LANES and IN_WORDS are the harness's header, not C++ flags: Verilator's runtime
+    objects compile with the same command for every width, so ccache compiles them once."""
+    entry, _ = build_server(LOOPBACK, "loopback", lanes=2, addr_bits=8)
+    assert (entry / "jobserver_widths.h").read_text() == "#define LANES 2\n#define IN_WORDS 2\n"
+    runtime = [line for line in (entry / "build.log").read_text().splitlines()
+               if line.rstrip().endswith("verilated.cpp")]
+    assert runtime and not any("-DLANES" in line or "IN_WORDS" in line for line in runtime)
+
+
 @pytest.mark.parametrize("idle, pressure", [(0.5, 0.0), (0.0, 0.5), (0.0, 0.0)])
 def test_the_server_counts_the_stalls_it_inserted_per_channel(idle, pressure):
     """Each probability stalls its own channels (sources: valid held back; sinks: ready

@@ -31,8 +31,10 @@
 // offer holds valid low, a sink (OUT, B, R) holds ready low while the DUT holds valid.
 //
 // LANES (a macro) is the output stream's width in 32-bit lanes, IN_WORDS the 32-bit words of
-// one input beat (the input stream's width rounded up; the unused bits are zero); the
-// model's prefix is Vtop.
+// one input beat (the input stream's width rounded up; the unused bits are zero), both from
+// jobserver_widths.h, which the build writes beside this file (not -D flags: those would
+// reach Verilator's runtime objects too, and ccache would compile them again for every
+// width); the model's prefix is Vtop.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -42,14 +44,8 @@
 #include <vector>
 
 #include "Vtop.h"
+#include "jobserver_widths.h"
 #include "verilated.h"
-
-#ifndef LANES
-#define LANES 4
-#endif
-#ifndef IN_WORDS
-#define IN_WORDS LANES
-#endif
 
 namespace {
 
