@@ -7,7 +7,8 @@ fixtures that run a co-simulation test on the simulators zoforge supports.
   ``-m icarus`` runs only those.
 * ``every_simulator``: the same two, both in the default run: the fast representatives that
   keep the second simulator in every default run (the harness round trip, a one-column
-  engine, the ZO layer's stall test).
+  engine; the ZO layer's stall test names its own pairs: the job server on Verilator, cocotb
+  on Icarus).
 
 The suite compiles its Verilated models at ``-O0`` (``$ZOFORGE_VERILATOR_OPT``; see
 ``zoforge.sim.toolchain.cxx_opt``). Both fixtures are module-scoped so that a module's build fixtures can depend on them. A simulator
