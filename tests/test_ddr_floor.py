@@ -52,3 +52,38 @@ def test_attention_s_round_trip_counts_by_hand():
                                              engine_max_n=256),
                            0, attention="engines", nonlinear="integer")
     assert round_trip(minilm) == 1_152 * 160 * 1024 == 188_743_680
+
+
+def test_the_attention_link_s_counts_in_the_docs():
+    """docs/accelerator.md's count of what an engine -> softmax link would need and save,
+    derived by hand: each scores job's int32 Y written and its softmax job's X read (2 x 4
+    L^2 of the 10 L^2 round trip), 1,152 x 128 KiB for MiniLM; the reorder buffer of a job's
+    L x L int32 in 1K x 32 BRAM36, doubled, for six engines, beside the composed design's
+    BRAM18 (its table's design row) out of the XCZU9EG's 1,824."""
+    import re
+    from pathlib import Path
+
+    from zoforge.boards.registry import get_board
+    from zoforge.hw.accel.config import AcceleratorConfig
+    from zoforge.hw.accel.schedule import step_schedule
+    minilm = step_schedule(ModelShape(blocks=6, batch=4, seq_len=128, queries=2),
+                           AcceleratorConfig(softmax_units=2, softmax_lanes=10,
+                                             engine_max_m=128, engine_max_k=1536,
+                                             engine_max_n=256),
+                           0, attention="engines", nonlinear="integer")
+    linked = sum(t.payload_bytes for t in minilm.transfers
+                 if (t.name.endswith(".scores.y") and t.write)
+                 or (t.unit == "softmax" and t.role == "x"))
+    assert linked == 1_152 * 2 * 4 * 128 * 128 == 150_994_944
+    text = " ".join((Path(__file__).parent.parent / "docs" / "accelerator.md").read_text()
+                    .split())
+    assert f"{linked / 1e6:.0f} MB a step" in text                       # 151 MB
+    buffer = 128 * 128 * 4                                               # 64 KiB a job
+    bram36 = buffer // (1024 * 4)                                        # 16
+    added = 6 * 2 * bram36 * 2                                           # BRAM18, doubled
+    assert f"64 KiB, {bram36} BRAM36" in text and f"{added} BRAM18 for six engines" in text
+    design = int(re.search(r"\*\*the design\*\*[^|]*\|[^|]*\|[^|]*\|[^|]*\| \*\*([\d,]+) \(",
+                           text).group(1).replace(",", ""))
+    capacity = get_board("zcu102").capacities["BRAM18"]
+    assert f"design's {design:,} of {capacity:,} then {100 * (design + added) / capacity:.0f} %" \
+        in text
