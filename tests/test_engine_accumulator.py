@@ -98,7 +98,9 @@ def test_the_tile_crosses_both_ends_of_its_accumulator(tile_of):
     assert max(flat) > top and min(flat) < bottom
     assert sum(s > top for s in flat) >= 2                  # 16384 and 16129 per step
     assert any(bottom <= s <= top for s in flat)            # and a control in range
-    assert K > 2 ** 17                                      # beyond the documented exact K
+    # a K whose sums this width cannot hold exactly: K products of [-16256, 16384] need
+    # 15 + bit_length(K) bits (beyond the documented exact K: 2^17 for int32)
+    assert 15 + tile_of["k"].bit_length() > bits
 
 
 @pytest.mark.parametrize("tile_of", [
