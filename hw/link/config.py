@@ -1,0 +1,85 @@
+"""The scores reorder buffer's build configuration (:class:`ReorderConfig`).
+
+Torch- and Amaranth-free. The defaults are MiniLM's link: a 64 x 8 engine's scores of 128
+queries x 128 keys into a 10-lane softmax unit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from zoforge.config import Config, IntRange, param
+
+__all__ = ["ReorderConfig", "MAX_ROWS", "MAX_LEN"]
+
+#: The most query rows a job may have (M); 4096 x 1024 int32 a bank is 16 MiB already.
+MAX_ROWS = 4096
+#: The longest row (keys, L): the softmax unit's ``MAX_LEN``.
+MAX_LEN = 1024
+
+
+def _bits(count: int) -> int:
+    """Bits of an index below ``count`` (0 for a count of 1)."""
+    return (count - 1).bit_length()
+
+
+@dataclass(frozen=True)
+class ReorderConfig(Config):
+    """The engine's tile ``rows`` x ``cols`` (R x C), the softmax unit's ``lanes``, jobs of
+    at most ``max_rows`` queries (M) x ``max_len`` keys (L)."""
+
+    kind: ClassVar[str] = "reorder"
+
+    rows: int = param(64, "engine array rows R (rows of a tile)", IntRange(1, 64))
+    cols: int = param(8, "engine array columns C (int32 lanes of an input beat)",
+                      IntRange(1, 64))
+    lanes: int = param(10, "softmax unit lanes (int32 lanes of an output beat)",
+                       IntRange(1, 64))
+    max_rows: int = param(128, "most query rows M a job", IntRange(1, MAX_ROWS))
+    max_len: int = param(128, "most keys L a row", IntRange(1, MAX_LEN))
+
+    @property
+    def memories(self) -> int:
+        """P: the 32-bit memories of the buffer, the power of two >= max(C, lanes); key k of
+        a row lives in memory ``k mod P``, word ``k div P``."""
+        return 1 << _bits(max(self.cols, self.lanes))
+
+    @property
+    def key_bits(self) -> int:
+        """log2 P: the bits of ``k mod P``."""
+        return _bits(self.memories)
+
+    @property
+    def word_bits(self) -> int:
+        """Bits of a word's index within a row: ``ceil(max_len / P)`` words."""
+        return _bits(-(-self.max_len // self.memories))
+
+    @property
+    def row_bits(self) -> int:
+        """Bits of a row's index (``max_rows`` rows)."""
+        return _bits(self.max_rows)
+
+    @property
+    def depth(self) -> int:
+        """Words of each memory: two banks of ``2^row_bits`` rows of ``2^word_bits`` words
+        (address ``Cat(word, row, bank)``)."""
+        return 2 << (self.row_bits + self.word_bits)
+
+    @property
+    def m_bits(self) -> int:
+        """Bits of the job's M (up to ``max_rows``)."""
+        return self.max_rows.bit_length()
+
+    @property
+    def l_bits(self) -> int:
+        """Bits of the job's L (up to ``max_len``)."""
+        return self.max_len.bit_length()
+
+    def in_beats(self, m: int, length: int) -> int:
+        """Input beats of a job: ``ceil(L / C)`` column panels of ``ceil(M / R)`` tiles of R
+        rows."""
+        return -(-length // self.cols) * -(-m // self.rows) * self.rows
+
+    def out_beats(self, m: int, length: int) -> int:
+        """Output beats of a job: M rows of ``ceil(L / lanes)``."""
+        return m * -(-length // self.lanes)
