@@ -4,9 +4,10 @@ lanes; M not a multiple of R, L not a multiple of C or lanes, L < lanes, L = max
 lanes <, = and > C, one memory), jobs back to back through both banks, random idle cycles
 on the input and back-pressure on the output, the engine's padding (rows past M, keys past
 L) random; the output's beat held while not taken; both banks full stalling the input;
-``tlast`` checked; the cycle model; the golden against a second derivation; the
-configuration's bounds; lint; one Verilog run under Icarus. Slow: MiniLM's 128 x 128 jobs
-on a 64 x 8 engine into 10 lanes, and a random sweep."""
+``tlast`` checked; the cycle model; the golden against a second derivation and against the
+engine's and the softmax unit's hosts' formats; the configuration's bounds; lint; one
+Verilog run under Icarus. Slow: MiniLM's 128 x 128 jobs on a 64 x 8 engine into 10 lanes,
+a random sweep, MiniLM's lint."""
 from __future__ import annotations
 
 import subprocess
@@ -22,6 +23,7 @@ from zoforge.hw.export import to_verilog
 from zoforge.hw.link.config import ReorderConfig
 from zoforge.hw.link.cycles import reorder_job_cycles, reorder_schedule
 from zoforge.hw.link.reorder import ScoresReorder
+from zoforge.hw.softmax.config import SoftmaxConfig
 from zoforge.sim.lint import lint_verilog
 
 #: (R, C, lanes, max_rows, max_len) and the jobs (M, L) run back to back on each.
@@ -86,6 +88,26 @@ def test_golden_against_a_second_derivation():
         assert np.array_equal(softmax_order(scores, lanes), expected)
         assert stream.shape == (in_beats(m, length, rows, cols), cols)
         assert expected.shape == (out_beats(m, length, lanes), lanes)
+
+
+def test_formats_are_the_engine_hosts_and_the_softmax_hosts():
+    """The input is what the engine's host unpacks as a raw job's output, the output the
+    frame the softmax unit's host sends (sim/engine_cosim.py, sim/softmax_cosim.py)."""
+    # the hosts import torch (~3 CPU-s alone): only this test pays it
+    from zoforge.sim.engine_cosim import unpack_output
+    from zoforge.sim.softmax_cosim import SoftmaxJob, program_inputs
+
+    rng = np.random.default_rng(6)
+    for rows, cols, lanes, m, length in [(4, 3, 5, 7, 13), (64, 8, 10, 128, 128),
+                                         (2, 8, 10, 5, 3), (3, 16, 7, 4, 33)]:
+        scores, stream = make_job(rng, m, length, rows, cols)
+        words = stream.view(np.uint32).reshape(-1)
+        assert np.array_equal(unpack_output(words, m, length, rows, cols, raw=True), scores)
+        config = SoftmaxConfig(lanes=lanes, max_len=max(length, 8))
+        _, data = program_inputs([SoftmaxJob(scores.astype(np.int64), np.ones(length, bool),
+                                             {})], config)
+        out = reorder_scores(stream, m, length, rows, cols, lanes)
+        assert np.array_equal(out.view(np.uint32).reshape(-1), data["job0_frame"])
 
 
 def test_golden_refuses_a_stream_of_another_shape():
