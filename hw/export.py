@@ -32,9 +32,10 @@ from amaranth.back import verilog
 
 from zoforge.config import config_text
 from zoforge.hw.designs import Elaborated
+from zoforge.hw.verilog_cache import cached_verilog
 from zoforge.outputs import check_targets, make_out_dir, write_text
 
-__all__ = ["to_verilog", "write_design", "CONFIG_FILE"]
+__all__ = ["to_verilog", "design_verilog", "verilog_key", "write_design", "CONFIG_FILE"]
 
 CONFIG_FILE = "design.toml"
 
@@ -44,6 +45,21 @@ def to_verilog(component, name: str, family: str | None = None) -> str:
     elaborated for that device family (module docstring), None: platform-less."""
     platform = None if family is None else SimpleNamespace(family=family)
     return verilog.convert(component, name=name, emit_src=False, platform=platform)
+
+
+def verilog_key(design: Elaborated, family: str | None = None) -> tuple[str, ...]:
+    """What a design's Verilog depends on besides the code: its kind, configuration text,
+    top module's class and name, and ``family`` (the Verilog cache's key parts)."""
+    top = type(design.top)
+    return (design.config.kind, config_text(design.config, ".toml"), design.name,
+            f"{top.__module__}.{top.__qualname__}", family or "")
+
+
+def design_verilog(design: Elaborated, family: str | None = None) -> str:
+    """:func:`to_verilog` of a design's top, converted once per :func:`verilog_key` and code
+    version (:mod:`zoforge.hw.verilog_cache`)."""
+    return cached_verilog(verilog_key(design, family),
+                          lambda: to_verilog(design.top, design.name, family))
 
 
 def write_design(design: Elaborated, out_dir: Path | str, flag: str = "--out",
@@ -58,7 +74,7 @@ def write_design(design: Elaborated, out_dir: Path | str, flag: str = "--out",
     out = make_out_dir(flag, out_dir)
     texts: dict[str, tuple[Path, object]] = {
         "verilog": (out / f"{design.name}.v",
-                    lambda: to_verilog(design.top, design.name, family))}
+                    lambda: design_verilog(design, family))}
     for file_name, text in design.memory_files.items():
         texts[file_name] = (out / file_name, text)
     texts["summary"] = (out / f"{design.name}.json",

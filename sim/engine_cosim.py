@@ -21,10 +21,9 @@ import numpy as np
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
 from zoforge.files import cache_dir, content_key
-from zoforge.hw.export import to_verilog
+from zoforge.hw.export import design_verilog
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
-from zoforge.hw.engine.designs import engine_name
-from zoforge.hw.engine.engine import Engine
+from zoforge.hw.engine.designs import elaborate_engine, engine_name
 from zoforge.hw.engine.packer import ROWS_PER_BEAT
 from zoforge.hw.engine.regmap import GELU_CONSTANTS, ctrl_bits, host_map
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
@@ -331,7 +330,7 @@ class EngineCosim:
     @property
     def verilog(self) -> str:
         if self._verilog is None:
-            self._verilog = to_verilog(Engine(self.config), self.top)
+            self._verilog = design_verilog(elaborate_engine(self.config))
         return self._verilog
 
     def check_shape(self, m: int, k: int, n: int) -> None:

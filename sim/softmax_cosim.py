@@ -59,10 +59,10 @@ class SoftmaxJob:
 def softmax_target(config: SoftmaxConfig) -> BusTarget:
     """The unit's Verilog and bus widths (output lanes: 32-bit words of a beat)."""
     # the RTL's Verilog only when a co-simulation builds it (importing the replay is cheap)
-    from amaranth.back import verilog
+    from zoforge.hw.export import design_verilog
     from zoforge.hw.softmax.designs import elaborate_softmax
     design = elaborate_softmax(config)
-    return BusTarget(verilog.convert(design.top, name=design.name), design.name,
+    return BusTarget(design_verilog(design), design.name,
                      lanes=config.out_words, addr_bits=ADDR_BITS, in_bits=32 * config.lanes)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from zoforge.golden.zolayer import ZoLayerConfig
-from zoforge.hw.export import to_verilog
+from zoforge.hw.export import design_verilog
 from zoforge.hw.zolayer.designs import elaborate_layer
 from zoforge.hw.zolayer.registers import ADDR_BITS
 from zoforge.sim.backends import BusTarget
@@ -29,7 +29,7 @@ def layer_target(config: ZoLayerConfig) -> BusTarget:
     """The generated layer of ``config`` as a bus target (both streams ``max(R, C)``
     lanes)."""
     elaborated = elaborate_layer(config)
-    return BusTarget(to_verilog(elaborated.top, elaborated.name), elaborated.name,
+    return BusTarget(design_verilog(elaborated), elaborated.name,
                      lanes=max(config.rows, config.cols), addr_bits=ADDR_BITS,
                      memory_files=elaborated.memory_files)
 

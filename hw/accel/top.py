@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Design ``accelerator``: ``engines`` GEMM engines, ``layers`` ZO layers and
 ``softmax_units`` softmax units in one Verilog top.
 
@@ -23,6 +24,8 @@ the work into jobs each unit already runs, so every unit's co-simulation still h
 engine x ``engines`` (a GELU engine x ``gelu_engines`` of them), one ZO layer x ``layers``
 and one softmax unit x ``softmax_units``, with the planner's margins; the top adds no logic
 of its own.
+
+First line: :mod:`zoforge.hw.verilog_cache`'s hits leave the top unelaborated.
 """
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
+# amaranth: UnusedElaboratable=no
 """Design ``engine``: the tiled INT8 GEMM engine, elaborated from an :class:`EngineConfig`
-(registered in :data:`zoforge.hw.designs.BUILTIN`)."""
+(registered in :data:`zoforge.hw.designs.BUILTIN`).
+
+First line: :mod:`zoforge.hw.verilog_cache`'s hits leave the top unelaborated."""
 from __future__ import annotations
 
 from zoforge.hw.designs import Elaborated, MemorySize, memory_sizes

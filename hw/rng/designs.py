@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Design ``rng``: the PeZO generators, elaborated from their configurations (registered in
 :data:`zoforge.hw.designs.BUILTIN`).
 
@@ -6,6 +7,8 @@ The configuration types (:class:`~zoforge.golden.rng.OnTheFlyConfig`,
 beside the golden models; their defaults are the configurations of PeZO's Table 6
 (on-the-fly 31 x 8 bits, pre-generated 4095 x 12 bits in 8 banks, Gaussian array of 1024);
 :class:`~zoforge.golden.rng.MaskedConfig` (issue 25) defaults to the same 31 x 8 lanes.
+
+First line: :mod:`zoforge.hw.verilog_cache`'s hits leave the top unelaborated.
 """
 from __future__ import annotations
 

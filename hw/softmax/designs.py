@@ -1,5 +1,8 @@
+# amaranth: UnusedElaboratable=no
 """Design ``softmax``: the integer softmax unit with its bus interfaces, elaborated from a
-:class:`~.config.SoftmaxConfig` (registered in :data:`zoforge.hw.designs.BUILTIN`)."""
+:class:`~.config.SoftmaxConfig` (registered in :data:`zoforge.hw.designs.BUILTIN`).
+
+First line: :mod:`zoforge.hw.verilog_cache`'s hits leave the top unelaborated."""
 from __future__ import annotations
 
 from zoforge.hw.designs import Elaborated, MemorySize

@@ -1,5 +1,8 @@
+# amaranth: UnusedElaboratable=no
 """Design ``zo-layer``: the ZO training layer, elaborated from a ZoLayerConfig (registered
-in :data:`zoforge.hw.designs.BUILTIN`)."""
+in :data:`zoforge.hw.designs.BUILTIN`).
+
+First line: :mod:`zoforge.hw.verilog_cache`'s hits leave the top unelaborated."""
 from __future__ import annotations
 
 from zoforge.golden.zolayer import ZoLayerConfig
