@@ -11,8 +11,10 @@ import pytest
 from engine_checks import assert_jobs_bit_exact
 from zoforge.config import field_of
 from zoforge.errors import ConfigError
-from zoforge.hw.export import to_verilog
-from zoforge.hw.engine.engine import Engine, check_engine_parameters
+from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.engine.designs import elaborate_engine
+from zoforge.hw.export import design_verilog
+from zoforge.hw.engine.engine import check_engine_parameters
 from zoforge.sim.backends import stall_problems
 from zoforge.sim.engine_cosim import EngineCosim, EngineJob, random_job
 from zoforge.sim.lint import lint_verilog
@@ -92,7 +94,6 @@ def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
     N < C, back to back); a single-tile job takes exactly R / 2 cycles less than the plain
     engine's cycle model, exact for such jobs (tests/test_cycle_models.py): the pairs' skew,
     which the paired cycle model has."""
-    from zoforge.hw.engine.config import EngineConfig
     from zoforge.hw.engine.cycles import engine_job_cycles
 
     jobs = _mixed_jobs(seed=13, limit=32, count=8)
@@ -116,9 +117,8 @@ def test_paired_rows_engine_is_bit_exact_and_r_over_2_cycles_sooner(simulator):
     CONFIG_A, CONFIG_B, CONFIG_P,
     pytest.param(dict(rows=8, cols=8, pack=2), marks=(pytest.mark.slow, pytest.mark.ci))])
 def test_generated_verilog_is_lint_clean(config):
-    engine = Engine(**config)
-    top = f"engine_{engine.rows}x{engine.cols}"
-    result = lint_verilog(to_verilog(engine, top), top)
+    design = elaborate_engine(EngineConfig(**config))   # the co-simulations' text
+    result = lint_verilog(design_verilog(design), design.name)
     assert result.clean, str(result)
 
 
