@@ -51,33 +51,38 @@ class Loader(wiring.Component):
         # high-fan-out ``busy``
         phase = Signal(2, init=DONE)
         word = Signal(address_bits(config.panel_words))
-        # the panel's last word, from registers: ``k2`` is the first k-step two words on;
-        # a panel's first word is its last when K <= pack
+        # the panel's last word, a register of its own (``last_word``): ``k2`` is the first
+        # k-step two words on; a panel's first word is its last when K <= pack (``short``).
+        # The panel ends' kinds likewise, each set with ``last_word`` (``last_word`` and the
+        # phase): ``end_x`` an X panel's, ``end_x_on`` one with another X panel after it,
+        # ``end_w`` a W panel's, ``end_w_rest`` a W panel's past the first. So each panel
+        # end's enables are the issue and one register: in the engine ABC maps the loader
+        # for area beside the 1,024-bit held-beat multiplexer, and the issue ANDed with
+        # ``last_word`` and the phase's bits one at a time took them 5-6 LUT levels deep
         k2 = Signal(DIM_BITS + 4, init=2 * P)
-        fresh, later_last, short = Signal(init=1), Signal(), Signal()
-        last_word = Mux(fresh, short, later_last)
+        last_word, end_x, end_x_on, end_w, end_w_rest = (Signal() for _ in range(5))
         # the same for the last X panel and the last W panel: ``m2`` / ``n2``, the first
-        # row / column two panels on, and the first one's test against the job
+        # row / column two panels on, and the first one's test against the job (``short_m``,
+        # ``short_n2``), loaded by ``start``
         mt = Signal(address_bits(config.m_tiles))
         nt = Signal(DIM_BITS)
         m2 = Signal(DIM_BITS + 7, init=2 * R)
         n2 = Signal(DIM_BITS + 7, init=3 * C)
-        first_x, first_w = Signal(init=1), Signal(init=1)
-        later_m, later_n, short_m, short_n, short_n2 = (Signal() for _ in range(5))
-        last_x = Mux(first_x, short_m, later_m)
-        last_w = Mux(first_w, short_n2, later_n)
+        last_x, last_w = Signal(), Signal()
+        short, short_m, short_n, short_n2 = (Signal() for _ in range(4))
         w_loaded, x_loaded = Signal(), Signal()
         held = Signal(2)        # W banks holding a panel (this side: a bank is free for the
                                 # next beat at once)
 
         # the held W beat's words still to write (its first is issued with the beat), and
-        # ``more``, ``pending != 0`` as a register of its own, set with ``pending``: it
-        # selects the held beat's shift for every bit of the data (419 loads in a 32 x 8),
-        # which a LUT of ``pending``'s bits put a level further from the clock
+        # ``more``, ``pending != 0`` as a register of its own, set with ``pending``; the
+        # held beat's shift for every bit of the data is selected by ``hold_n``, ``~more``
+        # as a register of its own (a copy that differs, so not merged with ``more``): the
+        # issue's and the enables' ``more`` drives a few dozen loads, not 932 (the 64 x 8)
         if G > 1:
-            pending, more = Signal(range(G)), Signal()
+            pending, more, hold_n = Signal(range(G)), Signal(), Signal(init=1)
         else:
-            pending, more = None, C_(0, 1)
+            pending, more, hold_n = None, C_(0, 1), C_(1, 1)
         in_w = (phase == W_FIRST) | (phase == W_REST)
         m.d.comb += beat_in.tready.eq(~more & ((phase == X) | (in_w & (held < 2))))
         beat = beat_in.tvalid & beat_in.tready
@@ -97,31 +102,27 @@ class Loader(wiring.Component):
         m.d.comb += [self.x_wr.addr.eq(x_addr), self.x_wr.en.eq(x_en),
                      self.w_wr.addr.eq(w_addr), self.w_wr.en.eq(w_en)]
         with m.If(issue):
-            m.d.sync += [word.eq(word + 1), k2.eq(k2 + P), later_last.eq(k2 >= job.k),
-                         fresh.eq(0)]
+            m.d.sync += [word.eq(word + 1), k2.eq(k2 + P)]
             if G > 1:
                 with m.If(beat):
-                    m.d.sync += [pending.eq(Mux(in_w, G - 1, 0)), more.eq(in_w)]
+                    m.d.sync += [pending.eq(Mux(in_w, G - 1, 0)), more.eq(in_w),
+                                 hold_n.eq(~in_w)]
                 with m.Else():
-                    m.d.sync += [pending.eq(pending - 1), more.eq(pending != 1)]
+                    m.d.sync += [pending.eq(pending - 1), more.eq(pending != 1),
+                                 hold_n.eq(pending == 1)]
             with m.If(last_word):
                 # (a last beat's words past the panel's end are dropped)
-                m.d.sync += [word.eq(0), k2.eq(2 * P), fresh.eq(1)]
+                m.d.sync += [word.eq(0), k2.eq(2 * P)]
                 if G > 1:
-                    m.d.sync += [pending.eq(0), more.eq(0)]
-                with m.Switch(phase):
-                    with m.Case(W_FIRST):
-                        m.d.comb += w_loaded.eq(1)
-                        m.d.sync += nt.eq(1)
-                    with m.Case(X):
-                        m.d.comb += x_loaded.eq(1)
-                        with m.If(~last_x):
-                            m.d.sync += [x_next.eq(1), m2.eq(m2 + R),
-                                         later_m.eq(m2 >= job.m), first_x.eq(0)]
-                    with m.Case(W_REST):
-                        m.d.comb += w_loaded.eq(1)
-                        m.d.sync += [nt.eq(nt + 1), n2.eq(n2 + C), later_n.eq(n2 >= job.n),
-                                     first_w.eq(0)]
+                    m.d.sync += [pending.eq(0), more.eq(0), hold_n.eq(1)]
+        # the panel ends (a W panel's count: 0 from the start, so the first's end sets 1)
+        m.d.comb += [x_loaded.eq(issue & end_x), w_loaded.eq(issue & end_w)]
+        with m.If(issue & end_x_on):
+            m.d.sync += [x_next.eq(1), m2.eq(m2 + R)]
+        with m.If(w_loaded):
+            m.d.sync += nt.eq(nt + 1)
+        with m.If(issue & end_w_rest):
+            m.d.sync += n2.eq(n2 + C)
         w_written, x_written = Signal(), Signal()
         m.d.sync += [held.eq(held + w_loaded - panels.w_release),
                      w_written.eq(w_loaded), x_written.eq(x_loaded),
@@ -129,19 +130,38 @@ class Loader(wiring.Component):
                      panels.x_panels.eq(panels.x_panels + x_written)]
         top = Module()
         top.submodules.sequencer = ResetInserter(job.start)(m)
-        # the phase after a panel's last word
+        # the phase after a panel's last word; the last-word, panel-end and last-panel
+        # registers, set by ``start`` from the job's first tests (the dimensions are set
+        # before the start; the first panel is W_FIRST's)
+        next_phase = Mux(phase == W_FIRST, X,
+                         Mux(phase == X, Mux(last_x, Mux(short_n, DONE, W_REST), X),
+                             Mux(last_w | (phase == DONE), DONE, W_REST)))
+        next_last_x = Mux(phase == X, m2 >= job.m, last_x)     # an X panel's end tests the next
+        later = k2 >= job.k         # the word after the issued one is its panel's last
         with top.If(job.start):
-            top.d.sync += phase.eq(W_FIRST)
-        with top.Elif(issue & last_word):
-            top.d.sync += phase.eq(Mux(phase == W_FIRST, X,
-                                       Mux(phase == X, Mux(last_x, Mux(short_n, DONE, W_REST), X),
-                                           Mux(last_w | (phase == DONE), DONE, W_REST))))
+            top.d.sync += [phase.eq(W_FIRST), last_word.eq(short), last_x.eq(short_m),
+                           last_w.eq(short_n2), end_x.eq(0), end_x_on.eq(0),
+                           end_w.eq(short), end_w_rest.eq(0)]
+        with top.Elif(issue):
+            with top.If(last_word):
+                top.d.sync += [phase.eq(next_phase), last_word.eq(short),
+                               last_x.eq(next_last_x),
+                               end_x.eq(short & (next_phase == X)),
+                               end_x_on.eq(short & (next_phase == X) & ~next_last_x),
+                               end_w.eq(short & (next_phase == W_REST)),
+                               end_w_rest.eq(short & (next_phase == W_REST))]
+                with top.If(phase == W_REST):
+                    top.d.sync += last_w.eq(n2 >= job.n)
+            with top.Else():
+                top.d.sync += [last_word.eq(later), end_x.eq(later & (phase == X)),
+                               end_x_on.eq(later & (phase == X) & ~last_x),
+                               end_w.eq(later & in_w), end_w_rest.eq(later & (phase == W_REST))]
         # the data are not cleared by job.start: no reset logic in front of the memories;
         # taken every cycle (the handshake decides only the enables), but a held W beat's,
         # which moves down one word a cycle (its next word at the bottom)
         data = Signal(len(beat_in.tdata))
-        top.d.sync += data.eq(Mux(more, data >> len(self.w_wr.data.as_value()),
-                                  beat_in.tdata))
+        top.d.sync += data.eq(Mux(hold_n, beat_in.tdata,
+                                  data >> len(self.w_wr.data.as_value())))
         # the job's dimensions are set (and stay) before the start
         top.d.sync += [short.eq(job.k <= P), short_m.eq(job.m <= R),
                        short_n.eq(job.n <= C), short_n2.eq(job.n <= 2 * C)]
