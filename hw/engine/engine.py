@@ -121,10 +121,13 @@ class Engine(wiring.Component):
         m.submodules.regs = regs = RegisterFile(config)
         m.submodules.axil = axil = AxiLiteTarget(ADDR_BITS, regs.write_addresses)
         m.submodules.loader = loader = Loader(config)
+        # the read stage (hw/pe/array.py) wherever it applies: 2 unit rows or more
+        units = config.rows // 2 if config.paired else config.rows
         m.submodules.array = array = SystolicArray(config.rows, config.cols,
                                                    paired=config.paired,
                                                    acc_bits=accumulator_bits(config.max_k),
-                                                   skewed_drain=True)
+                                                   skewed_drain=True,
+                                                   read_stage=units >= 2)
         m.submodules.feeder = feeder = Feeder(tiling, array.min_tile_interval)
         m.submodules.drain = drain = Drain(tiling, array.capture_latency, array.drain_lead)
         tables = param_tables(config.gelu)

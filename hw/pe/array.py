@@ -41,6 +41,16 @@ device), so a read row leaves all columns in one cycle. The drain counts ``sel``
 (:attr:`SystolicArray.capture_latency` after the tile's last step): only the reads move
 earlier, and the tile interval loses its C term (:func:`min_tile_interval`).
 
+**Read stage** (``read_stage``, with a skewed drain and U >= 2): each column's multiplexer
+in two stages with a register between them, the rows in groups of up to 16 (``sel``'s low
+bits, :data:`READ_GROUP_BITS`) first, the group a cycle later: a 64-row column's 64:1 tree
+is 16:1, a register, 4:1 (ABC mapped the whole tree 6 LUT levels deep from ``sel``). The
+drain's ``sel`` then leads by C (:func:`drain_lead`), so each row is sampled one cycle
+earlier than without the stage (it has been in ``res`` since at least then when U >= 2:
+row r of unit row u <= r is captured U - 1 + r - u cycles before its plain read) and is
+written when it was before: same cycles, same values, and the tile interval is still
+:func:`min_tile_interval` (an earlier read only widens its margin).
+
 Accumulator width (``acc_bits``, 32 by default): the PEs' accumulators, ``res`` and the
 read-out; ``res_out`` is 32-bit, sign-extended (exact for sums that fit ``acc_bits``:
 :func:`~zoforge.golden.engine_widths.accumulator_bits` of the largest K).
@@ -56,7 +66,11 @@ from .pe import ProcessingElement, check_acc_bits
 from .pe_pair import OPERANDS, ProcessingPair, pair_operands
 
 __all__ = ["SystolicArray", "min_tile_interval", "read_out_interval", "capture_latency",
-           "drain_lead", "skew_register_bits"]
+           "drain_lead", "skew_register_bits", "READ_GROUP_BITS"]
+
+#: ``sel``'s bits the read stage's first multiplexer takes (rows in groups of 16), at most
+#: all but one (so there are at least two groups).
+READ_GROUP_BITS = 4
 
 
 def min_tile_interval(rows: int, cols: int, paired: bool = False,
@@ -110,10 +124,10 @@ def skew_register_bits(rows: int, cols: int, paired: bool = False,
             + 3 * max(units - 1, 0))
 
 
-def drain_lead(cols: int, skewed_drain: bool = False) -> int:
+def drain_lead(cols: int, skewed_drain: bool = False, read_stage: bool = False) -> int:
     """Cycles the drain's ``sel`` leads its reads of ``res_out``: C-1 with a skewed
-    drain (the deskew delay of column 0), else 0."""
-    return cols - 1 if skewed_drain else 0
+    drain (the deskew delay of column 0), else 0; one more with the read stage."""
+    return (cols - 1 if skewed_drain else 0) + (1 if read_stage else 0)
 
 
 def capture_latency(rows: int, cols: int, paired: bool = False) -> int:
@@ -126,15 +140,18 @@ def capture_latency(rows: int, cols: int, paired: bool = False) -> int:
 class SystolicArray(wiring.Component):
     """``rows`` x ``cols`` PEs; ``a`` operands of ``a_bits``, ``b`` operands of ``b_bits``;
     ``paired``: rows in pairs on one multiplier each; ``acc_bits``: the PEs' accumulators;
-    ``skewed_drain``: each column's drain right after its own captures (module docstring)."""
+    ``skewed_drain``: each column's drain right after its own captures; ``read_stage``: the
+    read-out's multiplexers in two registered stages (module docstring)."""
 
     def __init__(self, rows: int, cols: int, a_bits: int = OPERAND_BITS,
                  b_bits: int = OPERAND_BITS, paired: bool = False, acc_bits: int = ACC_BITS,
-                 skewed_drain: bool = False):
+                 skewed_drain: bool = False, read_stage: bool = False):
         if paired and (rows % 2 or a_bits != OPERAND_BITS or b_bits != OPERAND_BITS):
             raise ValueError("a paired array needs an even number of rows and INT8 operands")
+        if read_stage and not (skewed_drain and (rows // 2 if paired else rows) >= 2):
+            raise ValueError("the read stage needs a skewed drain and at least 2 unit rows")
         self.rows, self.cols, self.a_bits, self.b_bits = rows, cols, a_bits, b_bits
-        self.paired, self.skewed_drain = paired, skewed_drain
+        self.paired, self.skewed_drain, self.read_stage = paired, skewed_drain, read_stage
         self.acc_bits = check_acc_bits(acc_bits, a_bits, b_bits)
         super().__init__({
             "a": In(data.ArrayLayout(signed(a_bits), rows)),
@@ -167,7 +184,7 @@ class SystolicArray(wiring.Component):
     @property
     def drain_lead(self) -> int:
         """:func:`drain_lead` of this array."""
-        return drain_lead(self.cols, self.skewed_drain)
+        return drain_lead(self.cols, self.skewed_drain, self.read_stage)
 
     def elaborate(self, platform):
         m = Module()
@@ -221,12 +238,26 @@ class SystolicArray(wiring.Component):
                                  unit.last_in.eq(left.last_out)]
                 if u > 0:
                     m.d.comb += unit.b_in.eq(units[u - 1][j].b_out)
-        # The read-out: row sel of each column (top row 0), deskewed (C-1-j registers
-        # without reset), sign-extended.
+        # The read-out: row sel of each column (top row 0), with the read stage in two
+        # registered steps (the group's rows, then the group, with ``sel`` a cycle later),
+        # deskewed (C-1-j registers without reset), sign-extended.
+        low = min(READ_GROUP_BITS, len(self.sel) - 1)
         for j in range(C):
             column = [units[u][j].res[i] for u in range(U) for i in range(self.rows // U)]
+            sel = sels[j] if self.skewed_drain else self.sel
             res = Signal(signed(self.acc_bits), name=f"res_read_{j}")
-            m.d.comb += res.eq(_select(column, sels[j] if self.skewed_drain else self.sel))
+            if self.read_stage:
+                groups = []
+                for g in range(0, len(column), 1 << low):
+                    group = Signal(signed(self.acc_bits), name=f"res_group_{j}_{g >> low}",
+                                   reset_less=True)
+                    m.d.sync += group.eq(_select(column[g:g + (1 << low)], sel[:low]))
+                    groups.append(group)
+                sel_late = Signal(len(self.sel) - low, name=f"sel_group_{j}")
+                m.d.sync += sel_late.eq(sel[low:])
+                m.d.comb += res.eq(_select(groups, sel_late))
+            else:
+                m.d.comb += res.eq(_select(column, sel))
             for stage in range(C - 1 - j if self.skewed_drain else 0):
                 res_d = Signal(signed(self.acc_bits), name=f"res_deskew_{j}_{stage}",
                                reset_less=True)
