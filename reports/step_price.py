@@ -104,7 +104,14 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: unchanged; the 64x8 at the priced design's sizes (``--max-m 128 --max-n 256``, the
 #: composed build at 92b1b33) 259.06 MHz (246.18 at ``--max-m 192 --max-n 312``: the drain's
 #: row counter, the read-out's select for every column, 1,134 loads, through 6 LUT levels).
-ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 259.06))}
+#: Since 2026-11-28 (e4ade95, 4f32494: the loader's panel ends from registers, the
+#: read-out's multiplexer in two registered stages): the 64x8's point the standalone
+#: ``zoforge build`` at the priced sizes (``--rows 64 --max-m 128 --max-n 256``), 330.60 MHz
+#: at 4f32494 (load 2.5-3; 246.72 at ad87ea7, its path the loader's ``more`` through 6 LUT
+#: levels; 285.77 at e4ade95, the read-out's select through 6), now the output stage's row
+#: read; priced at the 32x8's 304.64 (rebuilt at 4f32494: 304.64, the same output-stage
+#: path). The composed build at 92b1b33 timed the plain-drain unit at 259.06.
+ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 330.60))}
 #: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 308.78 MHz,
 #: :data:`UNIT_FIGURES`' note) and the 4x8 at the priced MiniLM design's sizes (``zoforge
 #: build --board zcu102 --design zo-layer --rows 4 --cols 8 --max-m 512 --max-k 8 --max-n

@@ -1,5 +1,5 @@
 """The price's engine and ZO layer clocks by the unit's size (reports/step_price.engine_fmax,
-layer_fmax), by hand: the builds' figures (engine 311.26 MHz at 64 PEs, 304.64 at 256, 259.06
+layer_fmax), by hand: the builds' figures (engine 311.26 MHz at 64 PEs, 304.64 at 256, 330.60
 at 512; ZO layer 308.78 at 16, 310.90 at 32; yosys-estimate), the clock period linear in
 log2 of the PEs between them, the last segment's slope past them, never above a smaller
 build's clock; and the price's clock (reports/accel_cost.design_clocks) the lower of the
@@ -17,10 +17,9 @@ from zoforge.reports.step_price import engine_fmax, layer_fmax
 @pytest.mark.parametrize("pes, mhz", [
     (1, 311.26), (64, 311.26), (256, 304.64),
     (128, 1 / (1 / 311.26 + (1 / 304.64 - 1 / 311.26) / 2)),   # log2 128 halfway 6 .. 8
-    (362, 1 / (1 / 304.64 + (1 / 259.06 - 1 / 304.64) * (math.log2(362) - 8))),
-    (512, 259.06),      # the 64x8's own build at the priced sizes (2026-11-28)
-    (1024, 1 / (1 / 259.06 + (1 / 259.06 - 1 / 304.64))),      # past 512: the last slope
-    (4096, 1 / (1 / 259.06 + 3 * (1 / 259.06 - 1 / 304.64)))])
+    # past 256 the 64x8's own build at the priced sizes (330.60, 2026-11-28, 4f32494) times
+    # faster: every larger unit is priced at the 32x8's 304.64 (interpolated, extrapolated)
+    (362, 304.64), (512, 304.64), (1024, 304.64), (4096, 304.64)])
 def test_engine_clock_by_size(pes, mhz):
     got, source = engine_fmax("zcu102", pes)
     assert got == pytest.approx(mhz, rel=1e-12)
