@@ -110,7 +110,8 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: at 4f32494 (load 2.5-3; 246.72 at ad87ea7, its path the loader's ``more`` through 6 LUT
 #: levels; 285.77 at e4ade95, the read-out's select through 6), now the output stage's row
 #: read; priced at the 32x8's 304.64 (rebuilt at 4f32494: 304.64, the same output-stage
-#: path). The composed build at 92b1b33 timed the plain-drain unit at 259.06.
+#: path; the 8x8, ``--rows 8 --cols 8 --paired --no-power``, 311.26 at 4f32494 too, 7,656 LUT,
+#: 12,474 FF). The composed build at 92b1b33 timed the plain-drain unit at 259.06.
 ENGINE_FMAX_BY_PES = {"zcu102": ((64, 311.26), (256, 304.64), (512, 330.60))}
 #: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 308.78 MHz,
 #: :data:`UNIT_FIGURES`' note) and the 4x8 at the priced MiniLM design's sizes (``zoforge
