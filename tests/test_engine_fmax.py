@@ -11,7 +11,7 @@ import pytest
 from zoforge.errors import ConfigError
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.reports.accel_cost import design_clocks
-from zoforge.reports.step_price import engine_fmax, layer_fmax
+from zoforge.reports.step_price import engine_fmax, fmax_by_size, layer_fmax
 
 
 @pytest.mark.parametrize("pes, mhz", [
@@ -25,6 +25,22 @@ def test_engine_clock_by_size(pes, mhz):
     assert got == pytest.approx(mhz, rel=1e-12)
     assert source.startswith("yosys-estimate")
     assert ("extrapolated" in source) == (pes > 512)
+
+
+# the engine's table no longer has a slower build past its second point (330.60 at 512 is
+# capped): the interpolation and extrapolation past it on builds that slow down with size
+SLOWING = {"b": ((64, 300.0), (256, 280.0), (1024, 250.0))}
+
+
+@pytest.mark.parametrize("pes, mhz", [
+    (512, 1 / (1 / 280 + 0.5 * (1 / 250 - 1 / 280))),     # log2 512 halfway 8 .. 10
+    (1024, 250.0),
+    (2048, 1 / (1 / 280 + 1.5 * (1 / 250 - 1 / 280))),    # the last segment's slope, on
+    (128, 1 / (1 / 300 + 0.5 * (1 / 280 - 1 / 300)))])
+def test_the_clock_between_and_past_slowing_builds(pes, mhz):
+    got, source = fmax_by_size(SLOWING, "engine", "b", pes)
+    assert got == pytest.approx(mhz, rel=1e-12)
+    assert ("extrapolated" in source) == (pes > 1024)
 
 
 def test_a_larger_build_is_never_priced_faster():
