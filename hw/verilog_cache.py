@@ -10,7 +10,8 @@ Verilog and then simulates it; the tests build one configuration in many places.
   configuration text, top name, family) and of :func:`code_digest`, every source file the
   Verilog can come from (the ``hw``, ``golden``, ``boards`` and ``zoforge`` packages'
   ``.py`` files) and the versions of Amaranth and its Yosys: a changed line of any of them,
-  a planted bug included, is another key, never a stale text;
+  a planted bug included, is another key, never a stale text (a generator patched in
+  memory, not on disk, is not: such a caller converts with ``to_verilog`` itself);
 * ``design.v`` is written first, ``result.json`` (its SHA-256 and size) last, each
   atomically; a text whose digest or size differs from its record (a damaged or partial
   entry) is converted again and replaced;
