@@ -33,6 +33,7 @@ from pathlib import Path
 from zoforge.errors import ConfigError
 from zoforge.files import (atomic_write_text, content_key, entry_dir, load_result,
                            store_result)
+from zoforge.inputs import read_bytes
 
 __all__ = ["cached_verilog", "code_digest", "sources_digest", "source_roots", "SOURCE_PACKAGES",
            "TOOLS", "KIND", "VERILOG"]
@@ -82,14 +83,23 @@ def _record(text: bytes) -> dict:
 
 
 def _read(entry: Path) -> str | None:
+    """The entry's text, or None: no sound record, or a text that is not a regular file of
+    exactly the recorded size and digest (read through :func:`~zoforge.inputs.read_bytes`,
+    never more than the record's size plus one byte)."""
     record = load_result(entry)
+    size = record.get("bytes") if record is not None else None
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        return None
     try:
-        data = (entry / VERILOG).read_bytes() if record is not None else None
-    except OSError:
+        data = read_bytes(entry / VERILOG, "ZOFORGE_CACHE", size)
+    except ConfigError:
         return None
-    if data is None or _record(data) != record:
+    if _record(data) != record:
         return None
-    return data.decode("utf-8")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def cached_verilog(parts: tuple[str, ...], convert: Callable[[], str]) -> str:

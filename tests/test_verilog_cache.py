@@ -94,7 +94,7 @@ def test_the_code_digest_covers_every_source_file(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["truncated", "edited", "no-record", "bad-record",
-                                    "no-text"])
+                                    "no-text", "grown", "bad-size"])
 def test_a_damaged_entry_is_converted_again(cache, conversions, damage):
     fresh = design_verilog(elaborate_generator(SMALL))
     (entry,) = entries(cache)
@@ -107,6 +107,10 @@ def test_a_damaged_entry_is_converted_again(cache, conversions, damage):
         record.unlink()
     elif damage == "bad-record":
         record.write_text("[not an object")
+    elif damage == "grown":                   # more than the record says: not read whole
+        text.write_text(fresh + "// more\n")
+    elif damage == "bad-size":
+        record.write_text(json.dumps({"sha256": "0" * 64, "bytes": -1}))
     else:
         text.unlink()
     assert design_verilog(elaborate_generator(SMALL)) == fresh
