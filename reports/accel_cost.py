@@ -340,7 +340,8 @@ def overlapped_seconds(schedule: Schedule, phases, host: bool = True) -> float:
             for name, (row, sequence) in _schedule_host_ops(schedule).items()}
     return makespan(step_stages(
         [(phase.name, phase.jobs, cost.job_cycles, cost.time_s,
-          work.get(phase.name, (0.0, 0.0))) for phase, cost in zip(schedule.phases, phases)],
+          work.get(phase.name, (0.0, 0.0)), cost.memory_s / cost.time_s if cost.time_s else 0.0)
+         for phase, cost in zip(schedule.phases, phases)],
         work["start"][0], shape.seq_len))
 
 

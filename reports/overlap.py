@@ -24,9 +24,20 @@ phase's piece starts once the host has finished the rows it reads.
 * **resources**: the host, the engines and ZO layers (``fabric``) and the softmax units
   (``softmax``: a phase whose jobs all run on them, between a block's ``scores`` and
   ``context``; its pieces wait for the scores' pieces they read, the context's for the
-  softmax's), each running its pieces in the schedule's order;
-* **the makespan** (:func:`makespan`): each piece starts when its resource is free and its
-  dependency done. Exact recurrence, no simulation.
+  softmax's);
+* **the list schedule** (:func:`schedule`, :func:`makespan`): the host driver issues a
+  piece as soon as what it reads is done, so the pieces of different phases interleave (the
+  row pieces move through the blocks as a wavefront, not phase by phase). Whenever a
+  resource is free it starts, of its pieces whose dependencies are done, on the fabric and
+  the softmax units the one of the earliest phase (no piece falls behind), on the host the
+  one of the latest phase (the work that lets the fabric run ahead); each resource runs one
+  phase's pieces in their order. A host piece with no work takes no host time (it is done
+  when its fabric piece and the phase's earlier host pieces are). Every piece is the same
+  jobs in any order: an engine job streams its own X, W and tables, and the ZO layer's
+  forward pieces load their own state (:mod:`zoforge.hw.accel.schedule`); a stage whose
+  pieces share state loaded once (``loads``: jobs that read no row, the update walks')
+  runs alone: its first piece starts when every earlier piece is done, and no later piece
+  starts before its last ends. Event by event, no simulation of the units.
 
 The host and the fabric share the DDR: the model counts the fabric's streams (the phase's
 roofline) and ignores the host's own DDR traffic.
@@ -40,7 +51,7 @@ from zoforge.errors import ConfigError
 
 from zoforge.hw.accel.schedule import SOFTMAX
 
-__all__ = ["Stage", "makespan", "phase_stage", "step_stages", "SERIAL_PHASES", "RESOURCES"]
+__all__ = ["Stage", "Placed", "HOST", "schedule", "makespan", "phase_stage", "step_stages", "SERIAL_PHASES", "RESOURCES"]
 
 #: Phases that need all of the previous host work (module docstring).
 SERIAL_PHASES = ("head", "update")
@@ -54,24 +65,40 @@ class Stage:
     after the fabric's), ``needs[c]``: the last host piece of the previous stage that
     fabric piece c needs (-1: none); ``bounds[c]``: piece c's first row; ``resource``: what
     runs the ``fabric`` pieces (:data:`RESOURCES`: the engines and ZO layers, or the softmax
-    units)."""
+    units); ``loads``: its pieces share state its first piece loads (it runs alone); ``ddr``:
+    the share of the DDR's peak its pieces stream at alone (the phase's memory seconds over
+    its roofline seconds, 0..1)."""
 
     fabric: tuple[float, ...]
     host: tuple[float, ...]
     needs: tuple[int, ...]
     bounds: tuple[int, ...] = ()
     resource: str = "fabric"
+    loads: bool = False
+    ddr: float = 0.0
 
 
-def makespan(stages) -> float:
-    """The overlapped seconds of ``stages`` (:class:`Stage`, in order): fabric piece c of
-    stage p starts at max(its resource free, host piece ``needs[c]`` of stage p - 1 done);
-    host piece c at max(the host free, fabric piece c done)."""
-    free = dict.fromkeys(RESOURCES, 0.0)
-    host_free = 0.0
-    previous: list[float] = []
+#: The host's name in :func:`schedule`'s placements (the other resources: :data:`RESOURCES`).
+HOST = "host"
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One piece placed by :func:`schedule`: on ``resource`` (:data:`HOST` or one of
+    :data:`RESOURCES`), stage ``stage``'s piece ``piece`` from ``start`` to ``end`` seconds
+    (a host piece with no work is not placed: it is done with its fabric piece)."""
+
+    resource: str
+    stage: int
+    piece: int
+    start: float
+    end: float
+
+
+def _check(stages) -> None:
+    count = 0
     for index, stage in enumerate(stages):
-        if stage.resource not in free:
+        if stage.resource not in RESOURCES:
             raise ConfigError("stages", "resources in " + ", ".join(RESOURCES),
                               f"stage {index}: {stage.resource}")
         if not len(stage.fabric) == len(stage.host) == len(stage.needs) > 0:
@@ -79,18 +106,96 @@ def makespan(stages) -> float:
                               f"stage {index}")
         if min(stage.fabric + stage.host) < 0:
             raise ConfigError("stages", "seconds >= 0", f"stage {index}")
-        if not all(-1 <= need < len(previous) for need in stage.needs):
-            raise ConfigError("stages", f"needs in -1..{len(previous) - 1}", f"stage {index}")
-        done = []
-        for seconds, need in zip(stage.fabric, stage.needs):
-            free[stage.resource] = max(free[stage.resource],
-                                       previous[need] if need >= 0 else 0.0) + seconds
-            done.append(free[stage.resource])
-        previous = []
-        for seconds, fabric_done in zip(stage.host, done):
-            host_free = max(host_free, fabric_done) + seconds
-            previous.append(host_free)
-    return max(*free.values(), host_free)
+        if not 0 <= stage.ddr <= 1:
+            raise ConfigError("stages", "a DDR share in 0..1", f"stage {index}: {stage.ddr}")
+        if not all(-1 <= need < count for need in stage.needs):
+            raise ConfigError("stages", f"needs in -1..{count - 1}", f"stage {index}")
+        count = len(stage.fabric)
+
+
+def schedule(stages) -> list[Placed]:
+    """The pieces of ``stages`` (:class:`Stage`, in order) placed by the list schedule of
+    the module docstring, in the order they end."""
+    _check(stages)
+    count = len(stages)
+    fabric_done = [[None] * len(stage.fabric) for stage in stages]
+    host_done = [[None] * len(stage.host) for stage in stages]   # pieces 0..c all done
+    next_fabric, next_host = [0] * count, [0] * count
+    barrier = [max([q for q in range(p) if stages[q].loads], default=-1) for p in range(count)]
+    running: dict = {}                    # resource -> [stage, piece, start, seconds left]
+    placed: list[Placed] = []
+    left = sum(len(stage.fabric) + len(stage.host) for stage in stages)
+    now = 0.0
+
+    def fabric_ready(p: int) -> bool:
+        stage, c = stages[p], next_fabric[p]
+        if c == len(stage.fabric):
+            return False
+        need = stage.needs[c]
+        before = range(p) if stage.loads and c == 0 else \
+            (barrier[p],) if barrier[p] >= 0 else ()     # a stage with loads runs alone
+        return (need < 0 or host_done[p - 1][need] is not None) and \
+            all(fabric_done[q][-1] is not None for q in before)
+
+    while left:
+        for p, stage in enumerate(stages):       # a host piece with no work: no host time
+            c = next_host[p]
+            while c < len(stage.host) and stage.host[c] == 0 and \
+                    fabric_done[p][c] is not None and (c == 0 or host_done[p][c - 1]
+                                                       is not None):
+                host_done[p][c] = max(fabric_done[p][c], host_done[p][c - 1] if c else 0.0)
+                c, left = c + 1, left - 1
+            next_host[p] = c
+        for resource in (*RESOURCES, HOST):      # each idle resource starts its first piece
+            if any(piece[3] == 0 for piece in running.values()):
+                break                            # what a piece of no time frees comes first
+            if resource in running:
+                continue
+            if resource == HOST:
+                ready = [p for p in range(count - 1, -1, -1) if next_host[p] < len(
+                    stages[p].host) and fabric_done[p][next_host[p]] is not None]
+            else:
+                ready = [p for p in range(count) if stages[p].resource == resource
+                         and fabric_ready(p)]
+            if ready:
+                p = ready[0]
+                c = next_host[p] if resource == HOST else next_fabric[p]
+                seconds = stages[p].host[c] if resource == HOST else stages[p].fabric[c]
+                if resource == HOST:
+                    next_host[p] += 1
+                else:
+                    next_fabric[p] += 1
+                running[resource] = [p, c, now, seconds]
+        if not running:
+            if left:                             # _check's needs rule out a cycle
+                raise RuntimeError(f"overlap: {left} pieces cannot start")
+            break
+        # the DDR's peak shared in proportion to the streaming pieces' demand
+        demand = sum(stages[p].ddr for resource, (p, *_) in running.items()
+                     if resource != HOST)
+        rates = {resource: 1.0 if resource == HOST or not stages[p].ddr
+                 else 1.0 / max(1.0, demand) for resource, (p, *_) in running.items()}
+        step = min(piece[3] / rates[resource] for resource, piece in running.items())
+        now += step
+        for resource, piece in list(running.items()):
+            piece[3] -= step * rates[resource]
+            if piece[3] > 1e-12 * max(1.0, now):
+                continue
+            p, c, start = piece[:3]
+            del running[resource]
+            left -= 1
+            if resource == HOST:
+                host_done[p][c] = max(now, host_done[p][c - 1] if c else 0.0)
+            else:
+                fabric_done[p][c] = now
+            placed.append(Placed(resource, p, c, start, now))
+    return placed
+
+
+def makespan(stages) -> float:
+    """The overlapped seconds of ``stages`` (:class:`Stage`, in order): the last piece's
+    end in :func:`schedule`."""
+    return max((piece.end for piece in schedule(stages)), default=0.0)
 
 
 def _piece_of(bounds, row: int) -> int:
@@ -118,16 +223,16 @@ def _rows(jobs) -> tuple[tuple[int, ...], list[int], int]:
 
 def step_stages(phases, start_s: float, seq_len: int) -> list[Stage]:
     """The step's stages: ``phases`` in order, each ``(name, jobs, cycles per job,
-    roofline seconds, (row-local, per-sequence) host seconds after it)``, after the host's
-    row-local work before the first (``start_s``) on the first phase's pieces."""
+    roofline seconds, (row-local, per-sequence) host seconds after it, DDR share)``, after
+    the host's row-local work before the first (``start_s``) on the first phase's pieces."""
     bounds, _, span = _rows(phases[0][1])
     stages = [Stage((0.0,) * len(bounds),
                     tuple(_host_pieces(bounds, span, seq_len, start_s, 0.0)),
                     (-1,) * len(bounds), bounds)]
     per_sequence = False
-    for name, jobs, cycles, seconds, host in phases:
+    for name, jobs, cycles, seconds, host, ddr in phases:
         stage, span = phase_stage(name, jobs, cycles, seconds, host, stages[-1], span,
-                                  per_sequence, seq_len)
+                                  per_sequence, seq_len, ddr)
         stages.append(stage)
         per_sequence = host[1] > 0
     return stages
@@ -135,11 +240,11 @@ def step_stages(phases, start_s: float, seq_len: int) -> list[Stage]:
 
 def phase_stage(name: str, jobs, cycles, seconds: float, host: tuple[float, float],
                 previous: Stage, previous_span: int, previous_per_sequence: bool,
-                seq_len: int) -> tuple[Stage, int]:
+                seq_len: int, ddr: float = 0.0) -> tuple[Stage, int]:
     """Phase ``name`` as a :class:`Stage` and its row span: ``jobs`` (schedule order) with
     ``cycles`` each, the phase's roofline ``seconds``, the host's work after it ``host`` =
     (row-local, per-sequence) seconds, the ``previous`` stage (its row span, whether its
-    host work is per sequence)."""
+    host work is per sequence), the share of the DDR's peak it streams at (``ddr``)."""
     bounds, firsts, span = _rows(jobs)
     pieces = [_piece_of(bounds, first) for first in firsts]
     units: dict = {}
@@ -161,7 +266,8 @@ def phase_stage(name: str, jobs, cycles, seconds: float, host: tuple[float, floa
         needs[piece] = max(needs[piece], need)
     resource = SOFTMAX if all(job.unit == SOFTMAX for job in jobs) else "fabric"
     return Stage(tuple(fabric), tuple(_host_pieces(bounds, span, seq_len, *host)),
-                 tuple(needs), bounds, resource), span
+                 tuple(needs), bounds, resource,
+                 loads=any(job.rows is None for job in jobs), ddr=ddr), span
 
 
 def _needed(job, previous: Stage, span: int, per_sequence: bool, seq_len: int) -> int:

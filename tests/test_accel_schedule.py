@@ -153,7 +153,11 @@ def test_update_walks_and_branch_jobs_counted(mapping):
     adapters = 2 * BLOCKS
     assert sum(j.kind == "apply" for j in jobs) == Q * adapters * slices
     assert sum(j.kind == "branch" for j in jobs) == S * adapters * slices
-    assert sum(j.kind == "load_a" for j in jobs) == adapters * slices
+    # split: the narrow adapter's A and master loaded with each load group (block 0's
+    # shared input one, each later block's S branches); layer: once per adapter and slice
+    groups = 2 * (1 + (BLOCKS - 1) * S) if mapping == "split" else adapters
+    assert sum(j.kind == "load_a" for j in jobs) == groups * slices
+    assert sum(j.kind == "load_master" for j in jobs) == groups * slices + Q * adapters * slices
     # W' = 0 of the split mapping's narrow adapters is neither loaded nor multiplied
     loads_w = 0 if mapping == "split" else adapters * slices
     assert sum(j.kind == "load_w" for j in jobs) == loads_w
@@ -289,7 +293,8 @@ def test_job_rows_are_the_forwards_rows():
     other (half the rows a chunk: 0-32, 32-64 of S x M = 64), the ZO layer's per branch
     (branch b at b x M), a shared map branch 0's; attention job i is sequence i // heads
     (branch-major), and a job of the S branches' rows of one sequence runs from its first
-    branch's row to its last's; the loads and walks read no forward row."""
+    branch's row to its last's; the split mapping's loads their group's rows; the layer
+    mapping's loads and the walks read no forward row."""
     sched = step_schedule(SHAPE, accel(engine_max_m=S * M // 2), 1, attention="engines")
     jobs = {}
     for job in sched.jobs:
@@ -298,7 +303,14 @@ def test_job_rows_are_the_forwards_rows():
     assert jobs["block1.key", "gemm", 0] == [(0, 16)]                  # shared: M rows
     assert jobs["block1.query", "branch", 0] == [(b * M, b * M + M) for b in range(S)]
     assert jobs["block2.query", "frozen_a", 0] == [(b * M, b * M + M) for b in range(S)]
-    assert jobs["block1.query", "load_a", 0] == [None]
+    # the narrow adapters' loads with each load group (block 1's input shared: one); the
+    # layer mapping's once per slice, reading no row
+    assert jobs["block1.query", "load_a", 0] == [(0, M)]
+    assert jobs["block2.value", "load_master", 0] == [(b * M, b * M + M) for b in range(S)] \
+        + [None] * Q                                                 # the update walks
+    layer = step_schedule(SHAPE, accel(engine_max_m=S * M // 2), 1, "layer").jobs
+    assert [j.rows for j in layer if (j.name, j.kind, j.replica) ==
+            ("block2.query", "load_w", 0)] == [None]
     assert all(rows is None for name, kind, _ in jobs if kind == "accumulate"
                for rows in jobs[name, kind, _])
     context = [j for p in sched.phases if p.name == "block2.context" for j in p.jobs]

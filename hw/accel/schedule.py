@@ -19,7 +19,10 @@ use the same masters, so they are independent; the schedule runs them side by si
   layers (K = the map's K, with ``load_w`` and ``frozen_w``), as today's units do;
 * **branches along M**: every other engine map runs once on the S branches' rows
   concatenated (M = S x tokens; the head S x batch), a ZO-layer map per branch (the
-  layer's token buffer holds one branch; its W, A and master stay loaded for all S);
+  layer's token buffer holds one branch; with ``layer`` its W, A and master stay loaded for
+  all S, the phase run alone; with ``split`` the narrow adapter's A and master are loaded
+  again with each branch's X: each load group a piece that carries no state, so the driver
+  may interleave it with other phases' pieces, reports/overlap.py);
 * **columns split across the replicated units**: an engine map's N in ``ceil(N/E)``-wide
   slices (at most ``engine_max_n``), slice j on engine ``j mod E``; an adapter's N in slices
   of a multiple of the layer's R rows on layer ``j mod L``; M beyond a unit's ``max_m`` in
@@ -341,14 +344,19 @@ class _Builder:
         slices = _slices(_ceil(n, R) * R, self.accel.layers, cfg.max_n, R)
         chunks = _chunks(tokens, cfg.max_m, C)
         units = self.accel.layers
-        # the forward's X loads: once for a shared input, per branch otherwise; A and each
-        # X to the layers of a round of slices
+        # the forward's X loads: once for a shared input, per branch otherwise. A narrow
+        # adapter's state (A, the master: a few hundred words) is loaded again with each
+        # load group, so each group is a piece of its own that carries no state and the
+        # driver may interleave it with other phases' pieces (reports/overlap.py); a whole
+        # adapter's (W' too) once per slice, before its groups (the phase runs alone).
+        # A and each X go to the layers of a round of slices
         loads = [(None, rows) for rows in chunks] if shared else \
             [(b, rows) for b in range(self.branches) for rows in chunks]
         for first in range(0, len(slices), units):
             receivers = len(slices[first:first + units])
-            self.transfers.append(Transfer(f"{name}.a", "a", LAYER, 0, k, 0, r,
-                                           receivers=receivers))
+            for group in loads if zero_w else loads[:1]:
+                self.transfers.append(Transfer(f"{name}.a", "a", LAYER, 0, k, 0, r,
+                                               receivers=receivers))
             self.transfers += [Transfer(f"{name}.x", "x", LAYER, rows, k, 0, r,
                                         receivers=receivers) for _, rows in loads]
         # a narrow adapter (zero_w) neither loads W' nor computes X'·W'
@@ -361,19 +369,26 @@ class _Builder:
                 self.jobs.append(Job(LAYER, replica, kind, rows, k, cols, r, 1, name, query,
                                      at))
 
-            for kind in loaded:
-                job(kind)
+            def load(at=None) -> None:
+                for kind in loaded:
+                    job(kind, at=at)
+                if not zero_w:
+                    self.transfers.append(Transfer(f"{name}.w", "w", LAYER, 0, k, cols, r))
+                self.transfers.append(Transfer(f"{name}.master", "master", LAYER, 0, k, cols,
+                                               r))
+
             if not zero_w:
-                self.transfers.append(Transfer(f"{name}.w", "w", LAYER, 0, k, cols, r))
-            self.transfers.append(Transfer(f"{name}.master", "master", LAYER, 0, k, cols, r))
+                load()
             next_row = dict.fromkeys(range(-1, self.branches), 0)   # per branch (-1: shared)
             for b, rows in loads:
                 start = next_row[-1 if b is None else b]
                 next_row[-1 if b is None else b] += rows
                 end = min(start + rows, shape.tokens)
+                at = (start + (b or 0) * shape.tokens, end + (b or 0) * shape.tokens)
+                if zero_w:
+                    load(at)
                 for kind in frozen:
-                    job(kind, rows, at=(start + (b or 0) * shape.tokens,
-                                        end + (b or 0) * shape.tokens))
+                    job(kind, rows, at=at)
                 for branch in (range(self.branches) if b is None else (b,)):
                     job("branch", rows, at=(start + branch * shape.tokens,
                                             end + branch * shape.tokens))
