@@ -37,10 +37,14 @@ phase's piece starts once the host has finished the rows it reads.
   forward pieces load their own state (:mod:`zoforge.hw.accel.schedule`); a stage whose
   pieces share state loaded once (``loads``: jobs that read no row, the update walks')
   runs alone: its first piece starts when every earlier piece is done, and no later piece
-  starts before its last ends. Event by event, no simulation of the units.
+  starts before its last ends;
+* **the DDR** (:func:`ddr_rates`): a fabric or softmax piece streams at its phase's share of
+  the DDR's peak (``Stage.ddr``: the phase's memory seconds over its roofline seconds);
+  when the pieces running at once ask for more than the peak it is shared max-min fair, and
+  a piece given less than it asks runs slower in proportion. Event by event (a piece's end
+  moves when another starts or ends), no simulation of the units.
 
-The host and the fabric share the DDR: the model counts the fabric's streams (the phase's
-roofline) and ignores the host's own DDR traffic.
+The host's own DDR traffic is ignored (the phases' roofline counts the fabric's streams).
 """
 from __future__ import annotations
 
@@ -51,7 +55,7 @@ from zoforge.errors import ConfigError
 
 from zoforge.hw.accel.schedule import SOFTMAX
 
-__all__ = ["Stage", "Placed", "HOST", "schedule", "makespan", "phase_stage", "step_stages", "SERIAL_PHASES", "RESOURCES"]
+__all__ = ["Stage", "Placed", "HOST", "schedule", "makespan", "ddr_rates", "phase_stage", "step_stages", "SERIAL_PHASES", "RESOURCES"]
 
 #: Phases that need all of the previous host work (module docstring).
 SERIAL_PHASES = ("head", "update")
@@ -170,11 +174,9 @@ def schedule(stages) -> list[Placed]:
             if left:                             # _check's needs rule out a cycle
                 raise RuntimeError(f"overlap: {left} pieces cannot start")
             break
-        # the DDR's peak shared in proportion to the streaming pieces' demand
-        demand = sum(stages[p].ddr for resource, (p, *_) in running.items()
-                     if resource != HOST)
-        rates = {resource: 1.0 if resource == HOST or not stages[p].ddr
-                 else 1.0 / max(1.0, demand) for resource, (p, *_) in running.items()}
+        rates = dict.fromkeys(running, 1.0)
+        rates.update(ddr_rates({resource: stages[p].ddr for resource, (p, *_) in
+                                running.items() if resource != HOST}))
         step = min(piece[3] / rates[resource] for resource, piece in running.items())
         now += step
         for resource, piece in list(running.items()):
@@ -190,6 +192,21 @@ def schedule(stages) -> list[Placed]:
                 fabric_done[p][c] = now
             placed.append(Placed(resource, p, c, start, now))
     return placed
+
+
+def ddr_rates(demands: dict) -> dict:
+    """Each streaming piece's speed (0..1) when pieces asking ``demands`` (key -> share of
+    the DDR's peak, 0..1) stream at once: the peak shared max-min fair (water-filling, as
+    a round-robin arbiter between the ports serves them): a piece asking at most an equal
+    share of what is left gets all it asks, the rest split the remainder equally; speed =
+    what it gets over what it asks (1 for a piece that asks nothing)."""
+    rates, left = {}, 1.0
+    ordered = sorted(demands.items(), key=lambda item: item[1])
+    for index, (key, ask) in enumerate(ordered):
+        given = min(ask, left / (len(ordered) - index))
+        rates[key] = given / ask if ask else 1.0
+        left -= given
+    return rates
 
 
 def makespan(stages) -> float:

@@ -13,7 +13,8 @@ from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.schedule import Job, step_schedule
 from zoforge.reports.accel_cost import host_seconds, host_stage_ops, price_schedule
 from zoforge.reports.model_shape import ModelShape
-from zoforge.reports.overlap import Stage, makespan, phase_stage, schedule, step_stages
+from zoforge.reports.overlap import (Stage, ddr_rates, makespan, phase_stage, schedule,
+                                     step_stages)
 
 
 def test_two_phases_two_chunks_by_hand():
@@ -62,19 +63,36 @@ def test_bad_stages_are_one_line(stages):
     assert str(error.value).startswith("stages") and "\n" not in str(error.value)
 
 
-def test_ddr_shared_in_proportion_by_hand():
-    """Scores on the fabric (2 + 2 s, streaming at half the DDR's peak) and the softmax
-    units (2 + 2 s, at its whole peak): softmax 0 and scores 1 from 2 s share the DDR (1.5
-    times its peak asked: both at 2/3 speed, 3 s each), softmax 1 alone 5-7. Without the
-    DDR shares the two overlap freely: 6 s."""
+def test_ddr_shared_max_min_fair_by_hand():
+    """Scores on the fabric (2 + 2 s, streaming at a quarter of the DDR's peak) and the
+    softmax units (2 + 2 s, at its whole peak): from 2 s scores 1 gets the quarter it asks
+    (2-4), softmax 0 the other three quarters (1.5 s of its 2 by 4 s, the rest alone: 4-4.5),
+    softmax 1 4.5-6.5. Shared in proportion both would run at 0.8 (scores 1 to 4.5); without
+    the DDR shares they overlap freely: 6 s."""
     zero = (0.0, 0.0)
-    stages = [Stage((2.0, 2.0), zero, (-1, -1), ddr=0.5),
+    stages = [Stage((2.0, 2.0), zero, (-1, -1), ddr=0.25),
               Stage((2.0, 2.0), zero, (0, 1), resource="softmax", ddr=1.0)]
     placed = {(p.resource, p.stage, p.piece): (p.start, p.end) for p in schedule(stages)}
-    assert placed == {("fabric", 0, 0): (0.0, 2.0), ("fabric", 0, 1): (2.0, 5.0),
-                      ("softmax", 1, 0): (2.0, 5.0), ("softmax", 1, 1): (5.0, 7.0)}
-    assert makespan(stages) == 7.0
+    assert placed == {("fabric", 0, 0): (0.0, 2.0), ("fabric", 0, 1): (2.0, 4.0),
+                      ("softmax", 1, 0): (2.0, 4.5), ("softmax", 1, 1): (4.5, 6.5)}
+    assert makespan(stages) == 6.5
     assert makespan([replace(s, ddr=0.0) for s in stages]) == 6.0
+
+
+@pytest.mark.parametrize("demands, rates", [
+    ({}, {}),
+    ({"a": 0.5, "b": 0.5}, {"a": 1.0, "b": 1.0}),                  # within the peak
+    ({"a": 1.0, "b": 1.0}, {"a": 0.5, "b": 0.5}),                  # halves
+    ({"a": 0.25, "b": 1.0}, {"a": 1.0, "b": 0.75}),                # the light one served
+    ({"a": 0.8, "b": 0.6}, {"a": 0.625, "b": 5 / 6}),              # both past half
+    ({"a": 0.0, "b": 1.0}, {"a": 1.0, "b": 1.0}),
+    ({"a": 0.2, "b": 0.5, "c": 0.9}, {"a": 1.0, "b": 0.8, "c": 0.4 / 0.9})])
+def test_ddr_rates_by_hand(demands, rates):
+    got = ddr_rates(demands)
+    assert got.keys() == rates.keys()
+    for key in rates:
+        assert got[key] == pytest.approx(rates[key], rel=1e-12)
+    assert sum(demands[k] * got[k] for k in demands) <= 1 + 1e-12
 
 
 def test_the_host_serves_the_latest_phase_first_by_hand():
