@@ -31,7 +31,8 @@ from zoforge.hw.accel.schedule import MAPPINGS, step_schedule
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.engine.cycles import engine_job_cycles
 from zoforge.hw.zolayer.cycles import job_cycles
-from zoforge.reports.accel_cost import (board_step_fields, design_clocks, fastest_accelerator,
+from zoforge.reports.accel_cost import (board_step_fields, ddr_sharing_seconds, design_clocks,
+                                        fastest_accelerator, overlapped_stages,
                                         price_schedule)
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.rtl_jobs import measure_adapter_jobs, measure_engine_jobs
@@ -303,6 +304,10 @@ def _where_the_time_goes(cfg, shape, board, design) -> None:
           f"{price.payload_bytes / board.ddr_bytes_per_s * 1e3:.2f} ms")
     print(f"- the host's work alone: {price.host_s * 1e3:.2f} ms, "
           f"{price.host_exposed_s * 1e3:.2f} ms of it exposed")
+    lost, idle = ddr_sharing_seconds(overlapped_stages(schedule, price.phases))
+    print(f"- the DDR shared (reports/overlap.py): the accelerator's pieces "
+          f"{lost * 1e3:.2f} ms longer than alone in all; the engines and ZO layers idle "
+          f"{idle * 1e3:.2f} ms of the step")
     floor = ddr_floor_bytes(shape)
     print(f"- DDR bytes per step {price.payload_bytes / 1e6:.1f} MB (packed payload), "
           f"{price.payload_bytes / floor:.2f} x the floor of {floor / 1e6:.1f} MB "

@@ -63,7 +63,8 @@ from zoforge.hw.softmax.cycles import softmax_job_cycles
 from zoforge.hw.softmax.cycles import softmax_stream_bytes
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
-from zoforge.reports.overlap import makespan, step_stages
+from zoforge.reports.overlap import HOST, Stage, makespan, step_stages
+from zoforge.reports.overlap import schedule as schedule_pieces
 from zoforge.reports.power import dynamic_at
 from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES, engine_fmax, layer_fmax
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
@@ -73,7 +74,7 @@ __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cyc
            "SOFTMAX_UNITS_TRIED", "SOFTMAX_LANES_TRIED", "MOST_SOFTMAX_LANES",
            "ENGINE_ARRAYS_TRIED",
            "transfer_bytes", "price_phase", "price_schedule", "host_ops", "host_stage_ops",
-           "host_seconds", "overlapped_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
+           "host_seconds", "overlapped_seconds", "overlapped_stages", "ddr_sharing_seconds", "STEP_SOURCE", "SERIAL_SOURCE",
            "board_step_fields", "BOARD_STEP_KEYS", "POWER_SCALE_SOURCE"]
 
 #: The PS's application cores on the ZCU102 (XCZU9EG): 4 Cortex-A53 (Xilinx DS891, "Zynq
@@ -330,19 +331,38 @@ def price_schedule(schedule: Schedule, mhz: float, ddr_bytes_per_s: float,
                      overlapped_seconds(schedule, phases, host=False))
 
 
-def overlapped_seconds(schedule: Schedule, phases, host: bool = True) -> float:
-    """The step with the host's work after each phase (:func:`host_stage_ops`; none
-    without ``host``) pipelined against the fabric's pieces of ``phases`` (the schedule's,
-    priced): :mod:`zoforge.reports.overlap` (the pieces, their dependencies, the
-    recurrence)."""
+def overlapped_stages(schedule: Schedule, phases, host: bool = True) -> list[Stage]:
+    """The step's stages (:func:`zoforge.reports.overlap.step_stages`): the host's work
+    after each phase (:func:`host_stage_ops`; none without ``host``) and the fabric's
+    pieces of ``phases`` (the schedule's, priced), each phase's DDR share its memory
+    seconds over its roofline seconds."""
     shape = schedule.shape
     work = {name: (host_seconds(row) * host, host_seconds(sequence) * host)
             for name, (row, sequence) in _schedule_host_ops(schedule).items()}
-    return makespan(step_stages(
+    return step_stages(
         [(phase.name, phase.jobs, cost.job_cycles, cost.time_s,
           work.get(phase.name, (0.0, 0.0)), cost.memory_s / cost.time_s if cost.time_s else 0.0)
          for phase, cost in zip(schedule.phases, phases)],
-        work["start"][0], shape.seq_len))
+        work["start"][0], shape.seq_len)
+
+
+def overlapped_seconds(schedule: Schedule, phases, host: bool = True) -> float:
+    """The step with the host's work pipelined against the fabric's pieces
+    (:func:`overlapped_stages`; :mod:`zoforge.reports.overlap`: the pieces, their
+    dependencies, the list schedule, the DDR shared)."""
+    return makespan(overlapped_stages(schedule, phases, host))
+
+
+def ddr_sharing_seconds(stages) -> tuple[float, float]:
+    """``(lost, idle)``: the seconds the accelerator's pieces (the engines' and ZO layers',
+    the softmax units') took past their time alone, the DDR shared, and the seconds the
+    engines and ZO layers stood idle in the overlapped step of ``stages``."""
+    placed = schedule_pieces(stages)
+    end = max(piece.end for piece in placed)
+    lost = sum(piece.end - piece.start - stages[piece.stage].fabric[piece.piece]
+               for piece in placed if piece.resource != HOST)
+    busy = sum(piece.end - piece.start for piece in placed if piece.resource == "fabric")
+    return lost, end - busy
 
 
 #: The source of ``seconds_per_step_at_fmax`` (the priced step).

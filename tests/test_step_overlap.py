@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 from zoforge.errors import ConfigError
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.schedule import Job, step_schedule
-from zoforge.reports.accel_cost import host_seconds, host_stage_ops, price_schedule
+from zoforge.reports.accel_cost import (ddr_sharing_seconds, host_seconds, host_stage_ops,
+                                        price_schedule)
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.overlap import (Stage, ddr_rates, makespan, phase_stage, schedule,
                                      step_stages)
@@ -77,6 +78,8 @@ def test_ddr_shared_max_min_fair_by_hand():
                       ("softmax", 1, 0): (2.0, 4.5), ("softmax", 1, 1): (4.5, 6.5)}
     assert makespan(stages) == 6.5
     assert makespan([replace(s, ddr=0.0) for s in stages]) == 6.0
+    # softmax 0 took 0.5 s past its 2; the fabric busy 4 s of the 6.5
+    assert ddr_sharing_seconds(stages) == (0.5, 2.5)
 
 
 @pytest.mark.parametrize("demands, rates", [
