@@ -47,6 +47,7 @@ from zoforge.boards.harness import DUT, SAIF_NAME, SAIF_ROOT, TOP, write_vivado_
 from zoforge.boards.registry import Board
 from zoforge.errors import check_int_range
 from zoforge.files import atomic_write_text, content_key
+from zoforge.hw.accel.plan import check_unit_fits
 from zoforge.hw.designs import Design, Elaborated, Units, get_design
 from zoforge.hw.export import write_design
 from zoforge.outputs import make_dirs, make_out_dir
@@ -118,6 +119,7 @@ def build_design(board: Board, entry: Design, config, out_dir: Path | str, clock
     """
     progress = progress or Progress()
     board.check_clock(clock_mhz)
+    check_unit_fits(board, config)
     design = entry.elaborate(config)
     if entry.units is None or board.family not in _XILINX:
         return build_report(board, design, out_dir, clock_mhz, progress=progress,

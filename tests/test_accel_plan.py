@@ -280,3 +280,29 @@ def test_the_minilm_price_s_design_is_one_zoforge_generates():
     accel = fastest_accelerator(get_board("zcu102"), shape, cfg, "split")
     check_design_size(accel)
     assert over_budget(accel, ZCU102) is None
+
+
+def test_a_unit_too_big_for_the_board_is_refused_before_its_build(monkeypatch):
+    """``zoforge build`` of one engine or ZO layer: its DSP at the device's capacity
+    builds, one over is a one-line error before anything is elaborated (the ECP5's 156
+    multipliers: an 11 x 12 engine needs 11 x 12 + 2 x 12 = 156, a 12 x 12 168)."""
+    from zoforge.hw.accel.plan import check_unit_fits
+    from zoforge.hw.engine.config import EngineConfig
+    from zoforge.golden.zolayer.config import layer_config
+    from zoforge.reports.pipeline import build_design
+    from zoforge.hw.designs import get_design
+
+    ecp5, zcu102 = get_board("ulx3s-85f"), get_board("zcu102")
+    check_unit_fits(ecp5, EngineConfig(rows=11, cols=12))
+    for board, config, got in ((ecp5, EngineConfig(rows=12, cols=12), "DSP 168"),
+                               (zcu102, EngineConfig(rows=64, cols=64), "DSP 4,224"),
+                               (ecp5, layer_config(rows=16, cols=16), "DSP 352")):
+        with pytest.raises(ConfigError) as error:
+            check_unit_fits(board, config)
+        message = str(error.value)
+        assert message.startswith("rows/cols") and got in message and "\n" not in message
+    check_unit_fits(zcu102, AcceleratorConfig())           # planned designs pass through
+    entry = get_design("engine")
+    monkeypatch.setattr(type(entry), "elaborate", lambda *args: pytest.fail("elaborated"))
+    with pytest.raises(ConfigError):
+        build_design(ecp5, entry, EngineConfig(rows=12, cols=12), "/nonexistent", 50.0)

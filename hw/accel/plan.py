@@ -49,9 +49,12 @@ from zoforge.hw.designs import MAX_BITS, MAX_WORDS
 from zoforge.hw.engine.config import EngineConfig
 from zoforge.hw.pe.array import skew_register_bits
 
-from .config import AcceleratorConfig
+from zoforge.golden.zolayer.config import ZoLayerConfig
 
-__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "budget",
+from .config import AcceleratorConfig, engine_dsp, layer_dsp
+
+__all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "check_unit_fits",
+           "budget",
            "over_budget", "MARGINS",
            "BRAM18_SHAPES", "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "SKEW_APART",
            "ARRAY_SIDES",
@@ -225,20 +228,10 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
     "source": ..., "nonlinear_source": ...}``: LUT, FF, BRAM18 and DSP of one engine, one ZO
     layer, what a GELU engine adds to a plain one, one softmax unit (:data:`NONLINEAR_FIT`)
     and the whole design (units x counts)."""
-    engine_memories, layer_memories, softmax_memories = (_sized(kind) for kind in
-                                                         ("engine", "layer", "softmax"))
+    engine_memories, softmax_memories = _sized("engine"), _sized("softmax")
     group = _logic_group(get_board(config.board).family)
-    fit = LOGIC_FIT[group]
-    narrower = ACC_BITS - accumulator_bits(config.engine_max_k)
-    engine_fit = {key: (fixed, per_pe - ACC_BIT_SAVING[group][key] * narrower, per_row, per_col)
-                  for key, (fixed, per_pe, per_row, per_col) in fit["engine"].items()}
-    engine = _unit_resources(engine_fit, config.engine_rows, config.engine_cols,
-                             config.engine_dsp, engine_memories(config.engine_config()))
-    if SKEW_APART[group]:
-        engine["FF"] += skew_register_bits(config.engine_rows, config.engine_cols,
-                                           config.paired)
-    layer = _unit_resources(fit["layer"], config.layer_rows, config.layer_cols,
-                            config.layer_dsp, layer_memories(config.layer_config()))
+    engine = _engine_resources(group, config.engine_config())
+    layer = _layer_resources(group, config.layer_config())
     gelu = _nonlinear_resources("gelu", config.engine_cols, config.gelu_dsp, ())
     gelu["BRAM18"] = sum(_bram18(m.words, m.bits) for m in engine_memories(
         config.engine_config(gelu=True)).values()) - engine["BRAM18"]
@@ -254,6 +247,44 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
              for key in engine}
     return {"engine": engine, "layer": layer, "gelu": gelu, "softmax": softmax,
             "total": total, "source": RESOURCE_SOURCE, "nonlinear_source": NONLINEAR_SOURCE}
+
+
+def _engine_resources(group: str, engine: EngineConfig) -> dict:
+    """One engine's LUT, FF, BRAM18 and DSP on a ``group`` of families (module docstring)."""
+    narrower = ACC_BITS - accumulator_bits(engine.max_k)
+    fit = {key: (fixed, per_pe - ACC_BIT_SAVING[group][key] * narrower, per_row, per_col)
+           for key, (fixed, per_pe, per_row, per_col) in LOGIC_FIT[group]["engine"].items()}
+    out = _unit_resources(fit, engine.rows, engine.cols, engine_dsp(engine),
+                          _sized("engine")(engine))
+    if SKEW_APART[group]:
+        out["FF"] += skew_register_bits(engine.rows, engine.cols, engine.paired)
+    return out
+
+
+def _layer_resources(group: str, layer) -> dict:
+    """One ZO layer's LUT, FF, BRAM18 and DSP on a ``group`` of families."""
+    return _unit_resources(LOGIC_FIT[group]["layer"], layer.rows, layer.cols, layer_dsp(layer),
+                           _sized("layer")(layer))
+
+
+def check_unit_fits(board: Board, config) -> None:
+    """A one-line error if one engine (``EngineConfig``) or one ZO layer (a layer
+    configuration) alone needs more than ``board``'s device has (:func:`estimate_resources`'
+    per-unit figures, ``yosys-estimate``): checked before ``zoforge build`` synthesizes it.
+    Other configurations pass (the accelerator is planned to the budget)."""
+    group = _logic_group(board.family)
+    if isinstance(config, EngineConfig):
+        used = _engine_resources(group, config)
+    elif isinstance(config, ZoLayerConfig):
+        used = _layer_resources(group, config)
+    else:
+        return
+    for key, count in used.items():
+        capacity = board.capacities.get(key)
+        if capacity is not None and count > capacity:
+            raise ConfigError("max_m/max_k/max_n" if key == "BRAM18" else "rows/cols",
+                              f"small enough to fit {board.name}'s {capacity:,} {key} (one "
+                              "unit as the planner estimates it)", f"{key} {count:,}")
 
 
 def budget(board: Board) -> dict[str, int]:
