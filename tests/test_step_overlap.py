@@ -1,8 +1,10 @@
 """The step's host work overlapped with the fabric's per piece (reports/overlap.py): the
-recurrence on cases worked by hand, its bounds and a second derivation (longest path of the
-dependency graph) over random inputs, the pieces of a phase worked by hand, the host's work
-placed after the phases by hand, and the planned MiniLM design: with no host work the
-overlapped step is the fabric's, with it between max(fabric, host) and their sum."""
+list schedule on cases worked by hand (the wavefront's priorities, the softmax units' own
+resource, the DDR shared max-min fair, a phase with loads running alone), an independent
+check of every placement and the bounds over random stages, the pieces of a phase worked by
+hand, the host's work placed after the phases by hand, and the planned MiniLM design: with
+no host work the overlapped step is the fabric's, with it between max(fabric, host) and
+their sum."""
 from dataclasses import replace
 
 import pytest
