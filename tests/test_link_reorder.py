@@ -27,6 +27,8 @@ from zoforge.hw.link.reorder import ScoresReorder
 from zoforge.hw.softmax.config import SoftmaxConfig
 from zoforge.sim.lint import lint_verilog
 
+from axis_sim import axis_sink, stable_while_stalled
+
 #: (R, C, lanes, max_rows, max_len) and the jobs (M, L) run back to back on each.
 SHAPES = [
     ((4, 3, 5, 10, 13), [(7, 13), (10, 4), (1, 1), (5, 9)]),      # L = max_len, L < lanes
@@ -148,8 +150,8 @@ def run(config, streams, jobs, *, seed=0, idle=0.0, stall=0.0, hold=0, lasts=Non
     rng = np.random.default_rng(seed)
     dut = ScoresReorder(config)
     total = sum(config.out_beats(m, length) for m, length in jobs)
-    rec = {"out": [], "lasts": [], "out_cycles": [], "in_cycles": [], "starts": [],
-           "errors": [], "trace": []}
+    receive, out = axis_sink(dut.m_axis, total, rng, stall=stall, hold=hold, limit=limit)
+    rec = {"in_cycles": [], "starts": [], "errors": []}
 
     async def send(ctx):
         cycle = 0
@@ -186,27 +188,14 @@ def run(config, streams, jobs, *, seed=0, idle=0.0, stall=0.0, hold=0, lasts=Non
         _, _, error = await ctx.tick().sample(dut.job.error)
         rec["errors"].append(int(error))
 
-    async def receive(ctx):
-        cycle = 0
-        while len(rec["out"]) < total and cycle < limit:
-            ready = cycle >= hold and rng.random() >= stall
-            ctx.set(dut.m_axis.tready, ready)
-            _, _, valid, data, last = await ctx.tick().sample(
-                dut.m_axis.tvalid, dut.m_axis.tdata, dut.m_axis.tlast)
-            rec["trace"].append((int(valid), int(ready), int(data), int(last)))
-            cycle += 1
-            if valid and ready:
-                rec["out"].append(np.frombuffer(int(data).to_bytes(4 * config.lanes,
-                                                                   "little"), "<i4"))
-                rec["lasts"].append(int(last))
-                rec["out_cycles"].append(cycle - 1)
-
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(send, background=True)
     sim.add_testbench(receive)
     sim.run()
-    return rec
+    return dict(rec, out=[np.frombuffer(beat.to_bytes(4 * config.lanes, "little"), "<i4")
+                          for beat in out["beats"]],
+                lasts=out["lasts"], out_cycles=out["cycles"], trace=out["trace"])
 
 
 def check(config, jobs, seed, **options):
@@ -228,12 +217,6 @@ def check(config, jobs, seed, **options):
     assert [i for i, last in enumerate(rec["lasts"]) if last] == list(ends)
     assert rec["errors"] == [0] * len(jobs)
     return rec
-
-
-def stable_while_stalled(trace) -> bool:
-    """AXI4-Stream: a beat offered and not taken is offered again, the same."""
-    return all(now[0] and now[2:] == before[2:]
-               for before, now in zip(trace, trace[1:]) if before[0] and not before[1])
 
 
 # -- in Amaranth's simulator ---------------------------------------------------------------

@@ -20,6 +20,8 @@ from zoforge.hw.export import to_verilog
 from zoforge.hw.link.select import MAX_QUEUE, MAX_SOURCES, FrameSelect
 from zoforge.sim.lint import lint_verilog
 
+from axis_sim import axis_sink, stable_while_stalled
+
 
 def make_case(rng: random.Random, sources: int, bits: int, frames_each=(1, 4)):
     """Random frames per source (1 to 6 beats of ``bits``-bit words) and a random order
@@ -41,7 +43,8 @@ def run(dut, frames, order, *, seed, idle=0.3, stall=0.3, late=0.3, hold_sink=0,
     rng = random.Random(seed)
     total = sum(len(frame) for source in frames for frame in source)
     offered = [0] * len(frames)                       # frames each source has begun
-    rec = {"beats": [], "lasts": [], "trace": [], "full": 0, "cycles": []}
+    sink, rec = axis_sink(dut.m_axis, total, rng, stall=stall, hold=hold_sink, limit=limit)
+    rec["full"] = 0
 
     def source(index):
         async def bench(ctx):
@@ -79,20 +82,6 @@ def run(dut, frames, order, *, seed, idle=0.3, stall=0.3, late=0.3, hold_sink=0,
                 rec["full"] += 1
             ctx.set(dut.select.valid, 0)
 
-    async def sink(ctx):
-        cycle = 0
-        while len(rec["beats"]) < total and cycle < limit:
-            ready = cycle >= hold_sink and rng.random() >= stall
-            ctx.set(dut.m_axis.tready, ready)
-            _, _, valid, data, last = await ctx.tick().sample(
-                dut.m_axis.tvalid, dut.m_axis.tdata, dut.m_axis.tlast)
-            rec["trace"].append((int(valid), int(ready), int(data), int(last)))
-            if valid and ready:
-                rec["beats"].append(int(data))
-                rec["lasts"].append(int(last))
-                rec["cycles"].append(cycle)
-            cycle += 1
-
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     for index in range(len(frames)):
@@ -112,12 +101,6 @@ def as_frames(beats, lasts):
             current = []
     assert not current, "a frame without its tlast"
     return frames
-
-
-def stable_while_stalled(trace) -> bool:
-    """AXI4-Stream: a beat offered and not taken is offered again, the same."""
-    return all(now[0] and now[2:] == before[2:]
-               for before, now in zip(trace, trace[1:]) if before[0] and not before[1])
 
 
 CASES = [(2, 8, 1), (2, 32, 4), (3, 80, 2), (5, 17, 4), (7, 1, 3)]
