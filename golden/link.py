@@ -1,5 +1,7 @@
-"""The scores reorder buffer's golden model (:class:`zoforge.hw.link.reorder.ScoresReorder`):
-a GEMM engine's raw ``scores = Q·K^T`` stream in, a softmax unit's rows out.
+"""The attention link's golden models: the scores reorder buffer's
+(:class:`zoforge.hw.link.reorder.ScoresReorder`: a GEMM engine's raw ``scores = Q·K^T``
+stream in, a softmax unit's rows out) and the routing of an engine's frames
+(:class:`zoforge.hw.link.path.ScoresLink`, :func:`route_frames`, below).
 
 Integer semantics, beat by beat and value by value, for a job of M query rows x L keys on
 an engine of R x C tiles and a softmax unit of ``lanes`` lanes:
@@ -15,6 +17,15 @@ an engine of R x C tiles and a softmax unit of ``lanes`` lanes:
 So out beat ``(i, j)`` lane ``t`` with ``k = j lanes + t < L`` is in beat
 ``((k div C) ceil(M / R) + i div R) R + i mod R`` lane ``k mod C`` (:func:`reorder_scores`;
 the values are moved as 32-bit words, unchanged).
+
+The link on an engine's output (:func:`route_frames`): the engine gives frames in order
+(frame k: its beats of C int32, ``tlast`` on its last beat alone), the host one entry a
+frame, entry k ``(route, m, length)`` for frame k. Route 0: frame k goes to the
+pass-through side unchanged (every beat's C words as they came, ``tlast`` on its last
+beat). Route 1: frame k is a scores job of ``m`` x ``length`` on the engine's R x C tiles
+(``in_beats(m, length, R, C)`` beats) and goes to the softmax side as
+``reorder_scores(frame, m, length, R, C, lanes)``, ``tlast`` on its last beat. Each side
+keeps the frames' order; nothing else is on either side.
 """
 from __future__ import annotations
 
@@ -22,7 +33,8 @@ import numpy as np
 
 from zoforge.errors import ConfigError, check_int_range
 
-__all__ = ["engine_order", "softmax_order", "reorder_scores", "in_beats", "out_beats"]
+__all__ = ["engine_order", "softmax_order", "reorder_scores", "in_beats", "out_beats",
+           "route_frames"]
 
 
 def in_beats(m: int, length: int, rows: int, cols: int) -> int:
@@ -81,3 +93,28 @@ def reorder_scores(beats, m: int, length: int, rows: int, cols: int,
     out[inside] = beats.astype(np.int32)[source[inside],
                                          np.broadcast_to(k % cols, source.shape)[inside]]
     return out.reshape(m * per_row, lanes)
+
+
+def route_frames(frames, jobs, rows: int, cols: int, lanes: int
+                 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The link's two outputs for the engine's ``frames`` (each ``[beats, C]`` int32) and
+    the host's ``jobs`` (one ``(route, m, length)`` a frame): the pass-through side's
+    frames (route 0, unchanged) and the softmax side's (route 1, :func:`reorder_scores`),
+    each side in the frames' order (module docstring). A ConfigError names the entry or
+    frame that does not fit (a route not 0 or 1, a route-1 frame of another length)."""
+    frames, jobs = list(frames), list(jobs)
+    if len(jobs) != len(frames):
+        raise ConfigError("jobs", f"one entry a frame ({len(frames)})", len(jobs))
+    passed, routed = [], []
+    for k, (frame, (route, m, length)) in enumerate(zip(frames, jobs)):
+        beats = np.asarray(frame, np.int32)
+        if beats.ndim != 2 or beats.shape[1] != cols or not len(beats):
+            raise ConfigError(f"frame {k}", f"an array of shape (beats >= 1, {cols})",
+                              beats.shape)
+        if route == 0:
+            passed.append(np.array(beats))
+        elif route == 1:
+            routed.append(reorder_scores(beats, m, length, rows, cols, lanes))
+        else:
+            raise ConfigError(f"jobs[{k}].route", "0 or 1", route)
+    return passed, routed

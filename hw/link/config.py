@@ -1,4 +1,6 @@
-"""The scores reorder buffer's build configuration (:class:`ReorderConfig`).
+"""The attention link's build configurations: the scores reorder buffer's
+(:class:`ReorderConfig`) and the link's on an engine's output (:class:`LinkConfig`: the
+buffer's fields, its job queue's depth and its asynchronous FIFO's).
 
 Torch- and Amaranth-free. The defaults are MiniLM's link: a 64 x 8 engine's scores of 128
 queries x 128 keys into a 10-lane softmax unit.
@@ -8,14 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from zoforge.config import Config, IntRange, param
+from zoforge.config import Config, IntRange, OneOf, param
 
-__all__ = ["ReorderConfig", "MAX_ROWS", "MAX_LEN"]
+__all__ = ["ReorderConfig", "LinkConfig", "MAX_ROWS", "MAX_LEN", "MAX_QUEUE", "FIFO_DEPTHS"]
 
 #: The most query rows a job may have (M); 4096 x 1024 int32 a bank is 16 MiB already.
 MAX_ROWS = 4096
 #: The longest row (keys, L): the softmax unit's ``MAX_LEN``.
 MAX_LEN = 1024
+#: The most job entries a link queues ahead of its frames.
+MAX_QUEUE = 64
+#: The asynchronous FIFO's depths (Amaranth's ``AsyncFIFO``: a power of two; 4 or more).
+FIFO_DEPTHS = tuple(1 << k for k in range(2, 11))
 
 
 def _bits(count: int) -> int:
@@ -83,3 +89,24 @@ class ReorderConfig(Config):
     def out_beats(self, m: int, length: int) -> int:
         """Output beats of a job: M rows of ``ceil(L / lanes)``."""
         return m * -(-length // self.lanes)
+
+
+@dataclass(frozen=True)
+class LinkConfig(ReorderConfig):
+    """The link on one engine's output (:class:`zoforge.hw.link.path.ScoresLink`): the
+    reorder buffer's fields (:class:`ReorderConfig`), ``queue_depth`` job entries queued
+    ahead of the engine's frames, and the asynchronous FIFO's ``fifo_depth`` output beats
+    into the softmax units' clock domain."""
+
+    kind: ClassVar[str] = "link"
+
+    queue_depth: int = param(4, "job entries (route, M, L) queued ahead of the frames",
+                             IntRange(1, MAX_QUEUE))
+    fifo_depth: int = param(16, "beats of the asynchronous FIFO into the softmax domain",
+                            OneOf(FIFO_DEPTHS))
+
+    @property
+    def reorder(self) -> ReorderConfig:
+        """The reorder buffer's configuration (the shared fields)."""
+        return ReorderConfig(rows=self.rows, cols=self.cols, lanes=self.lanes,
+                             max_rows=self.max_rows, max_len=self.max_len)
