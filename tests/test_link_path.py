@@ -93,6 +93,7 @@ def run(config, frames, jobs, *, periods, seed, idle=0.3, stall=0.3, sm_stall=0.
     sm_total = sum(out_beats(m, length, lanes) for route, m, length in jobs if route == 1)
     rec = {"pass": [], "pass_lasts": [], "pass_cycles": [], "sm": [], "sm_lasts": [],
            "sm_cycles": [], "offered": [None] * len(frames), "taken": [None] * len(frames),
+           "in_cycles": [[] for _ in frames],
            "pushed": [None] * len(jobs), "full": 0, "errors": [], "extra": 0, "done": 0}
 
     async def engine(ctx):
@@ -116,6 +117,7 @@ def run(config, frames, jobs, *, periods, seed, idle=0.3, stall=0.3, sm_stall=0.
                         break
                 if b == 0:
                     rec["taken"][k] = cycle - 1
+                rec["in_cycles"][k].append(cycle - 1)
                 ctx.set(dut.s_axis.tvalid, 0)
 
     async def host(ctx):
@@ -236,6 +238,41 @@ def test_frames_routed_under_idle_and_back_pressure(shape, linked, queue, fifo, 
     # a late entry's frame was offered and waited for it
     for k in late:
         assert rec["offered"][k] <= rec["pushed"][k] < rec["taken"][k]
+
+
+def test_cycles_with_every_stream_ready():
+    """Entries pushed from cycle 0, the engine and both outputs always ready: the first
+    entry at the queue's head two cycles after its push and taken there, each frame's beats
+    one a cycle from the cycle after its entry is taken, the next entry taken the cycle
+    after a frame's last beat (one idle cycle between frames, either route)."""
+    config = LinkConfig(rows=2, cols=3, lanes=4, max_rows=5, max_len=7)
+    rng = np.random.default_rng(8)
+    frames, jobs, scores = make_frames(rng, config, [(5, 7), (3, 4)], [0, 1, 0, 1, 0])
+    rec = run(config, frames, jobs, periods=PERIODS["sm-slow"], seed=8, idle=0.0,
+              stall=0.0, sm_stall=0.0)
+    check(config, frames, jobs, scores, rec)
+    assert rec["pushed"] == [0, 1, 2, 3, 4]
+    start = rec["pushed"][0] + 3
+    for k, frame in enumerate(frames):
+        assert rec["in_cycles"][k] == list(range(start, start + len(frame)))
+        start += len(frame) + 1
+
+
+@pytest.mark.parametrize("fifo", [8, 16])
+def test_the_crossing_keeps_the_slower_clocks_rate(fifo):
+    """Two linked jobs whose output outlasts their input, every stream ready: with a FIFO of
+    8 beats or more the softmax side takes one beat every cycle of the slower clock (its
+    own, or the engine's: the beats' span in softmax cycles within one of the ideal)."""
+    for sync, softmax in PERIODS.values():
+        config = LinkConfig(rows=2, cols=8, lanes=2, max_rows=6, max_len=24, fifo_depth=fifo)
+        rng = np.random.default_rng(1)
+        frames, jobs, scores = make_frames(rng, config, [(6, 24), (6, 24)], [1, 1])
+        rec = run(config, frames, jobs, periods=(sync, softmax), seed=1, idle=0.0,
+                  stall=0.0, sm_stall=0.0)
+        check(config, frames, jobs, scores, rec)
+        cycles = rec["sm_cycles"]
+        span = cycles[-1] - cycles[0] + 1
+        assert len(cycles) == 144 and span <= len(cycles) * max(1, sync / softmax) + 1
 
 
 def test_a_full_queue_holds_the_host_and_entries_ahead_are_kept():
