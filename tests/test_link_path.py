@@ -8,11 +8,13 @@ cycles on the engine's stream and random back-pressure on both outputs, job entr
 ahead (the queue full) and late (the frame waiting for its entry: no beat taken before it);
 every output beat, ``tlast`` on each side, no beat extra, the error flag (a misplaced
 ``tlast`` in a linked frame, sticky, cleared); pass-through frames passing while the
-softmax side is held; the golden against a second derivation; the configuration's bounds;
-lint. Slow: MiniLM's shape, MiniLM's lint."""
+softmax side is held; the cycles with every stream ready; the crossing's rate; the golden
+against a second derivation; the configuration's bounds; lint; the Verilog under Icarus with
+two clocks. Slow: MiniLM's shape, MiniLM's lint."""
 from __future__ import annotations
 
 import random
+import subprocess
 
 import numpy as np
 import pytest
@@ -403,6 +405,101 @@ def test_lint_clean():
                               queue_depth=1, fifo_depth=4)):
         result = lint(config)
         assert result.clean, str(result)
+
+
+BENCH = """
+module bench;
+  reg clk = 0, rst = 1, softmax_clk = 0, softmax_rst = 1, jvalid = 0, clear = 0;
+  reg tvalid = 0, tlast = 0, pready = 0, sready = 0;
+  reg [%(pb)d:0] payload = 0; reg [%(ib)d:0] tdata = 0;
+  wire jready, error, tready, pvalid, plast, svalid, slast;
+  wire [%(ib)d:0] pdata; wire [%(ob)d:0] sdata;
+  integer fj, fi, fp, fs, seed_in, seed_p, seed_s, n, b, beats, lst, entry, pgot, sgot, cycles;
+  %(top)s dut(.clk(clk), .rst(rst), .softmax_clk(softmax_clk), .softmax_rst(softmax_rst),
+    .job__payload(payload), .job__valid(jvalid), .job__ready(jready), .error(error),
+    .clear(clear), .s_axis__tdata(tdata), .s_axis__tvalid(tvalid), .s_axis__tlast(tlast),
+    .s_axis__tready(tready), .m_axis__tdata(pdata), .m_axis__tvalid(pvalid),
+    .m_axis__tlast(plast), .m_axis__tready(pready), .softmax_axis__tdata(sdata),
+    .softmax_axis__tvalid(svalid), .softmax_axis__tlast(slast),
+    .softmax_axis__tready(sready));
+  always #3 clk = ~clk;
+  always #4 softmax_clk = ~softmax_clk;
+  // both resets for a few cycles (they also start Icarus' combinational blocks)
+  initial begin repeat (3) @(negedge clk); rst = 0; end
+  initial begin repeat (3) @(negedge softmax_clk); softmax_rst = 0; end
+  initial begin                                   // the host: every entry, queued ahead
+    fj = $fopen("jobs.txt", "r"); wait (!rst && !softmax_rst);
+    while ($fscanf(fj, "%%h\\n", entry) == 1) begin
+      @(negedge clk); payload = entry; jvalid = 1;
+      @(posedge clk); while (!jready) @(posedge clk);
+      @(negedge clk); jvalid = 0;
+    end
+  end
+  initial begin                                   // the engine, with idle cycles
+    seed_in = 11; fi = $fopen("in.hex", "r"); wait (!rst && !softmax_rst);
+    while ($fscanf(fi, "%%h %%h\\n", lst, tdata) == 2) begin
+      @(negedge clk); while (($random(seed_in) & 3) == 0) @(negedge clk);
+      tlast = lst[0]; tvalid = 1;
+      @(posedge clk); while (!tready) @(posedge clk);
+      @(negedge clk); tvalid = 0;
+    end
+  end
+  initial begin seed_p = 23; seed_s = 37; pgot = 0; sgot = 0; cycles = 0;
+    fp = $fopen("pass.hex", "w"); fs = $fopen("softmax.hex", "w"); end
+  always @(negedge clk) pready <= ($random(seed_p) & 3) != 0;
+  always @(negedge softmax_clk) sready <= ($random(seed_s) & 3) != 0;
+  always @(posedge clk) begin
+    cycles <= cycles + 1;
+    if (pvalid && pready) begin $fdisplay(fp, "%%0d %%h", plast, pdata); pgot = pgot + 1; end
+    if (pgot == %(pass)d && sgot == %(softmax)d) begin
+      $fclose(fp); $fclose(fs); $display("error %%0d", error); $finish;
+    end
+    if (cycles > %(limit)d) $fatal(1, "timeout");
+  end
+  always @(posedge softmax_clk)
+    if (svalid && sready) begin $fdisplay(fs, "%%0d %%h", slast, sdata); sgot = sgot + 1; end
+endmodule
+"""
+
+
+def test_verilog_under_icarus_with_two_clocks(tmp_path, icarus):
+    """The generated Verilog under Icarus, ``clk`` and ``softmax_clk`` at periods 6 and 8
+    (random idle and back-pressure from the bench's own ``$random``): six frames of both
+    routes, every beat on both sides and its ``tlast`` against the golden model."""
+    config = LinkConfig(rows=3, cols=4, lanes=5, max_rows=8, max_len=11, fifo_depth=8)
+    rng = np.random.default_rng(2)
+    frames, jobs, scores = make_frames(rng, config, [(8, 11), (5, 3), (7, 9)],
+                                       [1, 0, 1, 0, 0, 1])
+    passed, routed = route_frames(frames, jobs, config.rows, config.cols, config.lanes)
+    top = "link_path_icarus"
+    m_bits, l_bits = config.m_bits, config.l_bits
+    (tmp_path / "jobs.txt").write_text("".join(
+        f"{route | m % (1 << m_bits) << 1 | length % (1 << l_bits) << 1 + m_bits:x}\n"
+        for route, m, length in jobs))
+    (tmp_path / "in.hex").write_text("".join(f"{int(b == len(f) - 1)} {word(beat):x}\n"
+                                             for f in frames for b, beat in enumerate(f)))
+    (tmp_path / "design.v").write_text(to_verilog(ScoresLink(config), top))
+    pass_total, sm_total = sum(map(len, passed)), sum(map(len, routed))
+    (tmp_path / "bench.v").write_text(BENCH % {
+        "pb": 1 + m_bits + l_bits - 1, "ib": 32 * config.cols - 1,
+        "ob": 32 * config.lanes - 1, "top": top, "pass": pass_total, "softmax": sm_total,
+        "limit": 20 * (pass_total + sum(map(len, frames)) + sm_total)})
+    subprocess.run(["iverilog", "-g2012", "-o", "sim", "bench.v", "design.v"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    run_ = subprocess.run(["vvp", "-n", "sim"], cwd=tmp_path, check=True,
+                          capture_output=True, text=True)
+    assert "error 0" in run_.stdout
+
+    def read(name):
+        rows = [line.split() for line in (tmp_path / name).read_text().split("\n") if line]
+        return [int(word_, 16) for _, word_ in rows], [int(last) for last, _ in rows]
+
+    words, marks = read("pass.hex")
+    assert split(words, marks) == [[word(b) for b in f] for f in passed]
+    words, marks = read("softmax.hex")
+    got = [np.array([lanes_of(v, config.lanes) for v in f]) for f in split(words, marks)]
+    assert len(got) == len(routed)
+    assert all(np.array_equal(a, b) for a, b in zip(got, routed))
 
 
 @pytest.mark.slow          # the buffer's 32k lines of memory initialisers
