@@ -19,6 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
+from axis_sim import stable_while_stalled
 
 from zoforge.errors import ConfigError
 from zoforge.golden.link import (engine_order, in_beats, out_beats, reorder_scores,
@@ -95,7 +96,7 @@ def run(config, frames, jobs, *, periods, seed, idle=0.3, stall=0.3, sm_stall=0.
     sm_total = sum(out_beats(m, length, lanes) for route, m, length in jobs if route == 1)
     rec = {"pass": [], "pass_lasts": [], "pass_cycles": [], "sm": [], "sm_lasts": [],
            "sm_cycles": [], "offered": [None] * len(frames), "taken": [None] * len(frames),
-           "in_cycles": [[] for _ in frames],
+           "in_cycles": [[] for _ in frames], "pass_trace": [], "sm_trace": [],
            "pushed": [None] * len(jobs), "full": 0, "errors": [], "extra": 0, "done": 0}
 
     async def engine(ctx):
@@ -160,6 +161,7 @@ def run(config, frames, jobs, *, periods, seed, idle=0.3, stall=0.3, sm_stall=0.
                 ctx.set(port.tready, ready)
                 _, _, valid, tdata, tlast = await ctx.tick(domain).sample(
                     port.tvalid, port.tdata, port.tlast)
+                rec[key + "_trace"].append((int(valid), int(ready), int(tdata), int(tlast)))
                 if len(rec[key]) >= total:
                     extra += 1
                     rec["extra"] += int(valid)
@@ -214,6 +216,7 @@ def check(config, frames, jobs, scores, rec):
         assert not bad.size, f"linked frame {k}, beat, lane {bad[0]}"
     assert rec["extra"] == 0
     assert all(t > p for t, p in zip(rec["taken"], rec["pushed"]))
+    assert stable_while_stalled(rec["pass_trace"]) and stable_while_stalled(rec["sm_trace"])
 
 
 def routes_for(rng, count):
