@@ -2,33 +2,55 @@
 random back-pressure and records them, and the stream rule every sink checks."""
 from __future__ import annotations
 
-__all__ = ["axis_sink", "stable_while_stalled"]
+__all__ = ["axis_sink", "split_frames", "stable_while_stalled"]
 
 
 def axis_sink(port, count: int, rng, *, stall: float = 0.0, hold: int = 0,
-              limit: int = 200_000):
-    """``(testbench, record)``: a testbench taking ``count`` beats from ``port`` (an
-    AXI4-Stream transmitter: ``tdata``, ``tvalid``, ``tready``, ``tlast``), ``tready`` low
-    for the first ``hold`` cycles and then with probability ``stall`` (``rng.random()``),
-    stopping after ``limit`` cycles; the record's ``beats`` (``tdata`` as ints), ``lasts``
-    and ``cycles`` of each transfer and ``trace``, each cycle's (valid, ready, data,
-    last)."""
-    record = {"beats": [], "lasts": [], "cycles": [], "trace": []}
+              limit: int = 200_000, domain: str = "sync", watch: int = 0):
+    """``(testbench, record)``: a testbench in clock ``domain`` taking ``count`` beats from
+    ``port`` (an AXI4-Stream transmitter: ``tdata``, ``tvalid``, ``tready``, ``tlast``),
+    ``tready`` low for the first ``hold`` cycles and then with probability ``stall``
+    (``rng.random()``), stopping after ``limit`` cycles; then ``watch`` cycles more with
+    ``tready`` high, each beat offered in them counted in ``extra`` (none should come). The
+    record: ``beats`` (``tdata`` as ints), ``lasts`` and ``cycles`` of each transfer,
+    ``trace`` (each cycle's valid, ready, data, last), ``extra``, and ``done`` once the
+    testbench has ended."""
+    record = {"beats": [], "lasts": [], "cycles": [], "trace": [], "extra": 0, "done": False}
 
     async def bench(ctx):
-        cycle = 0
-        while len(record["beats"]) < count and cycle < limit:
-            ready = cycle >= hold and rng.random() >= stall
+        cycle, after = 0, 0
+        while cycle < limit and after <= watch:
+            full = len(record["beats"]) >= count
+            if full and after == watch:
+                break
+            ready = full or cycle >= hold and rng.random() >= stall
             ctx.set(port.tready, ready)
-            _, _, valid, data, last = await ctx.tick().sample(port.tvalid, port.tdata,
-                                                              port.tlast)
+            _, _, valid, data, last = await ctx.tick(domain).sample(port.tvalid, port.tdata,
+                                                                    port.tlast)
             record["trace"].append((int(valid), int(ready), int(data), int(last)))
-            if valid and ready:
+            if full:
+                after += 1
+                record["extra"] += int(valid)
+            elif valid and ready:
                 record["beats"].append(int(data))
                 record["lasts"].append(int(last))
                 record["cycles"].append(cycle)
             cycle += 1
+        record["done"] = True
     return bench, record
+
+
+def split_frames(words, lasts) -> list[list[int]]:
+    """The frames of a sink's ``words``, each ending at a ``tlast``; beats after the last
+    ``tlast`` fail."""
+    out, current = [], []
+    for word, last in zip(words, lasts):
+        current.append(word)
+        if last:
+            out.append(current)
+            current = []
+    assert not current, "beats after the last tlast"
+    return out
 
 
 def stable_while_stalled(trace) -> bool:

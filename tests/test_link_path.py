@@ -19,7 +19,7 @@ import subprocess
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
-from axis_sim import stable_while_stalled
+from axis_sim import axis_sink, split_frames, stable_while_stalled
 
 from zoforge.errors import ConfigError
 from zoforge.golden.link import (engine_order, in_beats, out_beats, reorder_scores,
@@ -146,56 +146,31 @@ def run(config, frames, jobs, *, periods, seed, idle=0.3, stall=0.3, sm_stall=0.
 
     async def monitor(ctx):
         cycle = 0
-        while rec["done"] < 2 and cycle < limit:
+        while not (passed["done"] and softmax["done"]) and cycle < limit:
             ctx.set(dut.clear, cycle == clear_at)
             _, _, error = await ctx.tick().sample(dut.error)
             rec["errors"].append(int(error))
             cycle += 1
 
-    def sink(port, domain, total, chance, hold, key):
-        async def bench(ctx):
-            cycle, extra = 0, 0
-            while cycle < limit and extra < 40:
-                ready = (len(rec[key]) >= total
-                         or cycle >= hold and rng.random() >= chance)
-                ctx.set(port.tready, ready)
-                _, _, valid, tdata, tlast = await ctx.tick(domain).sample(
-                    port.tvalid, port.tdata, port.tlast)
-                rec[key + "_trace"].append((int(valid), int(ready), int(tdata), int(tlast)))
-                if len(rec[key]) >= total:
-                    extra += 1
-                    rec["extra"] += int(valid)
-                elif valid and ready:
-                    rec[key].append(int(tdata))
-                    rec[key + "_lasts"].append(int(tlast))
-                    rec[key + "_cycles"].append(cycle)
-                cycle += 1
-            rec["done"] += 1
-        return bench
+    pass_sink, passed = axis_sink(dut.m_axis, pass_total, rng, stall=stall, limit=limit,
+                                  watch=40)
+    sm_sink, softmax = axis_sink(dut.softmax_axis, sm_total, rng, stall=sm_stall,
+                                 hold=hold_softmax, limit=limit, domain="softmax", watch=40)
 
     sim = Simulator(dut)
     sim.add_clock(periods[0], domain="sync")
     sim.add_clock(periods[1], domain="softmax")
     sim.add_testbench(engine, background=True)
     sim.add_testbench(host, background=True)
-    sim.add_testbench(sink(dut.m_axis, "sync", pass_total, stall, 0, "pass"))
-    sim.add_testbench(sink(dut.softmax_axis, "softmax", sm_total, sm_stall, hold_softmax,
-                           "sm"))
+    sim.add_testbench(pass_sink)
+    sim.add_testbench(sm_sink)
     sim.add_testbench(monitor)
     sim.run()
+    for key, record in (("pass", passed), ("sm", softmax)):
+        rec.update({key: record["beats"], key + "_lasts": record["lasts"],
+                    key + "_cycles": record["cycles"], key + "_trace": record["trace"]})
+    rec["extra"] = passed["extra"] + softmax["extra"]
     return rec
-
-
-def split(words, marks):
-    """Frames of the words, each ending at a ``tlast``."""
-    frames, current = [], []
-    for value, last in zip(words, marks):
-        current.append(value)
-        if last:
-            frames.append(current)
-            current = []
-    assert not current, "beats after the last tlast"
-    return frames
 
 
 def check(config, frames, jobs, scores, rec):
@@ -206,8 +181,9 @@ def check(config, frames, jobs, scores, rec):
     assert np.array_equal(np.concatenate(routed) if routed else np.zeros((0, config.lanes)),
                           np.concatenate([softmax_order(s, config.lanes) for s in scores])
                           if scores else np.zeros((0, config.lanes)))
-    assert split(rec["pass"], rec["pass_lasts"]) == [[word(b) for b in f] for f in passed]
-    got = [[lanes_of(v, config.lanes) for v in f] for f in split(rec["sm"], rec["sm_lasts"])]
+    assert split_frames(rec["pass"], rec["pass_lasts"]) == [[word(b) for b in f] for f in passed]
+    got = [[lanes_of(v, config.lanes) for v in f]
+           for f in split_frames(rec["sm"], rec["sm_lasts"])]
     assert len(got) == len(routed), "the softmax side's frames"
     for k, (frame, golden) in enumerate(zip(got, routed)):
         frame = np.array(frame, np.int32).reshape(-1, config.lanes)
@@ -498,9 +474,9 @@ def test_verilog_under_icarus_with_two_clocks(tmp_path, icarus):
         return [int(word_, 16) for _, word_ in rows], [int(last) for last, _ in rows]
 
     words, marks = read("pass.hex")
-    assert split(words, marks) == [[word(b) for b in f] for f in passed]
+    assert split_frames(words, marks) == [[word(b) for b in f] for f in passed]
     words, marks = read("softmax.hex")
-    got = [np.array([lanes_of(v, config.lanes) for v in f]) for f in split(words, marks)]
+    got = [np.array([lanes_of(v, config.lanes) for v in f]) for f in split_frames(words, marks)]
     assert len(got) == len(routed)
     assert all(np.array_equal(a, b) for a, b in zip(got, routed))
 

@@ -20,7 +20,7 @@ from zoforge.hw.export import to_verilog
 from zoforge.hw.link.select import MAX_QUEUE, MAX_SOURCES, FrameSelect
 from zoforge.sim.lint import lint_verilog
 
-from axis_sim import axis_sink, stable_while_stalled
+from axis_sim import axis_sink, split_frames, stable_while_stalled
 
 
 def make_case(rng: random.Random, sources: int, bits: int, frames_each=(1, 4)):
@@ -92,17 +92,6 @@ def run(dut, frames, order, *, seed, idle=0.3, stall=0.3, late=0.3, hold_sink=0,
     return rec
 
 
-def as_frames(beats, lasts):
-    frames, current = [], []
-    for word, last in zip(beats, lasts):
-        current.append(word)
-        if last:
-            frames.append(current)
-            current = []
-    assert not current, "a frame without its tlast"
-    return frames
-
-
 CASES = [(2, 8, 1), (2, 32, 4), (3, 80, 2), (5, 17, 4), (7, 1, 3)]
 
 
@@ -113,7 +102,7 @@ def test_frames_in_the_hosts_order_under_idle_and_back_pressure(sources, bits, d
     rng = random.Random(seed * 100 + sources)
     frames, order = make_case(rng, sources, bits)
     rec = run(FrameSelect(sources, bits, depth), frames, order, seed=seed)
-    assert as_frames(rec["beats"], rec["lasts"]) == select_frames(frames, order)
+    assert split_frames(rec["beats"], rec["lasts"]) == select_frames(frames, order)
     assert stable_while_stalled(rec["trace"])
 
 
@@ -126,7 +115,7 @@ def test_a_full_queue_holds_the_host_and_nothing_passes_before_the_sink_takes_it
               hold_sink=60)
     assert rec["full"] > 0
     assert rec["cycles"][0] >= 60
-    assert as_frames(rec["beats"], rec["lasts"]) == select_frames(frames, order)
+    assert split_frames(rec["beats"], rec["lasts"]) == select_frames(frames, order)
 
 
 def test_cycles_with_every_stream_ready():
@@ -135,7 +124,7 @@ def test_cycles_with_every_stream_ready():
     frames = [[[1, 2, 3], [4]], [[5, 6]]]
     order = [1, 0, 0]
     rec = run(FrameSelect(2, 8, 4), frames, order, seed=0, idle=0.0, stall=0.0, late=0.0)
-    assert as_frames(rec["beats"], rec["lasts"]) == [[5, 6], [1, 2, 3], [4]]
+    assert split_frames(rec["beats"], rec["lasts"]) == [[5, 6], [1, 2, 3], [4]]
     # the entry is queued in cycle 0, in the FIFO's output by cycle 2 (SyncFIFOBuffered),
     # taken there; beats from cycle 3: 3, 4 | idle 5 (taken) | 6, 7, 8 | 9 | 10
     starts = [rec["cycles"][0], rec["cycles"][2], rec["cycles"][5]]
