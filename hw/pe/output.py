@@ -121,15 +121,9 @@ class OutputStage(wiring.Component):
         # one expression (a Verilog ``assign``), not a conditional assignment: Icarus never
         # runs the ``always @*`` of one whose only input keeps its time-zero value, and the
         # counters that subtract tile_done would keep the X it leaves
-        # (the tile's last row a register of its own, ``row_last``: the row counter drives the
-        # result banks' read address and sits beside them, far from the bank counts; the same
-        # value as the counter's ``row == R - 1``)
-        R = self.tiling.rows
-        row_last = Signal(init=R == 1)
-        if R > 1:
-            with m.If(issue):
-                m.d.sync += row_last.eq(cursor.row == R - 2)      # (0 after the last)
-        m.d.comb += self.tile_done.eq(issue & row_last)
+        # (the tile's last row a register of :func:`~.tiles.tile_order`: the row counter
+        # drives the result banks' read address, far from the bank counts)
+        m.d.comb += self.tile_done.eq(issue & cursor.tile_end)
         with m.If(self.tile_done):
             m.d.sync += bank.eq(bank + 1)
         m.d.sync += tiles_ready.eq(tiles_ready + self.drained - self.tile_done)

@@ -223,7 +223,15 @@ def tile_order(m: Module, tiling: Tiling, advance, m_dim, n_dim) -> TileOrder:
     m1 = Signal(t.dim_bits + 1, init=t.act_lanes, name="next_act")
     n0 = Signal(t.dim_bits + 1, name="first_weight")
     n1 = Signal(t.dim_bits + 1, init=t.weight_lanes, name="next_weight")
-    tile_end = row == t.rows - 1
+    if t.rows > 1:
+        # the tile's last row a register of its own (the row counter drives the result
+        # banks' read addresses, hundreds of loads: no comparison of it behind ``advance``);
+        # set with the advance to row R - 1, the same value as ``row == R - 1``
+        tile_end = Signal(name="tile_end")
+        with m.If(advance):
+            m.d.sync += tile_end.eq(row == t.rows - 2)         # (0 after the last)
+    else:
+        tile_end = row == t.rows - 1
     if t.rows > 1:
         # the comparisons in registers (no carry chain behind ``advance``): m1 and n1 change
         # at a tile's first row, their tests are read at its last, a cycle later at least
