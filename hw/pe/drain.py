@@ -47,18 +47,18 @@ class Drain(wiring.Component):
         m.d.sync += [d.eq(prev) for d, prev in zip(delay, taps)]
         bank = Signal(self.bank_bits)       # wraps at the (power of two) bank count
         # the writes: rows written, top row first, from the capture's last tap
-        drain, row = _window(m, R, taps[-1], "row")
+        drain, row, row_last = _window(m, R, taps[-1], "row")
         m.d.comb += [self.res_wr.en.eq(drain),
                      self.res_wr.addr.eq(Cat(row, bank)),
                      self.res_wr.data.eq(self.res)]
         sel = row
         if self.shift_lead:     # the reads' own window, shift_lead taps earlier
-            _, sel = _window(m, R, taps[len(taps) - 1 - self.shift_lead], "read")
+            _, sel, _ = _window(m, R, taps[len(taps) - 1 - self.shift_lead], "read")
         m.d.comb += self.sel.eq(sel)
         # ``drained`` a plain assignment, not set inside an ``If`` (a process that Icarus
         # Verilog first runs when one of its inputs changes: until a tile was drained its
         # output was x, which stalled the engine's output stage there from the first cycle)
-        m.d.comb += self.drained.eq(drain & (row == R - 1))
+        m.d.comb += self.drained.eq(drain & row_last)
         with m.If(self.drained):
             m.d.sync += bank.eq(bank + 1)
         return ResetInserter(self.start)(m)
@@ -66,12 +66,20 @@ class Drain(wiring.Component):
 
 def _window(m: Module, rows: int, tap: Value, name: str):
     """A window of ``rows`` cycles opened by ``tap``, counting its cycles from 0 (0 while
-    closed); returns (open, count)."""
+    closed); returns (open, count, at_last): ``at_last`` is ``count == rows - 1``, a
+    register of its own (set as the count steps to it: no comparison of the counter, which
+    drives the result banks' address or the read-out's select, behind ``open``)."""
     running = Signal(name=f"{name}_running")
     count = Signal(address_bits(rows), name=name)
+    if rows > 1:
+        at_last = Signal(name=f"{name}_last")
+    else:
+        at_last = count == rows - 1
     opened = tap | running
     with m.If(opened):
         m.d.sync += [count.eq(count + 1), running.eq(1)]
-        with m.If(count == rows - 1):
+        if rows > 1:
+            m.d.sync += at_last.eq(count == rows - 2)           # (0 after the last)
+        with m.If(at_last):
             m.d.sync += [count.eq(0), running.eq(0)]
-    return opened, count
+    return opened, count, at_last
