@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amaranth import Cat, Module, ResetInserter, Signal
+from amaranth import Cat, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -94,7 +94,10 @@ class OutputStage(wiring.Component):
         taken = rows.valid & rows.ready
         credits = Signal(range(FIFO_DEPTH + 1))     # rows issued and not yet taken
         room = Signal(init=1)                       # credits < FIFO_DEPTH, a register
-        issue = room & (tiles_ready != 0)
+        # ``tiles_ready != 0`` a register of its own, set from the count's inputs (the
+        # issue is two registers, not a comparison of the count behind them)
+        any_ready = Signal()
+        issue = room & any_ready
         cursor = tile_order(m, self.tiling, issue, job.m, job.n)
         after = credits + issue - taken
         m.d.sync += [credits.eq(after), room.eq(after < FIFO_DEPTH)]
@@ -126,7 +129,9 @@ class OutputStage(wiring.Component):
         m.d.comb += self.tile_done.eq(issue & cursor.tile_end)
         with m.If(self.tile_done):
             m.d.sync += bank.eq(bank + 1)
-        m.d.sync += tiles_ready.eq(tiles_ready + self.drained - self.tile_done)
+        m.d.sync += [tiles_ready.eq(tiles_ready + self.drained - self.tile_done),
+                     any_ready.eq(self.drained | Mux(self.tile_done, tiles_ready >= 2,
+                                                     any_ready))]
 
         results, axis = self.results, self.m_axis
         m.d.comb += [axis.tdata.eq(results.payload.data), axis.tlast.eq(results.payload.last),
