@@ -160,8 +160,16 @@ class ZoLayer(wiring.Component):
         # a job finishes the cycle after its unit's last action (a register between the
         # units' end tests and the control's state: not one path), one register per unit
         # (each end test apart, their OR in front of the control's state)
-        m.d.comb += [self.irq.eq(control.irq), control.array_step.eq(feeder.valid),
-                     fetch.eps_shift.eq(control.settings.eps_shift)]
+        m.d.comb += [self.irq.eq(control.irq), control.array_step.eq(feeder.valid)]
+        # the perturbation's shift a register of its own beside the unit, clamped to the z
+        # width (z >> e is z's sign from e = W - 1 on, the same operand): the unit's
+        # shifters take log2(W) select bits, not the setting's 5. A cycle late: the setting
+        # changes only while the layer is idle, and a job's first word reaches the unit
+        # cycles after the start's write
+        W, setting = self.z_width, control.settings.eps_shift
+        eps_shift = Signal(range(W), name="eps_shift")
+        m.d.sync += eps_shift.eq(Mux(setting >= W - 1, W - 1, setting))
+        m.d.comb += fetch.eps_shift.eq(eps_shift)
         ended = []
         for name, unit in (("loader", loader), ("update", update), ("reader", reader),
                            ("sink", sink)):
