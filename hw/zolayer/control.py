@@ -225,13 +225,18 @@ class LayerControl(wiring.Component):
         # zero_w), U the only requantized result
         # (a register of its own, set with the job's flags: one flag, not their OR, in front
         # of the sequencers' enables)
+        # (the requantizer's bias_en and raw too: they reach every lane's bias add and
+        # output select)
+        bias_en, raw = Signal(name="bias_en"), Signal(name="raw", init=1)
         with m.If(start):
-            m.d.sync += job.compute.eq(written_is(*COMPUTE_JOBS))
+            m.d.sync += [job.compute.eq(written_is(*COMPUTE_JOBS)),
+                         bias_en.eq(written_is("branch") & ~field(wdata, "zero_w")),
+                         raw.eq(~written_is("frozen_a"))]
         tiles, mode = self.tiles, self.mode
         m.d.comb += [tiles.start.eq(job.launch), tiles.busy.eq(job.computing),
                      tiles.m.eq(settings.m), tiles.k.eq(k_steps),
                      tiles.n.eq(job.outer << shift),
-                     mode.bias_en.eq(job.branch & ~job.zero_w), mode.per_channel.eq(0),
-                     mode.raw.eq(~job.frozen_a), mode.relu.eq(0),
+                     mode.bias_en.eq(bias_en), mode.per_channel.eq(0),
+                     mode.raw.eq(raw), mode.relu.eq(0),
                      mode.tensor_mult.eq(settings.mult), mode.tensor_shift.eq(settings.shift)]
         return m
