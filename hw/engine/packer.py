@@ -86,12 +86,25 @@ class ResultPacker(wiring.Component):
         m.d.comb += self.job_end.eq(o.tready & ((i.tvalid & i.tlast) | (~self.raw & flush)))
         # free and closing: set by start as the sequencer's reset sets count and flush, and
         # outside that reset (in raw mode closing is set then)
+        # (each from count, flush and the cycle's inputs in one expression of its own, the
+        # same values as ``next_count`` and ``next_flush`` give: no logic shared with the
+        # count's next value or the held rows' decode, whose nets reach every held bit)
+        last = ROWS_PER_BEAT - 1
+        take = i.tvalid & i.tready
+        at_last, before_last = count == last, count == last - 1
+        # the next state live at the group's last row: a row taken at the one before
+        # (not the job's last), or none taken there
+        last_next = ~flush & ((take & ~i.tlast & before_last) | (~take & at_last))
+        # the next state live before the group's last row: a held group's beat taken; a
+        # complete group's beat taken with its row; a row taken short of the last but one;
+        # none taken short of the last
+        free_next = ((flush & o.tready)
+                     | (~flush & ((take & (at_last | i.tlast) & o.tready)
+                                  | (take & ~at_last & ~i.tlast & ~before_last)
+                                  | (~take & ~at_last))))
         ready = Module()
-        ready.d.sync += [
-            free.eq(~self.raw & (self.start | (~next_flush
-                                               & (next_count != ROWS_PER_BEAT - 1)))),
-            closing.eq(self.raw | (~self.start & ~next_flush
-                                   & (next_count == ROWS_PER_BEAT - 1)))]
+        ready.d.sync += [free.eq(~self.raw & (self.start | free_next)),
+                         closing.eq(self.raw | (~self.start & last_next))]
         data = Module()      # the held rows: not cleared by start
         for r, reg in enumerate(held):
             with data.If(~self.raw & i.tvalid & i.tready & (count == r)):
