@@ -52,12 +52,13 @@ class MasterReader(wiring.Component):
         # the port's register on the stream
         valid_1, last_1 = Signal(), Signal()
         with m.If(job.launch):
-            m.d.sync += [read_all.eq(0), valid_1.eq(0), axis.tvalid.eq(0)]
+            m.d.sync += [valid_1.eq(0), axis.tvalid.eq(0)]
         with m.Elif(adv):
             m.d.sync += [valid_1.eq(issue), last_1.eq(issue & walk.last),
                          axis.tvalid.eq(valid_1), axis.tlast.eq(last_1)]
-        with m.If(issue & walk.last):
-            m.d.sync += read_all.eq(1)
+        # read_all: set by the last word's issue, cleared by launch (one expression, not
+        # the issue's fan-out in front of an enable)
+        m.d.sync += read_all.eq((issue & walk.last) | (~job.launch & read_all))
         m.d.comb += self.done.eq(axis.tvalid & axis.tlast & axis.tready)
         for i in range(self.rows):
             m.d.comb += axis.tdata[32 * i:32 * (i + 1)].eq(self.t_rd.data[i])

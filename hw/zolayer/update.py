@@ -118,16 +118,18 @@ class UpdateUnit(wiring.Component):
         with m.If(self.start):
             m.d.sync += self.busy.eq(1)
         with m.If(idle):
-            m.d.sync += [issued_all.eq(0), apply.eq(self.apply)]
+            m.d.sync += apply.eq(self.apply)
         issuing = self.busy & ~issued_all
         issue = issuing & (apply | self.z.valid)
+        # issued_all: 0 while idle, set by the last word's issue; one expression of its
+        # registers and z.valid (not the issue's fan-out in front of an enable)
+        m.d.sync += issued_all.eq(self.busy & (issued_all
+                                               | ((apply | self.z.valid) & walk.last)))
         m.d.comb += [walk.restart.eq(idle), walk.advance.eq(issue),
                      walk.inner.eq(self.inner), walk.outer.eq(self.outer),
                      self.z.ready.eq(issuing & ~apply)]
         if self.given_ends:
             m.d.comb += [walk.one_word.eq(self.one_word), walk.one_panel.eq(self.one_panel)]
-        with m.If(issue & walk.last):
-            m.d.sync += issued_all.eq(1)
 
         # the words' valid, last and address, one register per cycle after the issue
         # (``last``: valid and the job's last word, so that ``done`` picks one register)
