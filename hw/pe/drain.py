@@ -12,7 +12,7 @@ pulses when one is complete. ``start`` clears all state.
 """
 from __future__ import annotations
 
-from amaranth import Cat, Module, ResetInserter, Signal, Value
+from amaranth import Cat, Module, Mux, ResetInserter, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,28 +47,38 @@ class Drain(wiring.Component):
         m.d.sync += [d.eq(prev) for d, prev in zip(delay, taps)]
         bank = Signal(self.bank_bits)       # wraps at the (power of two) bank count
         # the writes: rows written, top row first, from the capture's last tap
-        drain, row, row_last = _window(m, R, taps[-1], "row")
+        drain, row, row_last, drained_next = _window(m, R, taps[-1], "row", taps[-2])
         m.d.comb += [self.res_wr.en.eq(drain),
                      self.res_wr.addr.eq(Cat(row, bank)),
                      self.res_wr.data.eq(self.res)]
         sel = row
         if self.shift_lead:     # the reads' own window, shift_lead taps earlier
-            _, sel, _ = _window(m, R, taps[len(taps) - 1 - self.shift_lead], "read")
+            _, sel, _, _ = _window(m, R, taps[len(taps) - 1 - self.shift_lead], "read")
         m.d.comb += self.sel.eq(sel)
         # ``drained`` a plain assignment, not set inside an ``If`` (a process that Icarus
         # Verilog first runs when one of its inputs changes: until a tile was drained its
         # output was x, which stalled the engine's output stage there from the first cycle)
-        m.d.comb += self.drained.eq(drain & row_last)
+        # (a register, set a cycle ahead from the capture's tap before the last: the
+        # window's open and last-row logic is not in front of the output stage's and the
+        # feeder's counts)
+        if R > 1:
+            drained = Signal(name="drained")
+            m.d.sync += drained.eq(drained_next)
+            m.d.comb += self.drained.eq(drained)
+        else:
+            m.d.comb += self.drained.eq(drain & row_last)
         with m.If(self.drained):
             m.d.sync += bank.eq(bank + 1)
         return ResetInserter(self.start)(m)
 
 
-def _window(m: Module, rows: int, tap: Value, name: str):
+def _window(m: Module, rows: int, tap: Value, name: str, tap_next: Value | None = None):
     """A window of ``rows`` cycles opened by ``tap``, counting its cycles from 0 (0 while
     closed); returns (open, count, at_last): ``at_last`` is ``count == rows - 1``, a
     register of its own (set as the count steps to it: no comparison of the counter, which
-    drives the result banks' address or the read-out's select, behind ``open``)."""
+    drives the result banks' address or the read-out's select, behind ``open``), and
+    ``open & at_last`` of the next cycle, given ``tap_next`` (``tap``'s value then; None
+    without it)."""
     running = Signal(name=f"{name}_running")
     count = Signal(address_bits(rows), name=name)
     if rows > 1:
@@ -82,4 +92,10 @@ def _window(m: Module, rows: int, tap: Value, name: str):
             m.d.sync += at_last.eq(count == rows - 2)           # (0 after the last)
         with m.If(at_last):
             m.d.sync += [count.eq(0), running.eq(0)]
-    return opened, count, at_last
+    closing_next = None
+    if tap_next is not None:
+        # open next: the tap, or open now short of the last cycle; at the last next: the
+        # count steps to it now, or it stays (closed: at_last is 0)
+        closing_next = ((tap_next | (opened & ~at_last))
+                        & Mux(opened, count == rows - 2, at_last))
+    return opened, count, at_last, closing_next
