@@ -19,7 +19,15 @@ from __future__ import annotations
 from amaranth import C, Cat, Module, Mux, Signal, Value
 from amaranth.lib.memory import Memory
 
-__all__ = ["buffer_depth", "add_credits", "output_buffer"]
+__all__ = ["buffer_depth", "add_credits", "output_buffer", "up_down"]
+
+
+def up_down(count: Value, up: Value, down: Value) -> Value:
+    """``count + up - down`` (the same value, modulo the width it is assigned to) as one
+    adder: the step, +1, -1 or 0, a two-bit operand made from ``up`` and ``down``, so that
+    one LUT of them (and of what makes them) is in front of the carry chain, not an adder
+    behind another."""
+    return count + Cat(up ^ down, down & ~up).as_signed()
 
 
 def buffer_depth(latency: int) -> int:

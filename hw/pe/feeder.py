@@ -34,6 +34,7 @@ from amaranth import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .credits import up_down
 from .signatures import JobSignature, PanelSignature
 from .tiles import Tiling, address_bits
 
@@ -156,7 +157,7 @@ class Feeder(wiring.Component):
         m.d.comb += [self.w_rd.addr.eq(Cat(word, nt[0])), self.w_rd.en.eq(1)]
         m.d.sync += [gap.eq(Mux(begin, 1, Mux(gap == min_gap, gap, gap + 1))),
                      gap_ok.eq(Mux(begin, min_gap <= 1, gap_ok | (gap + 1 >= min_gap))),
-                     in_flight.eq(in_flight + begin - self.tile_done),
+                     in_flight.eq(up_down(in_flight, begin, self.tile_done)),
                      settled.eq(Cat(1, settled[0]))]
         if P == 1:   # the next tile test, on the first tile short_m's (overridden below)
             m.d.sync += tiles_end.eq(Mux(first_tile, short_m_next, tiles_end))

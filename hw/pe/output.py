@@ -29,6 +29,7 @@ from amaranth.lib.wiring import In, Out
 from zoforge.golden.engine_widths import ACC_BITS
 
 from .bus import AxiStreamSignature
+from .credits import up_down
 from .requant import input_layout, output_layout
 from .signatures import JobSignature
 from .tiles import Buffer, Tiling, tile_order
@@ -99,7 +100,7 @@ class OutputStage(wiring.Component):
         any_ready = Signal()
         issue = room & any_ready
         cursor = tile_order(m, self.tiling, issue, job.m, job.n)
-        after = credits + issue - taken
+        after = up_down(credits, issue, taken)
         m.d.sync += [credits.eq(after), room.eq(after < FIFO_DEPTH)]
         # the stages never stall: the memory reads, a register of the whole row right behind
         # the memories (its only load: placed beside them), then the FIFO's write
@@ -129,7 +130,7 @@ class OutputStage(wiring.Component):
         m.d.comb += self.tile_done.eq(issue & cursor.tile_end)
         with m.If(self.tile_done):
             m.d.sync += bank.eq(bank + 1)
-        m.d.sync += [tiles_ready.eq(tiles_ready + self.drained - self.tile_done),
+        m.d.sync += [tiles_ready.eq(up_down(tiles_ready, self.drained, self.tile_done)),
                      any_ready.eq(self.drained | Mux(self.tile_done, tiles_ready >= 2,
                                                      any_ready))]
 
