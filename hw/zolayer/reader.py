@@ -56,9 +56,12 @@ class MasterReader(wiring.Component):
         with m.Elif(adv):
             m.d.sync += [valid_1.eq(issue), last_1.eq(issue & walk.last),
                          axis.tvalid.eq(valid_1), axis.tlast.eq(last_1)]
-        # read_all: set by the last word's issue, cleared by launch (one expression, not
-        # the issue's fan-out in front of an enable)
-        m.d.sync += read_all.eq((issue & walk.last) | (~job.launch & read_all))
+        # read_all: set by the last word's issue, cleared by launch; one expression of
+        # registers and the stream's advance, not through the issue (its fan-out, the
+        # walk's enables) nor in front of an enable (``~read_all`` of the issue left out:
+        # it is set already then; ``active`` is low at launch)
+        m.d.sync += read_all.eq(~job.launch & (read_all | (job.active & job.read_master
+                                                           & adv & walk.last)))
         m.d.comb += self.done.eq(axis.tvalid & axis.tlast & axis.tready)
         for i in range(self.rows):
             m.d.comb += axis.tdata[32 * i:32 * (i + 1)].eq(self.t_rd.data[i])
