@@ -23,11 +23,11 @@ __all__ = ["buffer_depth", "add_credits", "output_buffer", "up_down"]
 
 
 def up_down(count: Value, up: Value, down: Value) -> Value:
-    """``count + up - down`` (the same value, modulo the width it is assigned to) as one
-    adder: the step, +1, -1 or 0, a two-bit operand made from ``up`` and ``down``, so that
-    one LUT of them (and of what makes them) is in front of the carry chain, not an adder
-    behind another."""
-    return count + Cat(up ^ down, down & ~up).as_signed()
+    """``count + up - down`` (the same value, modulo the width it is assigned to) with
+    ``up`` and ``down`` only at the end: ``count + 1`` and ``count - 1`` are made from the
+    register alone, and ``up`` and ``down`` pick one of them or ``count`` (a LUT behind
+    whatever makes them, not an adder's operand and its carry chain)."""
+    return Mux(up == down, count, Mux(up, count + 1, count - 1))
 
 
 def buffer_depth(latency: int) -> int:
