@@ -1,9 +1,9 @@
 """The price's engine and ZO layer clocks by the unit's size (reports/step_price.engine_fmax,
-layer_fmax), by hand: the builds' figures (engine 311.26 MHz at 64 PEs, 304.64 at 256, 330.60
-at 512; ZO layer 308.78 at 16, 310.90 at 32; yosys-estimate), the clock period linear in
-log2 of the PEs between them, the last segment's slope past them, never above a smaller
-build's clock; and the price's clock (reports/accel_cost.design_clocks) the lower of the
-two."""
+layer_fmax), by hand: the builds' figures (engine 367.71 MHz at 64 PEs, 356.65 at 256,
+355.94 at 512; ZO layer 354.62 at 16, 311.76 at 32, 311.76 at 64; yosys-estimate, branch
+clk2 at 4ebefd4), the clock period linear in log2 of the PEs between them, the last
+segment's slope past them, never above a smaller build's clock; and the price's clock
+(reports/accel_cost.design_clocks) the lower of the two."""
 import math
 
 import pytest
@@ -14,12 +14,18 @@ from zoforge.reports.accel_cost import design_clocks
 from zoforge.reports.step_price import engine_fmax, fmax_by_size, layer_fmax
 
 
+def _between(low_mhz, high_mhz, share):
+    """The clock a share of the way (in log2 PEs) from one build to the next."""
+    return 1 / (1 / low_mhz + share * (1 / high_mhz - 1 / low_mhz))
+
+
 @pytest.mark.parametrize("pes, mhz", [
-    (1, 311.26), (64, 311.26), (256, 304.64),
-    (128, 1 / (1 / 311.26 + (1 / 304.64 - 1 / 311.26) / 2)),   # log2 128 halfway 6 .. 8
-    # past 256 the 64x8's own build at the priced sizes (330.60, 2026-11-28, 4f32494) times
-    # faster: every larger unit is priced at the 32x8's 304.64 (interpolated, extrapolated)
-    (362, 304.64), (512, 304.64), (1024, 304.64), (4096, 304.64)])
+    (1, 367.71), (64, 367.71), (256, 356.65),
+    (128, _between(367.71, 356.65, 0.5)),           # log2 128 halfway 6 .. 8
+    (362, _between(356.65, 355.94, math.log2(362 / 256))),
+    (512, 355.94),
+    # past 512 the last segment's slope extended (extrapolated)
+    (1024, _between(356.65, 355.94, 2.0)), (4096, _between(356.65, 355.94, 4.0))])
 def test_engine_clock_by_size(pes, mhz):
     got, source = engine_fmax("zcu102", pes)
     assert got == pytest.approx(mhz, rel=1e-12)
@@ -27,8 +33,8 @@ def test_engine_clock_by_size(pes, mhz):
     assert ("extrapolated" in source) == (pes > 512)
 
 
-# the engine's table no longer has a slower build past its second point (330.60 at 512 is
-# capped): the interpolation and extrapolation past it on builds that slow down with size
+# the interpolation and extrapolation past the second point on builds that slow down with
+# size (a table of its own)
 SLOWING = {"b": ((64, 300.0), (256, 280.0), (1024, 250.0))}
 
 
@@ -44,21 +50,21 @@ def test_the_clock_between_and_past_slowing_builds(pes, mhz):
 
 
 def test_a_larger_build_is_never_priced_faster():
-    """Over every size, the clock never rises with the PEs (the ZO layer's builds' own
-    figures do: 308.78, 310.90)."""
+    """Over every size, the clock never rises with the PEs."""
     for clock in (engine_fmax, layer_fmax):
         clocks = [clock("zcu102", pes)[0] for pes in range(1, 5000, 7)]
         assert all(b <= a for a, b in zip(clocks, clocks[1:]))
 
 
 @pytest.mark.parametrize("pes, mhz", [
-    (4, 308.78), (16, 308.78), (32, 308.78),      # the 4x8's build times faster: held
-    (64, 308.78), (128, 308.78)])
+    (4, 354.62), (16, 354.62), (32, 311.76),
+    (24, _between(354.62, 311.76, math.log2(24 / 16))),
+    (64, 311.76), (128, 311.76)])          # the 4x16's build as fast as the 4x8's: held
 def test_layer_clock_by_size(pes, mhz):
     got, source = layer_fmax("zcu102", pes)
     assert got == pytest.approx(mhz, rel=1e-12)
     assert source.startswith("yosys-estimate") and "ZO layer's builds" in source
-    assert ("extrapolated" in source) == (pes > 32)
+    assert ("extrapolated" in source) == (pes > 64)
 
 
 @pytest.mark.parametrize("clock", [engine_fmax, layer_fmax])
@@ -68,15 +74,16 @@ def test_unknown_board_is_a_one_line_error(clock):
     assert info.value.parameter == "board" and "zcu102" in str(info.value)
 
 
-def test_the_price_takes_the_board_sized_engine_s_clock():
+def test_the_price_takes_the_lower_unit_s_clock():
     small = AcceleratorConfig(engines=2, engine_rows=8, engine_cols=8)
-    assert design_clocks("zcu102", small)[0] == 308.78          # the 4x4 ZO layer's, lower
+    mhz, _, source = design_clocks("zcu102", small)
+    assert mhz == 354.62 and "ZO layer's builds" in source       # the 4x4 layer's, lower
     big = small.replace(engine_rows=32)
     mhz, softmax, source = design_clocks("zcu102", big)
-    assert (mhz, softmax) == (304.64, 249.0) and "engine's builds" in source
-    priced = big.replace(layer_cols=8)                          # the 4x8 layer: 308.78
-    assert design_clocks("zcu102", priced)[:2] == (304.64, 249.0)
+    assert (mhz, softmax) == (354.62, 249.0) and "ZO layer's builds" in source
+    priced = big.replace(layer_cols=8)                          # the 4x8 layer: 311.76
+    assert design_clocks("zcu102", priced)[:2] == (311.76, 249.0)
     assert design_clocks("zcu102", big, 250.0)[0] == 250.0      # a given clock wins
-    wide_layer = small.replace(layer_cols=32)                   # 128 PEs: the layer binds
-    mhz, _, source = design_clocks("zcu102", wide_layer)
-    assert mhz == layer_fmax("zcu102", 128)[0] == 308.78 and "ZO layer's builds" in source
+    huge = small.replace(engine_rows=64, engine_cols=64)        # 4096 PEs: the engine binds
+    mhz, _, source = design_clocks("zcu102", huge)
+    assert mhz == engine_fmax("zcu102", 4096)[0] < 354.62 and "engine's builds" in source
