@@ -112,17 +112,17 @@ def step_time_energy(step: StepCost, mhz: float, static_w: float, dynamic_w: flo
 #: read; priced at the 32x8's 304.64 (rebuilt at 4f32494: 304.64, the same output-stage
 #: path; the 8x8, ``--rows 8 --cols 8 --paired --no-power``, 311.26 at 4f32494 too, 7,656 LUT,
 #: 12,474 FF). The composed build at 92b1b33 timed the plain-drain unit at 259.06.
-#: Since 2026-11-28 (branch clk2, 623f7b7..4ebefd4: the output stage's tile end and the
+#: Since 2026-11-28 (branch clk2, a6ea471..ee927ae: the output stage's tile end and the
 #: drain's last row registers set with their counters, whether a drained tile waits a
 #: register, the drain's ``drained`` a register set a cycle ahead, the packer's ready
 #: registers from expressions of their own, the output stage's and feeder's counts
-#: stepping by a pick of count +- 1; same cycles and values), all three at 4ebefd4, load
+#: stepping by a pick of count +- 1; same cycles and values), all three at ee927ae, load
 #: 2-3: the 8x8 (``--rows 8 --cols 8 --paired --no-power``) 367.71 MHz (7,750 LUT, 12,478
 #: FF; its path the feeder's ``w_release`` to the loader's ``held``), the 32x8 at its priced
 #: sizes 356.65 (15,541 LUT, 27,710 FF; 304.64 at d9a136b, the output stage's row read;
 #: 339.75 with the tile end alone, then the drain's row counter; its path now the loader's
 #: ``phase``), the 64x8 at its priced sizes (``--rows 64 --max-m 128 --max-n 256``) 355.94
-#: (25,227 LUT, 52,124 FF; 330.60 at 4f32494 and d9a136b, the output stage's row read; its
+#: (25,227 LUT, 52,124 FF; 330.60 at 4f32494, the output stage's row read; its
 #: path now the loader's ``phase`` too), below the 32x8's: priced as built.
 ENGINE_FMAX_BY_PES = {"zcu102": ((64, 367.71), (256, 356.65), (512, 355.94))}
 #: The ZO layer's the same way: the 4x4 at its default sizes (the first point, 308.78 MHz,
@@ -132,14 +132,14 @@ ENGINE_FMAX_BY_PES = {"zcu102": ((64, 367.71), (256, 356.65), (512, 355.94))}
 #: end, 592de96; 305.49 at 39a7cd2 and e86c4ef, where the generator's ``offered`` took its
 #: ``restore``, 252 loads through a net of 102, off the walks' path; 281.87 before it). The
 #: 4x4 308.78 at 39a7cd2 with and without 592de96; so the 4x8 is priced at 308.78.
-#: Since 2026-11-28 (branch clk2, 4ebefd4, load 2-3; the engine's blocks above and the
+#: Since 2026-11-28 (branch clk2, ee927ae, load 2-3; the engine's blocks above and the
 #: layer's: the perturbation's shift a register clamped to the z width beside the unit,
 #: the requantizer's ``bias_en`` and ``raw`` registers of the control's, the update unit's
 #: and the reader's end flags each one expression; same cycles and values): the 4x4 354.62
 #: MHz (5,630 LUT, 10,975 FF; 308.78 at d9a136b, its path the generator's lanes through the
 #: perturbation's shifter, 5 LUTs; now a DSP48E2's input), the 4x8 at the priced sizes
 #: 311.76 (8,871 LUT, 15,703 FF; 310.90 at 2fddd95), and the 4x16 (``--rows 4 --cols 16``, the same sizes otherwise) 311.76 (14,878 LUT,
-#: 27,277 FF; 310.90 at 2676f12; its path the master reader's stream advance through its
+#: 27,277 FF; 310.90 at d57f3e7; its path the master reader's stream advance through its
 #: walk's panel-end enables to ``panels_end``, 5 LUTs).
 LAYER_FMAX_BY_PES = {"zcu102": ((16, 354.62), (32, 311.76), (64, 311.76))}
 
@@ -153,7 +153,7 @@ LAYER_FMAX_BY_PES = {"zcu102": ((16, 354.62), (32, 311.76), (64, 311.76))}
 #: layer's timing pass, b82f57b..04738bc); ``zoforge build --board zcu102 --design engine
 #: --rows 8 --cols 8 --paired --no-power`` 311.26 MHz at 39a7cd2 (302.21 at a5660eb and
 #: 4f5b601, its path the output stage's tile end; 254.95 before a5660eb took the pre-adder
-#: out of the packed multiply); since 2026-11-28 (branch clk2, 4ebefd4, load 2-3) the 4x4
+#: out of the packed multiply); since 2026-11-28 (branch clk2, ee927ae, load 2-3) the 4x4
 #: layer 354.62 MHz and the 8x8 engine 367.71, so the layer's sets it. Power (2026-11-24, the 8x8
 #: engine and the ZO layer at the board's 300 MHz): the board's static power (its own
 #: source, a paper's bound) apart from both units' dynamic power (the activity model at

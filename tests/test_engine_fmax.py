@@ -1,7 +1,7 @@
 """The price's engine and ZO layer clocks by the unit's size (reports/step_price.engine_fmax,
 layer_fmax), by hand: the builds' figures (engine 367.71 MHz at 64 PEs, 356.65 at 256,
 355.94 at 512; ZO layer 354.62 at 16, 311.76 at 32, 311.76 at 64; yosys-estimate, branch
-clk2 at 4ebefd4), the clock period linear in log2 of the PEs between them, the last
+clk2 at ee927ae), the clock period linear in log2 of the PEs between them, the last
 segment's slope past them, never above a smaller build's clock; and the price's clock
 (reports/accel_cost.design_clocks) the lower of the two."""
 import math
