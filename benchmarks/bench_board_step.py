@@ -10,7 +10,9 @@ nonlinears (float: softmax and GELU on the host; integer: on the accelerator's s
 and GELU engines where the design has them, the planner's fastest choosing), host included
 and fabric only; today's two units
 (reports/unit_calls.predicted_step_cycles), the anchors beside them (labelled as
-theirs), the phases' roofline, hand-chosen designs (unless --no-candidates) and (unless
+theirs), the phases' roofline, where the step's time goes (the engines' jobs, the DDR
+alone, the host's exposed share, what the DDR's sharing costs the accelerator's pieces),
+hand-chosen designs (unless --no-candidates) and (unless
 --no-check) the cycle model's error against co-simulation for every job kind on
 scaled-down configurations of the same units: paired engines 4x4 and 8x4, the ZO layer 4x4
 (lora-fa).
