@@ -499,3 +499,34 @@ def test_minilm_shape():
         rec = run(config, frames, jobs, periods=PERIODS[ratio], seed=6, idle=0.1,
                   stall=0.1, sm_stall=0.1, late={1, 4}, limit=200_000)
         check(config, frames, jobs, scores, rec)
+
+
+@pytest.mark.parametrize("periods", [(6, 8), (8, 5)], ids=["softmax-slow", "softmax-fast"])
+def test_cocotb_cosimulation_is_the_golden(tmp_path, simulator, periods):
+    """The generated Verilog under cocotb (sim/benches/link_path.py) with two clocks: six
+    frames of both routes, entries and beats with idle cycles, back-pressure on both
+    outputs; every word and ``tlast`` of both sides against the golden model, no error."""
+    from zoforge.sim.cosim import run_cocotb
+    config = LinkConfig(rows=3, cols=4, lanes=5, max_rows=8, max_len=11, fifo_depth=8)
+    rng = np.random.default_rng(4)
+    frames, jobs, _ = make_frames(rng, config, [(8, 11), (5, 3), (7, 9)], [1, 0, 1, 0, 0, 1])
+    passed, routed = route_frames(frames, jobs, config.rows, config.cols, config.lanes)
+    entries = [route | m % (1 << config.m_bits) << 1
+               | length % (1 << config.l_bits) << 1 + config.m_bits
+               for route, m, length in jobs]
+    top = "link_path_cocotb"
+    result = run_cocotb(verilog=to_verilog(ScoresLink(config), top), toplevel=top,
+                        test_module="zoforge.sim.benches.link_path", simulator=simulator,
+                        data_dir=tmp_path,
+                        args={"frames": [[word(b) for b in f] for f in frames],
+                              "entries": entries, "idle": 0.3, "backpressure": 0.3,
+                              "seed": 6, "sync_ns": periods[0], "softmax_ns": periods[1],
+                              "pass_beats": sum(len(f) for f in passed),
+                              "softmax_beats": sum(len(f) for f in routed)})
+    assert result.passed, result.failures
+    got = result.results
+    assert split_frames(got["pass"], got["pass_lasts"]) == [[word(b) for b in f]
+                                                           for f in passed]
+    assert split_frames(got["softmax"], got["softmax_lasts"]) == [[word(b) for b in f]
+                                                                 for f in routed]
+    assert got["error"] == 0
