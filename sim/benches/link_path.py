@@ -13,8 +13,9 @@ import random
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
+from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
+from zoforge.sim.benches.handshake import handshake
 from zoforge.sim.cosim import bench_args, write_result
 
 
@@ -35,14 +36,6 @@ async def link_frames(dut):
     sides = {"pass": ([], [], dut.clk, "m_axis__", args["pass_beats"]),
              "softmax": ([], [], dut.softmax_clk, "softmax_axis__", args["softmax_beats"])}
 
-    async def handshake(ready) -> None:
-        while True:
-            await ReadOnly()
-            taken = bool(ready.value)
-            await RisingEdge(dut.clk)
-            await FallingEdge(dut.clk)
-            if taken:
-                return
 
     async def receive(words, lasts, clock, port, total):
         await FallingEdge(clock)
@@ -60,7 +53,7 @@ async def link_frames(dut):
                 dut.job__valid.value = 0
                 await FallingEdge(dut.clk)
             dut.job__payload.value, dut.job__valid.value = entry, 1
-            await handshake(dut.job__ready)
+            await handshake(dut.clk, dut.job__ready)
         dut.job__valid.value = 0
 
     receivers = [cocotb.start_soon(receive(*side)) for side in sides.values()]
@@ -73,7 +66,7 @@ async def link_frames(dut):
             dut.s_axis__tdata.value = word
             dut.s_axis__tlast.value = int(position == len(frame) - 1)
             dut.s_axis__tvalid.value = 1
-            await handshake(dut.s_axis__tready)
+            await handshake(dut.clk, dut.s_axis__tready)
     dut.s_axis__tvalid.value = 0
     await queue
     for receiver in receivers:

@@ -14,6 +14,7 @@ import numpy as np
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
+from zoforge.sim.benches.handshake import handshake
 from zoforge.sim.cosim import bench_args, bench_dir, write_result
 
 CLOCK_NS = 10
@@ -52,21 +53,12 @@ async def reorder_jobs(dut):
                 lasts.append(int(dut.m_axis__tlast.value))
             await FallingEdge(dut.clk)
 
-    async def handshake(ready) -> None:
-        """Until ``ready`` is high at a falling edge, then through the rising edge."""
-        while True:
-            await ReadOnly()
-            taken = bool(ready.value)
-            await RisingEdge(dut.clk)
-            await FallingEdge(dut.clk)
-            if taken:
-                return
 
     receiver = cocotb.start_soon(receive())
     sent = 0
     for m, length, count in args["jobs"]:
         dut.job__m.value, dut.job__length.value, dut.job__start.value = m, length, 1
-        await handshake(dut.job__ready)
+        await handshake(dut.clk, dut.job__ready)
         dut.job__start.value = 0
         for b in range(count):
             while rng.random() < args["idle"]:
@@ -76,7 +68,7 @@ async def reorder_jobs(dut):
                                                      "little")
             dut.s_axis__tlast.value = int(b == count - 1)
             dut.s_axis__tvalid.value = 1
-            await handshake(dut.s_axis__tready)
+            await handshake(dut.clk, dut.s_axis__tready)
             sent += 1
         dut.s_axis__tvalid.value = 0
         await ReadOnly()

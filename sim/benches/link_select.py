@@ -13,6 +13,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
+from zoforge.sim.benches.handshake import handshake
 from zoforge.sim.cosim import bench_args, write_result
 
 CLOCK_NS = 10
@@ -38,14 +39,6 @@ async def select_frames(dut):
     # rising edge after it is the transfer
     await FallingEdge(dut.clk)
 
-    async def handshake(ready) -> None:
-        while True:
-            await ReadOnly()
-            taken = bool(ready.value)
-            await RisingEdge(dut.clk)
-            await FallingEdge(dut.clk)
-            if taken:
-                return
 
     async def source(index: int):
         port = ports[index]
@@ -57,7 +50,7 @@ async def select_frames(dut):
                 getattr(dut, port + "tdata").value = word
                 getattr(dut, port + "tlast").value = int(position == len(frame) - 1)
                 getattr(dut, port + "tvalid").value = 1
-                await handshake(getattr(dut, port + "tready"))
+                await handshake(dut.clk, getattr(dut, port + "tready"))
             getattr(dut, port + "tvalid").value = 0
 
     async def host():
@@ -66,7 +59,7 @@ async def select_frames(dut):
                 dut.select__valid.value = 0
                 await FallingEdge(dut.clk)
             dut.select__payload.value, dut.select__valid.value = entry, 1
-            await handshake(dut.select__ready)
+            await handshake(dut.clk, dut.select__ready)
         dut.select__valid.value = 0
 
     async def receive():
