@@ -10,8 +10,13 @@ int8; the schedule puts ``ffn_in``'s jobs only on them), and ``softmax_units`` i
 units (``hw/nonlinear/softmax.py`` behind its own AXI4-Lite and AXI4-Stream ports, design
 ``softmax``: :class:`~zoforge.hw.softmax.config.SoftmaxConfig`,
 :meth:`AcceleratorConfig.softmax_config`; raw int32 scores in, int8 P out) sit beside the
-engines. A field ``engine_X`` / ``layer_X`` / ``softmax_X`` is the unit's field ``X`` (same
-default, help and range: one source); the unit's own cross-field checks apply and name the
+engines. With ``link`` (docs/link.md) every engine's output goes through an attention link
+(:class:`~zoforge.hw.link.path.ScoresLink`, :meth:`AcceleratorConfig.link_config`) whose
+scores side feeds softmax unit ``e mod softmax_units`` (:meth:`AcceleratorConfig.
+link_unit`) through that unit's input selector (:class:`~zoforge.hw.link.select.
+FrameSelect`, the DDR's stream its source 0): a linked scores job's int32 S never goes to
+DDR, nor its softmax job's input. A field ``engine_X`` / ``layer_X`` / ``softmax_X`` /
+``link_X`` is the unit's field ``X`` (same default, help and range: one source); the unit's own cross-field checks apply and name the
 accelerator's field. ``paired`` (two INT8 products per DSP48E2, Xilinx WP486) is allowed
 only on a board whose family has the DSP48E2 (:attr:`~zoforge.boards.registry.Board.
 packs_int8_pairs`).
@@ -39,6 +44,8 @@ from zoforge.config import Config, IntRange, NonBlank, OneOf, field_of, param
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import LAYER_CONFIGS, MODES, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import EngineConfig
+from zoforge.hw.link.config import LinkConfig
+from zoforge.hw.link.select import MAX_SOURCES
 from zoforge.hw.softmax.config import MINILM_MIN_SCALE, SoftmaxConfig
 
 __all__ = ["AcceleratorConfig", "engine_dsp", "layer_dsp", "softmax_dsp", "REQUANT_PRODUCTS",
@@ -108,9 +115,24 @@ class AcceleratorConfig(Config):
     softmax_lanes: int = _unit_param(SoftmaxConfig, "lanes")
     softmax_max_len: int = _unit_param(SoftmaxConfig, "max_len")
     softmax_min_scale: float = _unit_param(SoftmaxConfig, "min_scale")
+    link: bool = param(False, "attention links: each engine's Q·K^T scores streamed on chip "
+                              "into a softmax unit (engine e to unit e mod softmax_units), "
+                              "not through DDR; needs softmax_units >= 1")
+    link_max_rows: int = _unit_param(LinkConfig, "max_rows", default=64)
+    link_max_len: int = _unit_param(LinkConfig, "max_len")
 
     def check(self) -> None:
         board = get_board(self.board)
+        if self.link and not self.softmax_units:
+            raise ConfigError("link", "false unless softmax_units >= 1 (a link feeds a "
+                              "softmax unit)", True)
+        if self.link and self.links_per_unit > MAX_SOURCES - 1:
+            raise ConfigError("softmax_units", f"at least {-(-self.engines // (MAX_SOURCES - 1))}"
+                              f" with link (at most {MAX_SOURCES - 1} engines' links a unit)",
+                              self.softmax_units)
+        if self.link and self.link_max_len > self.softmax_max_len:
+            raise ConfigError("link_max_len", f"1..{self.softmax_max_len} (softmax_max_len)",
+                              self.link_max_len)
         if self.gelu_engines > self.engines:
             raise ConfigError("gelu_engines", f"0..{self.engines} (at most engines)",
                               self.gelu_engines)
@@ -119,7 +141,8 @@ class AcceleratorConfig(Config):
                               "no DSP48E2, so no two INT8 products per multiplier)", True)
         for prefix, build in (("engine_", self.engine_config),
                               ("engine_", lambda: self.engine_config(self.gelu_engines > 0)),
-                              ("layer_", self.layer_config), ("softmax_", self.softmax_config)):
+                              ("layer_", self.layer_config), ("softmax_", self.softmax_config),
+                              ("link_", self.link_config if self.link else lambda: None)):
             try:
                 build()
             except ConfigError as error:
@@ -129,6 +152,8 @@ class AcceleratorConfig(Config):
         """The accelerator's field that sets a unit's field."""
         shared = {"paired": "paired", "branch_lanes": "branch_lanes", "mode": "layer_mode",
                   "n_rng": "layer_rows"}
+        if prefix == "link_":
+            shared = {"rows": "engine_rows", "cols": "engine_cols", "lanes": "softmax_lanes"}
         return shared.get(unit_field, prefix + unit_field)
 
     def engine_config(self, gelu: bool = False) -> EngineConfig:
@@ -139,6 +164,21 @@ class AcceleratorConfig(Config):
     def softmax_config(self) -> SoftmaxConfig:
         """The one softmax unit the accelerator replicates ``softmax_units`` times."""
         return _softmax_config(self)
+
+    def link_config(self) -> LinkConfig:
+        """The attention link on each engine's output (with ``link``): the engine's R x C,
+        the softmax unit's lanes, jobs of at most ``link_max_rows`` x ``link_max_len``."""
+        return _link_config(self)
+
+    def link_unit(self, engine: int) -> int:
+        """The softmax unit engine ``engine``'s link feeds (``engine mod softmax_units``)."""
+        return engine % self.softmax_units
+
+    @property
+    def links_per_unit(self) -> int:
+        """The most engines' links one softmax unit takes (its selector's sources but the
+        DDR's)."""
+        return -(-self.engines // self.softmax_units) if self.softmax_units else 0
 
     def layer_config(self) -> ZoLayerConfig:
         """The one ZO layer the accelerator replicates ``layers`` times (on-the-fly
@@ -195,6 +235,12 @@ def _engine_config(accel: AcceleratorConfig, gelu: bool) -> EngineConfig:
 def _softmax_config(accel: AcceleratorConfig) -> SoftmaxConfig:
     return SoftmaxConfig(lanes=accel.softmax_lanes, max_len=accel.softmax_max_len,
                          min_scale=accel.softmax_min_scale)
+
+
+@lru_cache(maxsize=_UNITS_CACHED)
+def _link_config(accel: AcceleratorConfig) -> LinkConfig:
+    return LinkConfig(rows=accel.engine_rows, cols=accel.engine_cols, lanes=accel.softmax_lanes,
+                      max_rows=accel.link_max_rows, max_len=accel.link_max_len)
 
 
 @lru_cache(maxsize=_UNITS_CACHED)
