@@ -335,7 +335,8 @@ def overlapped_stages(schedule: Schedule, phases, host: bool = True) -> list[Sta
     """The step's stages (:func:`zoforge.reports.overlap.step_stages`): the host's work
     after each phase (:func:`host_stage_ops`; none without ``host``) and the fabric's
     pieces of ``phases`` (the schedule's, priced), each phase's DDR share its memory
-    seconds over its roofline seconds."""
+    seconds over its roofline seconds; a linked scores phase feeding its softmax phase
+    (``Stage.feeds``)."""
     shape = schedule.shape
     work = {name: (host_seconds(row) * host, host_seconds(sequence) * host)
             for name, (row, sequence) in _schedule_host_ops(schedule).items()}
@@ -343,7 +344,7 @@ def overlapped_stages(schedule: Schedule, phases, host: bool = True) -> list[Sta
         [(phase.name, phase.jobs, cost.job_cycles, cost.time_s,
           work.get(phase.name, (0.0, 0.0)), cost.memory_s / cost.time_s if cost.time_s else 0.0)
          for phase, cost in zip(schedule.phases, phases)],
-        work["start"][0], shape.seq_len)
+        work["start"][0], shape.seq_len, schedule.linked)
 
 
 def overlapped_seconds(schedule: Schedule, phases, host: bool = True) -> float:

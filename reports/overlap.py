@@ -25,6 +25,11 @@ phase's piece starts once the host has finished the rows it reads.
   (``softmax``: a phase whose jobs all run on them, between a block's ``scores`` and
   ``context``; its pieces wait for the scores' pieces they read, the context's for the
   softmax's);
+* **the attention links** (``Stage.feeds``): a scores phase whose S streams into the softmax
+  units through the links (hw/link/path.py: two reorder banks per engine, a piece's jobs
+  on an engine fill at most both) starts its piece c + 1 only when the softmax's piece c
+  is done (its banks read out; the host driver issues the next piece's scores jobs then,
+  so no engine stalls behind a full link);
 * **the list schedule** (:func:`schedule`, :func:`makespan`): the host driver issues a
   piece as soon as what it reads is done, so the pieces of different phases interleave (the
   row pieces move through the blocks as a wavefront, not phase by phase). Whenever a
@@ -49,7 +54,7 @@ The host's own DDR traffic is ignored (the phases' roofline counts the fabric's 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from zoforge.errors import ConfigError
 
@@ -71,7 +76,9 @@ class Stage:
     runs the ``fabric`` pieces (:data:`RESOURCES`: the engines and ZO layers, or the softmax
     units); ``loads``: its pieces share state its first piece loads (it runs alone); ``ddr``:
     the share of the DDR's peak its pieces stream at alone (the phase's memory seconds over
-    its roofline seconds, 0..1)."""
+    its roofline seconds, 0..1); ``feeds``: its pieces stream into the next stage's through
+    the attention links (the next stage's piece c is done before its piece c + 1 starts;
+    both stages cut alike)."""
 
     fabric: tuple[float, ...]
     host: tuple[float, ...]
@@ -80,6 +87,7 @@ class Stage:
     resource: str = "fabric"
     loads: bool = False
     ddr: float = 0.0
+    feeds: bool = False
 
 
 #: The host's name in :func:`schedule`'s placements (the other resources: :data:`RESOURCES`).
@@ -115,6 +123,14 @@ def _check(stages) -> None:
         if not all(-1 <= need < count for need in stage.needs):
             raise ConfigError("stages", f"needs in -1..{count - 1}", f"stage {index}")
         count = len(stage.fabric)
+        if stage.feeds and (index + 1 == len(stages)
+                            or stages[index + 1].bounds != stage.bounds
+                            or len(stages[index + 1].fabric) != len(stage.fabric)
+                            or stage.loads or stages[index + 1].loads
+                            or any(need > c for c, need in enumerate(stages[index + 1].needs))):
+            raise ConfigError("stages", "a stage that feeds the next through the links cut "
+                              "as the next, neither loading anything, the next's piece c "
+                              "reading pieces 0..c", f"stage {index}")
 
 
 def schedule(stages) -> list[Placed]:
@@ -138,6 +154,8 @@ def schedule(stages) -> list[Placed]:
         need = stage.needs[c]
         before = range(p) if stage.loads and c == 0 else \
             (barrier[p],) if barrier[p] >= 0 else ()     # a stage with loads runs alone
+        if stage.feeds and c and fabric_done[p + 1][c - 1] is None:
+            return False                                 # the link's banks still full
         return (need < 0 or host_done[p - 1][need] is not None) and \
             all(fabric_done[q][-1] is not None for q in before)
 
@@ -238,10 +256,12 @@ def _rows(jobs) -> tuple[tuple[int, ...], list[int], int]:
     return bounds, firsts, max([job.rows[1] for job in jobs if job.rows] + [bounds[-1] + 1])
 
 
-def step_stages(phases, start_s: float, seq_len: int) -> list[Stage]:
+def step_stages(phases, start_s: float, seq_len: int, linked: bool = False) -> list[Stage]:
     """The step's stages: ``phases`` in order, each ``(name, jobs, cycles per job,
     roofline seconds, (row-local, per-sequence) host seconds after it, DDR share)``, after
-    the host's row-local work before the first (``start_s``) on the first phase's pieces."""
+    the host's row-local work before the first (``start_s``) on the first phase's pieces;
+    with ``linked`` (the attention links), a stage followed by a softmax units' stage
+    feeds it (``Stage.feeds``)."""
     bounds, _, span = _rows(phases[0][1])
     stages = [Stage((0.0,) * len(bounds),
                     tuple(_host_pieces(bounds, span, seq_len, start_s, 0.0)),
@@ -250,6 +270,8 @@ def step_stages(phases, start_s: float, seq_len: int) -> list[Stage]:
     for name, jobs, cycles, seconds, host, ddr in phases:
         stage, span = phase_stage(name, jobs, cycles, seconds, host, stages[-1], span,
                                   per_sequence, seq_len, ddr)
+        if linked and stage.resource == SOFTMAX:
+            stages[-1] = replace(stages[-1], feeds=True)
         stages.append(stage)
         per_sequence = host[1] > 0
     return stages

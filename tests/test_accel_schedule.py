@@ -389,3 +389,48 @@ def test_softmax_units_phase_between_scores_and_context():
         step_schedule(SHAPE, accel(softmax_units=1, softmax_max_len=L - 1), 1,
                       attention="engines", nonlinear="integer")
     assert error.value.parameter == "softmax_max_len" and "\n" not in str(error.value)
+
+
+def test_linked_scores_stream_to_the_softmax_unit_their_engines_link_feeds():
+    """With ``link`` (hw/accel/config.py): the scores jobs in chunks of at most
+    ``link_max_rows`` rows, one softmax job per chunk (the same rows) on the unit the
+    chunk's engine's link feeds (engine e -> unit e mod 2; 3 engines, so job 3 on engine 0
+    goes to unit 0, not 3 mod 2), no DDR write of S and no DDR read of the softmax's input:
+    the DDR bytes are the round trip's 4 M L + 4 M L per chunk fewer than the same chunks
+    without the link, counted by hand; the MACs unchanged."""
+    linked = accel(softmax_units=2, link=True, link_max_rows=L)
+    sched = step_schedule(SHAPE, linked, 1, attention="engines", nonlinear="integer")
+    plain = step_schedule(SHAPE, accel(softmax_units=2, engine_max_m=L), 1,
+                          attention="engines", nonlinear="integer")
+    assert sched.linked and not plain.linked and sched.macs == plain.macs
+    names = [p.name for p in sched.phases]
+    assert names == [p.name for p in plain.phases]
+    round_trip = 0
+    for block in range(BLOCKS):
+        at = names.index(f"block{block}.scores")
+        scores, softmax = sched.phases[at], sched.phases[at + 1]
+        assert all(j.m <= L for j in scores.jobs)
+        assert [(j.unit, j.replica, j.m, j.k, j.n, j.rows) for j in softmax.jobs] == [
+            ("softmax", s.replica % 2, s.m, L, L, s.rows) for s in scores.jobs]
+        assert not any(t.write for t in scores.transfers)
+        assert {t.role for t in softmax.transfers} == {"y"}
+        assert sum(t.payload_bytes for t in softmax.transfers) == sum(
+            j.m * L for j in scores.jobs)
+        round_trip += sum(8 * j.m * L for j in scores.jobs)
+    # block 1 (key not adapted): 4 jobs of the S branches' rows, each in S chunks of L
+    assert [len(p.jobs) for p in sched.phases if p.name.endswith("softmax")] == [
+        B * 2, B * 2 * S, S * B * 2]
+    assert sched.phases[names.index("block1.softmax")].jobs[3].replica == 0    # engine 0
+    attention = [i for i, name in enumerate(names) if name.endswith(("scores", "softmax"))]
+    assert sum(t.payload_bytes for i in attention for t in plain.phases[i].transfers) - sum(
+        t.payload_bytes for i in attention for t in sched.phases[i].transfers) == round_trip
+    for change, field in ((dict(engine_max_n=L - 1), "engine_max_n"),
+                          (dict(link_max_len=L - 1), "link_max_len")):
+        with pytest.raises(ConfigError) as error:
+            step_schedule(SHAPE, linked.replace(**change), 1, attention="engines",
+                          nonlinear="integer")
+        assert error.value.parameter == field and "\n" not in str(error.value)
+    # the links only carry the softmax units' input: on the host's softmax, as without them
+    floats = step_schedule(SHAPE, linked, 1, attention="engines", nonlinear="float")
+    assert not floats.linked and floats.phases == step_schedule(
+        SHAPE, linked.replace(link=False), 1, attention="engines", nonlinear="float").phases

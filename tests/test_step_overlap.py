@@ -14,6 +14,7 @@ from zoforge.errors import ConfigError
 from zoforge.hw.accel.config import AcceleratorConfig
 from zoforge.hw.accel.schedule import Job, step_schedule
 from zoforge.reports.accel_cost import (ddr_sharing_seconds, host_seconds, host_stage_ops,
+                                        overlapped_stages,
                                         price_schedule)
 from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.overlap import (Stage, ddr_rates, makespan, phase_stage, schedule,
@@ -53,7 +54,27 @@ def test_softmax_units_are_a_resource_of_their_own_by_hand():
     assert makespan([Stage(s.fabric, s.host, s.needs) for s in stages]) == 12.0
 
 
+def test_linked_scores_wait_for_the_softmax_to_read_their_banks_by_hand():
+    """scores (fabric) 1 + 1 + 1 feeding softmax (units) 2 + 2 + 2 through the links, no
+    host work: scores 0 at 0-1, softmax 0 at 1-3, scores 1 only then at 3-4, softmax 1 4-6,
+    scores 2 6-7, softmax 2 7-9; not linked, the scores run ahead (0-3) and the softmax
+    pieces back to back from 1: 7."""
+    zero = (0.0,) * 3
+    scores = Stage((1.0,) * 3, zero, (-1,) * 3, feeds=True)
+    softmax = Stage((2.0,) * 3, zero, (0, 1, 2), resource="softmax")
+    placed = schedule([scores, softmax])
+    assert [(p.stage, p.piece, p.start, p.end) for p in placed if p.stage == 0] == [
+        (0, 0, 0.0, 1.0), (0, 1, 3.0, 4.0), (0, 2, 6.0, 7.0)]
+    assert makespan([scores, softmax]) == 9.0
+    assert makespan([replace(scores, feeds=False), softmax]) == 7.0
+
+
 @pytest.mark.parametrize("stages", [
+    [Stage((1.0,), (1.0,), (-1,), feeds=True)],                  # feeds no stage
+    [Stage((1.0,), (1.0,), (-1,), feeds=True),                   # one cut differently
+     Stage((1.0, 1.0), (1.0, 1.0), (0, 0), resource="softmax")],
+    [Stage((1.0, 1.0), (1.0, 1.0), (-1, -1), feeds=True),        # reads a later piece
+     Stage((1.0, 1.0), (1.0, 1.0), (1, 1), resource="softmax")],
     [Stage((1.0,), (1.0,), (-1,), resource="dsp")],              # no such resource
     [Stage((1.0,), (1.0,), (0,))],                               # needs a piece not there
     [Stage((1.0,), (1.0,), (-1,)), Stage((1.0,), (1.0,), (1,))],
@@ -162,6 +183,8 @@ def _check_placement(stages, placed):
             loads = [q for q in range(p) if stages[q].loads]
             if loads:
                 times.append(done(False, loads[-1], len(stages[loads[-1]].fabric) - 1))
+            if stage.feeds and c:                          # the next stage's piece c - 1
+                times.append(where[False, p + 1, c - 1].end)
         if c:
             times.append(where[host, p, c - 1].end if (host, p, c - 1) in where else
                          where[False, p, c - 1].end if not host else 0.0)
@@ -187,6 +210,9 @@ def _check_placement(stages, placed):
                 if r < piece.start - tol:
                     raise AssertionError(f"{resource} idle from {idle_from} while "
                                          f"{other} was ready at {r}")
+                if stages[other.stage].feeds and other.piece and where[
+                        False, other.stage + 1, other.piece - 1].start >= piece.start - tol:
+                    continue                   # ready only by a piece not started before
                 if r <= piece.start + tol and other.stage != piece.stage:
                     later = other.stage > piece.stage
                     assert later == (resource != "host"), (piece, other)
@@ -203,10 +229,14 @@ def _stages(draw):
         n = draw(st.integers(1, 4))
         seconds = st.sampled_from((0.0, 0.5, 1.0, 2.0, 3.0, 7.0))
         needs = [draw(st.integers(-1, previous - 1)) if previous else -1 for _ in range(n)]
+        loads = draw(st.booleans()) and draw(st.booleans())
+        if out and previous == n and not loads and not out[-1].loads and all(need <= c for c, need in
+                                                       enumerate(needs)) and draw(st.booleans()):
+            out[-1] = replace(out[-1], feeds=True)        # the last one feeds this one
         out.append(Stage(tuple(draw(seconds) for _ in range(n)),
                          tuple(draw(seconds) for _ in range(n)), tuple(needs),
                          resource=draw(st.sampled_from(("fabric", "softmax"))),
-                         loads=draw(st.booleans()) and draw(st.booleans()),
+                         loads=loads,
                          ddr=draw(shares)))
         previous = n
     return out
@@ -349,3 +379,26 @@ def test_planned_design_overlap_with_softmax_units():
     assert sum(sum(s.host) for s in stages) == pytest.approx(price.host_s, rel=1e-12)
     assert makespan(stages) == price.seconds
     assert max(price.fabric_s, price.host_s) < price.seconds < price.serial_s
+
+
+def test_planned_design_overlap_with_links():
+    """The planned design with two 8-lane softmax units and the attention links: exactly
+    the stages before the softmax units' stages feed them, cut alike; the priced step is
+    the makespan of those stages, no shorter than the same stages with the links' banks
+    unbounded (no ``feeds``), nor than the engines' and ZO layers' pieces one after the
+    other."""
+    accel = PLANNED.replace(softmax_units=2, softmax_lanes=8, link=True)
+    sched = step_schedule(MINILM, accel, 0, "split", "engines", "integer")
+    price = price_schedule(sched, 252.0, 21.3e9, 249.0)
+    stages = overlapped_stages(sched, price.phases)
+    names = ["start"] + [p.name for p in sched.phases]
+    feeding = [names[i] for i, stage in enumerate(stages) if stage.feeds]
+    assert feeding == [f"block{b}.scores" for b in range(MINILM.blocks)]
+    for i, stage in enumerate(stages):
+        if stage.feeds:
+            assert stages[i + 1].resource == "softmax"
+            assert stages[i + 1].bounds == stage.bounds
+    assert makespan(stages) == price.seconds
+    unbounded = makespan([replace(stage, feeds=False) for stage in stages])
+    assert unbounded <= price.seconds
+    assert sum(sum(s.fabric) for s in stages if s.resource == "fabric") <= price.seconds

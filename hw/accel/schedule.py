@@ -50,7 +50,14 @@ use the same masters, so they are independent; the schedule runs them side by si
   ``softmax_units`` > 0 and ``attention`` ``engines``, a ``blockN.softmax`` phase between
   ``scores`` and ``context``: per scores job one ``softmax`` job of its M rows of L keys
   (raw int32 S in, int8 P out) on softmax unit ``i mod softmax_units``. With ``float`` the
-  host keeps both (every job as before).
+  host keeps both (every job as before);
+* **the attention links** (``accel.link``, docs/link.md; :attr:`Schedule.linked`): with the
+  softmax on the units, each scores job's M in chunks of at most ``link_max_rows`` (the
+  link's reorder bank), each chunk's int32 S streamed on chip by its engine's link into
+  softmax unit ``link_unit(engine)``, whose softmax job of that chunk's rows takes it there:
+  no DDR write of S, no DDR read of the softmax's input (the host queues each chunk's link
+  entry and selector entry). A chunk's rows are one frame of the engine (N = L within the
+  engine's ``max_n`` and the link's ``max_len``: else a one-line error).
 
 Every :class:`Job` is a job the RTL units run: ``gemm`` / ``gemm-raw`` (the engine's int8
 or int32 job) and the ZO layer's own jobs (:data:`zoforge.hw.zolayer.registers.JOBS`).
@@ -199,6 +206,12 @@ class Schedule:
                 and self.accel.softmax_units > 0)
 
     @property
+    def linked(self) -> bool:
+        """The scores reach the softmax units through the attention links (module
+        docstring)."""
+        return self.softmax and self.accel.link
+
+    @property
     def jobs(self) -> list[Job]:
         return [job for phase in self.phases for job in phase.jobs]
 
@@ -279,29 +292,42 @@ class _Builder:
             row += rows
 
     def attention_jobs(self, name: str, count: int, m: int, k: int, n: int,
-                       branches: int) -> None:
+                       branches: int, linked: bool = False) -> list[tuple[int, int, int]]:
         """``count`` separate raw jobs ``m x k x n`` (each its own X and W), job i on engine
-        ``i mod engines``; M beyond ``max_m`` in chunks, N beyond ``max_n`` in slices. Job i
-        is sequence ``i // heads`` (branch-major) and head ``i mod heads``; with ``branches``
-        > 1 its M rows are that sequence's in each branch, one after the other (a job's
-        ``rows`` then run from its first row's branch to its last's)."""
+        ``i mod engines``; M beyond ``max_m`` in chunks (``linked``: beyond the link's
+        ``link_max_rows`` too, and S not written to DDR: the link takes it), N beyond
+        ``max_n`` in slices. Job i is sequence ``i // heads`` (branch-major) and head ``i mod
+        heads``; with ``branches`` > 1 its M rows are that sequence's in each branch, one
+        after the other (a job's ``rows`` then run from its first row's branch to its
+        last's). Returns each chunk's ``(job, first row, rows)``."""
         e = self.engine
         if k > e.max_k:
             raise ConfigError("engine_max_k", f"at least {k} ({name}'s K)", e.max_k)
+        most = min(e.max_m, self.accel.link_max_rows) if linked else e.max_m
+        if linked:
+            for field_, have in (("engine_max_n", e.max_n),
+                                 ("link_max_len", self.accel.link_max_len)):
+                if n > have:
+                    raise ConfigError(field_, f"at least {n} with link ({name}'s rows of "
+                                      "L keys: one frame a chunk)", have)
+        chunks = []
         for i in range(count):
             row = 0
-            for rows in _chunks(m, e.max_m):
+            for rows in _chunks(m, most):
                 self.transfers.append(Transfer(f"{name}.x", "x", ENGINE, rows, k, 0))
                 span = self.span(i, row, rows)
+                chunks.append((i, row, rows))
                 row += rows
                 for cols in _slices(n, 1, e.max_n):
                     self.jobs.append(Job(ENGINE, i % self.accel.engines, "gemm-raw", rows, k,
                                          cols, 0, branches, name, rows=span))
                     self.transfers += [
                         Transfer(f"{name}.w", "w", ENGINE, rows, k, cols),
-                        Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=True),
-                        Transfer(f"{name}.y", "y", ENGINE, rows, k, cols, raw=True,
-                                 write=True)]
+                        Transfer(f"{name}.tables", "tables", ENGINE, rows, k, cols, raw=True)]
+                    if not linked:
+                        self.transfers.append(Transfer(f"{name}.y", "y", ENGINE, rows, k,
+                                                       cols, raw=True, write=True))
+        return chunks
 
     def span(self, i: int, row: int, rows: int) -> tuple[int, int]:
         """The forward's rows ``(first, end)`` of attention job ``i``'s rows ``row`` ..
@@ -312,19 +338,24 @@ class _Builder:
             return (row // L) * tokens + (i // self.shape.heads) * L + row % L
         return at(row), at(row + rows - 1) + 1
 
-    def softmax_jobs(self, name: str, count: int, m: int, branches: int) -> None:
-        """Per scores job (``count`` of ``m`` rows, as :meth:`attention_jobs` makes them)
-        one softmax job of its rows of L keys, job i on softmax unit ``i mod
-        softmax_units``; its int32 scores read, its int8 P written."""
-        L = self.shape.seq_len
-        if L > self.accel.softmax_max_len:
+    def softmax_jobs(self, name: str, chunks: list[tuple[int, int, int]], branches: int,
+                     linked: bool = False) -> None:
+        """Per scores chunk (``(job, first row, rows)``, as :meth:`attention_jobs` returns
+        them) one softmax job of its rows of L keys: on softmax unit ``job mod
+        softmax_units``, its int32 scores read from DDR, or (``linked``) on the unit the
+        job's engine's link feeds, its scores from the link; its int8 P written."""
+        L, accel = self.shape.seq_len, self.accel
+        if L > accel.softmax_max_len:
             raise ConfigError("softmax_max_len", f"at least {L} (seq_len: {name}'s rows)",
-                              self.accel.softmax_max_len)
-        for i in range(count):
-            self.jobs.append(Job(SOFTMAX, i % self.accel.softmax_units, "softmax", m, L, L,
-                                 0, branches, name, rows=self.span(i, 0, m)))
-            self.transfers += [Transfer(f"{name}.x", "x", SOFTMAX, m, L, L, raw=True),
-                               Transfer(f"{name}.y", "y", SOFTMAX, m, L, L, write=True)]
+                              accel.softmax_max_len)
+        for i, row, rows in chunks:
+            unit = accel.link_unit(i % accel.engines) if linked else i % accel.softmax_units
+            self.jobs.append(Job(SOFTMAX, unit, "softmax", rows, L, L, 0, branches, name,
+                                 rows=self.span(i, row, rows)))
+            if not linked:
+                self.transfers.append(Transfer(f"{name}.x", "x", SOFTMAX, rows, L, L,
+                                               raw=True))
+            self.transfers.append(Transfer(f"{name}.y", "y", SOFTMAX, rows, L, L, write=True))
 
     def layer_map(self, name: str, k: int, n: int, shared: bool, zero_w: bool = False
                   ) -> None:
@@ -470,10 +501,11 @@ def _attention(build: _Builder, block: int, adapted: tuple[str, ...], softmax: b
     """Block ``block``'s Q·K^T and P·V phases (module docstring): per sequence and head, one
     job if X and W are the same for every branch, one of the branches concatenated along M
     if only W is, else one per branch; with ``softmax`` the softmax units' phase between
-    them, one job per Q·K^T job."""
+    them, one job per Q·K^T chunk (through the links where the accelerator has them)."""
     shape, S = build.shape, build.branches
     L, d = shape.seq_len, shape.hidden // shape.heads
     heads = shape.batch * shape.heads
+    linked = softmax and build.accel.link
 
     def shared(map_: str) -> bool:       # the map's output the same for every branch
         return block < build.first or (block == build.first and map_ not in adapted)
@@ -487,8 +519,10 @@ def _attention(build: _Builder, block: int, adapted: tuple[str, ...], softmax: b
             jobs = (heads, S * m, S)
         else:
             jobs = (S * heads, m, 1)
-        build.attention_jobs(name, jobs[0], jobs[1], depth, n, jobs[2])
+        scores = softmax and name.endswith(".scores")
+        chunks = build.attention_jobs(name, jobs[0], jobs[1], depth, n, jobs[2],
+                                      linked and scores)
         build.close(name)
-        if softmax and name.endswith(".scores"):
-            build.softmax_jobs(f"block{block}.softmax", *jobs)
+        if scores:
+            build.softmax_jobs(f"block{block}.softmax", chunks, jobs[2], linked)
             build.close(f"block{block}.softmax")
