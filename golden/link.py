@@ -1,7 +1,9 @@
 """The attention link's golden models: the scores reorder buffer's
 (:class:`zoforge.hw.link.reorder.ScoresReorder`: a GEMM engine's raw ``scores = Q·K^T``
 stream in, a softmax unit's rows out) and the routing of an engine's frames
-(:class:`zoforge.hw.link.path.ScoresLink`, :func:`route_frames`, below).
+(:class:`zoforge.hw.link.path.ScoresLink`, :func:`route_frames`, below) and an
+accelerator's links and softmax input selectors together
+(:class:`zoforge.hw.link.links.AttentionLinks`, :func:`link_frames`).
 
 Integer semantics, beat by beat and value by value, for a job of M query rows x L keys on
 an engine of R x C tiles and a softmax unit of ``lanes`` lanes:
@@ -32,9 +34,10 @@ from __future__ import annotations
 import numpy as np
 
 from zoforge.errors import ConfigError, check_int_range
+from zoforge.golden.link_select import select_frames
 
 __all__ = ["engine_order", "softmax_order", "reorder_scores", "in_beats", "out_beats",
-           "route_frames"]
+           "route_frames", "link_frames"]
 
 
 def in_beats(m: int, length: int, rows: int, cols: int) -> int:
@@ -118,3 +121,45 @@ def route_frames(frames, jobs, rows: int, cols: int, lanes: int
         else:
             raise ConfigError(f"jobs[{k}].route", "0 or 1", route)
     return passed, routed
+
+
+def link_frames(engine_frames, engine_jobs, ddr_frames, selects, rows: int, cols: int,
+                lanes: int) -> tuple[list[list[np.ndarray]], list[list[np.ndarray]]]:
+    """The outputs of an accelerator's attention links and input selectors
+    (:class:`zoforge.hw.link.links.AttentionLinks`): E engines, S = ``len(ddr_frames)``
+    softmax units, engine e's link feeding unit ``e mod S``.
+
+    ``engine_frames[e]`` and ``engine_jobs[e]``: engine e's frames (``[beats, C]`` int32)
+    and the host's entries for them, as :func:`route_frames` takes them;
+    ``ddr_frames[u]``: the DDR's frames for unit u (``[beats, lanes]`` int32, unlinked
+    softmax jobs' rows); ``selects[u]``: the host's source indices for unit u, one a frame
+    of its input: 0 the DDR's next frame, ``1 + j`` the next routed frame of the j-th
+    engine linked to u (engines ``u, u + S, u + 2 S, ...`` in that order).
+
+    Returns ``(ddr, softmax)``: ``ddr[e]`` engine e's route-0 frames unchanged (in order,
+    for the DDR's writer), ``softmax[u]`` unit u's input frames: for each entry of
+    ``selects[u]`` in turn the named source's next frame, every int32 unchanged
+    (:func:`zoforge.golden.link_select.select_frames` over the DDR's frames and the routed
+    frames of :func:`route_frames`). A ConfigError names what does not fit (entries and
+    frames of different counts, an index naming no source or a source with no frame left).
+    """
+    engine_frames, engine_jobs = list(engine_frames), list(engine_jobs)
+    units = len(ddr_frames)
+    check_int_range("softmax units", units, 1)
+    if len(engine_jobs) != len(engine_frames):
+        raise ConfigError("engine_jobs", f"one list an engine ({len(engine_frames)})",
+                          len(engine_jobs))
+    if len(selects) != units:
+        raise ConfigError("selects", f"one list a softmax unit ({units})", len(selects))
+    ddr, routed = [], []
+    for frames, jobs in zip(engine_frames, engine_jobs):
+        passed, linked = route_frames(frames, jobs, rows, cols, lanes)
+        ddr.append(passed)
+        routed.append(linked)
+    softmax = []
+    for u in range(units):
+        sources = [[np.asarray(f, np.int32) for f in ddr_frames[u]]]
+        sources += [routed[e] for e in range(u, len(engine_frames), units)]
+        softmax.append([np.array(f, np.int32).reshape(-1, lanes)
+                        for f in select_frames(sources, list(selects[u]))])
+    return ddr, softmax
