@@ -66,7 +66,8 @@ from zoforge.reports.model_shape import ModelShape
 from zoforge.reports.overlap import HOST, Stage, makespan, step_stages
 from zoforge.reports.overlap import schedule as schedule_pieces
 from zoforge.reports.power import dynamic_at
-from zoforge.reports.step_price import NONLINEAR_FIGURES, UNIT_FIGURES, engine_fmax, layer_fmax
+from zoforge.reports.step_price import (LINK_FIGURES, NONLINEAR_FIGURES, UNIT_FIGURES,
+                                        engine_fmax, layer_fmax)
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
@@ -421,7 +422,9 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     the board's yosys-estimate Fmax of its engines and of its ZO layers, each by its size
     (:func:`~zoforge.reports.step_price.engine_fmax`,
     :func:`~zoforge.reports.step_price.layer_fmax`: a board-sized array clocks lower), and
-    the i-GELU lanes' where the design has GELU engines, and the softmax units' own
+    the i-GELU lanes' where the design has GELU engines, the attention links' where it has
+    them (:data:`~zoforge.reports.step_price.LINK_FIGURES`: their write side runs at the
+    engines' clock), and the softmax units' own
     (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`; the source names it where the
     design has them)."""
     if mhz is not None:
@@ -436,6 +439,10 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]
         source = nonlinear["fmax_source"] + " (the GELU engines)"
+    link = LINK_FIGURES[board]
+    if accel.link and link["fmax_mhz"] < fmax:
+        fmax = link["fmax_mhz"]
+        source = link["fmax_source"] + " (the attention links)"
     softmax = nonlinear["softmax_fmax_mhz"]
     if accel.softmax_units:
         source += (f"; the softmax units at {softmax:g} MHz, their own clock "
@@ -461,7 +468,8 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
     of it that fit; the planner's own array is the one with the most MACs). With
     ``cfg.nonlinear`` ``integer``, then, that design's arrays and layer with each count and
     width of softmax units (:data:`SOFTMAX_UNITS_TRIED`, :data:`SOFTMAX_LANES_TRIED`, with
-    the attention on the engines), the
+    the attention on the engines; each without and with the attention links, ``link``,
+    their rows the sequence's: docs/link.md), the
     engines re-planned around them, and for each count the widest units (at most
     :data:`MOST_SOFTMAX_LANES` lanes) that fit beside the plain design's engines as they
     are; each without GELU engines and with every engine one (the most that fit; a part of
@@ -483,11 +491,11 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
         nonlocal best, best_s, first_error
         try:
             accel = accel or plan_accelerator(board, shape, **fixed, **fields)
-        except ConfigError as error:
+            if accel not in priced:
+                priced[accel] = _price(board, shape, accel, cfg, mapping, mhz).seconds
+        except ConfigError as error:     # no design, or its links cannot take the scores
             first_error = first_error or error
             return False
-        if accel not in priced:
-            priced[accel] = _price(board, shape, accel, cfg, mapping, mhz).seconds
         seconds = priced[accel]
         if best_s is None or seconds < best_s:
             best, best_s = accel, seconds
@@ -511,18 +519,31 @@ def fastest_accelerator(board, shape: ModelShape, cfg, mapping: str, mhz: float 
 
         def fits(accel) -> bool:
             return over_budget(accel, limits) is None
+        links = (False, True) if cfg.attention == "engines" else (False,)
         for units in SOFTMAX_UNITS_TRIED[1:] if cfg.attention == "engines" else ():
-            widest = [plain.replace(softmax_units=units, softmax_lanes=lanes)
-                      for lanes in range(MOST_SOFTMAX_LANES, 0, -1)]
-            consider(next((accel for accel in widest if fits(accel)), None) or plain)
+            for link in links:
+                widest = [_variant(plain, softmax_units=units, softmax_lanes=lanes, link=link,
+                                   link_max_len=shape.seq_len if link else plain.link_max_len)
+                          for lanes in range(MOST_SOFTMAX_LANES, 0, -1)]
+                consider(next((accel for accel in widest if accel and fits(accel)), None)
+                         or plain)
         for units, lanes in softmax:
             if units:
-                consider(softmax_units=units, softmax_lanes=lanes, **arrays)
+                for link in links:
+                    consider(softmax_units=units, softmax_lanes=lanes, link=link, **arrays)
             for engines in range(best.engines, 0, -1):       # all engines GELU engines
                 if consider(engines=engines, gelu_engines=engines, softmax_units=units,
                             softmax_lanes=lanes, **arrays):
                     break
     return best
+
+
+def _variant(accel, **fields):
+    """``accel`` with ``fields`` changed, None where that is not a valid design."""
+    try:
+        return accel.replace(**fields)
+    except ConfigError:
+        return None
 
 
 def board_step_fields(cfg, hidden: int, ffn: int, heads: int, classes: int, board: str,

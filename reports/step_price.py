@@ -19,6 +19,7 @@ from zoforge.reports.power import dynamic_at
 from zoforge.reports.unit_calls import StepCost
 
 __all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "NONLINEAR_FIGURES",
+           "LINK_FIGURES",
            "ENGINE_FMAX_BY_PES", "LAYER_FMAX_BY_PES", "engine_fmax", "layer_fmax", "fmax_by_size",
            "UnitsClockPower", "units_clock_power"]
 
@@ -171,6 +172,12 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": min(ENGINE_FMAX_BY_PES["zcu102"][0][1],
 #: e91707a, f00076b), the softmax units' own clock.
 NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
+#: The attention link's clock on a board (yosys-estimate): MiniLM's link,
+#: ``ScoresLink(LinkConfig(lanes=8, max_rows=64))`` of a 64 x 8 engine, flattened
+#: (synth_xilinx -family xcup; ``estimate_fmax``), 282.60 MHz at f2f7525 (a count's
+#: compare through a carry chain into the handshake). The estimate spans both its clock
+#: domains; its write side runs at the engines' clock, so it bounds a linked design's.
+LINK_FIGURES = {"zcu102": {"fmax_mhz": 282.60, "fmax_source": "yosys-estimate"}}
 
 
 def engine_fmax(board: str, pes: int) -> tuple[float, str]:

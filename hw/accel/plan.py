@@ -22,7 +22,12 @@ count)``, never a measurement of the whole design):
 * the nonlinear units (:data:`NONLINEAR_FIT`, xcup only): a GELU engine's i-GELU lanes and
   second requantizer (a lane a column) over a plain engine's, a softmax unit's fixed part
   and lanes; their DSPs from :mod:`.config`, the softmax unit's buffers from its own sizing
-  function (``softmax_memories``).
+  function (``softmax_memories``);
+* the attention links (``link``, xcup only): one :class:`~zoforge.hw.link.path.ScoresLink`
+  an engine (:data:`LINK_FIT`: its lanes, its reorder buffer's rotations; its memories,
+  the buffer's P memories of ``depth`` 32-bit words, in block RAM) and one
+  :class:`~zoforge.hw.link.select.FrameSelect` a softmax unit (:data:`SELECT_FIT`: a
+  multiplexer of its sources a bit); no DSP.
 
 The rule, in order: the ZO layer first (one, 4 x 4: the proven unit; the adapters' own
 products are a small share of a step); then for every engine array R x C of
@@ -58,7 +63,8 @@ __all__ = ["plan_accelerator", "plan_from_fields", "estimate_resources", "check_
            "over_budget", "MARGINS",
            "BRAM18_SHAPES", "LUTRAM_DEPTH", "LOGIC_FIT", "ACC_BIT_SAVING", "SKEW_APART",
            "ARRAY_SIDES",
-           "RESOURCE_SOURCE", "M_STEP", "NONLINEAR_FIT", "NONLINEAR_SOURCE"]
+           "RESOURCE_SOURCE", "M_STEP", "NONLINEAR_FIT", "NONLINEAR_SOURCE", "LINK_FIT",
+           "SELECT_FIT", "link_resources", "select_resources"]
 
 #: Fraction of each device resource the planner may use.
 MARGINS = {"DSP": 0.80, "BRAM18": 0.80, "LUT": 0.70, "FF": 0.70}
@@ -173,6 +179,23 @@ SKEW_APART = {"xilinx": True, "ecp5": False}
 #: modelled but for its DSPs.
 NONLINEAR_FIT = {"gelu": {"LUT": (109, (6_769 - 109) / 8), "FF": (70, (8_594 - 70) / 8)},
                  "softmax": {"LUT": (6_422 - 8 * 705, 705), "FF": (9_047 - 8 * 751, 751)}}
+#: LUT (LUT RAM included: it takes LUT sites) and FF of one attention link, from Yosys'
+#: estimates (synth_xilinx -family xcup, flattened; ``ScoresLink(LinkConfig(lanes=...,
+#: max_rows=64))`` of a 64 x 8 engine, 2026-11-28 at f2f7525) of 4, 8, 10 and 16 lanes:
+#: 414 + 96, 608 + 168, 2,221 + 200 and 1,544 + 312 LUT (+ LUT RAM), 298, 427, 499 and 690
+#: FF. LUT: ``fixed + lane x lanes + read x lanes x (read offsets - 1) + write x P x (write
+#: offsets - 1)`` (the reorder buffer's rotations: :func:`zoforge.hw.link.reorder.offsets`
+#: of a beat's keys mod P; 1 each for 8 lanes on 8 columns), the four builds solved
+#: exactly (``tests/test_accel_plan.py`` solves them again); the LUT RAM (the asynchronous
+#: FIFO's 16 beats) 24 + 18 a lane; FF 167 + 32.67 a lane (a least-squares line: 4
+#: builds within 5).
+LINK_FIT = {"LUT": {"fixed": 99 + 24, "lane": 63.625 + 18, "read": 15.125, "write": 26.6875},
+            "FF": {"fixed": 167, "lane": 32.67, "read": 0, "write": 0}}
+#: LUT (LUT RAM included) and FF of one softmax unit's input selector, ``fixed + per bit x
+#: data bits x (sources - 1) / 3`` (a 4-to-1 multiplexer two LUTs a bit): Yosys' estimate of
+#: ``FrameSelect(sources=4, data_bits=256 / 512, queue_depth=4)``, 546 + 8 / 1,058 + 8 LUT,
+#: 12 FF (2026-11-28, at f2f7525).
+SELECT_FIT = {"LUT": (34 + 8, 2.0), "FF": (12, 0.0)}
 #: The label of the nonlinear units' figures in :func:`estimate_resources`.
 NONLINEAR_SOURCE = ("yosys-estimate (the GELU engine's and the bus softmax unit's builds; "
                     "lines per lane)")
@@ -223,11 +246,33 @@ def _nonlinear_resources(kind: str, lanes: int, dsp: int, memories) -> dict:
                 BRAM18=sum(_bram18(words, bits) for words, bits in memories), DSP=dsp)
 
 
+def link_resources(link) -> dict:
+    """LUT, FF, BRAM18 and DSP of one attention link built from ``link`` (a
+    :class:`~zoforge.hw.link.config.LinkConfig`; :data:`LINK_FIT`, the reorder buffer's
+    memories)."""
+    from zoforge.hw.link.reorder import offsets      # Amaranth: only when estimating
+    terms = {"fixed": 1, "lane": link.lanes,
+             "read": link.lanes * (len(offsets(link.lanes, link.max_len, link.memories)) - 1),
+             "write": link.memories * (len(offsets(link.cols, link.max_len, link.memories))
+                                       - 1)}
+    out = {key: round(sum(fit[term] * count for term, count in terms.items()))
+           for key, fit in LINK_FIT.items()}
+    return dict(out, BRAM18=link.memories * _bram18(link.depth, link.depth * 32), DSP=0)
+
+
+def select_resources(sources: int, data_bits: int) -> dict:
+    """LUT, FF, BRAM18 and DSP of one input selector of ``sources`` sources of
+    ``data_bits`` (:data:`SELECT_FIT`; its queue in LUT RAM)."""
+    return dict({key: round(fixed + per_bit * data_bits * (sources - 1) / 3)
+                 for key, (fixed, per_bit) in SELECT_FIT.items()}, BRAM18=0, DSP=0)
+
+
 def estimate_resources(config: AcceleratorConfig) -> dict:
-    """``{"engine": {...}, "layer": {...}, "gelu": {...}, "softmax": {...}, "total": {...},
-    "source": ..., "nonlinear_source": ...}``: LUT, FF, BRAM18 and DSP of one engine, one ZO
-    layer, what a GELU engine adds to a plain one, one softmax unit (:data:`NONLINEAR_FIT`)
-    and the whole design (units x counts)."""
+    """``{"engine": {...}, "layer": {...}, "gelu": {...}, "softmax": {...}, "link": {...},
+    "select": {...}, "total": {...}, "source": ..., "nonlinear_source": ...}``: LUT, FF,
+    BRAM18 and DSP of one engine, one ZO layer, what a GELU engine adds to a plain one, one
+    softmax unit (:data:`NONLINEAR_FIT`), one attention link and one softmax unit's input
+    selector (with ``link``, else zeros) and the whole design (units x counts)."""
     engine_memories, softmax_memories = _sized("engine"), _sized("softmax")
     group = _logic_group(get_board(config.board).family)
     engine = _engine_resources(group, config.engine_config())
@@ -242,11 +287,16 @@ def estimate_resources(config: AcceleratorConfig) -> dict:
         raise ConfigError("gelu_engines" if config.gelu_engines else "softmax_units",
                           f"0 on board {config.board} (no figures of the nonlinear units "
                           "for the ecp5 family)", config.gelu_engines or config.softmax_units)
-    total = {key: config.engines * engine[key] + config.layers * layer[key]
-             + config.gelu_engines * gelu[key] + config.softmax_units * softmax[key]
-             for key in engine}
-    return {"engine": engine, "layer": layer, "gelu": gelu, "softmax": softmax,
-            "total": total, "source": RESOURCE_SOURCE, "nonlinear_source": NONLINEAR_SOURCE}
+    none = dict.fromkeys(engine, 0)
+    link = link_resources(config.link_config()) if config.link else none
+    select = select_resources(1 + config.links_per_unit, 32 * config.softmax_lanes) \
+        if config.link else none
+    total = {key: config.engines * (engine[key] + link[key]) + config.layers * layer[key]
+             + config.gelu_engines * gelu[key]
+             + config.softmax_units * (softmax[key] + select[key]) for key in engine}
+    return {"engine": engine, "layer": layer, "gelu": gelu, "softmax": softmax, "link": link,
+            "select": select, "total": total, "source": RESOURCE_SOURCE,
+            "nonlinear_source": NONLINEAR_SOURCE}
 
 
 def _engine_resources(group: str, engine: EngineConfig) -> dict:
@@ -328,6 +378,7 @@ def _shape_fields(shape, layer_rows: int, layer_cols: int, engines: int, cols: i
             "layer_max_n": ceil(shape.hidden, layer_rows),
             "layer_max_r": ceil(shape.rank, layer_rows),
             "engine_max_k": widest, "softmax_max_len": shape.seq_len,
+            "link_max_len": shape.seq_len,
             "engine_max_n": min(max(ceil(-(-widest // engines), cols), cols), tables)}
 
 
@@ -427,7 +478,7 @@ def _no_fit(board, shape, base, limits, fixed) -> ConfigError:
     names = "/".join(key for key in ("engines", "engine_rows", "engine_cols", "engine_max_m",
                                      "engine_max_k", "engine_max_n", "layers", "layer_rows",
                                      "layer_cols", "gelu_engines", "softmax_units",
-                                     "softmax_lanes") if key in fixed) or "board"
+                                     "softmax_lanes", "link") if key in fixed) or "board"
     margins = ", ".join(f"{key} {100 * m:g} %" for key, m in MARGINS.items())
     return ConfigError(names, f"small enough to fit {board.name}'s budget ({margins} of the "
                        "device)", over)
