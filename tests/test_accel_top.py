@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The Accelerator top (hw/accel/top.py): a scaled-down instance's units, ports and DSP
 blocks counted in its generated Verilog, and its lint under the project's waivers."""
 import re
@@ -139,3 +140,118 @@ def test_softmax_units_ports_and_lint(tmp_path):  # generating the Verilog: ~5-1
     assert design.top.clock_domains == ("softmax",)
     board_top = write_vivado_project(get_board("zcu102"), design.top, tmp_path, 300.0)
     assert "softmax_clk" in board_top["top.v"].read_text()
+
+
+#: SMALL with three engines, two softmax units (4 lanes, rows of up to 8 keys) and the
+#: attention links (jobs of up to 8 x 8 scores): engines 0 and 2 linked to unit 0, engine 1
+#: to unit 1.
+WITH_LINK = SMALL.replace(engines=3, softmax_units=2, softmax_lanes=4, softmax_max_len=8,
+                          link=True, link_max_rows=8, link_max_len=8)
+#: The Amaranth-level fact the linked top's Verilog keeps only in one process: Amaranth
+#: 0.5 creates a top's missing clock domains (``sync`` and ``softmax``, two) iterating a
+#: ``set`` of their names (``Fragment._create_missing_domains``: ``collector.used_domains -
+#: collector.defined_domains``), so their ports' order, and the port order of every module
+#: the two domains reach, follows ``PYTHONHASHSEED``; a converter that adds the missing
+#: domains in sorted order (hw/export.to_verilog) makes the text one.
+HASH_ORDER = ("Amaranth 0.5 creates the top's missing clock domains in set order "
+              "(hash-seed dependent); hw/export.to_verilog does not sort them yet")
+
+
+def test_link_ports_and_units():
+    """The top with links: the units' port arrays keep their signatures, ``links[e]`` and
+    ``selects[u]`` are added, the links are a submodule, the name says ``_l``."""
+    from amaranth.lib.wiring import In, Out
+
+    from zoforge.hw.accel.top import Accelerator, accelerator_name
+    from zoforge.hw.link.links import AttentionLinks
+    top = Accelerator(WITH_LINK)
+    plain = Accelerator(WITH_LINK.replace(link=False))
+    assert accelerator_name(WITH_LINK) == "accel_3x4x4p_1x4x4_2s4_l"
+    assert accelerator_name(WITH_LINK.replace(link=False)) == "accel_3x4x4p_1x4x4_2s4"
+    members = top.signature.members
+    for name in ("engines", "layers", "softmax"):
+        assert members[name] == plain.signature.members[name]
+    assert set(members) == set(plain.signature.members) | {"links", "selects"}
+    assert members["links"].dimensions == (3,) and members["links"].flow == Out
+    assert set(members["links"].signature.members) == {"job", "error", "clear"}
+    assert members["selects"].dimensions == (2,) and members["selects"].flow == In
+    assert len(top.selects[0].payload) == 2                 # sources 0..2: DDR, 2 engines
+    assert isinstance(top.attention_links, AttentionLinks) and plain.attention_links is None
+    design = elaborate_accelerator(WITH_LINK)
+    assert "links" in design.blocks and "links" not in elaborate_accelerator(SMALL).blocks
+
+
+@pytest.fixture(scope="module")
+def linked(tmp_path_factory):
+    """``zoforge generate`` of WITH_LINK: its folder and Verilog text."""
+    import subprocess
+    import sys
+    out = tmp_path_factory.mktemp("linked")
+    flags = []
+    for key, value in WITH_LINK.to_dict().items():
+        if key in ("kind", "zoforge_config"):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            flags += [flag] if value else [f"--no-{key.replace('_', '-')}"]
+        else:
+            flags += [flag, str(value)]
+    proc = subprocess.run([sys.executable, "-m", "zoforge", "generate", "accelerator",
+                           "--out", str(out), *flags], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return out, (out / "accel_3x4x4p_1x4x4_2s4_l.v").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_link_top_modules_ports_and_lint(linked):    # generating the Verilog: ~15 s
+    from zoforge.sim.lint import lint_verilog
+    _, text = linked
+    name = "accel_3x4x4p_1x4x4_2s4_l"
+    modules = re.findall(r"^module \\?(\S+)", text, re.M)
+    for block in ("links", "links.link_0", "links.link_2", "links.select_0",
+                  "links.select_1", "engine_2", "softmax_1"):
+        assert f"{name}.{block}" in modules, block
+    assert f"{name}.links.select_2" not in modules
+    for port in ("links__0__job__payload", "links__2__error", "links__1__clear",
+                 "selects__1__payload", "selects__0__ready", "engines__2__m_axis__tdata",
+                 "engines__0__s_axis__tready", "softmax__1__s_axis__tdata",
+                 "softmax__0__m_axis__tlast", "softmax__1__irq"):
+        assert re.search(rf"\b(input|output)\b[^;]*\b{port}\b", text), port
+    start = re.search(rf"^module \\?{re.escape(name)}\s*\(", text, re.M).start()
+    top = text[start:text.index("endmodule", start)]
+    assert set(re.findall(r"^\s*input\s+(\w*(?:clk|rst))\s*;", top, re.M)) == {
+        "clk", "rst", "softmax_clk", "softmax_rst"}
+    result = lint_verilog(text, name)
+    # Each link's AsyncFIFO takes the engines' reset (`rst`) asynchronously into its read
+    # side's reset synchronizer (Amaranth's AsyncFIFO): Verilator's SYNCASYNCNET on `rst`,
+    # by design, waived here until hw/lint_waivers.vlt names it for accel_* tops.
+    others = [line for line in result.messages
+              if not line.startswith(("%Warning-SYNCASYNCNET", "%Error: Exiting due to"))
+              or line.startswith("%Warning-SYNCASYNCNET") and "'rst'" not in line]
+    assert not others, "\n".join(result.messages)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=HASH_ORDER)
+def test_generate_reproduces_the_link_tops_verilog_in_two_processes(linked, tmp_path):
+    """``zoforge generate --config DIR/design.toml`` in two processes of different hash
+    seeds, each with its own (empty) Verilog cache: the same text."""
+    import os
+    import subprocess
+    import sys
+    folder, _ = linked
+    procs = []
+    for seed in (1, 2):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed),
+               "ZOFORGE_CACHE": str(tmp_path / f"cache{seed}")}
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "zoforge", "generate", "--config",
+             str(folder / "design.toml"), "--out", str(tmp_path / f"out{seed}")], env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    for proc in procs:
+        assert proc.wait(timeout=600) == 0, proc.stderr.read()
+    texts = [(tmp_path / f"out{seed}" / "accel_3x4x4p_1x4x4_2s4_l.v").read_text()
+             for seed in (1, 2)]
+    assert texts[0] == texts[1]

@@ -87,6 +87,11 @@ class AttentionLinks(wiring.Component):
             "select": In(stream.Signature(range(1 + config.links_per_unit))).array(units),
         })
 
+    @property
+    def clock_domains(self) -> tuple[str, ...]:
+        """The clock domains besides ``sync`` its ports name (the softmax units')."""
+        return (SOFTMAX_DOMAIN,)
+
     def elaborate(self, platform):
         m = Module()
         for e, link in enumerate(self.links):
