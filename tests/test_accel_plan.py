@@ -309,32 +309,31 @@ def test_a_unit_too_big_for_the_board_is_refused_before_its_build(monkeypatch):
 
 
 def test_link_resources_by_hand_and_the_fit_solved_again():
-    """The link's LUT fit solved again from its four builds (LUT + LUT RAM: 4, 8, 10, 16
-    lanes on a 64 x 8 engine, 2 write and 1, 2 or 8 read offsets), its FF line within 5 of
-    each build; MiniLM's link (8 lanes): 776 LUT, 428 FF, 8 memories of 2 x 64 rows x 16
-    words = 4 BRAM18 each; a selector of 4 sources x 256 bits 554 LUT; the totals add one
-    link an engine and one selector a softmax unit; without link nothing."""
+    """The link's LUT fit solved again from its four builds (4, 8, 10, 16 lanes on a 64 x 8
+    engine: 2 write and 1, 2 or 8 read offsets), its FF line within 5 of each build;
+    MiniLM's link (8 lanes): 608 LUT, 428 FF, 8 memories of 2 x 64 rows x 16 words = 4
+    BRAM18 each; a selector of 4 sources x 256 bits 546 LUT; the totals add one link an
+    engine and one selector a softmax unit; without link nothing."""
     import numpy as np
     from zoforge.hw.accel.plan import LINK_FIT, link_resources, select_resources
     from zoforge.hw.link.config import LinkConfig
-    # lanes: (LUT + LUT RAM, FF); terms: 1, lanes, lanes x (read offsets - 1), P x (write - 1)
-    builds = {4: (414 + 96, 298), 8: (608 + 168, 427), 10: (2221 + 200, 499),
-              16: (1544 + 312, 690)}
+    # lanes: (LUT, FF); terms: 1, lanes, lanes x (read offsets - 1), P x (write offsets - 1)
+    builds = {4: (414, 298), 8: (608, 427), 10: (2221, 499), 16: (1544, 690)}
     terms = {4: (1, 4, 4 * 1, 0), 8: (1, 8, 0, 0), 10: (1, 10, 10 * 7, 16 * 1),
              16: (1, 16, 0, 16 * 1)}
     solved = np.linalg.solve(np.array([terms[k] for k in builds], float),
                              np.array([lut for lut, _ in builds.values()], float))
     fit = LINK_FIT["LUT"]
     assert solved == pytest.approx([fit["fixed"], fit["lane"], fit["read"], fit["write"]],
-                                   abs=4)          # the LUT RAM's line: within 4 at 10 lanes
+                                   abs=1e-9)
     for lanes, (lut, ff) in builds.items():
         got = link_resources(LinkConfig(lanes=lanes, max_rows=64))
-        assert abs(got["LUT"] - lut) <= 4 and abs(got["FF"] - ff) <= 5
+        assert got["LUT"] == lut and abs(got["FF"] - ff) <= 5
         assert got["BRAM18"] == 32 and got["DSP"] == 0
-    assert link_resources(LinkConfig(lanes=8, max_rows=64)) == {"LUT": 776, "FF": 428,
+    assert link_resources(LinkConfig(lanes=8, max_rows=64)) == {"LUT": 608, "FF": 428,
                                                                "BRAM18": 8 * 4, "DSP": 0}
     assert link_resources(LinkConfig(lanes=8, max_rows=128))["BRAM18"] == 8 * 8
-    assert select_resources(4, 256) == {"LUT": 42 + 512, "FF": 12, "BRAM18": 0, "DSP": 0}
+    assert select_resources(4, 256) == {"LUT": 34 + 512, "FF": 12, "BRAM18": 0, "DSP": 0}
     config = AcceleratorConfig(engines=6, engine_rows=64, engine_cols=8, softmax_units=2,
                                softmax_lanes=8, link=True)
     linked, plain = (estimate_resources(c) for c in (config, config.replace(link=False)))
