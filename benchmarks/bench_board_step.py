@@ -156,7 +156,9 @@ def _today(shape, board) -> None:
 def _brief(accel) -> str:
     units = (f", {accel.gelu_engines} GELU engines" if accel.gelu_engines else "") + (
         f", {accel.softmax_units} x {accel.softmax_lanes}-lane softmax units"
-        if accel.softmax_units else "")
+        if accel.softmax_units else "") + (
+        f" fed by the engines' attention links ({accel.link_max_rows}-row banks)"
+        if accel.link else "")
     return (f"{accel.engines} x {accel.engine_rows}x{accel.engine_cols} engines, "
             f"{accel.layers} x {accel.layer_rows}x{accel.layer_cols} ZO layers "
             f"(layer_max_k {accel.layer_max_k}, layer_max_m {accel.layer_max_m}){units}, "
@@ -203,6 +205,10 @@ def main() -> None:
     print(f"clock {fields['fmax_mhz']} MHz ({fields['fmax_source']}); softmax units at "
           f"{design_clocks('zcu102', accel)[1]} MHz (their own); host "
           f"{fields['board_host_source']}")
+    for run in runs[1:]:
+        if designs[run] != accel:
+            print(f"clock of the design for {run[0]} attention, {run[1]} nonlinear: "
+                  f"{step['split', *run]['fmax_mhz']} MHz ({step['split', *run]['fmax_source']})")
     _header()
     for (mapping, attention, nonlinear), f in step.items():
         _design_rows(f"{label}, {mapping} mapping, {attention} attention, {nonlinear} "

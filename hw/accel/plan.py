@@ -131,7 +131,12 @@ M_STEP = 64
 #: a bit a PE) and 2 FF (the accumulator's and ``res``'; 7,988 / 7,220 FF). The 8 x 8 at its
 #: default sizes: 7,527 LUT / 11,992 FF (was 8,490 / 14,841), the fit 8,486 / 11,786
 #: (+12.7 % / -1.7 %: the per-column part is still the 8 x 8's blocks at 49dc91e).
-_ENGINE_BUILDS = {"LUT": (16_473, 26_888), "FF": (27_178 - 2_309, 51_167 - 8_749)}
+#:
+#: **Since the clock work (2026-11-28)** (the same two builds again at 245cb42, after ee927ae's
+#: registered tile ends, drain window and credits): 32 x 8 16,223 LUT / 27,719 FF, 64 x 8
+#: 26,420 / 52,133 (load 3.4; were 16,473 / 27,178 and 26,888 / 51,167), so 39.83 LUT and
+#: 70.21 FF a PE at 26 bits.
+_ENGINE_BUILDS = {"LUT": (16_223, 26_420), "FF": (27_719 - 2_309, 52_133 - 8_749)}
 _ENGINE_LUT_PER_PE = (_ENGINE_BUILDS["LUT"][1] - _ENGINE_BUILDS["LUT"][0]) / 256 + 1.375 * 6
 _ENGINE_FF_PER_PE = (_ENGINE_BUILDS["FF"][1] - _ENGINE_BUILDS["FF"][0]) / 256 + 2 * 6
 LOGIC_FIT = {
