@@ -63,7 +63,8 @@ from zoforge.hw.softmax.cycles import softmax_job_cycles
 from zoforge.hw.softmax.cycles import softmax_stream_bytes
 from zoforge.hw.zolayer.cycles import job_cycles
 from zoforge.reports.model_shape import ModelShape
-from zoforge.reports.overlap import HOST, Stage, makespan, step_stages
+from zoforge.reports.overlap import HOST as ON_HOST
+from zoforge.reports.overlap import Stage, makespan, step_stages
 from zoforge.reports.overlap import schedule as schedule_pieces
 from zoforge.reports.power import dynamic_at
 from zoforge.reports.step_price import (LINK_FIGURES, NONLINEAR_FIGURES, UNIT_FIGURES,
@@ -362,7 +363,7 @@ def ddr_sharing_seconds(stages) -> tuple[float, float]:
     placed = schedule_pieces(stages)
     end = max(piece.end for piece in placed)
     lost = sum(piece.end - piece.start - stages[piece.stage].fabric[piece.piece]
-               for piece in placed if piece.resource != HOST)
+               for piece in placed if piece.resource != ON_HOST)
     busy = sum(piece.end - piece.start for piece in placed if piece.resource == "fabric")
     return lost, end - busy
 

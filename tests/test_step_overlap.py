@@ -103,6 +103,10 @@ def test_ddr_shared_max_min_fair_by_hand():
     assert makespan([replace(s, ddr=0.0) for s in stages]) == 6.0
     # softmax 0 took 0.5 s past its 2; the fabric busy 4 s of the 6.5
     assert ddr_sharing_seconds(stages) == (0.5, 2.5)
+    # with host work after the softmax pieces (4.5-5.5, 6.5-7.5): the host's pieces are no
+    # accelerator piece (still 0.5 s lost), the fabric idle 3.5 s of the 7.5
+    hosted = [stages[0], replace(stages[1], host=(1.0, 1.0))]
+    assert makespan(hosted) == 7.5 and ddr_sharing_seconds(hosted) == (0.5, 3.5)
 
 
 @pytest.mark.parametrize("demands, rates", [
