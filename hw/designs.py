@@ -221,6 +221,12 @@ BUILTIN = (
            configs="zoforge.hw.softmax.config:SoftmaxConfig",
            elaborate="zoforge.hw.softmax.designs:elaborate_softmax",
            memories="zoforge.hw.softmax.designs:softmax_memories"),
+    Design("link", "attention link on a GEMM engine's output: frames passed on, or its "
+                   "scores reordered into a softmax unit's rows across an asynchronous FIFO "
+                   "(two clocks)",
+           configs="zoforge.hw.link.config:LinkConfig",
+           elaborate="zoforge.hw.link.designs:elaborate_link",
+           memories="zoforge.hw.link.designs:link_memories"),
     Design("accelerator", "board-sized accelerator: GEMM engines and ZO layers side by side, "
                           "sized to the board (--board) or as given",
            configs="zoforge.hw.accel.config:AcceleratorConfig",

@@ -255,3 +255,30 @@ def test_generate_reproduces_the_link_tops_verilog_in_two_processes(linked, tmp_
     texts = [(tmp_path / f"out{seed}" / "accel_3x4x4p_1x4x4_2s4_l.v").read_text()
              for seed in (1, 2)]
     assert texts[0] == texts[1]
+
+
+def test_links_declared_to_the_composed_build():
+    """With ``link``: one ``link`` unit x engines (the accelerator's link configuration),
+    in ``sync``; without, none."""
+    from zoforge.hw.accel.top import accelerator_units
+    units = accelerator_units(WITH_LINK).units
+    assert [(u.design, u.count, u.domain) for u in units] == [
+        ("engine", 3, "sync"), ("zo-layer", 1, "sync"), ("softmax", 2, "softmax"),
+        ("link", 3, "sync")]
+    assert units[3].config == WITH_LINK.link_config()
+    assert "link" not in [u.design for u in accelerator_units(
+        WITH_LINK.replace(link=False)).units]
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_link_top_on_a_board(tmp_path):                # elaborating the top: ~15 s
+    """``zoforge build``'s Vivado project of the linked top: the harness drives every port
+    (the links' job payloads plain vectors) and runs the softmax domain on the board's
+    clock."""
+    from zoforge.boards.harness import write_vivado_project
+    from zoforge.boards.registry import get_board
+    design = elaborate_accelerator(WITH_LINK)
+    assert design.top.clock_domains == ("softmax",)
+    board_top = write_vivado_project(get_board("zcu102"), design.top, tmp_path, 300.0)
+    assert "softmax_clk" in board_top["top.v"].read_text()

@@ -86,7 +86,8 @@ def test_command_help_imports_only_its_command(command):
 def test_listing_the_designs_imports_none_of_them(command):
     result = _probe([command, "--help"])
     assert result["code"] == 0
-    assert all(design in result["out"] for design in DESIGNS)
+    listed = DESIGNS if command == "generate" else [d for d in DESIGNS if d in COSIMS]
+    assert all(design in result["out"] for design in listed)
     assert not [m for m in result["modules"]
                 if m.startswith(("zoforge.hw.", "zoforge.sim.", "zoforge.golden."))
                 and m not in ("zoforge.hw.designs", "zoforge.sim.runners")]

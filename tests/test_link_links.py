@@ -308,3 +308,30 @@ def test_lint_clean():
         assert "input softmax_clk" in text
         result = lint_verilog(text, top)
         assert result.clean, str(result)
+
+
+def test_the_link_design_is_registered(tmp_path):
+    """Design ``link`` (what ``zoforge build --design link`` builds): a LinkConfig, a
+    ``link_*`` top naming its softmax domain for a board harness, its memories sized
+    without elaboration, lint clean, and on the board (the Vivado project's harness) both
+    clocks driven."""
+    from zoforge.boards.harness import write_vivado_project
+    from zoforge.boards.registry import get_board
+    from zoforge.hw.designs import get_design
+    from zoforge.hw.link.config import LinkConfig
+    from zoforge.hw.link.designs import link_memories
+    design = get_design("link")
+    assert design.configs == (LinkConfig,)
+    config = CONFIG.link_config()
+    elaborated = design.elaborate(config)
+    assert elaborated.name == "link_path_2x3_4_5x7"
+    assert elaborated.top.clock_domains == ("softmax",)
+    memories = link_memories(config)
+    assert len(memories) == config.memories + 1
+    assert memories["link.reorder.keys_0"].words == config.depth
+    assert memories["link.cross"].bits == config.fifo_depth * (32 * config.lanes + 1)
+    text = to_verilog(elaborated.top, elaborated.name)
+    result = lint_verilog(text, elaborated.name)
+    assert result.clean, str(result)
+    board_top = write_vivado_project(get_board("zcu102"), elaborated.top, tmp_path, 300.0)
+    assert "softmax_clk" in board_top["top.v"].read_text()

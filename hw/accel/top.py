@@ -27,7 +27,9 @@ selector, whose output is the softmax unit's ``s_axis``; each link's route-1 fra
 into the ``softmax`` domain (the link's ``AsyncFIFO``) to source ``1 + j`` of unit
 ``e mod S``'s selector (engine e the j-th of ``e mod S, e mod S + S, ...``). Two more port
 arrays drive them: ``links[e]`` (domain ``sync``: ``job``, the link's ``lib.stream`` of
-``route``, ``m``, ``length``, one entry a frame of engine e; ``error``, sticky;
+``route``, ``m``, ``length``, one entry a frame of engine e, its payload a plain vector of
+:func:`~zoforge.hw.link.path.job_layout`'s bits, ``route`` bit 0, then ``m``, then
+``length``, as a board harness drives it; ``error``, sticky;
 ``clear``) and ``selects[u]`` (domain ``softmax``: a ``lib.stream`` of the source's index,
 ``range(1 + links_per_unit)``, one entry a frame of unit u's input). The host queues both
 (Verilog ``links__0__job__payload`` ..., ``selects__0__valid`` ...).
@@ -38,10 +40,10 @@ the work into jobs each unit already runs, so every unit's co-simulation still h
 
 :func:`accelerator_units` declares the units to ``zoforge build`` (``Design.units``): one
 engine x ``engines`` (a GELU engine x ``gelu_engines`` of them), one ZO layer x ``layers``
-and one softmax unit x ``softmax_units``, with ``link`` the links (design ``link`` x
-``engines``, see :func:`accelerator_units`), with the planner's margins; the top adds no
-logic of its own but, with ``link``, the selectors (not counted: see
-:func:`accelerator_units`).
+and one softmax unit x ``softmax_units``, with ``link`` one link x ``engines`` (design
+``link``, counted in ``sync``: see :func:`accelerator_units`), with the planner's margins;
+the top adds no logic of its own but, with ``link``, the softmax units' input selectors
+(not counted).
 
 First line: :mod:`zoforge.hw.verilog_cache`'s hits leave the top unelaborated.
 """
@@ -97,7 +99,7 @@ class Accelerator(wiring.Component):
         if self.attention_links is not None:
             link = config.link_config()
             ports["links"] = Out(wiring.Signature({
-                "job": In(stream.Signature(job_layout(link.m_bits, link.l_bits))),
+                "job": In(stream.Signature(job_layout(link.m_bits, link.l_bits).size)),
                 "error": Out(1), "clear": In(1)})).array(config.engines)
             ports["selects"] = In(stream.Signature(range(1 + config.links_per_unit))).array(
                 config.softmax_units)
@@ -138,8 +140,10 @@ class Accelerator(wiring.Component):
             wiring.connect(m, unit.m_axis, links.engine_axis[e])
             wiring.connect(m, wiring.flipped(port.m_axis), links.ddr_axis[e])
             control = self.links[e]
-            wiring.connect(m, wiring.flipped(control.job), links.job[e])
-            m.d.comb += [control.error.eq(links.error[e]), links.clear[e].eq(control.clear)]
+            job = links.job[e]
+            m.d.comb += [job.payload.eq(control.job.payload), job.valid.eq(control.job.valid),
+                         control.job.ready.eq(job.ready), control.error.eq(links.error[e]),
+                         links.clear[e].eq(control.clear)]
         for port, unit in zip(self.layers, self.layer_units):
             wiring.connect(m, wiring.flipped(port), unit)
         for u, (port, unit) in enumerate(zip(getattr(self, "softmax", ()), self.softmax_units)):
@@ -193,9 +197,16 @@ def elaborate_accelerator(config: AcceleratorConfig) -> Elaborated:
 
 def accelerator_units(config: AcceleratorConfig) -> Units:
     """The distinct units (design ``engine`` x ``engines``, ``zo-layer`` x ``layers``,
-    ``softmax`` x ``softmax_units`` where there are any, in :data:`SOFTMAX_DOMAIN`) and the
-    planner's margins
-    (:data:`~zoforge.hw.accel.plan.MARGINS`)."""
+    ``softmax`` x ``softmax_units`` where there are any, in :data:`SOFTMAX_DOMAIN`; with
+    ``link`` design ``link`` x ``engines``) and the planner's margins
+    (:data:`~zoforge.hw.accel.plan.MARGINS`).
+
+    A link has two clock domains (its buffer and job queue in ``sync``, its FIFO's read side
+    in :data:`SOFTMAX_DOMAIN`); its Fmax estimate is one figure over both domains' paths
+    (the netlist model does not split them by clock), declared in ``sync``, where nearly
+    all of its logic is: it caps the engines' clock, not the softmax units'. The softmax
+    units' input selectors (:class:`~zoforge.hw.link.select.FrameSelect`, a queue and a
+    multiplexer each) are not a registered design and not counted here."""
     plain = config.engines - config.gelu_engines
     units = [Unit("engine", config.engine_config(gelu), count)
              for gelu, count in ((False, plain), (True, config.gelu_engines)) if count]
@@ -203,4 +214,6 @@ def accelerator_units(config: AcceleratorConfig) -> Units:
     if config.softmax_units:
         units.append(Unit("softmax", config.softmax_config(), config.softmax_units,
                           SOFTMAX_DOMAIN))
+    if config.link:
+        units.append(Unit("link", config.link_config(), config.engines))
     return Units(units=tuple(units), margins=dict(MARGINS))
