@@ -46,7 +46,10 @@ def test_the_designs_table_is_the_registry():
         elaborate_module = design.elaborate.__module__.split(".")
         assert hardware == "/".join(["hw", elaborate_module[2]]) + "/", name
         assert (ROOT / golden).exists(), golden
-        assert cosim == _module_file(COSIMS[name]["cosim"]), name
+        if name in COSIMS:
+            assert cosim == _module_file(COSIMS[name]["cosim"]), name
+        else:                       # no `zoforge cosim` runner: the table says so
+            assert cosim.startswith("—"), name
 
 
 def test_the_layers_table_is_the_import_layering():

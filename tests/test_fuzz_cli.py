@@ -242,6 +242,7 @@ POISON = {
     ("finetune",): ["--blocks", "0"],
     ("generate", "accelerator"): ["--out", ""],
     ("generate", "engine"): ["--out", ""],
+    ("generate", "link"): ["--out", ""],
     ("generate", "rng"): ["--out", ""],
     ("generate", "softmax"): ["--out", ""],
     ("generate", "zo-layer"): ["--out", ""],
