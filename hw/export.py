@@ -29,6 +29,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from amaranth.back import verilog
+from amaranth.hdl import ClockDomain, Fragment, ValueCastable
+from amaranth.hdl._ir import PortDirection      # the port directions convert() passes
+from amaranth.lib.wiring import In
 
 from zoforge.config import config_text
 from zoforge.hw.designs import Elaborated
@@ -42,9 +45,28 @@ CONFIG_FILE = "design.toml"
 
 def to_verilog(component, name: str, family: str | None = None) -> str:
     """Verilog for an Amaranth ``wiring.Component`` (ports from its signature); ``family``:
-    elaborated for that device family (module docstring), None: platform-less."""
+    elaborated for that device family (module docstring), None: platform-less.
+
+    A component with clock domains besides ``sync`` (its ``clock_domains``) gets ``sync``
+    and those, in name order, created here with their ``clk``/``rst`` ports last: Amaranth
+    creates a top's missing domains from a set, so their order (the ports', and every
+    module's they reach) would follow Python's hash seed and the text would differ from
+    process to process."""
     platform = None if family is None else SimpleNamespace(family=family)
-    return verilog.convert(component, name=name, emit_src=False, platform=platform)
+    domains = tuple(getattr(component, "clock_domains", ()))
+    if not domains:
+        return verilog.convert(component, name=name, emit_src=False, platform=platform)
+    ports = {}
+    for path, member, value in component.signature.flatten(component):
+        value = value.as_value() if isinstance(value, ValueCastable) else value
+        ports["__".join(map(str, path))] = (value, PortDirection.Input if member.flow == In
+                                            else PortDirection.Output)
+    fragment = Fragment.get(component, platform)
+    for domain in map(ClockDomain, ("sync", *sorted(set(domains) - {"sync"}))):
+        fragment.add_domains(domain)
+        ports.update({signal.name: (signal, PortDirection.Input)
+                      for signal in (domain.clk, domain.rst)})
+    return verilog.convert_fragment(fragment, ports, name, emit_src=False)[0]
 
 
 def verilog_key(design: Elaborated, family: str | None = None) -> tuple[str, ...]:

@@ -147,16 +147,6 @@ def test_softmax_units_ports_and_lint(tmp_path):  # generating the Verilog: ~5-1
 #: to unit 1.
 WITH_LINK = SMALL.replace(engines=3, softmax_units=2, softmax_lanes=4, softmax_max_len=8,
                           link=True, link_max_rows=8, link_max_len=8)
-#: The Amaranth-level fact the linked top's Verilog keeps only in one process: Amaranth
-#: 0.5 creates a top's missing clock domains (``sync`` and ``softmax``, two) iterating a
-#: ``set`` of their names (``Fragment._create_missing_domains``: ``collector.used_domains -
-#: collector.defined_domains``), so their ports' order, and the port order of every module
-#: the two domains reach, follows ``PYTHONHASHSEED``; a converter that adds the missing
-#: domains in sorted order (hw/export.to_verilog) makes the text one.
-HASH_ORDER = ("Amaranth 0.5 creates the top's missing clock domains in set order "
-              "(hash-seed dependent); hw/export.to_verilog does not sort them yet")
-
-
 def test_link_ports_and_units():
     """The top with links: the units' port arrays keep their signatures, ``links[e]`` and
     ``selects[u]`` are added, the links are a submodule, the name says ``_l``."""
@@ -223,21 +213,15 @@ def test_link_top_modules_ports_and_lint(linked):    # generating the Verilog: ~
     top = text[start:text.index("endmodule", start)]
     assert set(re.findall(r"^\s*input\s+(\w*(?:clk|rst))\s*;", top, re.M)) == {
         "clk", "rst", "softmax_clk", "softmax_rst"}
-    result = lint_verilog(text, name)
-    # Each link's AsyncFIFO takes the engines' reset (`rst`) asynchronously into its read
-    # side's reset synchronizer (Amaranth's AsyncFIFO): Verilator's SYNCASYNCNET on `rst`,
-    # by design, waived here until hw/lint_waivers.vlt names it for accel_* tops.
-    others = [line for line in result.messages
-              if not line.startswith(("%Warning-SYNCASYNCNET", "%Error: Exiting due to"))
-              or line.startswith("%Warning-SYNCASYNCNET") and "'rst'" not in line]
-    assert not others, "\n".join(result.messages)
+    result = lint_verilog(text, name)     # SYNCASYNCNET on rst waived: hw/lint_waivers.vlt
+    assert result.clean, str(result)
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason=HASH_ORDER)
 def test_generate_reproduces_the_link_tops_verilog_in_two_processes(linked, tmp_path):
     """``zoforge generate --config DIR/design.toml`` in two processes of different hash
-    seeds, each with its own (empty) Verilog cache: the same text."""
+    seeds, each with its own (empty) Verilog cache: the same text (Amaranth creates a top's
+    missing clock domains from a set; hw/export.to_verilog creates them in name order)."""
     import os
     import subprocess
     import sys

@@ -44,8 +44,7 @@ from zoforge.config import Config, IntRange, NonBlank, OneOf, field_of, param
 from zoforge.errors import ConfigError
 from zoforge.golden.zolayer import LAYER_CONFIGS, MODES, ZoLayerConfig, layer_config
 from zoforge.hw.engine.config import EngineConfig
-from zoforge.hw.link.config import LinkConfig
-from zoforge.hw.link.select import MAX_SOURCES
+from zoforge.hw.link.config import MAX_SOURCES, LinkConfig
 from zoforge.hw.softmax.config import MINILM_MIN_SCALE, SoftmaxConfig
 
 __all__ = ["AcceleratorConfig", "engine_dsp", "layer_dsp", "softmax_dsp", "REQUANT_PRODUCTS",

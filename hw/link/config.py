@@ -12,7 +12,8 @@ from typing import ClassVar
 
 from zoforge.config import Config, IntRange, OneOf, param
 
-__all__ = ["ReorderConfig", "LinkConfig", "MAX_ROWS", "MAX_LEN", "MAX_QUEUE", "FIFO_DEPTHS"]
+__all__ = ["ReorderConfig", "LinkConfig", "MAX_ROWS", "MAX_LEN", "MAX_QUEUE", "FIFO_DEPTHS",
+           "MAX_SOURCES"]
 
 #: The most query rows a job may have (M); 4096 x 1024 int32 a bank is 16 MiB already.
 MAX_ROWS = 4096
@@ -20,6 +21,9 @@ MAX_ROWS = 4096
 MAX_LEN = 1024
 #: The most job entries a link queues ahead of its frames.
 MAX_QUEUE = 64
+#: Most sources a softmax unit's input selector takes (six engines' links and the DDR, with
+#: room; :class:`~zoforge.hw.link.select.FrameSelect`).
+MAX_SOURCES = 16
 #: The asynchronous FIFO's depths (Amaranth's ``AsyncFIFO``: a power of two; 4 or more).
 FIFO_DEPTHS = tuple(1 << k for k in range(2, 11))
 

@@ -31,10 +31,10 @@ from amaranth.lib.wiring import In, Out
 from zoforge.errors import check_int_range
 from zoforge.hw.pe.bus import AxiStreamSignature
 
+from .config import MAX_SOURCES
+
 __all__ = ["FrameSelect", "MAX_SOURCES", "MAX_QUEUE"]
 
-#: Most sources a selector takes (six engines' links and the DDR, with room).
-MAX_SOURCES = 16
 #: Most entries queued ahead.
 MAX_QUEUE = 64
 
