@@ -14,7 +14,13 @@ has, each checked bit-exact against its golden model:
   is ``engine_gemm_gelu``'s three stages);
 * ``layer``: the ZO layer with ZO steps (:func:`zoforge.sim.zolayer_cosim.cosim_layer`);
 * ``softmax`` (``softmax_units > 0``): the softmax bus unit (``softmax_config()``) with
-  ``zoforge cosim softmax``'s random jobs (:func:`zoforge.sim.softmax_cosim.cosim_random`).
+  ``zoforge cosim softmax``'s random jobs (:func:`zoforge.sim.softmax_cosim.cosim_random`);
+* ``linked_attention`` (``link``): the attention links on the top itself, the one unit run
+  on the accelerator's own Verilog (:func:`zoforge.sim.link_cosim.cosim_linked_attention`:
+  ``jobs`` scores jobs an engine, each engine's Q·K^T raw scores streamed through its link
+  into its softmax unit, P against the golden engine and softmax; a route-0 engine job and
+  a DDR softmax job; each job's CYCLES against its unit's cycle model, the clocks 1:1 and
+  3:2, ``cycles_within`` the 3 % bar; the cocotb bench, whatever ``backend``).
 
 ``bit_exact`` is the conjunction of every unit's; ``units`` names each unit co-simulated
 with its verdict and its job count (GEMMs, ZO steps or softmax jobs), and each unit's own
@@ -33,7 +39,7 @@ from zoforge.sim.cosim import SIMULATORS
 __all__ = ["AccelCosimOptions", "cosim_accelerator", "UNITS"]
 
 #: The units a co-simulation can name (``units`` in its summary), in the order they run.
-UNITS = ("engine", "gelu_engine", "layer", "softmax")
+UNITS = ("engine", "gelu_engine", "layer", "softmax", "linked_attention")
 
 
 @dataclass(frozen=True)
@@ -61,8 +67,9 @@ def _multiple(value: int, step: int) -> int:
 def cosim_accelerator(config, options: AccelCosimOptions | None = None) -> dict:
     """Each kind of unit of ``config`` (an :class:`~zoforge.hw.accel.config.
     AcceleratorConfig`) co-simulated (module docstring); a JSON-able summary: ``bit_exact``
-    (every unit's), ``units`` (name -> its ``bit_exact`` and ``jobs``) and each unit's own
-    summary under its name."""
+    (every unit's), ``units`` (name -> its ``bit_exact`` and ``jobs``; ``linked_attention``
+    also its ``cycles_within``, which ``bit_exact`` does not include; with ``link`` it is
+    the summary's ``cycles_within`` too) and each unit's own summary under its name."""
     # the units' co-simulations only when run: `zoforge cosim accelerator --help` imports
     # no other design's runner
     from zoforge.sim.engine_cosim import EngineCosimOptions, cosim_engine
@@ -76,6 +83,10 @@ def cosim_accelerator(config, options: AccelCosimOptions | None = None) -> dict:
                                                               options.simulator))
         check_random_work(softmax.jobs, softmax.max_rows, config.softmax_max_len,
                           f"--jobs x --softmax-max-len (x {softmax.max_rows} rows a job)")
+    if config.link:                   # refused (a bad option) before any unit runs
+        from zoforge.sim.link_cosim import LinkCosimOptions, cosim_linked_attention
+        link = LinkCosimOptions(seed=options.seed, jobs=options.jobs,
+                                simulator=options.simulator)
     reports, jobs = {}, {}
     engines = {}
     if config.engines > config.gelu_engines:
@@ -100,9 +111,16 @@ def cosim_accelerator(config, options: AccelCosimOptions | None = None) -> dict:
         reports["softmax"] = cosim_random(config.softmax_config(), softmax,
                                           simulator=options.simulator)
         jobs["softmax"] = reports["softmax"].get("jobs", 0)
+    if config.link:
+        reports["linked_attention"] = cosim_linked_attention(config, link)
+        jobs["linked_attention"] = reports["linked_attention"].get("jobs", 0)
     units = {name: {"bit_exact": bool(reports[name]["bit_exact"]), "jobs": jobs[name]}
              for name in UNITS if name in reports}
-    return {"bit_exact": all(unit["bit_exact"] for unit in units.values()),
+    linked = {}
+    if "linked_attention" in units:
+        linked["cycles_within"] = units["linked_attention"]["cycles_within"] = bool(
+            reports["linked_attention"]["cycles_within"])
+    return {"bit_exact": all(unit["bit_exact"] for unit in units.values()), **linked,
             "engines": config.engines, "gelu_engines": config.gelu_engines,
             "layers": config.layers, "softmax_units": config.softmax_units,
             "units": units, **reports}
