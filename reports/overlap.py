@@ -29,7 +29,9 @@ phase's piece starts once the host has finished the rows it reads.
   units through the links (hw/link/path.py: two reorder banks per engine, a piece's jobs
   on an engine fill at most both) starts its piece c + 1 only when the softmax's piece c
   is done (its banks read out; the host driver issues the next piece's scores jobs then,
-  so no engine stalls behind a full link);
+  so no engine stalls behind a full link); a design whose engines would take more than
+  :data:`LINK_BANKS` of a piece's scores jobs is refused (one line: the stall within the
+  piece is not priced);
 * **the list schedule** (:func:`schedule`, :func:`makespan`): the host driver issues a
   piece as soon as what it reads is done, so the pieces of different phases interleave (the
   row pieces move through the blocks as a wavefront, not phase by phase). Whenever a
@@ -271,10 +273,33 @@ def step_stages(phases, start_s: float, seq_len: int, linked: bool = False) -> l
         stage, span = phase_stage(name, jobs, cycles, seconds, host, stages[-1], span,
                                   per_sequence, seq_len, ddr)
         if linked and stage.resource == SOFTMAX:
+            _check_banks(phases[len(stages) - 2][:2])
             stages[-1] = replace(stages[-1], feeds=True)
         stages.append(stage)
         per_sequence = host[1] > 0
     return stages
+
+
+#: Reorder banks of an attention link (hw/link/reorder.py): the scores jobs of one piece a
+#: linked engine can run before the softmax units read any of them.
+LINK_BANKS = 2
+
+
+def _check_banks(phase) -> None:
+    """A linked scores phase ``(name, jobs)`` puts at most :data:`LINK_BANKS` jobs of a
+    piece on each engine (else an engine would stall behind its full link within a piece,
+    which the pieces' model does not price): a one-line error otherwise."""
+    name, jobs = phase
+    bounds, firsts, _ = _rows(jobs)
+    count: dict = {}
+    for job, first in zip(jobs, firsts):
+        key = (job.unit, job.replica, _piece_of(bounds, first))
+        count[key] = count.get(key, 0) + 1
+    most = max(count.values(), default=0)
+    if most > LINK_BANKS:
+        raise ConfigError("link", f"a design whose engines each take at most {LINK_BANKS} "
+                          f"of a piece's linked scores jobs (the link's banks; {name}: "
+                          f"{most})", True)
 
 
 def phase_stage(name: str, jobs, cycles, seconds: float, host: tuple[float, float],

@@ -386,12 +386,13 @@ def test_planned_design_overlap_with_softmax_units():
 
 
 def test_planned_design_overlap_with_links():
-    """The planned design with two 8-lane softmax units and the attention links: exactly
+    """The planned design's arrays, six engines (12 heads: two of a piece's chunks an
+    engine, the links' two banks), two 8-lane softmax units and the attention links: exactly
     the stages before the softmax units' stages feed them, cut alike; the priced step is
     the makespan of those stages, no shorter than the same stages with the links' banks
     unbounded (no ``feeds``), nor than the engines' and ZO layers' pieces one after the
     other."""
-    accel = PLANNED.replace(softmax_units=2, softmax_lanes=8, link=True)
+    accel = PLANNED.replace(engines=6, softmax_units=2, softmax_lanes=8, link=True)
     sched = step_schedule(MINILM, accel, 0, "split", "engines", "integer")
     price = price_schedule(sched, 252.0, 21.3e9, 249.0)
     stages = overlapped_stages(sched, price.phases)
@@ -406,3 +407,22 @@ def test_planned_design_overlap_with_links():
     unbounded = makespan([replace(stage, feeds=False) for stage in stages])
     assert unbounded <= price.seconds
     assert sum(sum(s.fabric) for s in stages if s.resource == "fabric") <= price.seconds
+
+
+def test_a_linked_piece_past_the_links_banks_is_refused():
+    """A linked scores phase whose piece puts three jobs on one engine (two banks a link):
+    a one-line error naming ``link``; two jobs on it, or three not linked, are priced."""
+    zero = (0.0, 0.0)
+
+    def phases(jobs_on_engine_0: int):
+        scores = [_job("engine", 0, 0, 8)] * jobs_on_engine_0 + [_job("engine", 1, 0, 8)]
+        softmax = [_job("softmax", 0, 0, 8)] * len(scores)
+        return [("b.scores", scores, [1] * len(scores), 1.0, zero, 0.0),
+                ("b.softmax", softmax, [1] * len(softmax), 1.0, zero, 0.0)]
+    assert [s.feeds for s in step_stages(phases(2), 0.0, 8, linked=True)] == [
+        False, True, False]
+    assert not any(s.feeds for s in step_stages(phases(3), 0.0, 8))
+    with pytest.raises(ConfigError) as error:
+        step_stages(phases(3), 0.0, 8, linked=True)
+    assert error.value.parameter == "link" and "b.scores: 3" in str(error.value)
+    assert "\n" not in str(error.value)
