@@ -32,9 +32,9 @@ COSIMS: dict[str, dict] = {
         cosim_options="zoforge.sim.accel_cosim:AccelCosimOptions",
         cosim_help="the board-sized accelerator's units (one of each kind it has: the GEMM "
                    "engine with random GEMMs, the GELU engine with GELU jobs, the ZO layer "
-                   "with ZO steps, the softmax unit with random jobs; the top passes their "
-                   "ports through), each checked bit-exact against its golden model; prints "
-                   "JSON"),
+                   "with ZO steps, the softmax unit with random jobs; with --link the "
+                   "scaled-down top's linked attention: scores into the links, softmax from "
+                   "them), each checked bit-exact against its golden model; prints JSON"),
     "softmax": dict(
         cosim="zoforge.sim.softmax_host:cosim_softmax",
         cosim_options="zoforge.sim.softmax_host:SoftmaxCosimOptions",
