@@ -51,10 +51,25 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import torch
 
 from zoforge.errors import ConfigError
 from zoforge.files import cache_dir, content_key
+from zoforge.golden.finetune.calls import GoldenUnits, SoftmaxCall
+from zoforge.golden.finetune.integer_params import MAX_SCALE, SoftmaxParams
+from zoforge.hw.accel.top import elaborate_accelerator
+from zoforge.hw.engine.cycles import engine_job_cycles
+from zoforge.hw.engine.regmap import host_map
+from zoforge.hw.export import design_verilog
+from zoforge.hw.link.links import linked_engines
+from zoforge.hw.nonlinear.softmax import LEVELS
+from zoforge.hw.softmax.cycles import softmax_job_cycles
+from zoforge.hw.softmax.regmap import KEY_MASK, REGISTERS
 from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
+from zoforge.sim.engine_cosim import (EngineCosim, EngineJob, array_steps, random_job,
+                                      unpack_output)
+from zoforge.sim.softmax_cosim import program_inputs, random_call, softmax_jobs
+from zoforge.sim.softmax_cosim import unpack_output as softmax_unpack
 
 __all__ = ["LinkCosimOptions", "cosim_linked_attention", "linked_jobs", "JOB_KINDS",
            "TOLERANCE_PCT", "BENCH"]
@@ -115,7 +130,6 @@ def _ceil(a: int, b: int) -> int:
 def _softmax_params(rng: np.random.Generator, config, length: int):
     """A random scale (log-uniform over the unit's) and key mask, as ``zoforge cosim
     softmax`` draws them (:func:`~zoforge.sim.softmax_cosim.random_call`)."""
-    from zoforge.golden.finetune.integer_params import MAX_SCALE, SoftmaxParams
     scale = float(np.exp(rng.uniform(np.log(config.min_scale), np.log(MAX_SCALE))))
     kind = rng.integers(0, 6)
     keep = np.ones(length, bool) if kind == 0 else np.zeros(length, bool) if kind == 1 \
@@ -125,10 +139,6 @@ def _softmax_params(rng: np.random.Generator, config, length: int):
 
 def _softmax_job(scores: np.ndarray, keep: np.ndarray, params, config):
     """The unit's job of ``scores`` (int64 M x L) and its golden P (``int_softmax``)."""
-    import torch
-    from zoforge.golden.finetune.calls import GoldenUnits, SoftmaxCall
-    from zoforge.hw.nonlinear.softmax import LEVELS
-    from zoforge.sim.softmax_cosim import softmax_jobs
     call = SoftmaxCall("linked.softmax", torch.from_numpy(scores.astype(np.int64))[None],
                        torch.from_numpy(keep)[None], params, LEVELS)
     (job,) = softmax_jobs(call, config)
@@ -140,8 +150,6 @@ def _softmax_ops(job, config, name: str, source: int, frame: bool, wait: str | N
     """A softmax job's operations on its unit's lane: the selector entry, the registers
     and key mask, (``frame``: the scores on ``s_axis``), the start (after ``wait``), P, the
     STATUS and CYCLES reads, done cleared (``done``: signalled)."""
-    from zoforge.hw.softmax.regmap import KEY_MASK, REGISTERS
-    from zoforge.sim.softmax_cosim import program_inputs
     args, data = program_inputs([job], config)
     ops = [["select", source]]
     ops += [["write", REGISTERS[reg], value] for reg, value in args["jobs"][0]["writes"].items()]
@@ -177,7 +185,6 @@ def _finish(registers: dict, name: str, ctrl: int, receive: bool, counters) -> l
 def _engine_ops(cosim, job, name: str, entry: int, receive: bool) -> tuple[list, dict]:
     """An engine job's operations on its lane: the link entry, the registers and tables,
     the input frame, the start and what :func:`_finish` does."""
-    from zoforge.hw.engine.regmap import host_map
     spec, frame, tables = cosim.job_spec(job)
     registers, regions = host_map(cosim.config.gelu)
     ops = [["link", entry]]
@@ -197,14 +204,6 @@ def linked_jobs(config, options: LinkCosimOptions, pipelined: bool
     and the jobs (module docstring) of ``config``; the same jobs for every run of one
     ``options.seed``. ``pipelined``: each engine's jobs back to back (else a scores job
     waits for the engine's scores job two before to have left the link)."""
-    from zoforge.hw.engine.cycles import engine_job_cycles
-    from zoforge.hw.link.links import linked_engines
-    from zoforge.hw.softmax.cycles import softmax_job_cycles
-    from zoforge.sim.engine_cosim import (EngineCosim, EngineJob, array_steps, random_job,
-                                         unpack_output)
-    from zoforge.sim.softmax_cosim import random_call, softmax_jobs
-    from zoforge.sim.softmax_cosim import unpack_output as softmax_unpack
-    from zoforge.golden.finetune.calls import GoldenUnits
     if not config.link:
         raise ConfigError("link", "true for the linked attention co-simulation", False)
     rng = np.random.default_rng(options.seed)
@@ -217,7 +216,6 @@ def linked_jobs(config, options: LinkCosimOptions, pipelined: bool
               for e in range(config.engines)]
     for e in range(config.engines):
         lanes[f"engine{e}"].append(["write", _irq_en(cosims[e]), 1])
-    from zoforge.hw.softmax.regmap import REGISTERS
     for u in range(config.softmax_units):
         lanes[f"softmax{u}"].append(["write", REGISTERS["IRQ_EN"], 1])
     # the scores jobs, engine by engine, and each one's softmax job
@@ -300,7 +298,6 @@ def linked_jobs(config, options: LinkCosimOptions, pipelined: bool
 
 
 def _irq_en(cosim) -> int:
-    from zoforge.hw.engine.regmap import host_map
     return host_map(cosim.config.gelu)[0]["IRQ_EN"]
 
 
@@ -319,8 +316,6 @@ def _verilator_args(top: str) -> list[str]:
 
 
 def _verilog(config) -> tuple[str, str]:
-    from zoforge.hw.accel.top import elaborate_accelerator
-    from zoforge.hw.export import design_verilog
     design = elaborate_accelerator(config)
     return design_verilog(design), design.name
 
