@@ -32,14 +32,17 @@ Cycles (``sync``): an entry at the queue's head is taken in a cycle with no fram
 way (for route 1, the buffer ready for a start: its previous job's input is in); the
 frame's beats pass from the next cycle, one a cycle while the side taking them is ready.
 An entry is in the queue's head two cycles after it is pushed (``SyncFIFOBuffered``).
-The route-1 beats cross to ``softmax_axis`` through ``AsyncFIFO`` (``fifo_depth`` beats,
-write side ``sync``, read side the softmax domain; the ``sync`` reset empties it).
+The route-1 beats cross to ``softmax_axis`` through :class:`Crossing` (Amaranth's
+``AsyncFIFO``, cycle for cycle: ``fifo_depth`` beats, write side ``sync``, read side the
+softmax domain; the ``sync`` reset empties it).
 """
 from __future__ import annotations
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Elaboratable, Module, Mux, ResetSignal, Signal
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import AsyncFIFO, SyncFIFOBuffered
+from amaranth.lib.cdc import AsyncFFSynchronizer, FFSynchronizer
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from zoforge.hw.pe.bus import AxiStreamSignature
@@ -47,7 +50,7 @@ from zoforge.hw.pe.bus import AxiStreamSignature
 from .config import LinkConfig
 from .reorder import SCORE_BITS, ScoresReorder
 
-__all__ = ["ScoresLink", "job_layout", "SOFTMAX_DOMAIN"]
+__all__ = ["ScoresLink", "Crossing", "job_layout", "SOFTMAX_DOMAIN"]
 
 #: The read side's clock domain by default (hw/accel/top.py's ``SOFTMAX_DOMAIN``).
 SOFTMAX_DOMAIN = "softmax"
@@ -91,13 +94,14 @@ class ScoresLink(wiring.Component):
 
         # a route-0 frame under way (`passing`) or a route-1 one (the buffer's job input
         # under way: `reorder.job.ready` low); neither: the next entry is taken
+        # (the buffer reads `m` and `length` at a start alone: the head's, ungated)
         passing = Signal()
         free = ~passing & reorder.job.ready
+        m.d.comb += [reorder.job.m.eq(head.m), reorder.job.length.eq(head.length)]
         with m.If(free & queue.r_rdy):
             m.d.comb += queue.r_en.eq(1)
             with m.If(head.route):
-                m.d.comb += [reorder.job.start.eq(1), reorder.job.m.eq(head.m),
-                             reorder.job.length.eq(head.length)]
+                m.d.comb += reorder.job.start.eq(1)
             with m.Else():
                 m.d.sync += passing.eq(1)
         with m.If(out.tvalid & out.tready & out.tlast):
@@ -111,9 +115,8 @@ class ScoresLink(wiring.Component):
 
         # the buffer's rows into the softmax domain: tdata and tlast a FIFO word
         lanes = reorder.m_axis
-        m.submodules.cross = cross = AsyncFIFO(width=len(lanes.tdata) + 1, depth=c.fifo_depth,
-                                               w_domain="sync", r_domain=self.softmax_domain,
-                                               exact_depth=True)
+        m.submodules.cross = cross = Crossing(width=len(lanes.tdata) + 1, depth=c.fifo_depth,
+                                              w_domain="sync", r_domain=self.softmax_domain)
         sm = self.softmax_axis
         m.d.comb += [cross.w_data.eq(Cat(lanes.tdata, lanes.tlast)),
                      cross.w_en.eq(lanes.tvalid), lanes.tready.eq(cross.w_rdy),
@@ -127,4 +130,105 @@ class ScoresLink(wiring.Component):
             m.d.sync += self.error.eq(0)
         with m.Elif(reorder.job.error & ~flagged):
             m.d.sync += self.error.eq(1)
+        return m
+
+
+def _gray(value):
+    return value ^ value[1:]
+
+
+def _from_gray(value):
+    bits, acc = [], 0
+    for i in reversed(range(len(value))):
+        acc = value[i] if i == len(value) - 1 else acc ^ value[i]
+        bits.append(acc)
+    return Cat(*reversed(bits))
+
+
+class Crossing(Elaboratable):
+    """Amaranth's ``AsyncFIFO`` (``exact_depth``, a power-of-two ``depth``; Cummings' style
+    #2: Gray-code pointers through two-stage synchronizers, the write domain's reset
+    emptying it) with the same ports, registers and cycles, less ``w_level``, ``r_level``
+    and ``r_rst``; each pointer's increment, binary and Gray, is a register of its own, so
+    a transfer picks the next pointer (a LUT behind ``w_en & w_rdy``) instead of feeding an
+    adder's carry chain."""
+
+    def __init__(self, *, width: int, depth: int, w_domain: str, r_domain: str):
+        if depth < 2 or depth & (depth - 1):
+            raise ValueError(f"Crossing depth must be a power of two, not {depth}")
+        self.width, self.depth = width, depth
+        self._w_domain, self._r_domain = w_domain, r_domain
+        self._ctr_bits = (depth - 1).bit_length() + 1
+        self.w_data = Signal(width)
+        self.w_en = Signal()
+        self.w_rdy = Signal()
+        self.r_data = Signal(width)
+        self.r_en = Signal()
+        self.r_rdy = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        bits, wd, rd = self._ctr_bits, self._w_domain, self._r_domain
+        do_write = self.w_rdy & self.w_en
+        do_read = self.r_rdy & self.r_en
+
+        # (the increments stored with bit 0 flipped: every write-side register resets to 0)
+        produce_w_bin = Signal(bits)
+        produce_w_inc = Signal(bits)                          # produce_w_bin + 1, ^ 1
+        produce_w_gry = Signal(bits)
+        produce_w_gry_inc = Signal(bits)                      # its Gray code, ^ 1
+        produce_w_nxt = Signal(bits)
+        m.d.comb += produce_w_nxt.eq(Mux(do_write, produce_w_inc ^ 1, produce_w_bin))
+        next_inc = (produce_w_inc ^ 1) + 1
+        with m.If(do_write):
+            m.d[wd] += [produce_w_bin.eq(produce_w_inc ^ 1), produce_w_inc.eq(next_inc ^ 1),
+                        produce_w_gry.eq(produce_w_gry_inc ^ 1),
+                        produce_w_gry_inc.eq(_gray(next_inc[:bits]) ^ 1)]
+
+        # both read-domain counters reset_less: the write domain's reset sets them (below)
+        consume_r_bin = Signal(bits, reset_less=True)
+        consume_r_inc = Signal(bits, init=1, reset_less=True)  # consume_r_bin + 1
+        consume_r_gry = Signal(bits, reset_less=True)
+        consume_r_gry_inc = Signal(bits, init=1, reset_less=True)
+        consume_r_nxt = Signal(bits)
+        m.d.comb += consume_r_nxt.eq(Mux(do_read, consume_r_inc, consume_r_bin))
+        next_read = consume_r_inc + 1
+        with m.If(do_read):
+            m.d[rd] += [consume_r_bin.eq(consume_r_inc), consume_r_inc.eq(next_read),
+                        consume_r_gry.eq(consume_r_gry_inc),
+                        consume_r_gry_inc.eq(_gray(next_read[:bits]))]
+
+        produce_r_gry = Signal(bits)
+        m.submodules.produce_cdc = FFSynchronizer(produce_w_gry, produce_r_gry, o_domain=rd)
+        consume_w_gry = Signal(bits)
+        m.submodules.consume_cdc = FFSynchronizer(consume_r_gry, consume_w_gry, o_domain=wd)
+
+        w_full = Signal()
+        r_empty = Signal()
+        m.d.comb += [
+            w_full.eq((produce_w_gry[-1] != consume_w_gry[-1])
+                      & (produce_w_gry[-2] != consume_w_gry[-2])
+                      & (produce_w_gry[:-2] == consume_w_gry[:-2])),
+            r_empty.eq(consume_r_gry == produce_r_gry),
+        ]
+
+        storage = m.submodules.storage = Memory(shape=self.width, depth=self.depth, init=[])
+        w_port = storage.write_port(domain=wd)
+        r_port = storage.read_port(domain=rd)
+        m.d.comb += [w_port.addr.eq(produce_w_bin[:-1]), w_port.data.eq(self.w_data),
+                     w_port.en.eq(do_write), self.w_rdy.eq(~w_full),
+                     r_port.addr.eq(consume_r_nxt[:-1]), self.r_data.eq(r_port.data),
+                     r_port.en.eq(1), self.r_rdy.eq(~r_empty)]
+
+        # the write domain's reset, synchronised (asynchronous set, synchronous release),
+        # empties the read side: its pointer set to the write side's
+        w_rst = ResetSignal(domain=wd, allow_reset_less=True)
+        r_rst = Signal()
+        m.submodules.rst_cdc = AsyncFFSynchronizer(w_rst, r_rst, o_domain=rd)
+        with m.If(r_rst):
+            restart = _from_gray(produce_r_gry)
+            m.d.comb += r_empty.eq(1)
+            m.d[rd] += [consume_r_gry.eq(produce_r_gry), consume_r_bin.eq(restart),
+                        consume_r_inc.eq(restart + 1),
+                        consume_r_gry_inc.eq(_gray((restart + 1)[:bits]))]
         return m
