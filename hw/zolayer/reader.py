@@ -41,9 +41,13 @@ class MasterReader(wiring.Component):
         axis, job = self.m_axis, self.job
         m.submodules.walk = walk = PanelWalk(self.word_features, DIM_BITS, self.addr_bits,
                                              given_ends=True)
-        read_all = Signal()
+        # reading: ``active & read_master`` until the last word's issue, a register of its
+        # own (set at a read_master job's launch: active from the next cycle on; cleared by
+        # the last word's issue), so the issue is one LUT of it and the stream's advance in
+        # front of the walk's enables (not a read_all and the job's flags: two LUT levels)
+        reading = Signal()
         adv = ~axis.tvalid | axis.tready
-        issue = job.active & job.read_master & ~read_all & adv
+        issue = reading & adv
         m.d.comb += [walk.restart.eq(job.launch), walk.advance.eq(issue),
                      walk.inner.eq(job.inner), walk.outer.eq(job.outer),
                      walk.one_word.eq(job.one_word), walk.one_panel.eq(job.one_panel),
@@ -56,12 +60,10 @@ class MasterReader(wiring.Component):
         with m.Elif(adv):
             m.d.sync += [valid_1.eq(issue), last_1.eq(issue & walk.last),
                          axis.tvalid.eq(valid_1), axis.tlast.eq(last_1)]
-        # read_all: set by the last word's issue, cleared by launch; one expression of
-        # registers and the stream's advance, not through the issue (its fan-out, the
-        # walk's enables) nor in front of an enable (``~read_all`` of the issue left out:
-        # it is set already then; ``active`` is low at launch)
-        m.d.sync += read_all.eq(~job.launch & (read_all | (job.active & job.read_master
-                                                           & adv & walk.last)))
+        with m.If(job.launch):
+            m.d.sync += reading.eq(job.read_master)
+        with m.Elif(adv & walk.last):
+            m.d.sync += reading.eq(0)
         m.d.comb += self.done.eq(axis.tvalid & axis.tlast & axis.tready)
         for i in range(self.rows):
             m.d.comb += axis.tdata[32 * i:32 * (i + 1)].eq(self.t_rd.data[i])
