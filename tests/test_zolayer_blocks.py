@@ -19,7 +19,7 @@ from zoforge.golden.zolayer.model import applied_update, perturbed_operand
 from zoforge.hw.zolayer.perturb import LATENCY, PerturbUnit
 from zoforge.hw.zolayer.spread import BranchSpread, minus_lanes
 from zoforge.hw.zolayer.token_buffer import divide
-from zoforge.hw.zolayer.update import UpdateUnit
+from zoforge.hw.zolayer.update import _CHUNK, UpdateUnit, _splits
 
 ROWS, Z_LANES, Z_WIDTH = 3, 5, 12
 M_MIN, M_MAX = -(1 << 23), (1 << 23) - 1
@@ -285,6 +285,25 @@ def spread_steps(rows, branch_lanes, z_lanes, words, transfers, perturb):
                  + [0] * (z_lanes - rows)) if perturb else None
             steps.append((t, z))
     return steps
+
+
+@pytest.mark.parametrize("acc", [20, 24, 28, 30, 32, 36, 40, 48])
+@pytest.mark.parametrize("b_bits", [16, 24, 32])
+def test_update_multiplier_chunks_cover_the_operands(acc, b_bits):
+    """The update unit's operand chunks: as many as 16-bit chunks take, each at most 18 bits
+    as a signed operand (an ECP5 MULT18X18D's), every bit in one chunk; b's top chunk no
+    wider than a's narrowest operand where that keeps b's count (then b's chunk is the
+    narrower operand of each product)."""
+    a_cuts, b_cuts = _splits(acc, b_bits)
+    for cuts, width in ((a_cuts, acc), (b_cuts, b_bits)):
+        assert cuts[0] == 0 and cuts == sorted(set(cuts))
+        assert len(cuts) == -(-width // _CHUNK)
+        ends = cuts[1:] + [width]
+        assert all(end - low + (end != width) <= 18 for low, end in zip(cuts, ends))
+    a_ends = a_cuts[1:] + [acc]
+    narrowest = min(end - low + (end != acc) for low, end in zip(a_cuts, a_ends))
+    if b_bits - _CHUNK * (len(b_cuts) - 1) <= narrowest:
+        assert b_bits - b_cuts[-1] <= narrowest
 
 
 @pytest.mark.parametrize("rows, branch_lanes", [(4, 2), (4, 4), (8, 4)])

@@ -28,7 +28,8 @@ Pipeline, per lane, in cycles after the issue (what is registered at the end of 
     0   issue, z taken,     0   issue, read D
         a = z               2   a = D (from the register behind the block RAM's)
     1   a and b = g into    3   a and b = eta_mult << (7 - s % 8) into the operand
-        the operand registers of the multipliers of their 16-bit chunks, one DSP each
+        the operand registers of the multipliers of their chunks (at most 17 bits as
+        signed operands, :func:`_splits`), one DSP each
         (:class:`~zoforge.hw.pe.multiply.PipelinedMultiplier`)
     2-3 the products
                             4-5 the products
@@ -186,13 +187,14 @@ class UpdateUnit(wiring.Component):
         m.d.sync += [d_behind.eq(self.d_rd.data[i]), d_word.eq(d_behind),
                      t_word.eq(self.t_rd.data[i])]
         # 0 (apply: 2): the operand, z or D (the same as d_word a cycle later); 1 (apply: 3):
-        # into the multipliers' input registers; the products of its 16-bit chunks
-        # (unsigned but the top one) with b's (the same)
+        # into the multipliers' input registers; the products of its chunks (unsigned but
+        # the top one, :func:`_splits`) with b's (the same)
         a = reg(signed(acc), 0, "a")
         m.d.sync += a.eq(Mux(apply, d_behind, z))
         columns = {}
-        for low_a, chunk_a in _chunks(a, acc):
-            for low_b, chunk_b in _chunks(b, len(b)):
+        a_cuts, b_cuts = _splits(acc, len(b))
+        for low_a, chunk_a in _chunks(a, a_cuts):
+            for low_b, chunk_b in _chunks(b, b_cuts):
                 multiply = PipelinedMultiplier(chunk_a.shape(), chunk_b.shape())
                 m.submodules[f"multiply_{i}_{low_a}_{low_b}"] = multiply
                 m.d.comb += [multiply.a.eq(chunk_a), multiply.b.eq(chunk_b)]
@@ -245,8 +247,35 @@ class UpdateUnit(wiring.Component):
         m.d.comb += [self.t_wr.data[i].eq(new_t), self.d_wr.data[i].eq(new_d)]
 
 
-def _chunks(value, width: int):
-    """``(offset, chunk)`` of ``value``'s 16-bit chunks: unsigned, the top one signed."""
-    cuts = range(0, width, _CHUNK)
-    return [(low, value[low:min(low + _CHUNK, width)].as_signed() if low == cuts[-1]
-             else value[low:low + _CHUNK]) for low in cuts]
+def _splits(acc: int, b_bits: int) -> tuple[list[int], list[int]]:
+    """The chunks' offsets of ``a`` (``acc`` bits) and ``b`` (``b_bits``), as many as
+    :data:`_CHUNK`-bit chunks take, each chunk unsigned but the top one (signed).
+
+    ``a``'s top chunk as wide as an even split gives (one bit wider than those below it,
+    which take a sign bit more as operands), ``b``'s top chunk as wide as ``a``'s narrowest
+    operand (not narrower than its count of chunks needs): so the multiplier of two chunks
+    puts ``b``'s on its narrower port (Yosys' ``mul2dsp`` puts the wider operand on A: a
+    DSP48E2's A takes 30 bits, B 18), and the top chunks' sign bits, sign-extended to the
+    ports' widths, drive a few pins each (``b`` is one register for all lanes: with 16-bit
+    chunks its sign bit drove 11 B pins of 8 DSPs in the 4-row unit, 88 loads; now 40,
+    ``a``'s 32). The values are the same: the chunks' products sum to ``a * b`` either way.
+    """
+    def cuts(width, top):
+        offsets = [width - top]
+        while offsets[0] > 0:
+            offsets.insert(0, max(0, offsets[0] - _CHUNK))
+        return offsets
+
+    n_a, n_b = -(-acc // _CHUNK), -(-b_bits // _CHUNK)
+    a_cuts = cuts(acc, -(-(acc + n_a - 1) // n_a))
+    ends = a_cuts[1:] + [acc]
+    narrowest = min(end - low + (end != acc) for low, end in zip(a_cuts, ends))
+    b_cuts = cuts(b_bits, min(b_bits, max(narrowest, b_bits - _CHUNK * (n_b - 1))))
+    return a_cuts, b_cuts
+
+
+def _chunks(value, cuts: list[int]):
+    """``(offset, chunk)`` of ``value`` cut at ``cuts``: unsigned, the top one signed."""
+    ends = cuts[1:] + [len(value)]
+    return [(low, value[low:end].as_signed() if end == len(value) else value[low:end])
+            for low, end in zip(cuts, ends)]
