@@ -142,16 +142,16 @@ ENGINE_FMAX_BY_PES = {"zcu102": ((64, 367.71), (256, 356.65), (512, 355.94))}
 #: 311.76 (8,871 LUT, 15,703 FF; 310.90 at 2fddd95), and the 4x16 (``--rows 4 --cols 16``, the same sizes otherwise) 311.76 (14,878 LUT,
 #: 27,277 FF; 310.90 at d57f3e7; its path the master reader's stream advance through its
 #: walk's panel-end enables to ``panels_end``, 5 LUTs).
-#: Since 2026-11-28 (branch layerclk, 5cee881 and 0a21be1, load 3-4; same cycles and
-#: values): the master reader's issue one LUT of a ``reading`` register and the stream's
+#: Since 2026-11-28 (branch layerclk, hw/zolayer/reader.py and update.py, load 3-4; same
+#: cycles and values): the master reader's issue one LUT of a ``reading`` register and the stream's
 #: advance (not the job's flags, ``read_all`` and the advance), and the update unit's
 #: multiplier chunks cut so that ``b``'s top chunk is each product's narrower operand (its
 #: sign bit, sign-extended into the DSP48E2s' B ports, drove 88 pins; now 40): the 4x8 and
 #: the 4x16 at the priced sizes 349.30 MHz each (8,905 LUT, 15,703 FF; 14,911 LUT, 27,277
 #: FF; 343.83 with the reader's change alone, then the 88 pins' path), their path now that
 #: sign bit into the DSPs (then 350.88: a's top chunk's sign and the requantizer's shared
-#: multiplier operand, 32 pins each), the 4x4 355.87 (5,668 LUT, 10,975 FF; unflattened, a
-#: lane's ``a`` sign, 16 pins).
+#: multiplier operand, 32 pins each), the 4x4 355.87 (5,668 LUT, 10,975 FF; 354.62
+#: before; unflattened, its path a lane's ``a`` sign, 16 pins).
 LAYER_FMAX_BY_PES = {"zcu102": ((16, 355.87), (32, 349.30), (64, 349.30))}
 
 #: The two units' clock and power on a board when no ``zoforge build`` reports are given.
@@ -165,7 +165,7 @@ LAYER_FMAX_BY_PES = {"zcu102": ((16, 355.87), (32, 349.30), (64, 349.30))}
 #: --rows 8 --cols 8 --paired --no-power`` 311.26 MHz at 39a7cd2 (302.21 at a5660eb and
 #: 4f5b601, its path the output stage's tile end; 254.95 before a5660eb took the pre-adder
 #: out of the packed multiply); since 2026-11-28 (branch clk2, ee927ae, load 2-3) the 4x4
-#: layer 354.62 MHz (355.87 since 0a21be1, branch layerclk) and the 8x8 engine 367.71, so the
+#: layer 354.62 MHz (355.87 since branch layerclk) and the 8x8 engine 367.71, so the
 #: layer's sets it. Power (2026-11-24, the 8x8
 #: engine and the ZO layer at the board's 300 MHz): the board's static power (its own
 #: source, a paper's bound) apart from both units' dynamic power (the activity model at

@@ -1,7 +1,7 @@
 """The price's engine and ZO layer clocks by the unit's size (reports/step_price.engine_fmax,
 layer_fmax), by hand: the builds' figures (engine 367.71 MHz at 64 PEs, 356.65 at 256,
 355.94 at 512, branch clk2 at ee927ae; ZO layer 355.87 at 16, 349.30 at 32, 349.30 at 64,
-branch layerclk at 0a21be1; yosys-estimate), the clock period linear in log2 of the PEs
+branch layerclk; yosys-estimate), the clock period linear in log2 of the PEs
 between them, the last segment's slope past them, never above a smaller build's clock; and
 the price's clock (reports/accel_cost.design_clocks) the lower of the two."""
 import math
