@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoforge.errors import ConfigError, check_choice
-from zoforge.files import atomic_write_text
+from zoforge.files import atomic_write_text, cache_dir, content_key
 from zoforge.sim.build_cache import cached_build
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators, check_build_tools
 
@@ -160,6 +160,21 @@ def run_cocotb(*, verilog: str, toplevel: str, test_module: str, args: dict | No
         data = None
     return CosimResult(passed=passed, results=results, simulator=simulator, build_s=build_s,
                        run_s=run_s, data_dir=data, failures=failures, waves=wave_file)
+
+
+def public_ports_args(top: str, patterns: tuple[str, ...]) -> list[str]:
+    """Verilator options that make only the top's ports matching ``patterns`` public to VPI.
+
+    cocotb builds with ``--public-flat-rw`` (every signal public), which keeps Verilator from
+    optimising the model; ``--no-public-flat-rw`` plus a configuration file naming the ports
+    makes the 8x8 engine's model ~3x faster (measured: 20k -> 59k cycles/s, clock only). The
+    file is content-keyed in the cache, written atomically."""
+    text = "`verilator_config\n" + "".join(
+        f'public_flat_rw -module "{top}" -var "{pattern}"\n' for pattern in patterns)
+    path = cache_dir() / "vlt" / f"{content_key(text)}.vlt"
+    if not path.exists():
+        atomic_write_text(path, text)
+    return ["--no-public-flat-rw", str(path)]
 
 
 @contextlib.contextmanager

@@ -20,7 +20,6 @@ import numpy as np
 
 from zoforge.config import Config, FloatRange, IntRange, OneOf, param
 from zoforge.errors import ConfigError, check_int_range
-from zoforge.files import cache_dir, content_key
 from zoforge.hw.export import design_verilog
 from zoforge.hw.engine.config import MAX_DIM, EngineConfig
 from zoforge.hw.engine.designs import elaborate_engine, engine_name
@@ -28,7 +27,7 @@ from zoforge.hw.engine.packer import ROWS_PER_BEAT
 from zoforge.hw.engine.regmap import GELU_CONSTANTS, ctrl_bits, host_map
 from zoforge.sim.backends import (BACKEND_CHOICES, BACKEND_HELP, BusTarget, Stalls,
                                   resolve_backend, run_program)
-from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
+from zoforge.sim.cosim import SIMULATORS, public_ports_args, run_cocotb, scratch_folder
 from zoforge.sim.verdict import Verdict
 
 __all__ = ["EngineJob", "JobResult", "EngineCosim", "EngineCosimOptions", "cosim_engine",
@@ -360,7 +359,7 @@ class EngineCosim:
         return BusTarget(self.verilog, self.top, lanes=self.cols,
                          addr_bits=int(found.group(1)) + 1 if found else 16,
                          in_bits=8 * self.in_bytes,
-                         verilator_args=tuple(_verilator_args(self.top)))
+                         verilator_args=tuple(public_ports_args(self.top, ENGINE_PORTS)))
 
     def run(self, jobs: list[EngineJob], *, backpressure: float = 0.0, seed: int = 0,
             data_dir: Path | None = None, backend: str = "auto",
@@ -423,7 +422,7 @@ class EngineCosim:
             args = {"jobs": specs, "registers": registers, "regions": regions}
             result = run_cocotb(verilog=self.verilog, toplevel=self.top, test_module=bench,
                                 args=args, simulator=self.simulator, data_dir=data,
-                                verilator_args=_verilator_args(self.top))
+                                verilator_args=public_ports_args(self.top, ENGINE_PORTS))
             if not result.passed:
                 raise RuntimeError(f"co-simulation failed: {result.failures} "
                                    f"(see {data}/sim.log)")
@@ -517,21 +516,8 @@ def job_limit_cycles(spec: dict) -> int:
     return 20 * (m * k * n + m * n) + 100_000
 
 
-def _verilator_args(top: str) -> list[str]:
-    """Verilator options that make only the top's ports visible to VPI.
-
-    cocotb builds with ``--public-flat-rw`` (every signal public), which keeps Verilator from
-    optimising the model; ``--no-public-flat-rw`` plus a configuration file naming the ports
-    makes the 8x8 engine's model ~3x faster (measured: 20k -> 59k cycles/s, clock only).
-    """
-    text = "`verilator_config\n" + "".join(
-        f'public_flat_rw -module "{top}" -var "{pattern}"\n'
-        for pattern in ("clk", "rst", "irq", "s_axil__*", "s_axis__*", "m_axis__*"))
-    path = cache_dir() / "vlt" / f"{content_key(text)}.vlt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(text)
-    return ["--no-public-flat-rw", str(path)]
+#: The engine's ports public to VPI (:func:`~zoforge.sim.cosim.public_ports_args`).
+ENGINE_PORTS = ("clk", "rst", "irq", "s_axil__*", "s_axis__*", "m_axis__*")
 
 
 def cosim_engine(config: EngineConfig, options: EngineCosimOptions | None = None) -> dict:

@@ -54,7 +54,6 @@ import numpy as np
 import torch
 
 from zoforge.errors import ConfigError
-from zoforge.files import cache_dir, content_key
 from zoforge.golden.finetune.calls import GoldenUnits, SoftmaxCall
 from zoforge.golden.finetune.integer_params import MAX_SCALE, SoftmaxParams
 from zoforge.hw.accel.top import elaborate_accelerator
@@ -65,7 +64,7 @@ from zoforge.hw.link.links import linked_engines
 from zoforge.hw.nonlinear.softmax import LEVELS
 from zoforge.hw.softmax.cycles import softmax_job_cycles
 from zoforge.hw.softmax.regmap import KEY_MASK, REGISTERS
-from zoforge.sim.cosim import SIMULATORS, run_cocotb, scratch_folder
+from zoforge.sim.cosim import SIMULATORS, public_ports_args, run_cocotb, scratch_folder
 from zoforge.sim.engine_cosim import (EngineCosim, EngineJob, array_steps, random_job,
                                       unpack_output)
 from zoforge.sim.softmax_cosim import program_inputs, random_call, softmax_jobs
@@ -301,18 +300,9 @@ def _irq_en(cosim) -> int:
     return host_map(cosim.config.gelu)[0]["IRQ_EN"]
 
 
-def _verilator_args(top: str) -> list[str]:
-    """Only the top's ports public to VPI (:func:`zoforge.sim.engine_cosim._verilator_args`:
-    a faster model)."""
-    text = "`verilator_config\n" + "".join(
-        f'public_flat_rw -module "{top}" -var "{pattern}"\n'
-        for pattern in ("clk", "rst", "softmax_clk", "softmax_rst", "engines__*",
-                        "softmax__*", "links__*", "selects__*", "layers__*"))
-    path = cache_dir() / "vlt" / f"{content_key(text)}.vlt"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        path.write_text(text)
-    return ["--no-public-flat-rw", str(path)]
+#: The linked top's ports public to VPI (:func:`~zoforge.sim.cosim.public_ports_args`).
+TOP_PORTS = ("clk", "rst", "softmax_clk", "softmax_rst", "engines__*", "softmax__*",
+             "links__*", "selects__*", "layers__*")
 
 
 def _verilog(config) -> tuple[str, str]:
@@ -396,7 +386,7 @@ def cosim_linked_attention(config, options: LinkCosimOptions | None = None) -> d
                     "lanes": lanes}
             result = run_cocotb(verilog=verilog, toplevel=top, test_module=BENCH, args=args,
                                 simulator=options.simulator, data_dir=folder,
-                                verilator_args=_verilator_args(top))
+                                verilator_args=public_ports_args(top, TOP_PORTS))
             summary = _check_run(jobs, result, folder)
         summary.update(ratio=label, sync_ns=sync_ns, softmax_ns=softmax_ns, stalls=stalls,
                        cycles_checked=not stalls)

@@ -418,28 +418,18 @@ def test_cocotb_cosimulation_is_the_golden(tmp_path, simulator, config, jobs):
 
 def test_the_figures_docs_link_quotes():
     """docs/link.md's MiniLM figures, derived here by hand: the lone job's cycles
-    (16 column panels x 2 row panels x 64 rows in, 128 rows x 13 beats out), the
-    memories (16 of 2 banks x 128 rows x 8 words), and the six buffers' LUTs on the
-    composed design against the board's count and the planner's 70 % margin."""
+    (16 column panels x 2 row panels x 64 rows in, 128 rows x 13 beats out) and the
+    memories (16 of 2 banks x 128 rows x 8 words). (The links' LUTs in the planner's fit:
+    tests/test_accel_plan.py.)"""
     from pathlib import Path
-    from zoforge.boards.registry import get_board
-    from zoforge.hw.accel.plan import MARGINS
     text = " ".join((Path(__file__).parent.parent / "docs" / "link.md").read_text().split())
-    config = ReorderConfig()                                   # MiniLM's link
+    config = ReorderConfig()                                   # MiniLM's 10-lane link
     cycles_in, cycles_out = 16 * 2 * 64, 128 * 13
     assert f"MiniLM: {cycles_in:,} + {cycles_out:,} + 1 = {cycles_in + cycles_out + 1:,}" \
         in text
     assert reorder_job_cycles(config, 128, 128) == cycles_in + cycles_out + 1 == 3713
     assert config.memories == 16 and "16 memories of 2 x 128 rows x 8 words (2,048 x 32)" \
         in text and 2 * 128 * 8 == 2048
-    lut = get_board("zcu102").capacities["LUT"]
-    quoted = re.search(r"six buffers' 6 x ([\d,]+) = ([\d,]+) LUT on the composed "
-                       r"design's ([\d,]+) .*? make ([\d,]+), ([\d.]+) % of the XCZU9EG's "
-                       r"([\d,]+)", text)
-    one, six, composed, total, percent, device = (float(g.replace(",", ""))
-                                                  for g in quoted.groups())
-    assert six == 6 * one and total == composed + six and device == lut == 274_080
-    assert f"{100 * total / lut:.1f}" == f"{percent:.1f}" and total / lut > MARGINS["LUT"]
 
 
 # -- slow -----------------------------------------------------------------------------------
