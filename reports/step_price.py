@@ -183,12 +183,13 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": min(ENGINE_FMAX_BY_PES["zcu102"][0][1],
 #: e91707a, f00076b), the softmax units' own clock.
 NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
-#: The attention link's clock on a board (yosys-estimate): MiniLM's link,
-#: ``ScoresLink(LinkConfig(lanes=8, max_rows=64))`` of a 64 x 8 engine, flattened
-#: (synth_xilinx -family xcup; ``estimate_fmax``), 282.60 MHz at f2f7525 (a count's
-#: compare through a carry chain into the handshake). The estimate spans both its clock
-#: domains; its write side runs at the engines' clock, so it bounds a linked design's.
-LINK_FIGURES = {"zcu102": {"fmax_mhz": 282.60, "fmax_source": "yosys-estimate"}}
+#: The attention link's clock on a board (yosys-estimate): the lowest of the registered
+#: design's builds (``zoforge build --board zcu102 --design link --rows 64 --cols 8 --lanes
+#: 4 / 8 / 10 / 16 --max-rows 64 --max-len 128 --no-power --flatten``, 2026-11-28 at
+#: 86834b4: 357.73, 318.68, 325.73 and 316.10 MHz; MiniLM's 8-lane link 282.60 MHz at
+#: f2f7525 before its clock work, 6ada4db). The estimate spans both its clock domains; its
+#: write side runs at the engines' clock, so it bounds a linked design's.
+LINK_FIGURES = {"zcu102": {"fmax_mhz": 316.10, "fmax_source": "yosys-estimate"}}
 
 
 def engine_fmax(board: str, pes: int) -> tuple[float, str]:

@@ -184,17 +184,19 @@ SKEW_APART = {"xilinx": True, "ecp5": False}
 #: modelled but for its DSPs.
 NONLINEAR_FIT = {"gelu": {"LUT": (109, (6_769 - 109) / 8), "FF": (70, (8_594 - 70) / 8)},
                  "softmax": {"LUT": (6_422 - 8 * 705, 705), "FF": (9_047 - 8 * 751, 751)}}
-#: LUT and FF of one attention link, from Yosys' estimates (synth_xilinx -family xcup,
-#: flattened; ``ScoresLink(LinkConfig(lanes=..., max_rows=64))`` of a 64 x 8 engine,
-#: 2026-11-28 at f2f7525) of 4, 8, 10 and 16 lanes: 414, 608, 2,221 and 1,544 LUT, 298, 427,
-#: 499 and 690 FF (and 96, 168, 200, 312 LUT RAM, the asynchronous FIFO's 16 beats: not
-#: counted, as no unit's LUT RAM is). LUT: ``fixed + lane x lanes + read x lanes x (read
-#: offsets - 1) + write x P x (write offsets - 1)`` (the reorder buffer's rotations:
-#: :func:`zoforge.hw.link.reorder.offsets` of a beat's keys mod P; 1 each for 8 lanes on 8
-#: columns), the four builds solved exactly (``tests/test_accel_plan.py`` solves them
-#: again); FF 167 + 32.67 a lane (a least-squares line: the four builds within 5).
-LINK_FIT = {"LUT": {"fixed": 99, "lane": 63.625, "read": 15.125, "write": 26.6875},
-            "FF": {"fixed": 167, "lane": 32.67, "read": 0, "write": 0}}
+#: LUT and FF of one attention link, from Yosys' estimates of the registered design
+#: (``zoforge build --board zcu102 --design link --rows 64 --cols 8 --lanes L --max-rows 64
+#: --max-len 128 --no-power --flatten``, 2026-11-28 at 86834b4, after the link's clock work)
+#: of 4, 8, 10 and 16 lanes: 508, 695, 2,145 and 1,685 LUT, 377, 522, 602 and 817 FF (and
+#: 96, 168, 200, 312 LUT RAM, the asynchronous FIFO's 16 beats: not counted, as no unit's
+#: LUT RAM is). LUT: ``fixed + lane x lanes + read x lanes x (read offsets - 1) + write x P x
+#: (write offsets - 1)`` (the reorder buffer's rotations: :func:`zoforge.hw.link.reorder.
+#: offsets` of a beat's keys mod P; 1 each for 8 lanes on 8 columns), the four builds
+#: solved exactly (``tests/test_accel_plan.py`` solves them again); FF a least-squares line
+#: in the lanes (the four builds within 5).
+LINK_FIT = {"LUT": {"fixed": 228.4375, "lane": 58.3203125, "read": 11.5703125,
+                    "write": 32.71484375},
+            "FF": {"fixed": 230.53, "lane": 36.73, "read": 0, "write": 0}}
 #: LUT and FF of one softmax unit's input selector, ``fixed + per bit x data bits x
 #: (sources - 1) / 3`` (a 4-to-1 multiplexer two LUTs a bit): Yosys' estimate of
 #: ``FrameSelect(sources=4, data_bits=256 / 512, queue_depth=4)``, 546 / 1,058 LUT (and 8
