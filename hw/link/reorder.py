@@ -227,10 +227,10 @@ class ScoresReorder(wiring.Component):
         valid = Signal(name="r_valid")                         # the beat on m_axis
         keep = Signal(c.lanes, name="r_keep")                  # its lanes < L
         steps = offsets(c.lanes, c.max_len, c.memories)        # a beat's offsets mod P
-        held = Signal(max(1, (len(steps) - 1).bit_length()), name="r_offset")  # its offset's
-        #   index in steps (the last step's past them, as the offset's value would give)
-        where = [steps.index(o) if o in steps else len(steps) - 1
-                 for o in range(1 << c.key_bits)]
+        # its keys' offset as an index into steps (an offset past them: the last step's)
+        held = Signal(max(1, (len(steps) - 1).bit_length()), name="r_offset")
+        where = _select(kb[:c.key_bits], [C(steps.index(o), len(held))
+                                          for o in _table(steps, kb[:c.key_bits])])
         last = Signal(name="r_last")
         now = _Shape(c, "r_")               # L - kb, its flags; the row flags of `row`
         left = now.length
@@ -239,7 +239,7 @@ class ScoresReorder(wiring.Component):
         advance = ~valid | o.tready
         issue = advance & full.bit_select(bank, 1)
         with m.If(issue):
-            m.d.sync += [valid.eq(1), last.eq(job_end), held.eq(_select(kb[:c.key_bits], [C(i, len(held)) for i in where])),
+            m.d.sync += [valid.eq(1), last.eq(job_end), held.eq(where),
                          keep.eq(now.keep)]
             with m.If(row_end):
                 m.d.sync += kb.eq(0)
@@ -262,10 +262,11 @@ class ScoresReorder(wiring.Component):
         this_job = [Mux(bank, b1, b0) for b0, b1 in stored]
         next_row = [this_job[0], this_job[1], this_job[2], now.down - 1, now.fits,
                     now.fits & (now.down == 1)]
-        step = [left - c.lanes, at_most(left, 2 * c.lanes),
-                Cat(*(above(left, t + c.lanes) for t in range(c.lanes))),
-                now.down, now.fits, now.last]
-        for field, nj, nr, st, w in zip(now.fields(), next_job, next_row, step, shape.fields()):
+        same_row = [left - c.lanes, at_most(left, 2 * c.lanes),
+                    Cat(*(above(left, t + c.lanes) for t in range(c.lanes))),
+                    now.down, now.fits, now.last]
+        for field, nj, nr, st, w in zip(now.fields(), next_job, next_row, same_row,
+                                        shape.fields()):
             m.d.sync += field.eq(Mux(issue, Mux(row_end, Mux(now.last, nj, nr), st),
                                      Mux(full_now, field, w)))
         offset = kb[:c.key_bits]
