@@ -67,8 +67,8 @@ from zoforge.reports.overlap import HOST as ON_HOST
 from zoforge.reports.overlap import Stage, makespan, step_stages
 from zoforge.reports.overlap import schedule as schedule_pieces
 from zoforge.reports.power import dynamic_at
-from zoforge.reports.step_price import (LINK_FIGURES, NONLINEAR_FIGURES, UNIT_FIGURES,
-                                        engine_fmax, layer_fmax)
+from zoforge.reports.step_price import (NONLINEAR_FIGURES, UNIT_FIGURES, engine_fmax,
+                                        layer_fmax, link_fmax)
 from zoforge.reports.unit_calls import CYCLE_MODEL, zo_job_bytes
 
 __all__ = ["HOST", "HOST_SOURCE", "HOST_OPS", "PhaseCost", "StepPrice", "job_cycles_of",
@@ -424,8 +424,8 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     (:func:`~zoforge.reports.step_price.engine_fmax`,
     :func:`~zoforge.reports.step_price.layer_fmax`: a board-sized array clocks lower), and
     the i-GELU lanes' where the design has GELU engines, the attention links' where it has
-    them (:data:`~zoforge.reports.step_price.LINK_FIGURES`: their write side runs at the
-    engines' clock), and the softmax units' own
+    them (:func:`~zoforge.reports.step_price.link_fmax`, by their lanes: their write side
+    runs at the engines' clock), and the softmax units' own
     (:data:`~zoforge.reports.step_price.NONLINEAR_FIGURES`; the source names it where the
     design has them)."""
     if mhz is not None:
@@ -440,10 +440,10 @@ def design_clocks(board: str, accel, mhz: float | None = None) -> tuple[float, f
     if accel.gelu_engines and nonlinear["gelu_fmax_mhz"] < fmax:
         fmax = nonlinear["gelu_fmax_mhz"]
         source = nonlinear["fmax_source"] + " (the GELU engines)"
-    link = LINK_FIGURES[board]
-    if accel.link and link["fmax_mhz"] < fmax:
-        fmax = link["fmax_mhz"]
-        source = link["fmax_source"] + " (the attention links)"
+    if accel.link:
+        link, link_source = link_fmax(board, accel.softmax_lanes)
+        if link < fmax:
+            fmax, source = link, link_source + " (the attention links)"
     softmax = nonlinear["softmax_fmax_mhz"]
     if accel.softmax_units:
         source += (f"; the softmax units at {softmax:g} MHz, their own clock "

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import ClassVar
 
-from zoforge.errors import check_choice
+from zoforge.errors import ConfigError, check_choice
 from zoforge.reports import fmax_calibration
 
 __all__ = ["Delay", "DelayModel", "DELAY_MODELS", "DELAYS", "FmaxEstimate", "ModelError",
@@ -243,12 +243,18 @@ class FmaxEstimate:
 
 def estimate_fmax(netlist_path: Path | str, top: str | None = None, family: str = "xcup",
                   ports_registered: bool = True,
-                  delays: dict[str, float] | None = None) -> FmaxEstimate:
+                  delays: dict[str, float] | None = None,
+                  clock: str | None = None) -> FmaxEstimate:
     """Estimate Fmax from a flattened Yosys JSON netlist of ``family``'s primitives.
 
     ports_registered: top-level ports start and end paths (a design's own netlist); False
                       leaves them out (a netlist with a board harness, as nextpnr times it)
     delays:           symbol -> ns overriding entries of the family's table (calibration)
+    clock:            a top-level input port: only the paths between the sequential cells
+                      clocked by it (their clock pin on that port's net) and the ports, the
+                      clock's own Fmax in a design of several clock domains (a path from
+                      one domain into another crosses through a synchronizer: asynchronous,
+                      not timed); None: every path, whatever clocks its ends
     """
     check_choice("family", family, FAMILIES)
     model = DELAY_MODELS[family]
@@ -260,7 +266,15 @@ def estimate_fmax(netlist_path: Path | str, top: str | None = None, family: str 
     if top is None:
         top = next((name for name, mod in modules.items()
                     if mod.get("attributes", {}).get("top")), next(iter(modules)))
-    return _longest_path(modules[top], model, ports_registered)
+    clock_bits = None
+    if clock is not None:
+        ports = modules[top].get("ports", {})
+        inputs = sorted(name for name, port in ports.items() if port["direction"] == "input")
+        if clock not in inputs:
+            raise ConfigError("clock", "an input port of the netlist's top (" + ", ".join(
+                inputs) + ")", clock)
+        clock_bits = frozenset(_bits(ports[clock]["bits"]))
+    return _longest_path(modules[top], model, ports_registered, clock_bits)
 
 
 # -- the families' primitives --------------------------------------------------------------
@@ -354,16 +368,27 @@ def _bits(bits) -> list[int]:
     return [bit for bit in bits if isinstance(bit, int)]
 
 
-def _longest_path(module: dict, model: DelayModel, ports_registered: bool) -> FmaxEstimate:
+def _clocked_by(cell: dict, clock_bits: frozenset) -> bool:
+    """A sequential cell's clock pin is on one of ``clock_bits``."""
+    return any(bit in clock_bits for port, bits in cell["connections"].items()
+               if port in _CLOCK_PINS for bit in _bits(bits))
+
+
+def _longest_path(module: dict, model: DelayModel, ports_registered: bool,
+                  clock_bits: frozenset | None = None) -> FmaxEstimate:
     role_of = _ROLES[model.family]
     d = model.ns
-    cells = []
+    timed = []
     for cell in module.get("cells", {}).values():
         role = role_of(cell["type"].lstrip("\\"), cell.get("parameters", {}))
         if not role.ignore:
-            cells.append((cell, role))
+            timed.append((cell, role))
+    # another clock's register (with ``clock_bits``): no path starts or ends there; its
+    # inputs still load the nets that reach it
+    cells = [(cell, role) for cell, role in timed if clock_bits is None or role.start is None
+             or _clocked_by(cell, clock_bits)]
     loads: dict[int, int] = defaultdict(int)
-    for cell, _ in cells:
+    for cell, _ in timed:
         directions = cell.get("port_directions", {})
         for port, bits in cell["connections"].items():
             if directions.get(port) == "input" and port not in _CLOCK_PINS:
@@ -455,14 +480,18 @@ def _longest_path(module: dict, model: DelayModel, ports_registered: bool) -> Fm
                 if time > best:
                     best, best_levels, best_bit = time, levels[bit], bit
         adds_level = 1 if role.level else 0
+        # one clock's paths: logic no timed input reaches (fed by another clock's registers
+        # or constants only) starts no path
+        untimed = clock_bits is not None and best_bit is None
         for port, bits in cell["connections"].items():
             if cell.get("port_directions", {}).get(port) != "output":
                 continue
             for bit in _bits(bits):
                 if bit in arrival:
                     continue
-                arrival[bit], levels[bit] = best, best_levels + adds_level
-                trace[bit] = (kind, best_bit)
+                if not untimed:
+                    arrival[bit], levels[bit] = best, best_levels + adds_level
+                    trace[bit] = (kind, best_bit)
                 for user in users.get(bit, ()):
                     waiting[user] -= 1
                     if waiting[user] == 0:

@@ -222,6 +222,10 @@ class Fmax(_Json):
            (:func:`zoforge.reports.fmax.measured_error`: per design the model's and
            nextpnr's Fmax, the commit it was measured at; JSON adds ``mean_abs_pct``,
            ``max_abs_pct`` and ``bias_pct``), None if never measured
+
+    by_clock: a design of several clock domains: each clock port's own Fmax (the paths
+              between its registers, ``estimate_fmax(clock=...)``; a crossing between
+              domains is not timed); empty for one clock (``fmax_mhz`` is every path's)
     """
 
     _nested: ClassVar = {"delays": ("dict", Delay), "error": ("one", ModelError)}
@@ -240,6 +244,7 @@ class Fmax(_Json):
     error: ModelError | None = None
     source: str = YOSYS
     tool: str = ""
+    by_clock: dict[str, float] = field(default_factory=dict)
 
     def error_note(self) -> str:
         """One line on how far the model is from a real router (and, for another family's

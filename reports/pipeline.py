@@ -226,8 +226,12 @@ def build_report(board: Board, design: Elaborated, out_dir: Path | str, clock_mh
         sections["resources"] = _resources(board, synth, ram_style)
         progress.step("fmax")("longest path over the synthesized netlist")
         family = board.family if board.family in FAMILIES else "xcup"
+        clocks = design_clocks(design.top)
         sections["fmax"] = _fmax(estimate_fmax(synth.netlist_path, top=design.name,
-                                               family=family), synth.tool_version)
+                                               family=family), synth.tool_version,
+                                 {clock: estimate_fmax(synth.netlist_path, top=design.name,
+                                                       family=family, clock=clock).fmax_mhz
+                                  for clock in clocks})
         if activity is not None:
             power = estimate_power(synth.resources, clock_mhz, activity.toggle_rate,
                                    block_resources=synth.block_resources,
@@ -299,8 +303,16 @@ def _resources(board: Board, synth, ram_style: str) -> Resources:
                "memories are counted in the block that holds them (Amaranth inlines them)"])
 
 
-def _fmax(fmax, synth_tool: str) -> Fmax:
+def design_clocks(top) -> tuple[str, ...]:
+    """The clock ports of a top with clock domains besides ``sync`` (its ``clock_domains``:
+    ``clk`` and ``<domain>_clk``, hw/export.to_verilog's names); none for one clock."""
+    domains = sorted(set(getattr(top, "clock_domains", ())) - {"sync"})
+    return ("clk", *(f"{domain}_clk" for domain in domains)) if domains else ()
+
+
+def _fmax(fmax, synth_tool: str, by_clock: dict[str, float] | None = None) -> Fmax:
     return Fmax(
+        by_clock=dict(by_clock or {}),
         fmax_mhz=fmax.fmax_mhz, critical_ns=fmax.critical_ns,
         logic_levels=fmax.logic_levels, path=list(fmax.path), limited_by=fmax.limited_by,
         path_loads=list(fmax.path_loads),

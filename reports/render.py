@@ -88,7 +88,11 @@ def render_markdown(report: Report) -> str:
                   f"{fmax.logic_levels} LUT levels, limited by {fmax.limited_by}; "
                   f"{fmax.family} delays): " + " -> ".join(fmax.path[:20]), "",
                   "Loads of the nets along it: " + ", ".join(map(str, fmax.path_loads[:20])),
-                  "", "Model: " + " ".join(
+                  "", *(["Per clock (the paths between one clock's registers; a crossing is "
+                         "not timed): " + ", ".join(f"`{clock}` {mhz:.2f} MHz" for clock, mhz
+                                                    in fmax.by_clock.items()), ""]
+                        if fmax.by_clock else []),
+                  "Model: " + " ".join(
                       fmax.model.split()), ""]
         lines += _table(["delay", "value", "meaning", "source"],
                         [[d.symbol, d.ns, d.meaning, d.source] for d in fmax.delays.values()])
@@ -244,8 +248,11 @@ def summary_lines(report: Report) -> list[str]:
         lines.append(f"  resources ({report.resources.source}): " + ", ".join(
             f"{k} {total.get(k, 0)}" for k in ("LUT", "FF", "CARRY", "BRAM18", "DSP")))
     if report.fmax is not None:
+        by_clock = "".join(f", {clock} {mhz:.0f}" for clock, mhz in report.fmax.by_clock.items())
         lines.append(f"  Fmax ({report.fmax.source}, {report.fmax.family} delays): "
-                     f"{report.fmax.fmax_mhz:.0f} MHz; {report.fmax.error_note()}")
+                     f"{report.fmax.fmax_mhz:.0f} MHz"
+                     + (f" (per clock{by_clock})" if by_clock else "")
+                     + f"; {report.fmax.error_note()}")
     if report.power is not None:
         power = report.power
         lines.append(f"  dynamic power ({power.source}, {power.frequency_mhz:g} MHz): "

@@ -19,7 +19,7 @@ from zoforge.reports.power import dynamic_at
 from zoforge.reports.unit_calls import StepCost
 
 __all__ = ["RooflineRow", "roofline", "step_time_energy", "UNIT_FIGURES", "NONLINEAR_FIGURES",
-           "LINK_FIGURES",
+           "LINK_FIGURES", "link_fmax",
            "ENGINE_FMAX_BY_PES", "LAYER_FMAX_BY_PES", "engine_fmax", "layer_fmax", "fmax_by_size",
            "UnitsClockPower", "units_clock_power"]
 
@@ -183,13 +183,32 @@ UNIT_FIGURES = {"zcu102": {"fmax_mhz": min(ENGINE_FMAX_BY_PES["zcu102"][0][1],
 #: e91707a, f00076b), the softmax units' own clock.
 NONLINEAR_FIGURES = {"zcu102": {"gelu_fmax_mhz": 278.0, "softmax_fmax_mhz": 249.0,
                                 "fmax_source": "yosys-estimate"}}
-#: The attention link's clock on a board (yosys-estimate): the lowest of the registered
+#: The attention link's clock on a board (yosys-estimate), by its lanes: the registered
 #: design's builds (``zoforge build --board zcu102 --design link --rows 64 --cols 8 --lanes
-#: 4 / 8 / 10 / 16 --max-rows 64 --max-len 128 --no-power --flatten``, 2026-11-28 at
-#: 86834b4: 357.73, 318.68, 325.73 and 316.10 MHz; MiniLM's 8-lane link 282.60 MHz at
-#: f2f7525 before its clock work, 6ada4db). The estimate spans both its clock domains; its
-#: write side runs at the engines' clock, so it bounds a linked design's.
-LINK_FIGURES = {"zcu102": {"fmax_mhz": 316.10, "fmax_source": "yosys-estimate"}}
+#: L --max-rows 64 --max-len 128 --no-power --flatten``, 2026-11-28 at 86834b4, after the
+#: link's clock work 6ada4db), the report's ``clk`` figure (``Fmax.by_clock``: the paths
+#: between the engines' clock's registers, which the link's write side shares; its
+#: ``softmax_clk`` paths 373.93, 318.68, 363.77 and 316.10 MHz, above the softmax units'
+#: 249; the whole netlist's estimate, crossings included, 357.73, 318.68, 325.73, 316.10).
+#: Lanes not built: the lowest built. MiniLM's 8-lane link was 282.60 MHz before its clock
+#: work (f2f7525, the whole netlist).
+LINK_FIGURES = {"zcu102": {"fmax_by_lanes": ((4, 357.73), (8, 349.34), (10, 343.00),
+                                             (16, 343.70)),
+                           "fmax_source": "yosys-estimate"}}
+
+
+def link_fmax(board: str, lanes: int) -> tuple[float, str]:
+    """``(MHz, source)``: the estimated Fmax of the engines' side of an attention link of
+    ``lanes`` lanes on ``board`` (:data:`LINK_FIGURES`; lanes not built: the lowest built)."""
+    if board not in LINK_FIGURES:
+        raise ConfigError("board", "one of " + ", ".join(LINK_FIGURES) + " (or give mhz)",
+                          board)
+    figures = LINK_FIGURES[board]
+    built = dict(figures["fmax_by_lanes"])
+    if lanes in built:
+        return built[lanes], f"{figures['fmax_source']} (the {lanes}-lane link's build)"
+    return min(built.values()), (f"{figures['fmax_source']} (the lowest of the links' "
+                                 f"builds: {lanes} lanes not built)")
 
 
 def engine_fmax(board: str, pes: int) -> tuple[float, str]:

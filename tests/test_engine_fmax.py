@@ -87,3 +87,25 @@ def test_the_price_takes_the_lower_unit_s_clock():
     huge = small.replace(engine_rows=64, engine_cols=64)        # 4096 PEs: the engine binds
     mhz, _, source = design_clocks("zcu102", huge)
     assert mhz == engine_fmax("zcu102", 4096)[0] < 355.87 and "engine's builds" in source
+
+
+def test_the_links_clock_by_its_lanes():
+    """The link's engines-side clock: each built lane count's own figure, a lane count not
+    built the lowest built (343.00 MHz), an unknown board a one-line error; a linked
+    design's price clock is the lowest of its engines', its ZO layer's and its links'."""
+    from zoforge.errors import ConfigError
+    from zoforge.hw.accel.config import AcceleratorConfig
+    from zoforge.reports.accel_cost import design_clocks
+    from zoforge.reports.step_price import LINK_FIGURES, link_fmax
+    built = dict(LINK_FIGURES["zcu102"]["fmax_by_lanes"])
+    assert link_fmax("zcu102", 8)[0] == built[8] == 349.34
+    assert link_fmax("zcu102", 6)[0] == min(built.values()) == 343.00
+    assert "not built" in link_fmax("zcu102", 6)[1]
+    with pytest.raises(ConfigError) as error:
+        link_fmax("ulx3s-85f", 8)
+    assert error.value.parameter == "board" and "\n" not in str(error.value)
+    accel = AcceleratorConfig(engines=6, engine_rows=64, engine_cols=8, layer_cols=16,
+                              softmax_units=2, softmax_lanes=10, link=True)
+    mhz, _, source = design_clocks("zcu102", accel)
+    assert mhz == 343.00 and "attention links" in source         # below the layer's 349.30
+    assert design_clocks("zcu102", accel.replace(softmax_lanes=8))[0] == 349.30  # the layer's

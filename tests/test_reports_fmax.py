@@ -194,3 +194,55 @@ def test_docs_table_states_the_measured_error():
             rows[match[1]] = [float(match[2]), float(match[3]), float(match[4])]
     assert rows == {row[0]: row[1:4] for row in error.rows}
     assert error.measured_at.split(",")[0] in text
+
+
+def test_one_clocks_paths_in_a_design_of_two(tmp_path):
+    """Two clock ports (bits 1 and 2, and a reset port no path uses): a long path between
+    two registers of clock 2 (three LUTs), a short one between clock 1's (one LUT), and a
+    path from a clock-1 register into a clock-2 register (five LUTs: a crossing, not timed
+    per clock). Whole netlist: the
+    crossing; ``clock="clk"``: the one LUT, ``clock="fast_clk"``: the three; an unknown
+    port is a one-line error naming the inputs."""
+    def ff(d, q, clock):
+        return _cell("FDRE", {"C": [clock], "D": [d]}, {"Q": [q]})
+
+    def chain(start, count, first):
+        return [_cell("LUT2", {"I0": [start if i == 0 else first + i - 1], "I1": [start]},
+                      {"O": [first + i]}) for i in range(count)]
+    cells = [ff(30, 20, 1), *chain(20, 1, 30), ff(30, 21, 1),            # clock 1: 1 LUT
+             ff(42, 22, 2), *chain(22, 3, 40), ff(42, 23, 2),            # clock 2: 3 LUTs
+             *chain(21, 5, 50), ff(54, 24, 2)]                           # 1 -> 2: 5 LUTs
+    ports = {"clk": {"direction": "input", "bits": [1]},
+             "fast_clk": {"direction": "input", "bits": [2]},
+             "rst": {"direction": "input", "bits": [5]}}
+    path = _netlist(tmp_path, cells, ports)
+    whole = estimate_fmax(path)
+    slow = estimate_fmax(path, clock="clk")
+    fast = estimate_fmax(path, clock="fast_clk")
+    assert (whole.logic_levels, slow.logic_levels, fast.logic_levels) == (5, 1, 3)
+    assert whole.critical_ns > fast.critical_ns > slow.critical_ns
+    assert slow.path == ["FDRE", "LUT2"] and fast.path == ["FDRE", "LUT2", "LUT2", "LUT2"]
+    # a net's loads are counted whatever clocks them: bit 21 (a clock-1 register's) loads
+    # the crossing's first LUT twice and each of the four others once
+    assert whole.path_loads[0] == 6
+    with pytest.raises(ConfigError) as error:
+        estimate_fmax(path, clock="softmax_clk")
+    assert error.value.parameter == "clock" and "clk, fast_clk, rst" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_two_clock_designs_report_has_each_clocks_fmax():
+    """The build report's Fmax section of a design with clock domains besides sync: the
+    clock ports (``clk``, then ``<domain>_clk`` in name order), each estimate kept through
+    the JSON; a one-clock design has none (a report written before has none either)."""
+    from zoforge.reports.model import Fmax
+    from zoforge.reports.pipeline import design_clocks
+    from types import SimpleNamespace
+    assert design_clocks(SimpleNamespace(clock_domains=("softmax",))) == ("clk", "softmax_clk")
+    assert design_clocks(SimpleNamespace(clock_domains=("b", "a", "sync"))) == (
+        "clk", "a_clk", "b_clk")
+    assert design_clocks(SimpleNamespace()) == ()
+    fmax = Fmax(fmax_mhz=300.0, critical_ns=3.3, logic_levels=2, path=["FDRE"],
+                limited_by="logic", by_clock={"clk": 349.3, "softmax_clk": 318.7})
+    assert Fmax.from_json(fmax.to_json()) == fmax and Fmax.from_json(
+        {k: v for k, v in fmax.to_json().items() if k != "by_clock"}).by_clock == {}
