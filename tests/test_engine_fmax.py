@@ -93,9 +93,6 @@ def test_the_links_clock_by_its_lanes():
     """The link's engines-side clock: each built lane count's own figure, a lane count not
     built the lowest built (343.00 MHz), an unknown board a one-line error; a linked
     design's price clock is the lowest of its engines', its ZO layer's and its links'."""
-    from zoforge.errors import ConfigError
-    from zoforge.hw.accel.config import AcceleratorConfig
-    from zoforge.reports.accel_cost import design_clocks
     from zoforge.reports.step_price import LINK_FIGURES, link_fmax
     built = dict(LINK_FIGURES["zcu102"]["fmax_by_lanes"])
     assert link_fmax("zcu102", 8)[0] == built[8] == 349.34
