@@ -131,21 +131,33 @@ def _resources(board: Board, units: Sequence[UnitReport]) -> Resources | None:
         source=per_unit(YOSYS), tool=first.tool)
 
 
+def _clock_figures(unit: UnitReport) -> list[tuple[str, float]]:
+    """``(domain, MHz)`` a unit bounds: its estimate in its own domain, or, for a unit of
+    several clocks (``Fmax.by_clock``), each clock's in its domain (``clk`` the unit's
+    domain, ``<domain>_clk`` that domain)."""
+    fmax = unit.report.fmax
+    if not fmax.by_clock:
+        return [(unit.domain, fmax.fmax_mhz)]
+    return [(unit.domain if clock == "clk" else clock.removesuffix("_clk"), mhz)
+            for clock, mhz in fmax.by_clock.items()]
+
+
 def _fmax(units: Sequence[UnitReport]):
     if any(unit.report.fmax is None for unit in units):
         return None
-    by_domain: dict[str, UnitReport] = {}
+    by_domain: dict[str, tuple[float, UnitReport]] = {}
     for unit in units:
-        held = by_domain.get(unit.domain)
-        if held is None or unit.report.fmax.fmax_mhz < held.report.fmax.fmax_mhz:
-            by_domain[unit.domain] = unit
-    slowest = by_domain.pop("sync", None) or by_domain.pop(min(by_domain))
+        for domain, mhz in _clock_figures(unit):
+            if domain not in by_domain or mhz < by_domain[domain][0]:
+                by_domain[domain] = (mhz, unit)
+    mhz, slowest = by_domain.pop("sync", None) or by_domain.pop(min(by_domain))
     fmax = slowest.report.fmax
+    clock = " (its clk paths)" if fmax.by_clock else ""
     own = "".join(f"; the {domain} domain, a clock of its own: {unit.report.design} "
-                  f"{unit.report.fmax.fmax_mhz:.0f} MHz"
-                  for domain, unit in sorted(by_domain.items()))
-    return replace(fmax, method=f"the lowest of the units' estimates: {slowest.report.design}"
-                                f" ({fmax.method}){own}", source=YOSYS)
+                  f"{figure:.0f} MHz" for domain, (figure, unit) in sorted(by_domain.items()))
+    return replace(fmax, fmax_mhz=mhz, by_clock={},
+                   method=f"the lowest of the units' estimates: {slowest.report.design}"
+                          f"{clock} ({fmax.method}){own}", source=YOSYS)
 
 
 def _power(units: Sequence[UnitReport]) -> Power | None:

@@ -9,7 +9,7 @@ the data sheets' capacities typed in below.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import pytest
@@ -328,3 +328,30 @@ def test_accelerator_build_is_two_engines_plus_a_layer_from_their_own_builds(tmp
         assert margin.budget == ZCU102[key] * round(share * 100) // 100
         assert margin.over == (used * 100 > ZCU102[key] * round(share * 100))
     assert (tmp_path / "accel" / "vivado" / "top.tcl").exists()
+
+
+def test_a_unit_of_two_clocks_bounds_each_by_its_own_paths():
+    """A unit with two clocks (a link: ``clk`` 349.3, ``softmax_clk`` 318.7, its whole
+    netlist 318.7) beside an engine at 355.9 and a layer at 349.3 in ``sync`` and a softmax
+    unit at 249 in ``softmax``: the design's clock is the layer's 349.3 (the link's ``clk``
+    paths 349.34 are above it, its crossing-mixed 318.7 not a sync figure); the softmax
+    domain's the unit's 249 (the link's softmax_clk paths are faster); the link's clk paths
+    named when they are the lowest."""
+    def unit(name, mhz, by_clock=None):
+        report = _unit_report(name, {"LUT": 1, "FF": 1, "DSP": 1, "BRAM18": 1}, mhz, 0.5,
+                              0.2, 1_000, {"logic": 0.3})
+        return replace(report, fmax=replace(report.fmax, by_clock=by_clock or {}))
+    link = unit("k", 318.7, {"clk": 349.34, "softmax_clk": 318.7})
+    units = [UnitReport(unit("e", 355.9), "engine", 6, "u/e"),
+             UnitReport(unit("l", 349.3), "zo-layer", 1, "u/l"),
+             UnitReport(unit("s", 249.0), "softmax", 2, "u/s", "softmax"),
+             UnitReport(link, "link", 6, "u/k")]
+    fmax = compose(get_board("zcu102"), units, PLANNER)["fmax"]
+    assert fmax.fmax_mhz == 349.3 and "estimates: l (" in fmax.method
+    assert fmax.method.endswith("; the softmax domain, a clock of its own: s 249 MHz")
+    slow = [units[0], UnitReport(replace(link, fmax=replace(link.fmax, by_clock={
+        "clk": 300.0, "softmax_clk": 318.7})), "link", 6, "u/k")]
+    fmax = compose(get_board("zcu102"), slow, PLANNER)["fmax"]
+    assert fmax.fmax_mhz == 300.0 and "estimates: k (its clk paths)" in fmax.method
+    assert fmax.by_clock == {}
+    assert fmax.method.endswith("; the softmax domain, a clock of its own: k 319 MHz")
