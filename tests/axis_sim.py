@@ -1,5 +1,6 @@
 """AXI4-Stream helpers for benches in Amaranth's simulator: a sink that takes beats under
-random back-pressure and records them, and the stream rule every sink checks."""
+random back-pressure and records them, the stream rule every sink checks, and a source's
+wait for its offer to be taken."""
 from __future__ import annotations
 
 __all__ = ["axis_sink", "split_frames", "stable_while_stalled"]
@@ -57,3 +58,12 @@ def stable_while_stalled(trace) -> bool:
     """AXI4-Stream: a beat offered and not taken is offered again, the same."""
     return all(now[0] and now[2:] == before[2:]
                for before, now in zip(trace, trace[1:]) if before[0] and not before[1])
+
+
+async def until_taken(ctx, domain: str, ready) -> None:
+    """Tick ``domain`` until ``ready`` is sampled high at a clock edge: the beat or entry
+    the bench offers (its valid set) is taken there."""
+    while True:
+        _, _, taken = await ctx.tick(domain).sample(ready)
+        if taken:
+            return

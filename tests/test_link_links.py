@@ -19,7 +19,7 @@ import random
 import numpy as np
 import pytest
 from amaranth.sim import Simulator
-from axis_sim import axis_sink, split_frames, stable_while_stalled
+from axis_sim import axis_sink, split_frames, stable_while_stalled, until_taken
 
 from zoforge.errors import ConfigError
 from zoforge.golden.link import engine_order, link_frames, softmax_order
@@ -114,10 +114,7 @@ def run(config, engine_frames, engine_jobs, ddr_frames, selects, *, periods, see
                     ctx.set(port.tvalid, 1)
                     if seen is not None:
                         seen[k] = True
-                    while True:
-                        _, _, ready = await ctx.tick(domain).sample(port.tready)
-                        if ready:
-                            break
+                    await until_taken(ctx, domain, port.tready)
                     ctx.set(port.tvalid, 0)
         return bench
 
@@ -131,10 +128,7 @@ def run(config, engine_frames, engine_jobs, ddr_frames, selects, *, periods, see
                     await ctx.tick(domain)
                 ctx.set(port.payload, entry)
                 ctx.set(port.valid, 1)
-                while True:
-                    _, _, ready = await ctx.tick(domain).sample(port.ready)
-                    if ready:
-                        break
+                await until_taken(ctx, domain, port.ready)
                 ctx.set(port.valid, 0)
         return bench
 
