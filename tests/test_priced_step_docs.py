@@ -9,7 +9,7 @@ import pytest
 from zoforge.golden.finetune.config import FinetuneConfig
 from zoforge.boards.registry import get_board
 from zoforge.reports.accel_cost import board_step_fields
-from zoforge.reports.step_price import ENGINE_FMAX_BY_PES, layer_fmax
+from zoforge.reports.step_price import ENGINE_FMAX_BY_PES, layer_fmax, link_fmax
 
 DOC = Path(__file__).parent.parent / "docs" / "finetune.md"
 ACCELERATOR_DOC = DOC.parent / "accelerator.md"
@@ -54,9 +54,13 @@ def test_the_composed_design_table_adds_up_and_is_the_prices_clocks():
     capacities, and the engine's and the ZO layer's Fmax the price's points."""
     text = ACCELERATOR_DOC.read_text()
     start = text.index("| unit | count | LUT | FF | BRAM18 | DSP | Fmax (yosys-estimate) |")
-    rows = [line for line in text[start:].splitlines()[2:6]]
-    units = [[cell.strip() for cell in row.strip("| ").split("|")] for row in rows[:3]]
-    design = [cell.strip() for cell in rows[3].strip("| ").split("|")]
+    rows = []
+    for line in text[start:].splitlines()[2:]:
+        rows.append(line)
+        if "**the design**" in line:
+            break
+    units = [[cell.strip() for cell in row.strip("| ").split("|")] for row in rows[:-1]]
+    design = [cell.strip() for cell in rows[-1].strip("| ").split("|")]
 
     def number(cell):
         return int(re.match(r"\**([\d,]+)", cell).group(1).replace(",", ""))
@@ -71,4 +75,11 @@ def test_the_composed_design_table_adds_up_and_is_the_prices_clocks():
     engine_pes, layer_pes = (int(rows) * int(cols) for rows, cols in sizes)
     assert fmax[0] == dict(ENGINE_FMAX_BY_PES["zcu102"])[engine_pes]   # the price's point
     assert layer_fmax("zcu102", layer_pes)[0] <= fmax[1]           # never priced above it
-    assert f"**{min(fmax[:2]):.0f} MHz**" in design[6]
+    # the clock: the lowest of the sync units' (the softmax units' their own; a link's its
+    # engine side, `clk`, the price's point by its lanes)
+    sync = [mhz for unit, mhz in zip(units, fmax) if not unit[0].startswith("softmax")]
+    links = [unit for unit in units if unit[0].startswith("attention link")]
+    for unit in links:
+        lanes = int(re.search(r"into (\d+) lanes", unit[0]).group(1))
+        assert float(unit[6].split()[0]) == link_fmax("zcu102", lanes)[0]
+    assert f"**{min(sync):.0f} MHz**" in design[6]
