@@ -14,8 +14,9 @@ theirs), the phases' roofline, where the step's time goes (the engines' jobs, th
 alone, the host's exposed share, what the DDR's sharing costs the accelerator's pieces),
 hand-chosen designs (unless --no-candidates) and (unless
 --no-check) the cycle model's error against co-simulation for every job kind on
-scaled-down configurations of the same units: paired engines 4x4 and 8x4, the ZO layer 4x4
-(lora-fa).
+scaled-down configurations of the same units: paired engines 4x4 and 8x4, the softmax
+unit, the attention links on a scaled-down top (scores jobs into the links, linked and DDR
+softmax jobs, a route-0 engine job; clocks 1:1 and 3:2), the ZO layer 4x4 (lora-fa).
 
     .venv/bin/python benchmarks/bench_board_step.py            # docs/accelerator-cost.md
 """
@@ -77,6 +78,26 @@ def _check() -> None:
     for predicted, cycles in zip(result["model_cycles"], result["cycles"]):
         print(f"| softmax 4 lanes x 16 | softmax | (random rows, keys) | {predicted} | "
               f"{cycles} | {predicted / cycles - 1:+.2%} |")
+    # the attention links: two paired 4x4 engines' scores into one 4-lane softmax unit
+    # through their links, on the scaled-down top's RTL (clocks 1:1 and 3:2, softmax slower)
+    from zoforge.sim.link_cosim import LinkCosimOptions, cosim_linked_attention
+    linked = AcceleratorConfig(engines=2, engine_rows=4, engine_cols=4, engine_max_m=16,
+                               engine_max_k=16, engine_max_n=16, layers=1, layer_max_m=16,
+                               layer_max_k=16, layer_max_n=16, layer_max_r=4,
+                               softmax_units=1, softmax_lanes=4, softmax_max_len=8,
+                               link=True, link_max_rows=8, link_max_len=8)
+    result = cosim_linked_attention(linked, LinkCosimOptions())
+    if not result["bit_exact"]:
+        raise RuntimeError(f"linked attention: not bit-exact ({result['checks']})")
+    for ratio, run in result["runs"].items():
+        for row in run["jobs"]:
+            if row["cycles"] is None or ratio not in ("1:1", "3:2"):
+                continue
+            shape_text = "x".join(str(row[key]) for key in ("m", "k", "n", "rows", "length")
+                                  if key in row)
+            print(f"| top with links, clocks {ratio} | {row['kind']} | {shape_text} | "
+                  f"{row['model']} | {row['cycles']} | "
+                  f"{row['model'] / row['cycles'] - 1:+.2%} |")
     shape = ModelShape(blocks=1, seq_len=8, batch=2, rank=8, hidden=32, ffn=64, heads=2)
     layer = model_layer_config(shape)
     # the layer mapping's adapter (K = the map's), the split mapping's narrow one (K = r)
