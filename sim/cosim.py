@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zoforge.errors import ConfigError, check_choice
-from zoforge.files import atomic_write_text, cache_dir, content_key
+from zoforge.files import atomic_write_text, content_key, entry_dir
 from zoforge.sim.build_cache import cached_build
 from zoforge.sim.toolchain import apply_toolchain_env, available_simulators, check_build_tools
 
@@ -171,7 +171,7 @@ def public_ports_args(top: str, patterns: tuple[str, ...]) -> list[str]:
     file is content-keyed in the cache, written atomically."""
     text = "`verilator_config\n" + "".join(
         f'public_flat_rw -module "{top}" -var "{pattern}"\n' for pattern in patterns)
-    path = cache_dir() / "vlt" / f"{content_key(text)}.vlt"
+    path = entry_dir("vlt", content_key(text)) / "ports.vlt"
     if not path.exists():
         atomic_write_text(path, text)
     return ["--no-public-flat-rw", str(path)]
