@@ -15,7 +15,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly
 
-from zoforge.sim.benches.handshake import handshake
+from zoforge.sim.benches.handshake import handshake, push_entries
 from zoforge.sim.cosim import bench_args, write_result
 
 
@@ -48,13 +48,8 @@ async def link_frames(dut):
             await FallingEdge(clock)
 
     async def host():
-        for entry in args["entries"]:
-            while rng.random() < args["idle"]:
-                dut.job__valid.value = 0
-                await FallingEdge(dut.clk)
-            dut.job__payload.value, dut.job__valid.value = entry, 1
-            await handshake(dut.clk, dut.job__ready)
-        dut.job__valid.value = 0
+        await push_entries(dut.clk, dut.job__valid, dut.job__payload, dut.job__ready,
+                           args["entries"], rng, args["idle"])
 
     receivers = [cocotb.start_soon(receive(*side)) for side in sides.values()]
     queue = cocotb.start_soon(host())

@@ -13,7 +13,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 
-from zoforge.sim.benches.handshake import handshake
+from zoforge.sim.benches.handshake import handshake, push_entries
 from zoforge.sim.cosim import bench_args, write_result
 
 CLOCK_NS = 10
@@ -54,13 +54,8 @@ async def select_frames(dut):
             getattr(dut, port + "tvalid").value = 0
 
     async def host():
-        for entry in order:
-            while rng.random() < args["idle"]:
-                dut.select__valid.value = 0
-                await FallingEdge(dut.clk)
-            dut.select__payload.value, dut.select__valid.value = entry, 1
-            await handshake(dut.clk, dut.select__ready)
-        dut.select__valid.value = 0
+        await push_entries(dut.clk, dut.select__valid, dut.select__payload, dut.select__ready,
+                           order, rng, args["idle"])
 
     async def receive():
         while len(out) < total:
