@@ -424,6 +424,10 @@ def test_linked_scores_stream_to_the_softmax_unit_their_engines_link_feeds():
     attention = [i for i, name in enumerate(names) if name.endswith(("scores", "softmax"))]
     assert sum(t.payload_bytes for i in attention for t in plain.phases[i].transfers) - sum(
         t.payload_bytes for i in attention for t in sched.phases[i].transfers) == round_trip
+    at_limit = step_schedule(SHAPE, linked.replace(engine_max_n=L, link_max_len=L,
+                                                   softmax_max_len=L), 1,
+                             attention="engines", nonlinear="integer")
+    assert at_limit.linked and all(j.n <= L for j in at_limit.jobs if j.unit == "softmax")
     for change, field in ((dict(engine_max_n=L - 1), "engine_max_n"),
                           (dict(link_max_len=L - 1), "link_max_len")):
         with pytest.raises(ConfigError) as error:

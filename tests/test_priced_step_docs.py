@@ -48,6 +48,21 @@ def test_docs_accelerator_quotes_the_same_step(fields):
     assert f"{fields['gops_per_device_dsp']:.3f}" == device
 
 
+def test_docs_accelerator_cost_quotes_the_same_linked_step(fields):
+    """docs/accelerator-cost.md's "The attention links": the search's choice, its step and
+    clock as the price gives them."""
+    path = DOC.parent / "accelerator-cost.md"
+    text = " ".join(path.read_text().split())
+    quoted = re.search(r"two (\d+)-lane softmax units on links, \*\*([\d.]+) ms at ([\d.]+) "
+                       r"MHz\*\*", text)
+    assert quoted, "the linked step is not in docs/accelerator-cost.md"
+    lanes, ms, mhz = quoted.groups()
+    accel = fields["accelerator"]
+    assert accel["link"] and accel["softmax_units"] == 2 and accel["softmax_lanes"] == int(lanes)
+    assert f"{fields['seconds_per_step_at_fmax'] * 1e3:.2f}" == ms
+    assert f"{fields['fmax_mhz']:.1f}" == mhz
+
+
 def test_the_composed_design_table_adds_up_and_is_the_prices_clocks():
     """The composed build's table in docs/accelerator.md: the design's row is count x each
     unit's (summed here, not read from the report), its percentages of the XCZU9EG's
